@@ -1,0 +1,113 @@
+// `streamspark analyze`: per-phase FLOPs, bytes, time, memory and throughput of one model on
+// one device, for each batch size given.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common_options.hpp"
+#include "cli/output_file.hpp"
+#include "report/analysis_report.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+
+struct AnalyzeOptions {
+  std::string model;
+  std::string hardware;
+  std::string batch = "1";
+  std::string prompt = "1024";
+  std::string generate = "256";
+  PrecisionOptions precision;
+  std::string method = "roofline";
+  bool per_op = false;
+  bool no_naive = false;
+  int64_t prefill_batch = 0;
+  bool allow_beyond_context = false;
+  std::string format = "table";
+  std::string output = "-";
+};
+
+int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
+  const auto batches = parse_int_list(o.batch, "--batch");
+  const auto prompts = parse_int_list(o.prompt, "--prompt");
+  const auto generates = parse_int_list(o.generate, "--generate");
+  engine::AnalysisOptions options;
+  options.method = parse_method_option(o.method);
+  options.precision = parse_precision(o.precision);
+  options.per_op = o.per_op;
+  options.naive_sampling = !o.no_naive;
+  const Format format = parse_format_option(o.format, true);
+
+  const spec::Catalog catalog = make_catalog(ctx);
+  const engine::Model model = catalog.model(o.model);
+  const engine::Hardware hardware = catalog.hardware(o.hardware);
+  if (!o.allow_beyond_context) {
+    for (int64_t p : prompts) {
+      for (int64_t g : generates) check_context(model, p, g);
+    }
+  }
+
+  engine::Analyzer analyzer(model, hardware, options);
+  std::vector<engine::WorkloadResult> results;
+  for (int64_t p : prompts) {
+    for (int64_t g : generates) {
+      for (int64_t b : batches) results.push_back(analyzer.analyze({b, p, g, o.prefill_batch}));
+    }
+  }
+  const report::AnalysisContext rc = report::make_context(analyzer);
+
+  std::string text;
+  switch (format) {
+    case Format::table: text = report::analysis_table(rc, results, o.per_op); break;
+    case Format::json: text = report::analysis_json(rc, results).dump(2) + "\n"; break;
+    case Format::csv:
+      if (o.per_op) {
+        text = report::ops_csv(rc, results);
+      } else {
+        report::append_csv_header(text);
+        for (const auto& r : results) report::append_csv_row(text, rc, r);
+      }
+      break;
+  }
+  OutputFile out(o.output);
+  out.write(text);
+  out.commit();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
+  auto o = std::make_shared<AnalyzeOptions>();
+  CLI::App* app = root.add_subcommand(
+      "analyze", "Predict prefill and decode cost, memory and throughput of a model on a device");
+  app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path")->required();
+  app->add_option("--hardware,-H", o->hardware, "hardware name in hardware/ or a YAML path")
+      ->required();
+  app->add_option("--batch,-b", o->batch, "batch sizes: list or range, e.g. 1,64,256 or 1..512:x2")
+      ->capture_default_str();
+  app->add_option("--prompt,-p", o->prompt, "prompt lengths (tokens)")->capture_default_str();
+  app->add_option("--generate,-g", o->generate, "tokens generated per sequence (>= 1)")
+      ->capture_default_str();
+  add_precision_options(app, o->precision);
+  app->add_option("--method", o->method, "roofline (per-op max of compute and memory time) or "
+                                         "bandwidth (the lecture's first-order model)")
+      ->capture_default_str();
+  app->add_flag("--per-op", o->per_op, "also list every operator of each phase");
+  app->add_flag("--no-naive", o->no_naive,
+                "skip the cost of sampling without a KV cache (it steps through every token)");
+  app->add_option("--prefill-batch", o->prefill_batch,
+                  "sequences per prefill pass (default 0: the whole batch in one pass); bounds "
+                  "prefill activation memory")
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--allow-beyond-context", o->allow_beyond_context,
+                "analyze prompt + generate beyond the model's max_context");
+  app->add_option("--format,-f", o->format, "table, json or csv")->capture_default_str();
+  app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
+      ->capture_default_str();
+  return Command{app, [o, ctx] { return run_analyze(*o, ctx); }};
+}
+
+}  // namespace streamspark::cli

@@ -1,0 +1,38 @@
+// `streamspark hardware`: the hardware catalog with peaks, memory and ridge intensity.
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common_options.hpp"
+#include "cli/output_file.hpp"
+#include "report/catalog_report.hpp"
+#include "spec/hardware_spec.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+struct ListOptions {
+  std::string format = "table";
+};
+}  // namespace
+
+Command add_hardware_command(CLI::App& root, const AppContext& ctx) {
+  auto o = std::make_shared<ListOptions>();
+  CLI::App* app = root.add_subcommand("hardware", "List the devices in hardware/");
+  app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
+  return Command{app, [o, ctx] {
+                   const Format format = parse_format_option(o->format, true);
+                   if (format == Format::csv) throw UsageError("--format: use table or json");
+                   std::vector<engine::Hardware> devices;
+                   for (const auto& path : make_catalog(ctx).list(spec::SpecKind::hardware)) {
+                     devices.push_back(spec::load_hardware(path));
+                   }
+                   OutputFile out("-");
+                   out.write(format == Format::json
+                                 ? report::hardware_json(devices).dump(2) + "\n"
+                                 : report::hardware_table(devices));
+                   out.commit();
+                   return kExitOk;
+                 }};
+}
+
+}  // namespace streamspark::cli

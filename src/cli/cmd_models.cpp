@@ -1,0 +1,37 @@
+// `streamspark models`: the model catalog with key figures.
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common_options.hpp"
+#include "cli/output_file.hpp"
+#include "report/catalog_report.hpp"
+#include "spec/model_spec.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+struct ListOptions {
+  std::string format = "table";
+};
+}  // namespace
+
+Command add_models_command(CLI::App& root, const AppContext& ctx) {
+  auto o = std::make_shared<ListOptions>();
+  CLI::App* app = root.add_subcommand("models", "List the models in model_zoo/");
+  app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
+  return Command{app, [o, ctx] {
+                   const Format format = parse_format_option(o->format, true);
+                   if (format == Format::csv) throw UsageError("--format: use table or json");
+                   std::vector<engine::Model> models;
+                   for (const auto& path : make_catalog(ctx).list(spec::SpecKind::model)) {
+                     models.push_back(spec::load_model(path));
+                   }
+                   OutputFile out("-");
+                   out.write(format == Format::json ? report::models_json(models).dump(2) + "\n"
+                                                    : report::models_table(models));
+                   out.commit();
+                   return kExitOk;
+                 }};
+}
+
+}  // namespace streamspark::cli

@@ -1,0 +1,113 @@
+// `streamspark sweep`: evaluate a grid of configurations (models x hardware x dtypes x batch x
+// prompt x generate), streaming CSV or JSON lines to stdout or a file written atomically.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/common_options.hpp"
+#include "cli/output_file.hpp"
+#include "cli/sweep_grid.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+
+struct SweepOptions {
+  std::string models;
+  std::string hardware;
+  std::string batch = "1";
+  std::string prompt = "1024";
+  std::string generate = "256";
+  std::string dtypes = "bf16";
+  std::string kv_dtype;
+  std::string method = "roofline";
+  std::string format = "csv";
+  std::string output = "-";
+  int threads = 0;
+  int64_t prefill_batch = 0;
+  bool allow_beyond_context = false;
+  bool quiet = false;
+};
+
+int run_sweep(const SweepOptions& o, const AppContext& ctx) {
+  SweepAxes axes;
+  axes.method = parse_method_option(o.method);
+  axes.prefill_batch = o.prefill_batch;
+  axes.batches = parse_int_list(o.batch, "--batch");
+  axes.prompts = parse_int_list(o.prompt, "--prompt");
+  axes.generates = parse_int_list(o.generate, "--generate");
+  for (const std::string& d : parse_name_list(o.dtypes, "--dtype")) {
+    PrecisionOptions p{d, o.kv_dtype};
+    axes.precisions.push_back(parse_precision(p));
+  }
+  const Format format = parse_format_option(o.format, false);
+  const spec::Catalog catalog = make_catalog(ctx);
+  for (const std::string& m : parse_name_list(o.models, "--model")) {
+    axes.models.push_back(catalog.model(m));
+  }
+  for (const std::string& h : parse_name_list(o.hardware, "--hardware")) {
+    axes.hardware.push_back(catalog.hardware(h));
+  }
+  if (!o.allow_beyond_context) {
+    const int64_t max_prompt = *std::max_element(axes.prompts.begin(), axes.prompts.end());
+    const int64_t max_generate = *std::max_element(axes.generates.begin(), axes.generates.end());
+    for (const auto& m : axes.models) check_context(m, max_prompt, max_generate);
+  }
+  const SweepGrid grid(std::move(axes));
+  const int threads =
+      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  const bool show_progress = !o.quiet && ::isatty(STDERR_FILENO);
+  OutputFile out(o.output);
+  grid.run(
+      format, threads, [&](std::string_view text) { out.write(text); },
+      [&](int64_t done) {
+        if (show_progress) {
+          fmt::print(stderr, "\rsweep: {}/{} rows ({:.0f}%)", done, grid.size(),
+                     100.0 * static_cast<double>(done) / static_cast<double>(grid.size()));
+        }
+      });
+  if (show_progress) fmt::print(stderr, "\n");
+  out.commit();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_sweep_command(CLI::App& root, const AppContext& ctx) {
+  auto o = std::make_shared<SweepOptions>();
+  CLI::App* app = root.add_subcommand(
+      "sweep", "Evaluate a grid of configurations; one CSV row or JSON line per configuration");
+  app->add_option("--model,-m", o->models, "model names or paths, comma-separated")->required();
+  app->add_option("--hardware,-H", o->hardware, "hardware names or paths, comma-separated")
+      ->required();
+  app->add_option("--batch,-b", o->batch, "batch sizes: list or range, e.g. 1..512:x2")
+      ->capture_default_str();
+  app->add_option("--prompt,-p", o->prompt, "prompt lengths, e.g. 128..4096:+128")
+      ->capture_default_str();
+  app->add_option("--generate,-g", o->generate, "tokens generated per sequence")
+      ->capture_default_str();
+  app->add_option("--dtype", o->dtypes, "weight/activation dtypes, comma-separated")
+      ->capture_default_str();
+  app->add_option("--kv-dtype", o->kv_dtype, "KV cache dtype (default: same as each --dtype)");
+  app->add_option("--method", o->method, "roofline or bandwidth")->capture_default_str();
+  app->add_option("--format,-f", o->format, "csv or json (JSON lines)")->capture_default_str();
+  app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
+      ->capture_default_str();
+  app->add_option("--threads,-j", o->threads, "worker threads (default: all cores)");
+  app->add_option("--prefill-batch", o->prefill_batch,
+                  "sequences per prefill pass (default 0: the whole batch in one pass); bounds "
+                  "prefill activation memory")
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--allow-beyond-context", o->allow_beyond_context,
+                "include points where prompt + generate exceeds a model's max_context");
+  app->add_flag("--quiet,-q", o->quiet, "no progress on stderr");
+  return Command{app, [o, ctx] { return run_sweep(*o, ctx); }};
+}
+
+}  // namespace streamspark::cli

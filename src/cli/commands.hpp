@@ -1,0 +1,34 @@
+// Subcommands of `streamspark`: each cmd_<name>.cpp adds its CLI11 subcommand and returns the
+// function that runs it after parsing (returning the exit code).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace streamspark::cli {
+
+// Exit codes: 0 ok; 1 internal error or failed output write; 2 bad input or usage;
+// 3 device/runtime failure; 4 validation tolerance exceeded.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct AppContext {
+  std::string executable;  // path of the running binary, to find model_zoo/ and hardware/
+};
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_analyze_command(CLI::App& root, const AppContext& ctx);
+Command add_sweep_command(CLI::App& root, const AppContext& ctx);
+Command add_models_command(CLI::App& root, const AppContext& ctx);
+Command add_hardware_command(CLI::App& root, const AppContext& ctx);
+Command add_check_command(CLI::App& root, const AppContext& ctx);
+Command add_bench_command(CLI::App& root, const AppContext& ctx);
+
+}  // namespace streamspark::cli

@@ -1,0 +1,72 @@
+// streamspark: predict and measure the cost of LLM inference. Maps every failure to an exit
+// code (0 ok, 1 internal/output error, 2 bad input or usage, 3 device/runtime failure,
+// 4 validation tolerance exceeded).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/value_list.hpp"
+#include "engine/overflow.hpp"
+#include "spec/catalog.hpp"
+#include "spec/diagnostics.hpp"
+
+#ifndef STREAMSPARK_VERSION
+#define STREAMSPARK_VERSION "dev"
+#endif
+
+namespace {
+std::string executable_path(const char* argv0) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(argv0) : self.string();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace streamspark::cli;
+  const AppContext ctx{executable_path(argv[0])};
+  CLI::App app{"streamspark: roofline and cost model of LLM inference"};
+  app.set_version_flag("--version", STREAMSPARK_VERSION);
+  app.require_subcommand(1);
+  std::vector<Command> commands = {
+      add_analyze_command(app, ctx), add_sweep_command(app, ctx),
+      add_models_command(app, ctx),  add_hardware_command(app, ctx),
+      add_check_command(app, ctx),   add_bench_command(app, ctx),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  try {
+    for (const Command& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+    return kExitBadInput;
+  } catch (const streamspark::spec::SpecError& e) {
+    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", d.format());
+    return kExitBadInput;
+  } catch (const streamspark::spec::CatalogError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const streamspark::engine::OverflowError& e) {
+    fmt::print(stderr, "error: workload too large: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitInternal;
+  }
+}

@@ -1,0 +1,104 @@
+// Parsing of integer lists and ranges given on the command line.
+#include "cli/value_list.hpp"
+
+#include <charconv>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace streamspark::cli {
+
+namespace {
+
+constexpr size_t kMaxListLength = 10'000'000;  // a guard against "1..1e18" typos
+
+int64_t parse_positive(std::string_view s, const std::string& option, std::string_view item) {
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) {
+    throw UsageError(fmt::format("{}: '{}' is not an integer in '{}'", option, s, item));
+  }
+  if (v < 1) throw UsageError(fmt::format("{}: values must be >= 1, got {}", option, v));
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+void append_range(std::vector<int64_t>& out, std::string_view item, const std::string& option) {
+  const size_t dots = item.find("..");
+  std::string_view lo_text = item.substr(0, dots);
+  std::string_view rest = item.substr(dots + 2);
+  std::string_view step_text;
+  if (const size_t colon = rest.find(':'); colon != std::string_view::npos) {
+    step_text = rest.substr(colon + 1);
+    rest = rest.substr(0, colon);
+  }
+  const int64_t lo = parse_positive(lo_text, option, item);
+  const int64_t hi = parse_positive(rest, option, item);
+  if (hi < lo) {
+    throw UsageError(fmt::format("{}: range '{}' ends below its start", option, item));
+  }
+  bool geometric = false;
+  int64_t step = 1;
+  if (!step_text.empty()) {
+    if (step_text.front() == 'x') {
+      geometric = true;
+      step = parse_positive(step_text.substr(1), option, item);
+      if (step < 2) throw UsageError(fmt::format("{}: factor in '{}' must be >= 2", option, item));
+    } else if (step_text.front() == '+') {
+      step = parse_positive(step_text.substr(1), option, item);
+    } else {
+      throw UsageError(fmt::format(
+          "{}: step in '{}' must be 'xN' (multiply) or '+N' (add), e.g. 1..512:x2", option,
+          item));
+    }
+  }
+  for (int64_t v = lo; v <= hi;) {
+    if (out.size() >= kMaxListLength) {
+      throw UsageError(fmt::format("{}: '{}' expands to more than {} values", option, item,
+                                   kMaxListLength));
+    }
+    out.push_back(v);
+    int64_t next = 0;
+    const bool overflow = geometric ? __builtin_mul_overflow(v, step, &next)
+                                    : __builtin_add_overflow(v, step, &next);
+    if (overflow) break;
+    v = next;
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& option) {
+  std::vector<int64_t> out;
+  for (std::string_view item : split(text, ',')) {
+    if (item.empty()) throw UsageError(fmt::format("{}: empty item in '{}'", option, text));
+    if (item.find("..") != std::string_view::npos) {
+      append_range(out, item, option);
+    } else {
+      out.push_back(parse_positive(item, option, item));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> parse_name_list(const std::string& text, const std::string& option) {
+  std::vector<std::string> out;
+  for (std::string_view item : split(text, ',')) {
+    if (item.empty()) throw UsageError(fmt::format("{}: empty item in '{}'", option, text));
+    out.emplace_back(item);
+  }
+  return out;
+}
+
+}  // namespace streamspark::cli

@@ -1,0 +1,24 @@
+// Command-line value lists: "1,64,256", ranges "1..512:x2" (geometric), "128..4096:+128"
+// (arithmetic), "1..8" (step 1), and mixtures "1,4..16:x2,100".
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace streamspark::cli {
+
+// Bad command-line input; the CLI prints it and exits with 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Integers >= 1, in the order given (duplicates kept). `option` names the flag in errors.
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& option);
+
+// Comma-separated non-empty names.
+std::vector<std::string> parse_name_list(const std::string& text, const std::string& option);
+
+}  // namespace streamspark::cli

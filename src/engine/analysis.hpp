@@ -1,0 +1,158 @@
+// Per-phase analysis of one model on one device: prefill (TTFT), decode steps (TPOT),
+// memory and throughput for a batch of sequences.
+//
+// Timeline of a request with prompt S and G generated tokens: the prefill runs all S prompt
+// tokens and yields token 1 (TTFT). The decode step that yields token g (g = 2..G) feeds token
+// g-1 with S+g-2 tokens already cached, so decode contexts run S .. S+G-2 and the cache peaks
+// at S+G-1 tokens.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/hardware.hpp"
+#include "engine/memory.hpp"
+#include "engine/model.hpp"
+#include "engine/ops.hpp"
+#include "engine/roofline.hpp"
+
+namespace streamspark::engine {
+
+struct Workload {
+  int64_t batch = 1;      // B sequences decoded together
+  int64_t prompt = 1024;  // S prompt tokens per sequence
+  int64_t generate = 1;   // G tokens generated per sequence (>= 1)
+  // Sequences whose prompts run through one prefill pass; 0 = all B at once. Smaller values
+  // bound prefill activation memory at the price of re-reading the weights once per pass.
+  int64_t prefill_batch = 0;
+};
+
+struct AnalysisOptions {
+  Method method = Method::roofline;
+  Precision precision;
+  bool per_op = false;          // keep the per-operator rows
+  bool naive_sampling = false;  // also cost sampling without a KV cache (steps through G)
+};
+
+struct PhaseResult {
+  int64_t flops = 0;  // whole step, all layers
+  Traffic bytes;
+  double intensity = 0;  // FLOP/byte
+  double time_s = 0;     // prefill: TTFT; decode: the step at context = prompt
+  Bound bound = Bound::memory;
+  // How the roofline time splits (bandwidth method: compute_s or memory_s only).
+  double compute_bound_s = 0;  // time of ops limited by FLOPs
+  double memory_bound_s = 0;   // time of ops limited by bytes
+  double overhead_s = 0;       // kernel launches
+  int64_t kernel_launches = 0;
+  int64_t passes = 1;  // forward passes the phase takes (prefill in prefill_batch chunks)
+};
+
+struct OpRow {  // one operator of a phase, costed per instance (totals: times op.repeat)
+  Op op;
+  OpCost cost;
+};
+
+// Sampling G tokens for B sequences with and without a KV cache (CS336: without a cache each
+// step recomputes the whole prefix, O(T^3) FLOPs in total; with one, O(T^2)). Sums can exceed
+// 2^63 FLOPs, so they are doubles.
+struct SamplingComparison {
+  double naive_flops = 0;
+  double naive_time_s = 0;
+  double kv_cache_flops = 0;
+  double kv_cache_time_s = 0;  // = e2e_s
+};
+
+struct WorkloadResult {
+  Workload workload;  // as given, with prefill_batch resolved to the sequences per pass
+  PhaseResult prefill;
+  PhaseResult decode;  // the first decode step: context = prompt
+  double ttft_s = 0;
+  double tpot_s = 0;  // mean over the G-1 decode steps (G = 1: the step at context = prompt)
+  double e2e_s = 0;   // ttft + (G-1) * tpot
+  double decode_throughput_tok_s = 0;  // B / tpot
+  int64_t kv_bytes_per_sequence = 0;   // at the peak context S+G-1
+  MemoryFootprint memory;
+  std::optional<SamplingComparison> sampling;
+  std::vector<OpRow> prefill_ops;  // filled when options.per_op; one prefill pass
+  std::vector<OpRow> decode_ops;
+};
+
+struct ModelFigures {
+  int64_t params = 0;
+  int64_t weight_bytes = 0;
+  int64_t kv_bytes_per_token = 0;
+};
+
+// Evaluates workloads for one (model, hardware, options). Holds scratch buffers so repeated
+// evaluation (sweeps) does not allocate; not thread-safe, use one per thread.
+class Analyzer {
+ public:
+  // Throws std::invalid_argument when the device cannot compute in the requested precision.
+  Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options);
+
+  const Model& model() const { return model_; }
+  const Hardware& hardware() const { return hardware_; }
+  const ModelFigures& model_figures() const { return figures_; }
+  const DeviceRates& rates() const { return rates_; }
+  const AnalysisOptions& options() const { return options_; }
+
+  // Throws std::invalid_argument for a malformed workload and OverflowError when a count
+  // exceeds 64 bits.
+  WorkloadResult analyze(const Workload& w);
+
+  // One decode step of `batch` sequences at `context` cached tokens (the engine's unit of
+  // work in benchmarks).
+  double decode_step_time(int64_t batch, int64_t context);
+
+ private:
+  // One decode op's FLOPs and bytes at context = prompt and their growth per cached token.
+  struct DecodeLine {
+    int64_t flops = 0;
+    int64_t flops_slope = 0;
+    int64_t bytes = 0;
+    int64_t bytes_slope = 0;
+    int64_t repeat = 0;
+    int64_t launches = 0;
+    bool matrix = false;
+  };
+  // What a workload's results share with every other `generate` at the same batch, prompt and
+  // prefill passes.
+  struct StepState {
+    bool valid = false;
+    int64_t batch = 0;
+    int64_t prompt = 0;
+    int64_t per_pass = 0;
+    PhaseResult prefill;
+    PhaseResult decode;  // at context = prompt; its ops are in decode_ops_
+    int64_t prefill_activations = 0;
+    int64_t decode_activations = 0;
+    bool lines_valid = false;
+    std::vector<DecodeLine> lines;
+  };
+
+  PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch,
+                         int64_t context, std::vector<OpRow>* rows) const;
+  double bandwidth_decode_time(int64_t batch, double context) const;
+  // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences. Fills `rows`
+  // for one full pass and returns the activation peak of a full pass in *activation_peak.
+  PhaseResult prefill(int64_t batch, int64_t tokens, int64_t per_pass, std::vector<OpRow>* rows,
+                      int64_t* activation_peak);
+  void prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass, WorkloadResult* rows);
+  void prepare_decode_lines();
+  double mean_decode_step(int64_t steps);
+  SamplingComparison compare_sampling(const Workload& w, int64_t per_pass,
+                                      const WorkloadResult& r);
+
+  Model model_;  // copies: an Analyzer never dangles
+  Hardware hardware_;
+  AnalysisOptions options_;
+  DeviceRates rates_;
+  ModelFigures figures_;
+  StepState state_;
+  std::vector<Op> scratch_ops_;
+  std::vector<Op> decode_ops_;  // the decode step at context = prompt
+};
+
+}  // namespace streamspark::engine

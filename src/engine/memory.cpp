@@ -1,0 +1,59 @@
+// Memory footprint: totals, fit against capacity, and the largest batch that fits.
+#include "engine/memory.hpp"
+
+#include <algorithm>
+
+#include "engine/overflow.hpp"
+
+namespace streamspark::engine {
+
+int64_t step_activation_peak(const std::vector<Op>& ops, int64_t residual_stream_bytes) {
+  int64_t largest = 0;
+  for (const Op& op : ops) largest = std::max(largest, op.bytes.activations);
+  return checked_add(residual_stream_bytes, largest);
+}
+
+double ActivationModel::at(int64_t batch) const {
+  const int64_t prefill_sequences =
+      prefill_batch > 0 ? std::min(prefill_batch, batch) : batch;
+  return std::max(prefill_per_sequence * static_cast<double>(prefill_sequences),
+                  decode_per_sequence * static_cast<double>(batch));
+}
+
+MemoryFootprint memory_footprint(int64_t batch, int64_t weights_bytes,
+                                 int64_t kv_bytes_per_sequence, int64_t activation_bytes,
+                                 const ActivationModel& activations, int64_t capacity_bytes) {
+  MemoryFootprint m;
+  m.weights_bytes = weights_bytes;
+  m.kv_cache_bytes = checked_mul(batch, kv_bytes_per_sequence);
+  m.activation_bytes = activation_bytes;
+  m.total_bytes = checked_add(weights_bytes, m.kv_cache_bytes, activation_bytes);
+  m.capacity_bytes = capacity_bytes;
+  m.fits = m.total_bytes <= capacity_bytes;
+  // total(B) grows with B, so the largest fitting batch is found by bisection.
+  auto fits_at = [&](int64_t b) {
+    const double total = static_cast<double>(weights_bytes) +
+                         static_cast<double>(b) * static_cast<double>(kv_bytes_per_sequence) +
+                         activations.at(b);
+    return total <= static_cast<double>(capacity_bytes);
+  };
+  int64_t lo = 0;             // fits (or 0: nothing fits)
+  int64_t hi = int64_t{1} << 40;  // far beyond any real batch
+  if (!fits_at(1)) {
+    m.max_batch = 0;
+    return m;
+  }
+  lo = 1;
+  if (fits_at(hi)) {
+    m.max_batch = hi;
+    return m;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits_at(mid) ? lo : hi) = mid;
+  }
+  m.max_batch = lo;
+  return m;
+}
+
+}  // namespace streamspark::engine

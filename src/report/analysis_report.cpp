@@ -1,0 +1,380 @@
+// Rendering of analysis results as table, JSON and CSV.
+#include "report/analysis_report.hpp"
+
+#include <iterator>
+
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+#include "report/table.hpp"
+#include "report/units.hpp"
+
+namespace streamspark::report {
+
+using engine::OpRow;
+using engine::PhaseResult;
+using engine::WorkloadResult;
+using nlohmann::json;
+
+AnalysisContext make_context(const engine::Analyzer& analyzer) {
+  return AnalysisContext{&analyzer.model(), &analyzer.hardware(), analyzer.options(),
+                         analyzer.model_figures(), analyzer.rates()};
+}
+
+namespace {
+
+std::string str(std::string_view s) { return std::string(s); }
+
+double ridge(const AnalysisContext& ctx) { return ctx.rates.matrix_flops / ctx.rates.bandwidth; }
+
+json traffic_json(const engine::Traffic& t) {
+  return json{{"weights", t.weights},
+              {"activations", t.activations},
+              {"kv_read", t.kv_read},
+              {"kv_write", t.kv_write},
+              {"total", t.total()}};
+}
+
+json phase_json(const PhaseResult& p, const char* time_key) {
+  return json{{"flops", p.flops},
+              {"bytes", p.bytes.total()},
+              {"bytes_by_kind", traffic_json(p.bytes)},
+              {"intensity", p.intensity},
+              {time_key, p.time_s},
+              {"bound", str(engine::bound_name(p.bound))},
+              {"compute_bound_s", p.compute_bound_s},
+              {"memory_bound_s", p.memory_bound_s},
+              {"overhead_s", p.overhead_s},
+              {"kernel_launches", p.kernel_launches}};
+}
+
+json op_json(const OpRow& row, engine::Phase phase) {
+  const engine::Op& op = row.op;
+  json j{{"phase", str(engine::phase_name(phase))},
+         {"name", str(op.name)},
+         {"kind", str(engine::op_kind_name(op.kind))},
+         {"repeat", op.repeat},
+         {"launches", op.launches},
+         {"flops", op.flops},
+         {"bytes", traffic_json(op.bytes)},
+         {"intensity", engine::intensity(op.flops, op.bytes.total())},
+         {"compute_s", row.cost.compute_s},
+         {"memory_s", row.cost.memory_s},
+         {"overhead_s", row.cost.overhead_s},
+         {"time_s", row.cost.time_s},
+         {"total_time_s", row.cost.time_s * static_cast<double>(op.repeat)},
+         {"bound", str(engine::bound_name(row.cost.bound))}};
+  if (op.kind == engine::OpKind::gemm) {
+    j["gemm"] = json{{"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}};
+  }
+  return j;
+}
+
+json precision_json(const engine::Precision& p) {
+  return json{{"weights", str(engine::dtype_name(p.weights))},
+              {"activations", str(engine::dtype_name(p.activations))},
+              {"kv_cache", str(engine::dtype_name(p.kv_cache))}};
+}
+
+}  // namespace
+
+json result_json(const WorkloadResult& r) {
+  json prefill = phase_json(r.prefill, "time_s");
+  prefill["passes"] = r.prefill.passes;
+  json j{{"batch", r.workload.batch},
+         {"prompt", r.workload.prompt},
+         {"generate", r.workload.generate},
+         {"prefill_batch", r.workload.prefill_batch},
+         {"prefill", std::move(prefill)},
+         {"decode", phase_json(r.decode, "step_time_s")},
+         {"kv_bytes_per_sequence", r.kv_bytes_per_sequence},
+         {"memory",
+          {{"weights_bytes", r.memory.weights_bytes},
+           {"kv_cache_bytes", r.memory.kv_cache_bytes},
+           {"activation_bytes", r.memory.activation_bytes},
+           {"total_bytes", r.memory.total_bytes},
+           {"capacity_bytes", r.memory.capacity_bytes},
+           {"fits", r.memory.fits},
+           {"max_batch", r.memory.max_batch}}},
+         {"ttft_s", r.ttft_s},
+         {"tpot_s", r.tpot_s},
+         {"e2e_s", r.e2e_s},
+         {"decode_throughput_tok_s", r.decode_throughput_tok_s}};
+  if (r.sampling) {
+    j["sampling"] = json{{"naive_flops", r.sampling->naive_flops},
+                         {"naive_time_s", r.sampling->naive_time_s},
+                         {"kv_cache_flops", r.sampling->kv_cache_flops},
+                         {"kv_cache_time_s", r.sampling->kv_cache_time_s}};
+  }
+  if (!r.prefill_ops.empty() || !r.decode_ops.empty()) {
+    json ops = json::array();
+    for (const OpRow& row : r.prefill_ops) ops.push_back(op_json(row, engine::Phase::prefill));
+    for (const OpRow& row : r.decode_ops) ops.push_back(op_json(row, engine::Phase::decode));
+    j["ops"] = std::move(ops);
+  }
+  return j;
+}
+
+json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results) {
+  const engine::Model& m = *ctx.model;
+  const engine::Hardware& hw = *ctx.hardware;
+  json j;
+  j["model"] = json{{"name", m.name},
+                    {"params", ctx.figures.params},
+                    {"weight_bytes", ctx.figures.weight_bytes},
+                    {"kv_bytes_per_token", ctx.figures.kv_bytes_per_token},
+                    {"n_layers", m.n_layers},
+                    {"d_model", m.d_model},
+                    {"vocab_size", m.vocab_size},
+                    {"attention",
+                     {{"kind", str(engine::attention_kind_name(m.attention.kind))},
+                      {"n_heads", m.attention.n_heads},
+                      {"n_kv_heads", m.attention.n_kv_heads},
+                      {"head_dim", m.attention.head_dim}}},
+                    {"d_ff", m.mlp.d_ff},
+                    {"max_context", m.max_context}};
+  j["hardware"] = json{{"name", hw.name},
+                       {"peak_flops", ctx.rates.matrix_flops},
+                       {"vector_peak_flops", ctx.rates.vector_flops},
+                       {"memory_bandwidth", ctx.rates.bandwidth},
+                       {"memory_capacity", hw.device_memory().capacity_bytes},
+                       {"ridge_intensity", ridge(ctx)},
+                       {"kernel_overhead_s", ctx.rates.kernel_overhead_s}};
+  j["method"] = str(engine::method_name(ctx.options.method));
+  j["precision"] = precision_json(ctx.options.precision);
+  json rs = json::array();
+  for (const WorkloadResult& r : results) rs.push_back(result_json(r));
+  j["results"] = std::move(rs);
+  return j;
+}
+
+// ---------------------------------------------------------------- table
+
+namespace {
+
+std::string op_table(const std::vector<OpRow>& rows, double phase_time) {
+  Table t;
+  t.add_column("op", Align::left);
+  t.add_column("kind", Align::left);
+  t.add_column("×");
+  t.add_column("FLOPs");
+  t.add_column("bytes");
+  t.add_column("weights");
+  t.add_column("KV read");
+  t.add_column("FLOP/B");
+  t.add_column("bound", Align::left);
+  t.add_column("time");
+  t.add_column("share");
+  for (const OpRow& row : rows) {
+    const engine::Op& op = row.op;
+    const double n = static_cast<double>(op.repeat);
+    const double total_time = row.cost.time_s * n;
+    t.add_row({str(op.name), str(engine::op_kind_name(op.kind)), std::to_string(op.repeat),
+               format_flops(static_cast<double>(op.flops) * n),
+               format_bytes(static_cast<double>(op.bytes.total()) * n),
+               format_bytes(static_cast<double>(op.bytes.weights) * n),
+               format_bytes(static_cast<double>(op.bytes.kv_read) * n),
+               significant(engine::intensity(op.flops, op.bytes.total())),
+               str(engine::bound_name(row.cost.bound)), format_time(total_time),
+               fmt::format("{:.1f}%", phase_time > 0 ? 100.0 * total_time / phase_time : 0.0)});
+  }
+  return t.render();
+}
+
+}  // namespace
+
+std::string analysis_table(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results,
+                           bool per_op) {
+  const engine::Model& m = *ctx.model;
+  const engine::Hardware& hw = *ctx.hardware;
+  const engine::Precision& p = ctx.options.precision;
+  std::string out;
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "{} on {} · method {} · weights {}, activations {}, KV cache {}\n", m.name,
+                 hw.name, engine::method_name(ctx.options.method),
+                 engine::dtype_name(p.weights), engine::dtype_name(p.activations),
+                 engine::dtype_name(p.kv_cache));
+  fmt::format_to(o,
+                 "model     {} params · {} weights · {} KV cache per token · {} layers, {} "
+                 "{}×{} (KV heads {})\n",
+                 format_count(static_cast<double>(ctx.figures.params)),
+                 format_bytes(static_cast<double>(ctx.figures.weight_bytes)),
+                 format_bytes(static_cast<double>(ctx.figures.kv_bytes_per_token)), m.n_layers,
+                 engine::attention_kind_name(m.attention.kind), m.attention.n_heads,
+                 m.attention.head_dim, m.attention.n_kv_heads);
+  fmt::format_to(o,
+                 "hardware  {} {} · {} · {} · ridge {} FLOP/B · {} per kernel\n\n",
+                 format_flop_rate(ctx.rates.matrix_flops),
+                 engine::peak_class_name(engine::matrix_peak_class(p.activations)),
+                 format_bandwidth(ctx.rates.bandwidth),
+                 format_bytes(static_cast<double>(hw.device_memory().capacity_bytes)),
+                 significant(ridge(ctx)), format_time(ctx.rates.kernel_overhead_s));
+
+  Table t;
+  for (const char* h : {"batch", "prompt", "gen", "memory"}) t.add_column(h);
+  t.add_column("fits", Align::left);
+  t.add_column("max batch");
+  t.add_column("TTFT");
+  t.add_column("prefill", Align::left);
+  t.add_column("decode step");
+  t.add_column("decode", Align::left);
+  t.add_column("TPOT");
+  t.add_column("e2e");
+  t.add_column("tokens/s");
+  for (const WorkloadResult& r : results) {
+    t.add_row({std::to_string(r.workload.batch), std::to_string(r.workload.prompt),
+               std::to_string(r.workload.generate),
+               format_bytes(static_cast<double>(r.memory.total_bytes)),
+               r.memory.fits ? "yes" : "no", std::to_string(r.memory.max_batch),
+               format_time(r.ttft_s), str(engine::bound_name(r.prefill.bound)),
+               format_time(r.decode.time_s), str(engine::bound_name(r.decode.bound)),
+               format_time(r.tpot_s), format_time(r.e2e_s),
+               significant(r.decode_throughput_tok_s)});
+  }
+  out += t.render();
+  out +=
+      "\nTTFT: prefill of the whole batch, lm head on the last position only. decode step: "
+      "context = prompt.\nTPOT: mean decode step over the gen-1 later tokens. memory: weights "
+      "+ KV cache at prompt+gen-1 tokens + peak activations.\n";
+
+  bool any_sampling = false;
+  for (const WorkloadResult& r : results) any_sampling = any_sampling || r.sampling.has_value();
+  if (any_sampling) {
+    Table s;
+    for (const char* h : {"batch", "prompt", "gen", "naive FLOPs", "KV-cache FLOPs", "ratio",
+                          "naive time", "KV-cache time"}) {
+      s.add_column(h);
+    }
+    for (const WorkloadResult& r : results) {
+      if (!r.sampling) continue;
+      const auto& c = *r.sampling;
+      s.add_row({std::to_string(r.workload.batch), std::to_string(r.workload.prompt),
+                 std::to_string(r.workload.generate), format_flops(c.naive_flops),
+                 format_flops(c.kv_cache_flops),
+                 fmt::format("{}×", significant(c.naive_flops / c.kv_cache_flops)),
+                 format_time(c.naive_time_s), format_time(c.kv_cache_time_s)});
+    }
+    out += "\nSampling without a KV cache (every token recomputes its whole prefix) vs with one:\n";
+    out += s.render();
+  }
+
+  if (per_op) {
+    for (const WorkloadResult& r : results) {
+      // Operator rows cover one prefill pass; shares are of that pass.
+      if (r.prefill.passes > 1) {
+        fmt::format_to(o, "\nprefill operators · one pass of {} sequences (of {} passes), prompt {}\n",
+                       r.workload.prefill_batch, r.prefill.passes, r.workload.prompt);
+      } else {
+        fmt::format_to(o, "\nprefill operators · batch {}, prompt {} · {}\n", r.workload.batch,
+                       r.workload.prompt, format_time(r.prefill.time_s));
+      }
+      double one_pass = 0;
+      for (const OpRow& row : r.prefill_ops) {
+        one_pass += row.cost.time_s * static_cast<double>(row.op.repeat);
+      }
+      out += op_table(r.prefill_ops, one_pass);
+      fmt::format_to(o, "\ndecode operators · batch {}, context {} · {}\n", r.workload.batch,
+                     r.workload.prompt, format_time(r.decode.time_s));
+      out += op_table(r.decode_ops, r.decode.time_s);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- CSV
+
+namespace {
+
+// RFC 4180: quote a field holding a comma, quote or newline.
+void append_csv_field(std::string& out, std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+    out += s;
+    return;
+  }
+  out += '"';
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+}  // namespace
+
+void append_csv_header(std::string& out) {
+  out +=
+      "model,hardware,method,weights_dtype,activations_dtype,kv_cache_dtype,batch,prompt,"
+      "generate,prefill_batch,params,weight_bytes,kv_bytes_per_token,kv_bytes_per_sequence,prefill_flops,"
+      "prefill_bytes,prefill_intensity,prefill_time_s,prefill_bound,decode_flops,decode_bytes,"
+      "decode_intensity,decode_step_time_s,decode_bound,kv_cache_bytes,activation_bytes,"
+      "total_bytes,capacity_bytes,fits,max_batch,ttft_s,tpot_s,e2e_s,"
+      "decode_throughput_tok_s\n";
+}
+
+void append_csv_row(std::string& out, const AnalysisContext& ctx, const WorkloadResult& r) {
+  const engine::Precision& p = ctx.options.precision;
+  append_csv_field(out, ctx.model->name);
+  out += ',';
+  append_csv_field(out, ctx.hardware->name);
+  // Compiled format into a stack buffer: sweeps write millions of these rows.
+  fmt::memory_buffer row;
+  fmt::format_to(fmt::appender(row),
+                 FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+                             "{},{},{},{},{},{},{},{},{}\n"),
+                 engine::method_name(ctx.options.method), engine::dtype_name(p.weights),
+                 engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache),
+                 r.workload.batch, r.workload.prompt, r.workload.generate,
+                 r.workload.prefill_batch, ctx.figures.params,
+                 ctx.figures.weight_bytes, ctx.figures.kv_bytes_per_token,
+                 r.kv_bytes_per_sequence, r.prefill.flops, r.prefill.bytes.total(),
+                 r.prefill.intensity, r.prefill.time_s, engine::bound_name(r.prefill.bound),
+                 r.decode.flops, r.decode.bytes.total(), r.decode.intensity, r.decode.time_s,
+                 engine::bound_name(r.decode.bound), r.memory.kv_cache_bytes,
+                 r.memory.activation_bytes, r.memory.total_bytes, r.memory.capacity_bytes,
+                 r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s, r.tpot_s,
+                 r.e2e_s, r.decode_throughput_tok_s);
+  out.append(row.data(), row.size());
+}
+
+std::string ops_csv(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results) {
+  std::string out =
+      "model,hardware,method,batch,prompt,generate,phase,op,kind,repeat,launches,gemm_m,gemm_n,"
+      "gemm_k,flops,weight_bytes,activation_bytes,kv_read_bytes,kv_write_bytes,bytes,"
+      "intensity,compute_s,memory_s,overhead_s,time_s,total_time_s,bound\n";
+  for (const WorkloadResult& r : results) {
+    for (engine::Phase phase : {engine::Phase::prefill, engine::Phase::decode}) {
+      const auto& rows = phase == engine::Phase::prefill ? r.prefill_ops : r.decode_ops;
+      for (const OpRow& row : rows) {
+        const engine::Op& op = row.op;
+        append_csv_field(out, ctx.model->name);
+        out += ',';
+        append_csv_field(out, ctx.hardware->name);
+        fmt::format_to(std::back_inserter(out),
+                       ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+                       "{}\n",
+                       engine::method_name(ctx.options.method), r.workload.batch,
+                       r.workload.prompt, r.workload.generate, engine::phase_name(phase),
+                       op.name, engine::op_kind_name(op.kind), op.repeat, op.launches,
+                       op.gemm.m, op.gemm.n, op.gemm.k, op.flops, op.bytes.weights,
+                       op.bytes.activations, op.bytes.kv_read, op.bytes.kv_write,
+                       op.bytes.total(), engine::intensity(op.flops, op.bytes.total()),
+                       row.cost.compute_s, row.cost.memory_s, row.cost.overhead_s,
+                       row.cost.time_s, row.cost.time_s * static_cast<double>(op.repeat),
+                       engine::bound_name(row.cost.bound));
+      }
+    }
+  }
+  return out;
+}
+
+void append_json_line(std::string& out, const AnalysisContext& ctx, const WorkloadResult& r) {
+  json j = result_json(r);
+  j["model"] = ctx.model->name;
+  j["hardware"] = ctx.hardware->name;
+  j["method"] = str(engine::method_name(ctx.options.method));
+  j["precision"] = precision_json(ctx.options.precision);
+  out += j.dump();
+  out += '\n';
+}
+
+}  // namespace streamspark::report

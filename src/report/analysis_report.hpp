@@ -1,0 +1,49 @@
+// Output of `analyze` (and the rows of `sweep`): terminal table, JSON, CSV.
+// JSON and CSV use SI base units (bytes, FLOPs, seconds); keys are documented in README and
+// stay stable once released.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/analysis.hpp"
+
+namespace streamspark::report {
+
+// What one set of results was computed on.
+struct AnalysisContext {
+  const engine::Model* model = nullptr;
+  const engine::Hardware* hardware = nullptr;
+  engine::AnalysisOptions options;
+  engine::ModelFigures figures;
+  engine::DeviceRates rates;
+};
+
+// Refers to the analyzer's model and hardware: keep the analyzer alive while it is used.
+AnalysisContext make_context(const engine::Analyzer& analyzer);
+
+// Aligned table with units, one row per workload; with per_op, each workload's operators.
+std::string analysis_table(const AnalysisContext& ctx,
+                           const std::vector<engine::WorkloadResult>& results, bool per_op);
+
+// {"model": {...}, "hardware": {...}, "method": ..., "precision": {...}, "results": [...]}
+nlohmann::json analysis_json(const AnalysisContext& ctx,
+                             const std::vector<engine::WorkloadResult>& results);
+// One element of results[]: batch, prompt, generate, prefill, decode, memory, ttft_s, ...
+nlohmann::json result_json(const engine::WorkloadResult& r);
+
+// Flat CSV, one row per workload (the same columns as `sweep`).
+void append_csv_header(std::string& out);
+void append_csv_row(std::string& out, const AnalysisContext& ctx,
+                    const engine::WorkloadResult& r);
+// Per-operator CSV (analyze --per-op --format csv).
+std::string ops_csv(const AnalysisContext& ctx,
+                    const std::vector<engine::WorkloadResult>& results);
+// One JSON object per line (sweep --format json): result_json plus model, hardware, method
+// and precision.
+void append_json_line(std::string& out, const AnalysisContext& ctx,
+                      const engine::WorkloadResult& r);
+
+}  // namespace streamspark::report

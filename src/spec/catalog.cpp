@@ -1,0 +1,121 @@
+// Catalog lookup: names to spec files, listing, kind detection.
+#include "spec/catalog.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "spec/hardware_spec.hpp"
+#include "spec/model_spec.hpp"
+#include "spec/yaml_reader.hpp"
+
+namespace streamspark::spec {
+
+namespace fs = std::filesystem;
+
+namespace {
+const char* folder_name(SpecKind kind) {
+  return kind == SpecKind::model ? "model_zoo" : "hardware";
+}
+const char* kind_word(SpecKind kind) { return kind == SpecKind::model ? "model" : "hardware"; }
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || s.ends_with(".yaml") || s.ends_with(".yml");
+}
+}  // namespace
+
+std::vector<std::string> data_roots(const std::string& executable_path) {
+  std::vector<std::string> roots;
+  if (const char* env = std::getenv("STREAMSPARK_DATA"); env && *env) roots.emplace_back(env);
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(fs::path(executable_path), ec).parent_path();
+  for (int up = 0; up < 3 && !dir.empty(); ++up) {
+    roots.push_back(dir.string());
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  const fs::path exe_dir = fs::weakly_canonical(fs::path(executable_path), ec).parent_path();
+  roots.push_back((exe_dir.parent_path() / "share" / "streamspark").string());
+  return roots;
+}
+
+std::string Catalog::folder(SpecKind kind) const {
+  for (const std::string& root : roots_) {
+    const fs::path dir = fs::path(root) / folder_name(kind);
+    std::error_code ec;
+    if (fs::is_directory(dir, ec)) return dir.string();
+  }
+  return "";
+}
+
+std::vector<std::string> Catalog::list(SpecKind kind) const {
+  std::vector<std::string> out;
+  const std::string dir = folder(kind);
+  if (dir.empty()) return out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const fs::path& p = entry.path();
+    if (entry.is_regular_file() && (p.extension() == ".yaml" || p.extension() == ".yml")) {
+      out.push_back(p.string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Catalog::resolve(const std::string& name_or_path, SpecKind kind) const {
+  std::error_code ec;
+  if (looks_like_path(name_or_path)) {
+    if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+    throw CatalogError(fmt::format("{}: no such {} file", name_or_path, kind_word(kind)));
+  }
+  const std::string dir = folder(kind);
+  if (!dir.empty()) {
+    for (const char* ext : {".yaml", ".yml"}) {
+      const fs::path p = fs::path(dir) / (name_or_path + ext);
+      if (fs::is_regular_file(p, ec)) return p.string();
+    }
+  }
+  if (dir.empty()) {
+    throw CatalogError(fmt::format(
+        "unknown {} '{}': no {}/ folder found (searched {}; set STREAMSPARK_DATA to the "
+        "repository root)",
+        kind_word(kind), name_or_path, folder_name(kind), fmt::join(roots_, ", ")));
+  }
+  std::vector<std::string> names;
+  for (const std::string& p : list(kind)) names.push_back(fs::path(p).stem().string());
+  std::string message = fmt::format("unknown {} '{}' (not in {})", kind_word(kind), name_or_path,
+                                    dir);
+  if (const auto hint = closest_match(name_or_path, names)) {
+    message += fmt::format("; did you mean '{}'?", *hint);
+  } else {
+    message += fmt::format("; `streamspark {}` lists them",
+                           kind == SpecKind::model ? "models" : "hardware");
+  }
+  throw CatalogError(message);
+}
+
+engine::Model Catalog::model(const std::string& name_or_path) const {
+  return load_model(resolve(name_or_path, SpecKind::model));
+}
+
+engine::Hardware Catalog::hardware(const std::string& name_or_path) const {
+  return load_hardware(resolve(name_or_path, SpecKind::hardware));
+}
+
+SpecKind detect_spec_kind(const std::string& path) {
+  Diagnostics diagnostics;
+  const SpecContext ctx{path, &diagnostics};
+  const auto root = load_yaml_mapping(path, ctx);
+  if (!root) throw SpecError(diagnostics.items());
+  if ((*root)["d_model"] || (*root)["attention"]) return SpecKind::model;
+  if ((*root)["peak_flops"] || (*root)["memory"]) return SpecKind::hardware;
+  ctx.error({1, 1}, "",
+            "cannot tell a model from a hardware file: a model has d_model and attention, "
+            "hardware has peak_flops and memory");
+  throw SpecError(diagnostics.items());
+}
+
+}  // namespace streamspark::spec

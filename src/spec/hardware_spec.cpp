@@ -1,0 +1,136 @@
+// Hardware spec parsing and validation.
+//
+// Schema (see README "Adding hardware"):
+//   name, source                 strings, required
+//   kind                         gpu|cpu|accelerator, optional (informational)
+//   peak_flops: {fp32 (required), tf32, bf16, fp16, fp8, int8, int4, source}
+//                                dense peaks (no structured sparsity), FLOP/s or OP/s
+//   memory: [{name, capacity, bandwidth, source}, ...]
+//                                fastest/smallest first; the last is device memory
+//   interconnect: {name, bandwidth, latency, source}       optional
+//   kernel_overhead              time per kernel launch, optional (default 0 s)
+//   kernel_overhead_source       string, optional
+//   price_per_hour               USD, optional
+//   achievable: {compute, memory, source}                  optional fractions of peak
+#include "spec/hardware_spec.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace streamspark::spec {
+
+namespace {
+
+using engine::PeakClass;
+
+// Capacities are whole bytes; anything past 2^62 is not a real device.
+constexpr double kMaxCapacityBytes = 4.611686018427387904e18;
+
+void parse_peaks(MapReader& r, engine::Hardware& hw) {
+  for (PeakClass c : engine::kAllPeakClasses) {
+    const Presence presence = c == PeakClass::fp32 ? Presence::required : Presence::optional;
+    if (const auto v = r.quantity(engine::peak_class_name(c), Dimension::flop_rate, presence)) {
+      hw.peak_flops[static_cast<int>(c)] = *v;
+    }
+  }
+  r.string("source", Presence::optional);
+  r.finish();
+}
+
+std::optional<engine::MemoryLevel> parse_memory_level(const YAML::Node& node,
+                                                      const std::string& path,
+                                                      const SpecContext& ctx) {
+  if (!node.IsMap()) {
+    ctx.error(location_of(node), path,
+              "expected a mapping with name, capacity and bandwidth");
+    return std::nullopt;
+  }
+  MapReader r(node, path, ctx);
+  const auto name = r.string("name", Presence::required);
+  const auto capacity = r.quantity("capacity", Dimension::bytes, Presence::required,
+                                   Range{0, true, kMaxCapacityBytes});
+  const auto bandwidth = r.quantity("bandwidth", Dimension::bandwidth, Presence::required);
+  r.string("source", Presence::optional);
+  r.finish();
+  if (!name || !capacity || !bandwidth) return std::nullopt;
+  return engine::MemoryLevel{*name, std::llround(*capacity), *bandwidth};
+}
+
+}  // namespace
+
+std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const SpecContext& ctx) {
+  const size_t problems_before = ctx.diagnostics->items().size();
+  MapReader r(root, "", ctx);
+  engine::Hardware hw;
+  const auto name = r.string("name", Presence::required);
+  const auto source = r.string("source", Presence::required);
+  r.choice("kind", {"gpu", "cpu", "accelerator"}, Presence::optional);
+  if (auto peaks = r.map("peak_flops", Presence::required)) parse_peaks(*peaks, hw);
+
+  if (const auto levels = r.sequence("memory", Presence::required)) {
+    if (levels->empty()) r.error_at("memory", "needs at least one level (device memory)");
+    for (size_t i = 0; i < levels->size(); ++i) {
+      const std::string path = fmt::format("memory[{}]", i);
+      if (auto level = parse_memory_level((*levels)[i], path, ctx)) {
+        if (!hw.memory.empty() && level->capacity_bytes < hw.memory.back().capacity_bytes) {
+          ctx.error(location_of((*levels)[i]), path + ".capacity",
+                    fmt::format("levels go from the smallest (e.g. l2) to device memory, but "
+                                "'{}' is smaller than '{}' before it",
+                                level->name, hw.memory.back().name));
+        }
+        hw.memory.push_back(std::move(*level));
+      }
+    }
+  }
+
+  if (auto ic = r.map("interconnect", Presence::optional)) {
+    const auto ic_name = ic->string("name", Presence::required);
+    const auto bandwidth = ic->quantity("bandwidth", Dimension::bandwidth, Presence::required);
+    const auto latency =
+        ic->quantity("latency", Dimension::time, Presence::optional, Range{0, false});
+    ic->string("source", Presence::optional);
+    ic->finish();
+    if (ic_name && bandwidth) {
+      hw.interconnect = engine::Interconnect{*ic_name, *bandwidth, latency.value_or(0.0)};
+    }
+  }
+
+  const auto overhead =
+      r.quantity("kernel_overhead", Dimension::time, Presence::optional, Range{0, false});
+  hw.kernel_overhead_s = overhead.value_or(0.0);
+  r.string("kernel_overhead_source", Presence::optional);
+  hw.price_per_hour =
+      r.quantity("price_per_hour", Dimension::money_per_hour, Presence::optional, Range{0, false});
+
+  if (auto ach = r.map("achievable", Presence::optional)) {
+    const Range fraction{0, true, 1.0};
+    const auto compute = ach->quantity("compute", Dimension::fraction, Presence::required,
+                                       fraction);
+    const auto memory = ach->quantity("memory", Dimension::fraction, Presence::required,
+                                      fraction);
+    const auto ach_source = ach->string("source", Presence::required);
+    ach->finish();
+    if (compute && memory && ach_source) {
+      hw.achievable = engine::AchievableFractions{*compute, *memory, *ach_source};
+    }
+  }
+  r.finish();
+  if (!name || !source || ctx.diagnostics->items().size() != problems_before) {
+    return std::nullopt;
+  }
+  hw.name = *name;
+  hw.source = *source;
+  return hw;
+}
+
+engine::Hardware load_hardware(const std::string& path) {
+  Diagnostics diagnostics;
+  const SpecContext ctx{path, &diagnostics};
+  std::optional<engine::Hardware> hw;
+  if (const auto root = load_yaml_mapping(path, ctx)) hw = parse_hardware(*root, ctx);
+  if (!hw) throw SpecError(diagnostics.items());
+  return *hw;
+}
+
+}  // namespace streamspark::spec

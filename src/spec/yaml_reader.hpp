@@ -1,0 +1,107 @@
+// Checked reading of YAML spec files: every key is known, typed and in range, and every
+// problem becomes a Diagnostic with file, line, column and key path (never a yaml-cpp
+// exception). Spec parsing is separate from the engine's structs and from their validation.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spec/diagnostics.hpp"
+#include "spec/quantity.hpp"
+
+namespace streamspark::spec {
+
+struct Location {
+  int line = 0;  // 1-based
+  int column = 0;
+};
+
+Location location_of(const YAML::Node& node);
+
+// The file being read and where its problems go.
+struct SpecContext {
+  std::string file;  // as shown in messages
+  Diagnostics* diagnostics = nullptr;
+  void error(Location at, std::string key_path, std::string message) const;
+};
+
+// Reads `path`; on failure (unreadable, syntax error, empty, not a mapping) records a
+// diagnostic and returns nullopt.
+std::optional<YAML::Node> load_yaml_mapping(const std::string& path, const SpecContext& ctx);
+// Same, from text already in memory.
+std::optional<YAML::Node> parse_yaml_mapping(const std::string& text, const SpecContext& ctx);
+
+enum class Presence { required, optional };
+
+struct Range {  // allowed interval for a quantity
+  double min = 0;
+  bool min_exclusive = true;  // > min (true) or >= min (false)
+  double max = std::numeric_limits<double>::infinity();
+};
+
+// Closest candidate by edit distance, if close enough to be a plausible typo.
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string>& candidates);
+
+// One YAML mapping. Each accessor declares its key as known; finish() reports the keys nobody
+// asked for, with a did-you-mean hint.
+class MapReader {
+ public:
+  // `where` is reported for keys missing from this map (default: the map's own position);
+  // nested maps pass the line of their key in the parent.
+  MapReader(const YAML::Node& node, std::string key_path, const SpecContext& ctx,
+            std::optional<Location> where = std::nullopt);
+
+  std::optional<std::string> string(std::string_view key, Presence presence);
+  // An integer >= min.
+  std::optional<int64_t> integer(std::string_view key, Presence presence, int64_t min = 1);
+  std::optional<double> quantity(std::string_view key, Dimension dim, Presence presence,
+                                 Range range = {});
+  std::optional<bool> boolean(std::string_view key, Presence presence);
+  // One of `choices`.
+  std::optional<std::string> choice(std::string_view key,
+                                    std::initializer_list<std::string_view> choices,
+                                    Presence presence);
+  std::optional<MapReader> map(std::string_view key, Presence presence);
+  // The elements of a sequence (each with its key path "key[i]").
+  std::optional<std::vector<YAML::Node>> sequence(std::string_view key, Presence presence);
+
+  // Accept `key` without reading it (e.g. a documentation field).
+  void allow(std::string_view key);
+  // Each key of the map not yet declared, in file order; lets callers read open-ended maps.
+  std::vector<std::string> undeclared_keys() const;
+  void finish();
+
+  // Location of the key's value (or of this map when the key is absent), and its path.
+  Location value_location(std::string_view key) const;
+  Location location() const { return location_; }
+  std::string path_of(std::string_view key) const;
+  const std::string& key_path() const { return key_path_; }
+  const SpecContext& context() const { return ctx_; }
+  void error_at(std::string_view key, std::string message) const;
+
+ private:
+  struct Entry {
+    std::string key;
+    YAML::Node value;
+    Location key_location;
+  };
+  const Entry* find(std::string_view key) const;
+  const Entry* lookup(std::string_view key, Presence presence);
+  std::optional<std::string> scalar(const Entry& e, std::string_view what);
+
+  std::string key_path_;
+  SpecContext ctx_;
+  Location location_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> declared_;
+};
+
+}  // namespace streamspark::spec

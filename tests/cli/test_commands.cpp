@@ -1,0 +1,188 @@
+// The streamspark binary end to end: exit codes, messages, outputs.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch_dir() {
+  const fs::path dir = fs::temp_directory_path() / ("streamspark-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Runs the binary with `args` (shell syntax), the catalog taken from the source tree.
+Run run(const std::string& args) {
+  const fs::path dir = scratch_dir();
+  const std::string cmd = std::string("STREAMSPARK_DATA='") + STREAMSPARK_SOURCE_DIR + "' '" +
+                          STREAMSPARK_BINARY + "' " + args + " > '" + (dir / "stdout").string() +
+                          "' 2> '" + (dir / "stderr").string() + "'";
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir / "stdout");
+  r.err = slurp(dir / "stderr");
+  return r;
+}
+
+const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
+
+}  // namespace
+
+TEST_CASE("analyze reproduces the lecture example as JSON") {
+  const Run r = run("analyze --model llama2-13b --hardware h100-sxm --batch 1,64,256 "
+                    "--prompt 1024 --generate 1 --method bandwidth --format json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["model"]["params"] == 13'015'864'320);
+  CHECK(j["hardware"]["ridge_intensity"].get<double>() == doctest::Approx(295.22).epsilon(1e-4));
+  REQUIRE(j["results"].size() == 3);
+  CHECK(j["results"][0]["decode"]["step_time_s"].get<double>() ==
+        doctest::Approx(26'870'589'440 / 3.35e12).epsilon(1e-12));
+  CHECK(j["results"][2]["memory"]["fits"] == false);
+}
+
+TEST_CASE("analyze prints a table by default and per-op rows on request") {
+  const Run r = run("analyze -m llama2-13b -H h100-sxm -b 1 -p 128 -g 8 --per-op");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("llama2-13b on h100-sxm") != std::string::npos);
+  CHECK(r.out.find("mlp_down") != std::string::npos);
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("bad input exits 2 with one clear line") {
+  SUBCASE("unknown model") {
+    const Run r = run("analyze -m llama2-13 -H h100-sxm");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("unknown model 'llama2-13'") != std::string::npos);
+    CHECK(r.err.find("did you mean 'llama2-13b'?") != std::string::npos);
+  }
+  SUBCASE("beyond the model's context") {
+    const Run r = run("analyze -m llama2-13b -H h100-sxm -p 4096 -g 256");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "error: prompt 4096 + generate 256 exceeds llama2-13b's max_context 4096; pass "
+          "--allow-beyond-context to analyze it anyway\n");
+  }
+  SUBCASE("a dtype the device cannot compute in") {
+    const Run r = run("analyze -m llama2-13b -H a100-80gb --dtype fp8");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "error: hardware a100-80gb has no fp8 peak in its spec, so compute in "
+                   "fp8_e4m3 cannot be costed on it\n");
+  }
+  SUBCASE("a method that needs the runtime") {
+    const Run r = run("analyze -m llama2-13b -H h100-sxm --method calibrated");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("calibrated needs probe data") != std::string::npos);
+  }
+  SUBCASE("a malformed spec given by path") {
+    const Run r = run("analyze -m '" + kBad + "model_heads_not_multiple.yaml' -H h100-sxm");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("attention.n_kv_heads: n_heads 40 is not a multiple of n_kv_heads 6") !=
+          std::string::npos);
+  }
+  SUBCASE("usage errors") {
+    CHECK(run("analyze -m llama2-13b").exit_code == 2);  // --hardware missing
+    CHECK(run("").exit_code == 2);
+    CHECK(run("analyze -m llama2-13b -H h100-sxm --batch 0").exit_code == 2);
+    CHECK(run("frobnicate").exit_code == 2);
+  }
+}
+
+TEST_CASE("check validates files: ok lines, or one diagnostic per problem and exit 2") {
+  const std::string src = STREAMSPARK_SOURCE_DIR;
+  const Run good = run("check '" + src + "/model_zoo/llama2-70b.yaml' '" + src +
+                       "/hardware/mi300x.yaml'");
+  CHECK(good.exit_code == 0);
+  CHECK(good.out.find("ok (model llama2-70b)") != std::string::npos);
+  CHECK(good.out.find("ok (hardware mi300x)") != std::string::npos);
+  const Run bad = run("check '" + kBad + "hw_negative_bandwidth.yaml'");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == kBad + "hw_negative_bandwidth.yaml:7:46: memory[0].bandwidth: must be > 0, got "
+                          "-3.35 TB/s\n");
+}
+
+TEST_CASE("sweep writes every grid point, atomically") {
+  const fs::path dir = scratch_dir() / "sweep";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "grid.csv";
+  const Run r = run("sweep -m llama2-7b,llama3-8b -H h100-sxm,h200 --dtype bf16,fp8 -b 1..8:x2 "
+                    "-p 128,512 -g 16 -q -o '" + out.string() + "'");
+  REQUIRE(r.exit_code == 0);
+  const std::string csv = slurp(out);
+  // 2 models x 2 devices x 2 dtypes x 4 batches x 2 prompts x 1 = 64 rows + header.
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 65);
+  CHECK(csv.rfind("model,hardware,method,", 0) == 0);
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
+
+  // A failure part-way leaves the previous file untouched and no temporary behind.
+  std::ofstream(out) << "previous";
+  const Run fail = run("sweep -m llama2-7b -H h100-sxm -b 1,1000000000000 -p 1000000 -g 1 "
+                       "--allow-beyond-context -q -o '" + out.string() + "'");
+  CHECK(fail.exit_code == 2);
+  CHECK(fail.err.find("overflows 64-bit") != std::string::npos);
+  CHECK(slurp(out) == "previous");
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep JSON lines carry the analyze result keys") {
+  const Run r = run("sweep -m tiny-test -H l40s -b 1,2 -p 64 -g 4 --format json");
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const json j = json::parse(line);
+    CHECK(j["model"] == "tiny-test");
+    CHECK(j.contains("tpot_s"));
+    CHECK(j["decode"].contains("step_time_s"));
+    ++n;
+  }
+  CHECK(n == 2);
+}
+
+TEST_CASE("sweep to /dev/null leaves the device node alone") {
+  const Run r = run("sweep -m tiny-test -H h100-sxm -b 1..64 -p 64 -g 4 -q -o /dev/null");
+  CHECK(r.exit_code == 0);
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+}
+
+TEST_CASE("models and hardware list the catalog") {
+  const Run models = run("models");
+  CHECK(models.exit_code == 0);
+  CHECK(models.out.find("llama3-70b") != std::string::npos);
+  const Run hw = run("hardware --format json");
+  CHECK(hw.exit_code == 0);
+  const json j = json::parse(hw.out);
+  CHECK(j.size() >= 7);
+}

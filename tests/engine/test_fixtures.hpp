@@ -1,0 +1,18 @@
+// Models and devices built in code for engine tests (no YAML): the lecture's examples.
+#pragma once
+
+#include "engine/hardware.hpp"
+#include "engine/model.hpp"
+
+namespace streamspark::test {
+
+// Llama 2 13B as in the CS336 lecture: S=1024, D=5120, F=13824, N=K=40, H=128, L=40, V=32000.
+engine::Model llama2_13b();
+// The lecture's GQA variant of the same model: K = 8 KV heads.
+engine::Model llama2_13b_gqa8();
+// A small GQA model (D=256, L=4, N=8, K=2, H=32, F=688, V=4096).
+engine::Model tiny_test();
+// H100 SXM as the lecture uses it: 989e12 FLOP/s bf16, 3.35e12 B/s, 80 GB; fp32 67e12.
+engine::Hardware h100_lecture(double kernel_overhead_s = 0);
+
+}  // namespace streamspark::test

@@ -1,0 +1,150 @@
+// Roofline costing: op time, the closed-form mean decode step, and the bandwidth method.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <stdexcept>
+
+#include "engine/analysis.hpp"
+#include "engine/roofline.hpp"
+#include "engine/test_fixtures.hpp"
+
+using namespace streamspark;
+using namespace streamspark::engine;
+
+TEST_CASE("op time is max(compute, memory) plus launches times the overhead") {
+  DeviceRates r;
+  r.matrix_flops = 1e12;
+  r.vector_flops = 1e11;
+  r.bandwidth = 1e9;
+  r.kernel_overhead_s = 2e-6;
+  Op gemm;
+  gemm.kind = OpKind::gemm;
+  gemm.flops = 4'000'000;        // 4 us at 1e12
+  gemm.bytes.weights = 1'000;    // 1 us at 1e9
+  const OpCost c = roofline_cost(gemm, r);
+  CHECK(c.compute_s == doctest::Approx(4e-6));
+  CHECK(c.memory_s == doctest::Approx(1e-6));
+  CHECK(c.bound == Bound::compute);
+  CHECK(c.time_s == doctest::Approx(6e-6));
+
+  Op add;  // elementwise ops run at the vector rate
+  add.kind = OpKind::elementwise;
+  add.flops = 4'000'000;  // 40 us at 1e11
+  add.bytes.activations = 100'000;  // 100 us
+  add.launches = 0;
+  const OpCost e = roofline_cost(add, r);
+  CHECK(e.compute_s == doctest::Approx(40e-6));
+  CHECK(e.bound == Bound::memory);
+  CHECK(e.time_s == doctest::Approx(100e-6));
+}
+
+TEST_CASE("sum of the max of two lines matches brute force") {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> u(-5, 5);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const double a0 = u(rng), a1 = u(rng) / 10, b0 = u(rng), b1 = u(rng) / 10;
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 200);
+    double brute = 0;
+    for (int64_t j = 0; j < n; ++j) brute += std::max(a0 + a1 * j, b0 + b1 * j);
+    CHECK(sum_of_max_of_lines(a0, a1, b0, b1, n) == doctest::Approx(brute).epsilon(1e-9));
+  }
+  CHECK(sum_of_max_of_lines(1, 0, 2, 0, 0) == 0);
+  CHECK(sum_of_max_of_lines(1, 1, 1, 1, 3) == doctest::Approx(1 + 2 + 3));
+}
+
+namespace {
+// Mean of the decode steps at contexts S .. S+G-2, stepping through every one.
+double brute_force_tpot(Analyzer& a, int64_t batch, int64_t prompt, int64_t generate) {
+  double total = 0;
+  for (int64_t c = prompt; c <= prompt + generate - 2; ++c) total += a.decode_step_time(batch, c);
+  return total / static_cast<double>(generate - 1);
+}
+}  // namespace
+
+TEST_CASE("TPOT in closed form equals stepping through every decode step") {
+  const Model m = test::tiny_test();
+  // A normal device and a compute-starved one on which attention crosses from memory- to
+  // compute-bound as the context grows (so the closed form has to split the range).
+  Hardware starved = test::h100_lecture(3e-6);
+  starved.peak_flops[static_cast<int>(PeakClass::bf16)] = 2e12;
+  starved.peak_flops[static_cast<int>(PeakClass::fp32)] = 1e12;
+  for (const Hardware& hw : {test::h100_lecture(), test::h100_lecture(1e-6), starved}) {
+    for (Method method : {Method::roofline, Method::bandwidth}) {
+      AnalysisOptions o;
+      o.method = method;
+      Analyzer a(m, hw, o);
+      for (int64_t batch : {1, 7, 64}) {
+        for (int64_t generate : {2, 3, 300}) {
+          CAPTURE(batch);
+          CAPTURE(generate);
+          const WorkloadResult r = a.analyze({batch, 100, generate});
+          CHECK(r.tpot_s == doctest::Approx(brute_force_tpot(a, batch, 100, generate)).epsilon(1e-9));
+          CHECK(r.e2e_s == doctest::Approx(r.ttft_s + static_cast<double>(generate - 1) * r.tpot_s));
+          CHECK(r.decode_throughput_tok_s == doctest::Approx(static_cast<double>(batch) / r.tpot_s));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("with generate = 1 TPOT is the step at context = prompt") {
+  const Model m = test::tiny_test();
+  const Hardware h = test::h100_lecture();
+  Analyzer a(m, h, AnalysisOptions{});
+  const WorkloadResult r = a.analyze({4, 512, 1});
+  CHECK(r.tpot_s == r.decode.time_s);
+  CHECK(r.e2e_s == r.ttft_s);
+  CHECK(r.decode.time_s == a.decode_step_time(4, 512));
+}
+
+TEST_CASE("prefill in passes re-reads the weights once per pass") {
+  const Model m = test::tiny_test();
+  const Hardware h = test::h100_lecture();
+  Analyzer a(m, h, AnalysisOptions{});
+  const WorkloadResult whole = a.analyze({8, 64, 1});
+  const WorkloadResult passes = a.analyze({8, 64, 1, 3});  // passes of 3, 3, 2 sequences
+  CHECK(passes.prefill.passes == 3);
+  CHECK(passes.workload.prefill_batch == 3);
+  CHECK(passes.prefill.flops == whole.prefill.flops);
+  // Weight traffic: three passes each read everything but the (gathered) embedding table.
+  const int64_t per_pass_weights = weight_bytes(m, DType::bf16) - m.vocab_size * m.d_model * 2;
+  CHECK(passes.prefill.bytes.weights - whole.prefill.bytes.weights == 2 * per_pass_weights);
+  CHECK(passes.prefill.time_s >= whole.prefill.time_s);
+  CHECK(passes.memory.activation_bytes < whole.memory.activation_bytes);
+}
+
+TEST_CASE("a device without a peak for the compute dtype is refused") {
+  const Model m = test::tiny_test();
+  const Hardware h = test::h100_lecture();  // has fp32 and bf16 only
+  AnalysisOptions o;
+  o.precision = Precision{DType::fp8_e4m3, DType::fp8_e4m3, DType::fp8_e4m3};
+  CHECK_THROWS_AS(Analyzer(m, h, o), std::invalid_argument);
+}
+
+TEST_CASE("malformed workloads are rejected") {
+  const Model m = test::tiny_test();
+  const Hardware h = test::h100_lecture();
+  Analyzer a(m, h, AnalysisOptions{});
+  CHECK_THROWS_AS(a.analyze({0, 10, 1}), std::invalid_argument);
+  CHECK_THROWS_AS(a.analyze({1, 10, 0}), std::invalid_argument);
+  CHECK_THROWS_AS(a.analyze({1, 10, 1, -1}), std::invalid_argument);
+}
+
+TEST_CASE("naive sampling recomputes the prefix: O(T^3) against O(T^2) with a KV cache") {
+  const Model m = test::tiny_test();
+  const Hardware h = test::h100_lecture();
+  AnalysisOptions o;
+  o.naive_sampling = true;
+  Analyzer a(m, h, o);
+  const WorkloadResult r = a.analyze({1, 8, 5});
+  REQUIRE(r.sampling.has_value());
+  // Naive: forwards over 8, 9, 10, 11, 12 tokens. With a cache: prefill(8) + decode at 8..11.
+  double naive = 0;
+  for (int64_t n = 8; n <= 12; ++n) naive += static_cast<double>(a.analyze({1, n, 1}).prefill.flops);
+  double cached = static_cast<double>(a.analyze({1, 8, 1}).prefill.flops);
+  for (int64_t c = 8; c <= 11; ++c) cached += static_cast<double>(a.analyze({1, c, 1}).decode.flops);
+  CHECK(r.sampling->naive_flops == doctest::Approx(naive).epsilon(1e-12));
+  CHECK(r.sampling->kv_cache_flops == doctest::Approx(cached).epsilon(1e-12));
+  CHECK(r.sampling->naive_flops > r.sampling->kv_cache_flops);
+  CHECK(r.sampling->kv_cache_time_s == r.e2e_s);
+}

@@ -60,8 +60,12 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
 
   std::string text;
   switch (format) {
-    case Format::table: text = report::analysis_table(rc, results, o.per_op); break;
-    case Format::json: text = report::analysis_json(rc, results).dump(2) + "\n"; break;
+    case Format::table:
+      text = report::analysis_table(rc, results, o.per_op);
+      break;
+    case Format::json:
+      text = report::analysis_json(rc, results).dump(2) + "\n";
+      break;
     case Format::csv:
       if (o.per_op) {
         text = report::ops_csv(rc, results);
@@ -92,8 +96,9 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--generate,-g", o->generate, "tokens generated per sequence (>= 1)")
       ->capture_default_str();
   add_precision_options(app, o->precision);
-  app->add_option("--method", o->method, "roofline (per-op max of compute and memory time) or "
-                                         "bandwidth (the lecture's first-order model)")
+  app->add_option("--method", o->method,
+                  "roofline (per-op max of compute and memory time) or "
+                  "bandwidth (the lecture's first-order model)")
       ->capture_default_str();
   app->add_flag("--per-op", o->per_op, "also list every operator of each phase");
   app->add_flag("--no-naive", o->no_naive,

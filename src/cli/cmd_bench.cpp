@@ -51,7 +51,8 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
   double sink = 0;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = Clock::now();
-    for (int64_t i = 0; i < kSteps; ++i) sink += analyzer.decode_step_time(1 + i % 64, 1 + i % 4096);
+    for (int64_t i = 0; i < kSteps; ++i)
+      sink += analyzer.decode_step_time(1 + i % 64, 1 + i % 4096);
     step_rates.push_back(static_cast<double>(kSteps) / seconds_since(t0));
   }
 
@@ -75,14 +76,16 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
   axes.prompts = parse_int_list(o.sweep_prompt, "--sweep-prompt");
   axes.generates = parse_int_list(o.sweep_generate, "--sweep-generate");
   const SweepGrid grid(std::move(axes));
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<double> sweep_times;
   size_t csv_bytes = 0;
   for (int r = 0; r < std::min(repeats, 3); ++r) {
     csv_bytes = 0;
     const auto t0 = Clock::now();
-    grid.run(Format::csv, threads, [&](std::string_view s) { csv_bytes += s.size(); }, nullptr);
+    grid.run(
+        Format::csv, threads, [&](std::string_view s) { csv_bytes += s.size(); }, nullptr);
     sweep_times.push_back(seconds_since(t0));
   }
 
@@ -93,13 +96,15 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
              hardware.name, repeats);
   fmt::print("  decode-step evaluations, 1 thread:   {:>12.0f} /s  ({:.0f} ns each)\n", step_rate,
              1e9 / step_rate);
-  fmt::print("  workload evaluations, 1 thread:      {:>12.0f} /s  ({:.0f} ns each: prefill, "
-             "decode, exact TPOT, memory)\n",
-             workload_rate, 1e9 / workload_rate);
-  fmt::print("  sweep of {} configurations to CSV in memory, {} threads: {:.3f} s ({:.0f} rows/s, "
-             "{:.0f} MB of CSV)\n",
-             grid.size(), threads, sweep_time, static_cast<double>(grid.size()) / sweep_time,
-             static_cast<double>(csv_bytes) / 1e6);
+  fmt::print(
+      "  workload evaluations, 1 thread:      {:>12.0f} /s  ({:.0f} ns each: prefill, "
+      "decode, exact TPOT, memory)\n",
+      workload_rate, 1e9 / workload_rate);
+  fmt::print(
+      "  sweep of {} configurations to CSV in memory, {} threads: {:.3f} s ({:.0f} rows/s, "
+      "{:.0f} MB of CSV)\n",
+      grid.size(), threads, sweep_time, static_cast<double>(grid.size()) / sweep_time,
+      static_cast<double>(csv_bytes) / 1e6);
   fmt::print("  (checksum {:.6g})\n", sink);
   return kExitOk;
 }
@@ -108,7 +113,8 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
 
 Command add_bench_command(CLI::App& root, const AppContext& ctx) {
   auto o = std::make_shared<BenchOptions>();
-  CLI::App* app = root.add_subcommand("bench", "Measure engine throughput (evaluations per second)");
+  CLI::App* app =
+      root.add_subcommand("bench", "Measure engine throughput (evaluations per second)");
   app->add_option("--model,-m", o->model, "model")->capture_default_str();
   app->add_option("--hardware,-H", o->hardware, "hardware")->capture_default_str();
   app->add_option("--repeats,-r", o->repeats, "repetitions (median reported)")

@@ -27,9 +27,8 @@ Command add_hardware_command(CLI::App& root, const AppContext& ctx) {
                      devices.push_back(spec::load_hardware(path));
                    }
                    OutputFile out("-");
-                   out.write(format == Format::json
-                                 ? report::hardware_json(devices).dump(2) + "\n"
-                                 : report::hardware_table(devices));
+                   out.write(format == Format::json ? report::hardware_json(devices).dump(2) + "\n"
+                                                    : report::hardware_table(devices));
                    out.commit();
                    return kExitOk;
                  }};

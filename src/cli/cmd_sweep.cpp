@@ -59,8 +59,9 @@ int run_sweep(const SweepOptions& o, const AppContext& ctx) {
     for (const auto& m : axes.models) check_context(m, max_prompt, max_generate);
   }
   const SweepGrid grid(std::move(axes));
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
   const bool show_progress = !o.quiet && ::isatty(STDERR_FILENO);
   OutputFile out(o.output);

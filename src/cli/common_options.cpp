@@ -34,8 +34,8 @@ engine::Method parse_method_option(const std::string& name) {
         "--method calibrated needs probe data from the reference runtime, which is not built "
         "yet; use roofline or bandwidth");
   }
-  throw UsageError(fmt::format("--method: unknown method '{}'; expected roofline or bandwidth",
-                               name));
+  throw UsageError(
+      fmt::format("--method: unknown method '{}'; expected roofline or bandwidth", name));
 }
 
 Format parse_format_option(const std::string& name, bool table_allowed) {

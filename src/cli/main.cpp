@@ -1,8 +1,8 @@
 // streamspark: predict and measure the cost of LLM inference. Maps every failure to an exit
 // code (0 ok, 1 internal/output error, 2 bad input or usage, 3 device/runtime failure,
 // 4 validation tolerance exceeded).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <stdexcept>
@@ -33,9 +33,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", STREAMSPARK_VERSION);
   app.require_subcommand(1);
   std::vector<Command> commands = {
-      add_analyze_command(app, ctx), add_sweep_command(app, ctx),
-      add_models_command(app, ctx),  add_hardware_command(app, ctx),
-      add_check_command(app, ctx),   add_bench_command(app, ctx),
+      add_analyze_command(app, ctx),  add_sweep_command(app, ctx), add_models_command(app, ctx),
+      add_hardware_command(app, ctx), add_check_command(app, ctx), add_bench_command(app, ctx),
   };
   try {
     app.parse(argc, argv);

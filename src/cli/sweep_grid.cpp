@@ -43,8 +43,7 @@ namespace {
 class SweepWorker {
  public:
   explicit SweepWorker(const SweepAxes& axes)
-      : axes_(axes),
-        combos_(axes.models.size() * axes.hardware.size() * axes.precisions.size()) {}
+      : axes_(axes), combos_(axes.models.size() * axes.hardware.size() * axes.precisions.size()) {}
 
   void evaluate(int64_t begin, int64_t end, Format format, std::string& out) {
     const int64_t ng = static_cast<int64_t>(axes_.generates.size());

@@ -59,19 +59,18 @@ void append_range(std::vector<int64_t>& out, std::string_view item, const std::s
       step = parse_positive(step_text.substr(1), option, item);
     } else {
       throw UsageError(fmt::format(
-          "{}: step in '{}' must be 'xN' (multiply) or '+N' (add), e.g. 1..512:x2", option,
-          item));
+          "{}: step in '{}' must be 'xN' (multiply) or '+N' (add), e.g. 1..512:x2", option, item));
     }
   }
   for (int64_t v = lo; v <= hi;) {
     if (out.size() >= kMaxListLength) {
-      throw UsageError(fmt::format("{}: '{}' expands to more than {} values", option, item,
-                                   kMaxListLength));
+      throw UsageError(
+          fmt::format("{}: '{}' expands to more than {} values", option, item, kMaxListLength));
     }
     out.push_back(v);
     int64_t next = 0;
-    const bool overflow = geometric ? __builtin_mul_overflow(v, step, &next)
-                                    : __builtin_add_overflow(v, step, &next);
+    const bool overflow =
+        geometric ? __builtin_mul_overflow(v, step, &next) : __builtin_add_overflow(v, step, &next);
     if (overflow) break;
     v = next;
   }

@@ -67,8 +67,8 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
 // parameter_size, kv_cache_size = context * kv_bytes_per_token.
 double Analyzer::bandwidth_decode_time(int64_t batch, double context) const {
   const double bytes =
-      static_cast<double>(figures_.weight_bytes) + static_cast<double>(batch) * context *
-                                                       static_cast<double>(figures_.kv_bytes_per_token);
+      static_cast<double>(figures_.weight_bytes) +
+      static_cast<double>(batch) * context * static_cast<double>(figures_.kv_bytes_per_token);
   return bytes / rates_.bandwidth;
 }
 
@@ -76,8 +76,8 @@ double Analyzer::bandwidth_decode_time(int64_t batch, double context) const {
 // pair count grow): record them at context = prompt and their growth per token.
 void Analyzer::prepare_decode_lines() {
   StepState& st = state_;
-  build_ops(model_, options_.precision,
-            {Phase::decode, st.batch, 1, checked_add(st.prompt, 1)}, scratch_ops_);
+  build_ops(model_, options_.precision, {Phase::decode, st.batch, 1, checked_add(st.prompt, 1)},
+            scratch_ops_);
   st.lines.clear();
   for (size_t i = 0; i < decode_ops_.size(); ++i) {
     const Op& at = decode_ops_[i];
@@ -127,15 +127,15 @@ double Analyzer::mean_decode_step(int64_t steps) {
 }
 
 PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
-                             std::vector<OpRow>* rows, int64_t* activation_peak) {
+                              std::vector<OpRow>* rows, int64_t* activation_peak) {
   const int64_t full_passes = batch / per_pass;
   const int64_t remainder = batch % per_pass;
   build_ops(model_, options_.precision, {Phase::prefill, per_pass, tokens, 0}, scratch_ops_);
   PhaseResult total = cost_phase(scratch_ops_, Phase::prefill, per_pass, 0, rows);
   if (activation_peak) {
     *activation_peak = step_activation_peak(
-        scratch_ops_,
-        storage_bytes(checked_mul(per_pass, tokens, model_.d_model), options_.precision.activations));
+        scratch_ops_, storage_bytes(checked_mul(per_pass, tokens, model_.d_model),
+                                    options_.precision.activations));
   }
   if (full_passes == 1 && remainder == 0) return total;
   // Several passes: scale the full pass, add the partial one.
@@ -149,7 +149,8 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
     total.compute_bound_s += n * p.compute_bound_s;
     total.memory_bound_s += n * p.memory_bound_s;
     total.overhead_s += n * p.overhead_s;
-    total.kernel_launches = checked_add(total.kernel_launches, checked_mul(p.kernel_launches, times));
+    total.kernel_launches =
+        checked_add(total.kernel_launches, checked_mul(p.kernel_launches, times));
   };
   accumulate(one, full_passes);
   if (remainder > 0) {
@@ -192,9 +193,8 @@ void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pas
 WorkloadResult Analyzer::analyze(const Workload& w) {
   if (w.batch < 1 || w.prompt < 1 || w.generate < 1) {
     throw std::invalid_argument("batch, prompt and generate must be >= 1 (got batch " +
-                                std::to_string(w.batch) + ", prompt " +
-                                std::to_string(w.prompt) + ", generate " +
-                                std::to_string(w.generate) + ")");
+                                std::to_string(w.batch) + ", prompt " + std::to_string(w.prompt) +
+                                ", generate " + std::to_string(w.generate) + ")");
   }
   if (w.prefill_batch < 0) {
     throw std::invalid_argument("prefill batch must be >= 0 (0: the whole batch)");
@@ -210,8 +210,7 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   // Prefill and the first decode step depend on (B, S, passes) only; sweeps vary `generate`
   // fastest, so consecutive workloads reuse them. Per-op rows are always recomputed.
   const StepState& st = state_;
-  if (options_.per_op || !st.valid || st.batch != B || st.prompt != S ||
-      st.per_pass != per_pass) {
+  if (options_.per_op || !st.valid || st.batch != B || st.prompt != S || st.per_pass != per_pass) {
     prepare_step_state(B, S, per_pass, options_.per_op ? &r : nullptr);
   }
   r.prefill = st.prefill;

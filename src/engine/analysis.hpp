@@ -132,8 +132,8 @@ class Analyzer {
     std::vector<DecodeLine> lines;
   };
 
-  PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch,
-                         int64_t context, std::vector<OpRow>* rows) const;
+  PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch, int64_t context,
+                         std::vector<OpRow>* rows) const;
   double bandwidth_decode_time(int64_t batch, double context) const;
   // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences. Fills `rows`
   // for one full pass and returns the activation peak of a full pass in *activation_peak.
@@ -142,8 +142,7 @@ class Analyzer {
   void prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass, WorkloadResult* rows);
   void prepare_decode_lines();
   double mean_decode_step(int64_t steps);
-  SamplingComparison compare_sampling(const Workload& w, int64_t per_pass,
-                                      const WorkloadResult& r);
+  SamplingComparison compare_sampling(const Workload& w, int64_t per_pass, const WorkloadResult& r);
 
   Model model_;  // copies: an Analyzer never dangles
   Hardware hardware_;

@@ -26,13 +26,17 @@ inline constexpr std::array<PeakClass, kPeakClassCount> kAllPeakClasses = {
 // Storage bits per element: fp32 32, bf16/fp16 16, fp8/int8 8, int4 4.
 constexpr int dtype_bits(DType t) {
   switch (t) {
-    case DType::fp32: return 32;
+    case DType::fp32:
+      return 32;
     case DType::bf16:
-    case DType::fp16: return 16;
+    case DType::fp16:
+      return 16;
     case DType::fp8_e4m3:
     case DType::fp8_e5m2:
-    case DType::int8: return 8;
-    case DType::int4: return 4;
+    case DType::int8:
+      return 8;
+    case DType::int4:
+      return 4;
   }
   return 0;
 }

@@ -40,7 +40,7 @@ struct Hardware {
   // KV cache live.
   std::vector<MemoryLevel> memory;
   std::optional<Interconnect> interconnect;
-  double kernel_overhead_s = 0;  // fixed cost per kernel launch
+  double kernel_overhead_s = 0;          // fixed cost per kernel launch
   std::optional<double> price_per_hour;  // USD
   std::optional<AchievableFractions> achievable;
 

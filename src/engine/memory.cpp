@@ -14,8 +14,7 @@ int64_t step_activation_peak(const std::vector<Op>& ops, int64_t residual_stream
 }
 
 double ActivationModel::at(int64_t batch) const {
-  const int64_t prefill_sequences =
-      prefill_batch > 0 ? std::min(prefill_batch, batch) : batch;
+  const int64_t prefill_sequences = prefill_batch > 0 ? std::min(prefill_batch, batch) : batch;
   return std::max(prefill_per_sequence * static_cast<double>(prefill_sequences),
                   decode_per_sequence * static_cast<double>(batch));
 }
@@ -37,7 +36,7 @@ MemoryFootprint memory_footprint(int64_t batch, int64_t weights_bytes,
                          activations.at(b);
     return total <= static_cast<double>(capacity_bytes);
   };
-  int64_t lo = 0;             // fits (or 0: nothing fits)
+  int64_t lo = 0;                 // fits (or 0: nothing fits)
   int64_t hi = int64_t{1} << 40;  // far beyond any real batch
   if (!fits_at(1)) {
     m.max_batch = 0;

@@ -7,20 +7,28 @@ namespace streamspark::engine {
 
 std::string_view attention_kind_name(AttentionKind k) {
   switch (k) {
-    case AttentionKind::mha: return "mha";
-    case AttentionKind::gqa: return "gqa";
-    case AttentionKind::mqa: return "mqa";
+    case AttentionKind::mha:
+      return "mha";
+    case AttentionKind::gqa:
+      return "gqa";
+    case AttentionKind::mqa:
+      return "mqa";
   }
   return "?";
 }
 
-std::string_view mlp_kind_name(MlpKind k) { return k == MlpKind::gated ? "gated" : "plain"; }
+std::string_view mlp_kind_name(MlpKind k) {
+  return k == MlpKind::gated ? "gated" : "plain";
+}
 
 std::string_view activation_name(Activation a) {
   switch (a) {
-    case Activation::silu: return "silu";
-    case Activation::gelu: return "gelu";
-    case Activation::relu: return "relu";
+    case Activation::silu:
+      return "silu";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::relu:
+      return "relu";
   }
   return "?";
 }
@@ -37,8 +45,8 @@ int64_t layer_params(const Model& m) {
   const Attention& a = m.attention;
   const int64_t qkv_out = checked_mul(checked_add(a.n_heads, checked_mul(2, a.n_kv_heads)),
                                       a.head_dim);  // (N+2K)*H
-  int64_t attn = checked_add(checked_mul(m.d_model, qkv_out),
-                             checked_mul(a.n_heads, a.head_dim, m.d_model));
+  int64_t attn =
+      checked_add(checked_mul(m.d_model, qkv_out), checked_mul(a.n_heads, a.head_dim, m.d_model));
   if (a.qkv_bias) attn = checked_add(attn, qkv_out);
   const int64_t matrices = m.mlp.kind == MlpKind::gated ? 3 : 2;
   const int64_t mlp = checked_mul(matrices, m.d_model, m.mlp.d_ff);
@@ -48,8 +56,7 @@ int64_t layer_params(const Model& m) {
 int64_t total_params(const Model& m) {
   const int64_t embedding = checked_mul(m.vocab_size, m.d_model);
   const int64_t lm_head = m.tied_embeddings ? 0 : embedding;
-  return checked_add(embedding, lm_head, checked_mul(m.n_layers, layer_params(m)),
-                     norm_params(m));
+  return checked_add(embedding, lm_head, checked_mul(m.n_layers, layer_params(m)), norm_params(m));
 }
 
 int64_t weight_bytes(const Model& m, DType weights) {

@@ -11,9 +11,9 @@
 namespace streamspark::engine {
 
 enum class AttentionKind { mha, gqa, mqa };
-enum class MlpKind { gated, plain };            // gated: gate, up, down (3 matrices); plain: up, down
+enum class MlpKind { gated, plain };  // gated: gate, up, down (3 matrices); plain: up, down
 enum class Activation { silu, gelu, relu };
-enum class NormKind { rmsnorm, layernorm };     // rmsnorm: scale only (D); layernorm: scale+bias (2D)
+enum class NormKind { rmsnorm, layernorm };  // rmsnorm: scale only (D); layernorm: scale+bias (2D)
 
 struct Attention {
   AttentionKind kind = AttentionKind::mha;

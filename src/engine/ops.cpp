@@ -21,22 +21,33 @@
 
 namespace streamspark::engine {
 
-std::string_view phase_name(Phase p) { return p == Phase::prefill ? "prefill" : "decode"; }
+std::string_view phase_name(Phase p) {
+  return p == Phase::prefill ? "prefill" : "decode";
+}
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::gemm: return "gemm";
-    case OpKind::attention: return "attention";
-    case OpKind::norm: return "norm";
-    case OpKind::elementwise: return "elementwise";
-    case OpKind::gather: return "gather";
-    case OpKind::kv_write: return "kv_write";
-    case OpKind::sampling: return "sampling";
+    case OpKind::gemm:
+      return "gemm";
+    case OpKind::attention:
+      return "attention";
+    case OpKind::norm:
+      return "norm";
+    case OpKind::elementwise:
+      return "elementwise";
+    case OpKind::gather:
+      return "gather";
+    case OpKind::kv_write:
+      return "kv_write";
+    case OpKind::sampling:
+      return "sampling";
   }
   return "?";
 }
 
-bool uses_matrix_units(OpKind k) { return k == OpKind::gemm || k == OpKind::attention; }
+bool uses_matrix_units(OpKind k) {
+  return k == OpKind::gemm || k == OpKind::attention;
+}
 
 int64_t causal_attention_pairs(int64_t new_tokens, int64_t past_tokens) {
   const int64_t triangle = checked_mul(new_tokens, checked_add(new_tokens, 1)) / 2;
@@ -55,9 +66,15 @@ constexpr DType kLogitsDType = DType::fp32;  // logits are kept in fp32 for samp
 int64_t activation_flops_per_element(const Mlp& mlp) {
   int64_t f = 0;
   switch (mlp.activation) {
-    case Activation::silu: f = 4; break;
-    case Activation::gelu: f = 8; break;
-    case Activation::relu: f = 1; break;
+    case Activation::silu:
+      f = 4;
+      break;
+    case Activation::gelu:
+      f = 8;
+      break;
+    case Activation::relu:
+      f = 1;
+      break;
   }
   return mlp.kind == MlpKind::gated ? f + 1 : f;  // gated: times the up projection
 }
@@ -73,8 +90,7 @@ class OpListBuilder {
 
   void set_repeat(int64_t repeat) { repeat_ = repeat; }
 
-  Op& add(std::string_view name, OpKind kind, int64_t flops, Traffic bytes,
-          int64_t launches = 1) {
+  Op& add(std::string_view name, OpKind kind, int64_t flops, Traffic bytes, int64_t launches = 1) {
     Op& op = out_.emplace_back();
     op.name = name;
     op.kind = kind;
@@ -180,7 +196,7 @@ void build_ops(const Model& model, const Precision& precision, const StepShape& 
     // new tokens' K/V (B*T, K*H each) are still activations. GQA: each cached K/V head is read
     // once and shared by its G = N/K query heads.
     const int64_t pairs = causal_attention_pairs(T, P);
-    const int64_t matmul_flops = checked_mul(2, B, N, H, pairs);  // per matmul
+    const int64_t matmul_flops = checked_mul(2, B, N, H, pairs);   // per matmul
     const int64_t past_kv_elements = checked_mul(B, P, kv_width);  // K (or V) of the past
     const int64_t new_kv_elements = checked_mul(tokens, kv_width);
     const int64_t q_elements = checked_mul(tokens, q_width);

@@ -40,8 +40,8 @@ struct Op {
   std::string_view name;  // stable: e.g. "mlp_up"; the runtime's timer rows use the same
   OpKind kind = OpKind::elementwise;
   GemmShape gemm;
-  int64_t flops = 0;  // per instance
-  Traffic bytes;      // per instance
+  int64_t flops = 0;     // per instance
+  Traffic bytes;         // per instance
   int64_t repeat = 1;    // instances per step: L for per-layer ops, 1 otherwise
   int64_t launches = 1;  // kernel launches per instance; 0 when fused into the previous op
 };

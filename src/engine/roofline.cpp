@@ -18,7 +18,9 @@ std::optional<Method> parse_method(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view bound_name(Bound b) { return b == Bound::compute ? "compute" : "memory"; }
+std::string_view bound_name(Bound b) {
+  return b == Bound::compute ? "compute" : "memory";
+}
 
 DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
   const PeakClass matrix = matrix_peak_class(precision.activations);
@@ -28,11 +30,10 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
   r.bandwidth = hw.device_memory().bandwidth;
   r.kernel_overhead_s = hw.kernel_overhead_s;
   if (r.matrix_flops <= 0) {
-    throw std::invalid_argument("hardware " + hw.name + " has no " +
-                                std::string(peak_class_name(matrix)) +
-                                " peak in its spec, so compute in " +
-                                std::string(dtype_name(precision.activations)) +
-                                " cannot be costed on it");
+    throw std::invalid_argument(
+        "hardware " + hw.name + " has no " + std::string(peak_class_name(matrix)) +
+        " peak in its spec, so compute in " + std::string(dtype_name(precision.activations)) +
+        " cannot be costed on it");
   }
   return r;
 }
@@ -69,8 +70,7 @@ double sum_of_max_of_lines(double a0, double a1, double b0, double b1, int64_t n
   if (d1 == 0.0) return d0 >= 0 ? sum_line(a0, a1, 0, n) : sum_line(b0, b1, 0, n);
   // First j at which the sign of a - b may flip: j* = -d0/d1, clamped to [0, n].
   const double crossing = std::ceil(-d0 / d1);
-  const int64_t split =
-      static_cast<int64_t>(std::clamp(crossing, 0.0, static_cast<double>(n)));
+  const int64_t split = static_cast<int64_t>(std::clamp(crossing, 0.0, static_cast<double>(n)));
   if (d1 > 0) {  // a below b before the split, above from it on
     return sum_line(b0, b1, 0, split) + sum_line(a0, a1, split, n);
   }

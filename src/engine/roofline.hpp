@@ -33,7 +33,7 @@ struct DeviceRates {
 // Throws std::invalid_argument when the device has no peak for the compute dtype.
 DeviceRates device_rates(const Hardware& hw, const Precision& precision);
 
-struct OpCost {  // one instance of the op
+struct OpCost {           // one instance of the op
   double compute_s = 0;   // FLOPs / peak
   double memory_s = 0;    // bytes / bandwidth
   double overhead_s = 0;  // launches * kernel overhead

@@ -23,9 +23,13 @@ AnalysisContext make_context(const engine::Analyzer& analyzer) {
 
 namespace {
 
-std::string str(std::string_view s) { return std::string(s); }
+std::string str(std::string_view s) {
+  return std::string(s);
+}
 
-double ridge(const AnalysisContext& ctx) { return ctx.rates.matrix_flops / ctx.rates.bandwidth; }
+double ridge(const AnalysisContext& ctx) {
+  return ctx.rates.matrix_flops / ctx.rates.bandwidth;
+}
 
 json traffic_json(const engine::Traffic& t) {
   return json{{"weights", t.weights},
@@ -191,9 +195,8 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
   std::string out;
   auto o = std::back_inserter(out);
   fmt::format_to(o, "{} on {} · method {} · weights {}, activations {}, KV cache {}\n", m.name,
-                 hw.name, engine::method_name(ctx.options.method),
-                 engine::dtype_name(p.weights), engine::dtype_name(p.activations),
-                 engine::dtype_name(p.kv_cache));
+                 hw.name, engine::method_name(ctx.options.method), engine::dtype_name(p.weights),
+                 engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache));
   fmt::format_to(o,
                  "model     {} params · {} weights · {} KV cache per token · {} layers, {} "
                  "{}×{} (KV heads {})\n",
@@ -202,8 +205,7 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
                  format_bytes(static_cast<double>(ctx.figures.kv_bytes_per_token)), m.n_layers,
                  engine::attention_kind_name(m.attention.kind), m.attention.n_heads,
                  m.attention.head_dim, m.attention.n_kv_heads);
-  fmt::format_to(o,
-                 "hardware  {} {} · {} · {} · ridge {} FLOP/B · {} per kernel\n\n",
+  fmt::format_to(o, "hardware  {} {} · {} · {} · ridge {} FLOP/B · {} per kernel\n\n",
                  format_flop_rate(ctx.rates.matrix_flops),
                  engine::peak_class_name(engine::matrix_peak_class(p.activations)),
                  format_bandwidth(ctx.rates.bandwidth),
@@ -262,7 +264,8 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
     for (const WorkloadResult& r : results) {
       // Operator rows cover one prefill pass; shares are of that pass.
       if (r.prefill.passes > 1) {
-        fmt::format_to(o, "\nprefill operators · one pass of {} sequences (of {} passes), prompt {}\n",
+        fmt::format_to(o,
+                       "\nprefill operators · one pass of {} sequences (of {} passes), prompt {}\n",
                        r.workload.prefill_batch, r.prefill.passes, r.workload.prompt);
       } else {
         fmt::format_to(o, "\nprefill operators · batch {}, prompt {} · {}\n", r.workload.batch,
@@ -304,7 +307,8 @@ void append_csv_field(std::string& out, std::string_view s) {
 void append_csv_header(std::string& out) {
   out +=
       "model,hardware,method,weights_dtype,activations_dtype,kv_cache_dtype,batch,prompt,"
-      "generate,prefill_batch,params,weight_bytes,kv_bytes_per_token,kv_bytes_per_sequence,prefill_flops,"
+      "generate,prefill_batch,params,weight_bytes,kv_bytes_per_token,kv_bytes_per_sequence,prefill_"
+      "flops,"
       "prefill_bytes,prefill_intensity,prefill_time_s,prefill_bound,decode_flops,decode_bytes,"
       "decode_intensity,decode_step_time_s,decode_bound,kv_cache_bytes,activation_bytes,"
       "total_bytes,capacity_bytes,fits,max_batch,ttft_s,tpot_s,e2e_s,"
@@ -318,21 +322,20 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
   append_csv_field(out, ctx.hardware->name);
   // Compiled format into a stack buffer: sweeps write millions of these rows.
   fmt::memory_buffer row;
-  fmt::format_to(fmt::appender(row),
-                 FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-                             "{},{},{},{},{},{},{},{},{}\n"),
-                 engine::method_name(ctx.options.method), engine::dtype_name(p.weights),
-                 engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache),
-                 r.workload.batch, r.workload.prompt, r.workload.generate,
-                 r.workload.prefill_batch, ctx.figures.params,
-                 ctx.figures.weight_bytes, ctx.figures.kv_bytes_per_token,
-                 r.kv_bytes_per_sequence, r.prefill.flops, r.prefill.bytes.total(),
-                 r.prefill.intensity, r.prefill.time_s, engine::bound_name(r.prefill.bound),
-                 r.decode.flops, r.decode.bytes.total(), r.decode.intensity, r.decode.time_s,
-                 engine::bound_name(r.decode.bound), r.memory.kv_cache_bytes,
-                 r.memory.activation_bytes, r.memory.total_bytes, r.memory.capacity_bytes,
-                 r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s, r.tpot_s,
-                 r.e2e_s, r.decode_throughput_tok_s);
+  fmt::format_to(
+      fmt::appender(row),
+      FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+                  "{},{},{},{},{},{},{},{},{}\n"),
+      engine::method_name(ctx.options.method), engine::dtype_name(p.weights),
+      engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache), r.workload.batch,
+      r.workload.prompt, r.workload.generate, r.workload.prefill_batch, ctx.figures.params,
+      ctx.figures.weight_bytes, ctx.figures.kv_bytes_per_token, r.kv_bytes_per_sequence,
+      r.prefill.flops, r.prefill.bytes.total(), r.prefill.intensity, r.prefill.time_s,
+      engine::bound_name(r.prefill.bound), r.decode.flops, r.decode.bytes.total(),
+      r.decode.intensity, r.decode.time_s, engine::bound_name(r.decode.bound),
+      r.memory.kv_cache_bytes, r.memory.activation_bytes, r.memory.total_bytes,
+      r.memory.capacity_bytes, r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s,
+      r.tpot_s, r.e2e_s, r.decode_throughput_tok_s);
   out.append(row.data(), row.size());
 }
 
@@ -349,18 +352,17 @@ std::string ops_csv(const AnalysisContext& ctx, const std::vector<WorkloadResult
         append_csv_field(out, ctx.model->name);
         out += ',';
         append_csv_field(out, ctx.hardware->name);
-        fmt::format_to(std::back_inserter(out),
-                       ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-                       "{}\n",
-                       engine::method_name(ctx.options.method), r.workload.batch,
-                       r.workload.prompt, r.workload.generate, engine::phase_name(phase),
-                       op.name, engine::op_kind_name(op.kind), op.repeat, op.launches,
-                       op.gemm.m, op.gemm.n, op.gemm.k, op.flops, op.bytes.weights,
-                       op.bytes.activations, op.bytes.kv_read, op.bytes.kv_write,
-                       op.bytes.total(), engine::intensity(op.flops, op.bytes.total()),
-                       row.cost.compute_s, row.cost.memory_s, row.cost.overhead_s,
-                       row.cost.time_s, row.cost.time_s * static_cast<double>(op.repeat),
-                       engine::bound_name(row.cost.bound));
+        fmt::format_to(
+            std::back_inserter(out),
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+            "{}\n",
+            engine::method_name(ctx.options.method), r.workload.batch, r.workload.prompt,
+            r.workload.generate, engine::phase_name(phase), op.name, engine::op_kind_name(op.kind),
+            op.repeat, op.launches, op.gemm.m, op.gemm.n, op.gemm.k, op.flops, op.bytes.weights,
+            op.bytes.activations, op.bytes.kv_read, op.bytes.kv_write, op.bytes.total(),
+            engine::intensity(op.flops, op.bytes.total()), row.cost.compute_s, row.cost.memory_s,
+            row.cost.overhead_s, row.cost.time_s, row.cost.time_s * static_cast<double>(op.repeat),
+            engine::bound_name(row.cost.bound));
       }
     }
   }

@@ -36,11 +36,9 @@ nlohmann::json result_json(const engine::WorkloadResult& r);
 
 // Flat CSV, one row per workload (the same columns as `sweep`).
 void append_csv_header(std::string& out);
-void append_csv_row(std::string& out, const AnalysisContext& ctx,
-                    const engine::WorkloadResult& r);
+void append_csv_row(std::string& out, const AnalysisContext& ctx, const engine::WorkloadResult& r);
 // Per-operator CSV (analyze --per-op --format csv).
-std::string ops_csv(const AnalysisContext& ctx,
-                    const std::vector<engine::WorkloadResult>& results);
+std::string ops_csv(const AnalysisContext& ctx, const std::vector<engine::WorkloadResult>& results);
 // One JSON object per line (sweep --format json): result_json plus model, hardware, method
 // and precision.
 void append_json_line(std::string& out, const AnalysisContext& ctx,

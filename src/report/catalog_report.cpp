@@ -63,8 +63,8 @@ std::string peak_cell(const engine::Hardware& hw, PeakClass c) {
 std::string hardware_table(const std::vector<engine::Hardware>& devices) {
   Table t;
   t.add_column("hardware", Align::left);
-  for (const char* h : {"fp32", "bf16", "fp8", "int8", "memory", "bandwidth", "ridge bf16",
-                        "kernel overhead"}) {
+  for (const char* h :
+       {"fp32", "bf16", "fp8", "int8", "memory", "bandwidth", "ridge bf16", "kernel overhead"}) {
     t.add_column(h);
   }
   t.add_column("interconnect", Align::left);
@@ -74,8 +74,7 @@ std::string hardware_table(const std::vector<engine::Hardware>& devices) {
     t.add_row({hw.name, peak_cell(hw, PeakClass::fp32), peak_cell(hw, PeakClass::bf16),
                peak_cell(hw, PeakClass::fp8), peak_cell(hw, PeakClass::int8),
                format_bytes(static_cast<double>(mem.capacity_bytes)),
-               format_bandwidth(mem.bandwidth),
-               bf16 > 0 ? significant(bf16 / mem.bandwidth) : "-",
+               format_bandwidth(mem.bandwidth), bf16 > 0 ? significant(bf16 / mem.bandwidth) : "-",
                format_time(hw.kernel_overhead_s),
                hw.interconnect ? fmt::format("{} {}", hw.interconnect->name,
                                              format_bandwidth(hw.interconnect->bandwidth))

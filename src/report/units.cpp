@@ -33,10 +33,18 @@ std::string with_prefix(double value, const char* unit) {
 }
 }  // namespace
 
-std::string format_bytes(double bytes) { return with_prefix(bytes, "B"); }
-std::string format_flops(double flops) { return with_prefix(flops, "FLOP"); }
-std::string format_flop_rate(double flop_s) { return with_prefix(flop_s, "FLOP/s"); }
-std::string format_bandwidth(double bytes_s) { return with_prefix(bytes_s, "B/s"); }
+std::string format_bytes(double bytes) {
+  return with_prefix(bytes, "B");
+}
+std::string format_flops(double flops) {
+  return with_prefix(flops, "FLOP");
+}
+std::string format_flop_rate(double flop_s) {
+  return with_prefix(flop_s, "FLOP/s");
+}
+std::string format_bandwidth(double bytes_s) {
+  return with_prefix(bytes_s, "B/s");
+}
 
 std::string format_count(double count) {
   static constexpr const char* kSuffixes[] = {"", " k", " M", " B", " T"};

@@ -19,7 +19,9 @@ namespace {
 const char* folder_name(SpecKind kind) {
   return kind == SpecKind::model ? "model_zoo" : "hardware";
 }
-const char* kind_word(SpecKind kind) { return kind == SpecKind::model ? "model" : "hardware"; }
+const char* kind_word(SpecKind kind) {
+  return kind == SpecKind::model ? "model" : "hardware";
+}
 
 bool looks_like_path(const std::string& s) {
   return s.find('/') != std::string::npos || s.ends_with(".yaml") || s.ends_with(".yml");
@@ -86,8 +88,8 @@ std::string Catalog::resolve(const std::string& name_or_path, SpecKind kind) con
   }
   std::vector<std::string> names;
   for (const std::string& p : list(kind)) names.push_back(fs::path(p).stem().string());
-  std::string message = fmt::format("unknown {} '{}' (not in {})", kind_word(kind), name_or_path,
-                                    dir);
+  std::string message =
+      fmt::format("unknown {} '{}' (not in {})", kind_word(kind), name_or_path, dir);
   if (const auto hint = closest_match(name_or_path, names)) {
     message += fmt::format("; did you mean '{}'?", *hint);
   } else {

@@ -9,8 +9,8 @@ namespace streamspark::spec {
 
 struct Diagnostic {
   std::string file;
-  int line = 0;    // 1-based; 0 when unknown
-  int column = 0;  // 1-based; 0 when unknown
+  int line = 0;          // 1-based; 0 when unknown
+  int column = 0;        // 1-based; 0 when unknown
   std::string key_path;  // e.g. "memory[0].bandwidth"; empty for file-level problems
   std::string message;
 

@@ -42,8 +42,7 @@ std::optional<engine::MemoryLevel> parse_memory_level(const YAML::Node& node,
                                                       const std::string& path,
                                                       const SpecContext& ctx) {
   if (!node.IsMap()) {
-    ctx.error(location_of(node), path,
-              "expected a mapping with name, capacity and bandwidth");
+    ctx.error(location_of(node), path, "expected a mapping with name, capacity and bandwidth");
     return std::nullopt;
   }
   MapReader r(node, path, ctx);
@@ -105,10 +104,9 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
 
   if (auto ach = r.map("achievable", Presence::optional)) {
     const Range fraction{0, true, 1.0};
-    const auto compute = ach->quantity("compute", Dimension::fraction, Presence::required,
-                                       fraction);
-    const auto memory = ach->quantity("memory", Dimension::fraction, Presence::required,
-                                      fraction);
+    const auto compute =
+        ach->quantity("compute", Dimension::fraction, Presence::required, fraction);
+    const auto memory = ach->quantity("memory", Dimension::fraction, Presence::required, fraction);
     const auto ach_source = ach->string("source", Presence::required);
     ach->finish();
     if (compute && memory && ach_source) {

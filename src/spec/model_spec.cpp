@@ -67,8 +67,8 @@ void parse_attention(MapReader& r, engine::Model& m, std::optional<int64_t> d_mo
     }
     a.n_kv_heads = *n_kv_heads;
     if (a.n_kv_heads > a.n_heads) {
-      r.error_at("n_kv_heads", fmt::format("n_kv_heads {} exceeds n_heads {}", a.n_kv_heads,
-                                           a.n_heads));
+      r.error_at("n_kv_heads",
+                 fmt::format("n_kv_heads {} exceeds n_heads {}", a.n_kv_heads, a.n_heads));
       ok = false;
     } else if (a.n_heads % a.n_kv_heads != 0) {
       r.error_at("n_kv_heads", fmt::format("n_heads {} is not a multiple of n_kv_heads {}",
@@ -104,7 +104,7 @@ void parse_mlp(MapReader& r, engine::Model& m, bool& ok) {
   m.mlp.kind = *kind == "gated" ? MlpKind::gated : MlpKind::plain;
   m.mlp.d_ff = *d_ff;
   const std::string act = activation.value_or(m.mlp.kind == MlpKind::gated ? "silu" : "gelu");
-  m.mlp.activation = act == "silu" ? Activation::silu
+  m.mlp.activation = act == "silu"   ? Activation::silu
                      : act == "gelu" ? Activation::gelu
                                      : Activation::relu;
 }
@@ -162,10 +162,10 @@ std::optional<engine::Model> parse_model(const YAML::Node& root, const SpecConte
       const char* key;
     };
     Dim largest{m.vocab_size, &r, "vocab_size"};
-    for (const Dim& d : {Dim{m.d_model, &r, "d_model"}, Dim{m.n_layers, &r, "n_layers"},
-                         Dim{m.mlp.d_ff, &*mlp, "d_ff"},
-                         Dim{m.attention.n_heads, &*attention, "n_heads"},
-                         Dim{m.attention.head_dim, &*attention, "head_dim"}}) {
+    for (const Dim& d :
+         {Dim{m.d_model, &r, "d_model"}, Dim{m.n_layers, &r, "n_layers"},
+          Dim{m.mlp.d_ff, &*mlp, "d_ff"}, Dim{m.attention.n_heads, &*attention, "n_heads"},
+          Dim{m.attention.head_dim, &*attention, "head_dim"}}) {
       if (d.value > largest.value) largest = d;
     }
     largest.reader->error_at(

@@ -24,20 +24,20 @@ constexpr double kTi = kGi * 1024.0;
 constexpr double kPi = kTi * 1024.0;
 
 constexpr std::array kByteUnits = {
-    Unit{"B", 1.0},     Unit{"kB", 1e3},    Unit{"KB", 1e3},     Unit{"MB", 1e6},
-    Unit{"GB", 1e9},    Unit{"TB", 1e12},   Unit{"PB", 1e15},    Unit{"KiB", kKi},
-    Unit{"MiB", kMi},   Unit{"GiB", kGi},   Unit{"TiB", kTi},    Unit{"PiB", kPi},
+    Unit{"B", 1.0},   Unit{"kB", 1e3},  Unit{"KB", 1e3},  Unit{"MB", 1e6},
+    Unit{"GB", 1e9},  Unit{"TB", 1e12}, Unit{"PB", 1e15}, Unit{"KiB", kKi},
+    Unit{"MiB", kMi}, Unit{"GiB", kGi}, Unit{"TiB", kTi}, Unit{"PiB", kPi},
 };
 constexpr std::array kBandwidthUnits = {
-    Unit{"B/s", 1.0},   Unit{"kB/s", 1e3},  Unit{"KB/s", 1e3},   Unit{"MB/s", 1e6},
-    Unit{"GB/s", 1e9},  Unit{"TB/s", 1e12}, Unit{"PB/s", 1e15},  Unit{"KiB/s", kKi},
+    Unit{"B/s", 1.0},   Unit{"kB/s", 1e3},  Unit{"KB/s", 1e3},  Unit{"MB/s", 1e6},
+    Unit{"GB/s", 1e9},  Unit{"TB/s", 1e12}, Unit{"PB/s", 1e15}, Unit{"KiB/s", kKi},
     Unit{"MiB/s", kMi}, Unit{"GiB/s", kGi}, Unit{"TiB/s", kTi},
 };
 constexpr std::array kFlopRateUnits = {
-    Unit{"FLOP/s", 1.0},   Unit{"GFLOP/s", 1e9}, Unit{"TFLOP/s", 1e12}, Unit{"PFLOP/s", 1e15},
-    Unit{"FLOPS", 1.0},    Unit{"GFLOPS", 1e9},  Unit{"TFLOPS", 1e12},  Unit{"PFLOPS", 1e15},
-    Unit{"OP/s", 1.0},     Unit{"GOP/s", 1e9},   Unit{"TOP/s", 1e12},   Unit{"POP/s", 1e15},
-    Unit{"OPS", 1.0},      Unit{"GOPS", 1e9},    Unit{"TOPS", 1e12},    Unit{"POPS", 1e15},
+    Unit{"FLOP/s", 1.0}, Unit{"GFLOP/s", 1e9}, Unit{"TFLOP/s", 1e12}, Unit{"PFLOP/s", 1e15},
+    Unit{"FLOPS", 1.0},  Unit{"GFLOPS", 1e9},  Unit{"TFLOPS", 1e12},  Unit{"PFLOPS", 1e15},
+    Unit{"OP/s", 1.0},   Unit{"GOP/s", 1e9},   Unit{"TOP/s", 1e12},   Unit{"POP/s", 1e15},
+    Unit{"OPS", 1.0},    Unit{"GOPS", 1e9},    Unit{"TOPS", 1e12},    Unit{"POPS", 1e15},
 };
 constexpr std::array kTimeUnits = {
     Unit{"s", 1.0}, Unit{"ms", 1e-3}, Unit{"us", 1e-6}, Unit{"µs", 1e-6}, Unit{"ns", 1e-9},
@@ -55,24 +55,36 @@ std::optional<double> find_scale(const std::array<Unit, N>& units, std::string_v
 
 std::optional<double> scale_for(Dimension d, std::string_view symbol) {
   switch (d) {
-    case Dimension::bytes: return find_scale(kByteUnits, symbol);
-    case Dimension::bandwidth: return find_scale(kBandwidthUnits, symbol);
-    case Dimension::flop_rate: return find_scale(kFlopRateUnits, symbol);
-    case Dimension::time: return find_scale(kTimeUnits, symbol);
-    case Dimension::fraction: return find_scale(kFractionUnits, symbol);
-    case Dimension::money_per_hour: return find_scale(kMoneyUnits, symbol);
+    case Dimension::bytes:
+      return find_scale(kByteUnits, symbol);
+    case Dimension::bandwidth:
+      return find_scale(kBandwidthUnits, symbol);
+    case Dimension::flop_rate:
+      return find_scale(kFlopRateUnits, symbol);
+    case Dimension::time:
+      return find_scale(kTimeUnits, symbol);
+    case Dimension::fraction:
+      return find_scale(kFractionUnits, symbol);
+    case Dimension::money_per_hour:
+      return find_scale(kMoneyUnits, symbol);
   }
   return std::nullopt;
 }
 
 std::string_view short_name(Dimension d) {
   switch (d) {
-    case Dimension::bytes: return "a size";
-    case Dimension::bandwidth: return "a bandwidth";
-    case Dimension::flop_rate: return "a FLOP rate";
-    case Dimension::time: return "a time";
-    case Dimension::fraction: return "a fraction";
-    case Dimension::money_per_hour: return "a price per hour";
+    case Dimension::bytes:
+      return "a size";
+    case Dimension::bandwidth:
+      return "a bandwidth";
+    case Dimension::flop_rate:
+      return "a FLOP rate";
+    case Dimension::time:
+      return "a time";
+    case Dimension::fraction:
+      return "a fraction";
+    case Dimension::money_per_hour:
+      return "a price per hour";
   }
   return "a value";
 }
@@ -87,12 +99,18 @@ std::string_view trim(std::string_view s) {
 
 std::string describe(Dimension d) {
   switch (d) {
-    case Dimension::bytes: return "a size like '80 GB'";
-    case Dimension::bandwidth: return "a bandwidth like '3.35 TB/s'";
-    case Dimension::flop_rate: return "a FLOP rate like '989 TFLOP/s'";
-    case Dimension::time: return "a time like '4 us'";
-    case Dimension::fraction: return "a fraction like 0.8 or '80%'";
-    case Dimension::money_per_hour: return "a price like 2.5 (USD per hour)";
+    case Dimension::bytes:
+      return "a size like '80 GB'";
+    case Dimension::bandwidth:
+      return "a bandwidth like '3.35 TB/s'";
+    case Dimension::flop_rate:
+      return "a FLOP rate like '989 TFLOP/s'";
+    case Dimension::time:
+      return "a time like '4 us'";
+    case Dimension::fraction:
+      return "a fraction like 0.8 or '80%'";
+    case Dimension::money_per_hour:
+      return "a price like 2.5 (USD per hour)";
   }
   return "a value";
 }

@@ -24,11 +24,15 @@ namespace {
 
 std::string describe_node(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return fmt::format("'{}'", n.Scalar());
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return "nothing";
+    case YAML::NodeType::Undefined:
+      return "nothing";
   }
   return "?";
 }
@@ -39,8 +43,8 @@ std::optional<YAML::Node> check_root(const YAML::Node& root, const SpecContext& 
     return std::nullopt;
   }
   if (!root.IsMap()) {
-    ctx.error(location_of(root), "", "expected a mapping of keys at the top level, got " +
-                                         describe_node(root));
+    ctx.error(location_of(root), "",
+              "expected a mapping of keys at the top level, got " + describe_node(root));
     return std::nullopt;
   }
   return root;
@@ -111,8 +115,8 @@ MapReader::MapReader(const YAML::Node& node, std::string key_path, const SpecCon
   for (const auto& kv : node) {
     const Location key_location = location_of(kv.first);
     if (!kv.first.IsScalar()) {
-      ctx_.error(key_location, key_path_, "keys must be plain names, got " +
-                                              describe_node(kv.first));
+      ctx_.error(key_location, key_path_,
+                 "keys must be plain names, got " + describe_node(kv.first));
       continue;
     }
     std::string key = kv.first.Scalar();
@@ -148,7 +152,9 @@ void MapReader::error_at(std::string_view key, std::string message) const {
   ctx_.error(value_location(key), path_of(key), std::move(message));
 }
 
-void MapReader::allow(std::string_view key) { declared_.emplace_back(key); }
+void MapReader::allow(std::string_view key) {
+  declared_.emplace_back(key);
+}
 
 const MapReader::Entry* MapReader::lookup(std::string_view key, Presence presence) {
   declared_.emplace_back(key);
@@ -204,8 +210,8 @@ std::optional<int64_t> MapReader::integer(std::string_view key, Presence presenc
   return value;
 }
 
-std::optional<double> MapReader::quantity(std::string_view key, Dimension dim,
-                                          Presence presence, Range range) {
+std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, Presence presence,
+                                          Range range) {
   const Entry* e = lookup(key, presence);
   if (!e) return std::nullopt;
   const auto text = scalar(*e, describe(dim));
@@ -218,8 +224,8 @@ std::optional<double> MapReader::quantity(std::string_view key, Dimension dim,
   const double value = std::get<double>(parsed);
   const bool below = range.min_exclusive ? !(value > range.min) : !(value >= range.min);
   if (below) {
-    error_at(key, fmt::format("must be {} {}, got {}", range.min_exclusive ? ">" : ">=",
-                              range.min, *text));
+    error_at(key, fmt::format("must be {} {}, got {}", range.min_exclusive ? ">" : ">=", range.min,
+                              *text));
     return std::nullopt;
   }
   if (value > range.max) {

@@ -32,7 +32,8 @@ std::string slurp(const fs::path& p) {
 }
 
 fs::path scratch_dir() {
-  const fs::path dir = fs::temp_directory_path() / ("streamspark-cli-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("streamspark-cli-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
 }
@@ -56,8 +57,9 @@ const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
 }  // namespace
 
 TEST_CASE("analyze reproduces the lecture example as JSON") {
-  const Run r = run("analyze --model llama2-13b --hardware h100-sxm --batch 1,64,256 "
-                    "--prompt 1024 --generate 1 --method bandwidth --format json");
+  const Run r =
+      run("analyze --model llama2-13b --hardware h100-sxm --batch 1,64,256 "
+          "--prompt 1024 --generate 1 --method bandwidth --format json");
   REQUIRE(r.exit_code == 0);
   const json j = json::parse(r.out);
   CHECK(j["model"]["params"] == 13'015'864'320);
@@ -93,8 +95,9 @@ TEST_CASE("bad input exits 2 with one clear line") {
   SUBCASE("a dtype the device cannot compute in") {
     const Run r = run("analyze -m llama2-13b -H a100-80gb --dtype fp8");
     CHECK(r.exit_code == 2);
-    CHECK(r.err == "error: hardware a100-80gb has no fp8 peak in its spec, so compute in "
-                   "fp8_e4m3 cannot be costed on it\n");
+    CHECK(r.err ==
+          "error: hardware a100-80gb has no fp8 peak in its spec, so compute in "
+          "fp8_e4m3 cannot be costed on it\n");
   }
   SUBCASE("a method that needs the runtime") {
     const Run r = run("analyze -m llama2-13b -H h100-sxm --method calibrated");
@@ -117,15 +120,16 @@ TEST_CASE("bad input exits 2 with one clear line") {
 
 TEST_CASE("check validates files: ok lines, or one diagnostic per problem and exit 2") {
   const std::string src = STREAMSPARK_SOURCE_DIR;
-  const Run good = run("check '" + src + "/model_zoo/llama2-70b.yaml' '" + src +
-                       "/hardware/mi300x.yaml'");
+  const Run good =
+      run("check '" + src + "/model_zoo/llama2-70b.yaml' '" + src + "/hardware/mi300x.yaml'");
   CHECK(good.exit_code == 0);
   CHECK(good.out.find("ok (model llama2-70b)") != std::string::npos);
   CHECK(good.out.find("ok (hardware mi300x)") != std::string::npos);
   const Run bad = run("check '" + kBad + "hw_negative_bandwidth.yaml'");
   CHECK(bad.exit_code == 2);
-  CHECK(bad.err == kBad + "hw_negative_bandwidth.yaml:7:46: memory[0].bandwidth: must be > 0, got "
-                          "-3.35 TB/s\n");
+  CHECK(bad.err == kBad +
+                       "hw_negative_bandwidth.yaml:7:46: memory[0].bandwidth: must be > 0, got "
+                       "-3.35 TB/s\n");
 }
 
 TEST_CASE("sweep writes every grid point, atomically") {
@@ -133,8 +137,10 @@ TEST_CASE("sweep writes every grid point, atomically") {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path out = dir / "grid.csv";
-  const Run r = run("sweep -m llama2-7b,llama3-8b -H h100-sxm,h200 --dtype bf16,fp8 -b 1..8:x2 "
-                    "-p 128,512 -g 16 -q -o '" + out.string() + "'");
+  const Run r =
+      run("sweep -m llama2-7b,llama3-8b -H h100-sxm,h200 --dtype bf16,fp8 -b 1..8:x2 "
+          "-p 128,512 -g 16 -q -o '" +
+          out.string() + "'");
   REQUIRE(r.exit_code == 0);
   const std::string csv = slurp(out);
   // 2 models x 2 devices x 2 dtypes x 4 batches x 2 prompts x 1 = 64 rows + header.
@@ -144,8 +150,10 @@ TEST_CASE("sweep writes every grid point, atomically") {
 
   // A failure part-way leaves the previous file untouched and no temporary behind.
   std::ofstream(out) << "previous";
-  const Run fail = run("sweep -m llama2-7b -H h100-sxm -b 1,1000000000000 -p 1000000 -g 1 "
-                       "--allow-beyond-context -q -o '" + out.string() + "'");
+  const Run fail =
+      run("sweep -m llama2-7b -H h100-sxm -b 1,1000000000000 -p 1000000 -g 1 "
+          "--allow-beyond-context -q -o '" +
+          out.string() + "'");
   CHECK(fail.exit_code == 2);
   CHECK(fail.err.find("overflows 64-bit") != std::string::npos);
   CHECK(slurp(out) == "previous");

@@ -21,7 +21,8 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 fs::path fresh_dir() {
-  const fs::path dir = fs::temp_directory_path() / ("streamspark-out-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("streamspark-out-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -36,7 +37,7 @@ TEST_CASE("nothing appears until commit, and an abandoned write leaves the old f
     OutputFile out(target.string());
     out.write("new contents");
     CHECK(slurp(target) == "old");  // still the old file while writing
-  }  // destroyed without commit: temporary removed
+  }                                 // destroyed without commit: temporary removed
   CHECK(slurp(target) == "old");
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
   {

@@ -26,7 +26,7 @@ TEST_CASE("bad lists say what is wrong") {
                        UsageError);
   CHECK_THROWS_WITH_AS(parse_int_list("1,,2", "--batch"), "--batch: empty item in '1,,2'",
                        UsageError);
-  CHECK_THROWS_WITH_AS(parse_int_list("abc", "--batch"), "--batch: 'abc' is not an integer in 'abc'",
-                       UsageError);
+  CHECK_THROWS_WITH_AS(parse_int_list("abc", "--batch"),
+                       "--batch: 'abc' is not an integer in 'abc'", UsageError);
   CHECK_THROWS_AS(parse_int_list("1..100000000000", "--batch"), UsageError);
 }

@@ -67,8 +67,7 @@ TEST_CASE("lecture: decode latency, throughput and memory at B = 1, 64, 256") {
   CHECK(a.analyze({1, 1024, 1}).decode.time_s == doctest::Approx(8.0211e-3).epsilon(1e-4));
   CHECK(a.analyze({1, 1024, 1}).decode_throughput_tok_s == doctest::Approx(124.67).epsilon(1e-4));
   CHECK(a.analyze({64, 1024, 1}).decode_throughput_tok_s == doctest::Approx(2689.5).epsilon(1e-4));
-  CHECK(a.analyze({256, 1024, 1}).decode_throughput_tok_s ==
-        doctest::Approx(3561.8).epsilon(1e-4));
+  CHECK(a.analyze({256, 1024, 1}).decode_throughput_tok_s == doctest::Approx(3561.8).epsilon(1e-4));
 
   // B = 256 does not fit in 80 GB: 240.8 GB of weights and KV cache alone.
   const WorkloadResult big = a.analyze({256, 1024, 1});

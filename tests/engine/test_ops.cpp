@@ -14,7 +14,8 @@ using namespace streamspark::engine;
 
 namespace {
 const Op& find_op(const std::vector<Op>& ops, std::string_view name) {
-  const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+  const auto it =
+      std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
   REQUIRE(it != ops.end());
   return *it;
 }
@@ -35,11 +36,10 @@ TEST_CASE("decode operator list of the tiny GQA model, by hand") {
 
   std::vector<std::string> names;
   for (const Op& op : ops) names.emplace_back(op.name);
-  CHECK(names == std::vector<std::string>{"embedding", "attn_norm", "qkv_proj", "rope",
-                                          "kv_cache_write", "attn_scores", "attn_values",
-                                          "out_proj", "attn_residual", "mlp_norm", "mlp_gate",
-                                          "mlp_up", "mlp_act", "mlp_down", "mlp_residual",
-                                          "final_norm", "lm_head", "sampling"});
+  CHECK(names == std::vector<std::string>{
+                     "embedding", "attn_norm", "qkv_proj", "rope", "kv_cache_write", "attn_scores",
+                     "attn_values", "out_proj", "attn_residual", "mlp_norm", "mlp_gate", "mlp_up",
+                     "mlp_act", "mlp_down", "mlp_residual", "final_norm", "lm_head", "sampling"});
 
   // qkv_proj: (B*T, D) x (D, (N+2K)*H) = (2, 256) x (256, 384)
   //   FLOPs 2*2*384*256 = 393,216; weights 256*384*2 = 196,608 B;
@@ -190,7 +190,7 @@ TEST_CASE("lecture: attention intensity is S*T/(S+T) and does not depend on B") 
 TEST_CASE("counts that overflow 64 bits throw instead of wrapping") {
   const Model m = test::llama2_13b();
   std::vector<Op> ops;
-  CHECK_THROWS_AS(build_ops(m, Precision{}, {Phase::prefill, int64_t{1} << 40, int64_t{1} << 30, 0},
-                            ops),
-                  OverflowError);
+  CHECK_THROWS_AS(
+      build_ops(m, Precision{}, {Phase::prefill, int64_t{1} << 40, int64_t{1} << 30, 0}, ops),
+      OverflowError);
 }

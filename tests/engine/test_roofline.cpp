@@ -19,8 +19,8 @@ TEST_CASE("op time is max(compute, memory) plus launches times the overhead") {
   r.kernel_overhead_s = 2e-6;
   Op gemm;
   gemm.kind = OpKind::gemm;
-  gemm.flops = 4'000'000;        // 4 us at 1e12
-  gemm.bytes.weights = 1'000;    // 1 us at 1e9
+  gemm.flops = 4'000'000;      // 4 us at 1e12
+  gemm.bytes.weights = 1'000;  // 1 us at 1e9
   const OpCost c = roofline_cost(gemm, r);
   CHECK(c.compute_s == doctest::Approx(4e-6));
   CHECK(c.memory_s == doctest::Approx(1e-6));
@@ -29,7 +29,7 @@ TEST_CASE("op time is max(compute, memory) plus launches times the overhead") {
 
   Op add;  // elementwise ops run at the vector rate
   add.kind = OpKind::elementwise;
-  add.flops = 4'000'000;  // 40 us at 1e11
+  add.flops = 4'000'000;            // 40 us at 1e11
   add.bytes.activations = 100'000;  // 100 us
   add.launches = 0;
   const OpCost e = roofline_cost(add, r);
@@ -78,9 +78,12 @@ TEST_CASE("TPOT in closed form equals stepping through every decode step") {
           CAPTURE(batch);
           CAPTURE(generate);
           const WorkloadResult r = a.analyze({batch, 100, generate});
-          CHECK(r.tpot_s == doctest::Approx(brute_force_tpot(a, batch, 100, generate)).epsilon(1e-9));
-          CHECK(r.e2e_s == doctest::Approx(r.ttft_s + static_cast<double>(generate - 1) * r.tpot_s));
-          CHECK(r.decode_throughput_tok_s == doctest::Approx(static_cast<double>(batch) / r.tpot_s));
+          CHECK(r.tpot_s ==
+                doctest::Approx(brute_force_tpot(a, batch, 100, generate)).epsilon(1e-9));
+          CHECK(r.e2e_s ==
+                doctest::Approx(r.ttft_s + static_cast<double>(generate - 1) * r.tpot_s));
+          CHECK(r.decode_throughput_tok_s ==
+                doctest::Approx(static_cast<double>(batch) / r.tpot_s));
         }
       }
     }
@@ -140,9 +143,11 @@ TEST_CASE("naive sampling recomputes the prefix: O(T^3) against O(T^2) with a KV
   REQUIRE(r.sampling.has_value());
   // Naive: forwards over 8, 9, 10, 11, 12 tokens. With a cache: prefill(8) + decode at 8..11.
   double naive = 0;
-  for (int64_t n = 8; n <= 12; ++n) naive += static_cast<double>(a.analyze({1, n, 1}).prefill.flops);
+  for (int64_t n = 8; n <= 12; ++n)
+    naive += static_cast<double>(a.analyze({1, n, 1}).prefill.flops);
   double cached = static_cast<double>(a.analyze({1, 8, 1}).prefill.flops);
-  for (int64_t c = 8; c <= 11; ++c) cached += static_cast<double>(a.analyze({1, c, 1}).decode.flops);
+  for (int64_t c = 8; c <= 11; ++c)
+    cached += static_cast<double>(a.analyze({1, c, 1}).decode.flops);
   CHECK(r.sampling->naive_flops == doctest::Approx(naive).epsilon(1e-12));
   CHECK(r.sampling->kv_cache_flops == doctest::Approx(cached).epsilon(1e-12));
   CHECK(r.sampling->naive_flops > r.sampling->kv_cache_flops);

@@ -20,7 +20,9 @@ struct Fixture {
   }
 };
 
-size_t count(const std::string& s, char c) { return static_cast<size_t>(std::count(s.begin(), s.end(), c)); }
+size_t count(const std::string& s, char c) {
+  return static_cast<size_t>(std::count(s.begin(), s.end(), c));
+}
 }  // namespace
 
 TEST_CASE("analysis JSON holds the documented keys in SI units") {
@@ -32,8 +34,8 @@ TEST_CASE("analysis JSON holds the documented keys in SI units") {
   for (const char* key : {"name", "params", "weight_bytes", "kv_bytes_per_token"}) {
     CHECK(j["model"].contains(key));
   }
-  for (const char* key : {"name", "peak_flops", "memory_bandwidth", "memory_capacity",
-                          "ridge_intensity"}) {
+  for (const char* key :
+       {"name", "peak_flops", "memory_bandwidth", "memory_capacity", "ridge_intensity"}) {
     CHECK(j["hardware"].contains(key));
   }
   CHECK(j["method"] == "roofline");
@@ -41,8 +43,8 @@ TEST_CASE("analysis JSON holds the documented keys in SI units") {
   CHECK(j["hardware"]["peak_flops"] == 989e12);
   REQUIRE(j["results"].size() == 2);
   const json& r = j["results"][0];
-  for (const char* key : {"batch", "prompt", "generate", "ttft_s", "tpot_s", "e2e_s",
-                          "decode_throughput_tok_s"}) {
+  for (const char* key :
+       {"batch", "prompt", "generate", "ttft_s", "tpot_s", "e2e_s", "decode_throughput_tok_s"}) {
     CHECK(r.contains(key));
   }
   for (const char* key : {"flops", "bytes", "intensity", "time_s", "bound"}) {
@@ -78,23 +80,21 @@ TEST_CASE("CSV rows have as many fields as the header") {
   std::getline(lines, header);
   std::getline(lines, row);
   CHECK(count(header, ',') == count(row, ','));
-  CHECK(row.rfind("llama2-13b,h100-sxm,roofline,bf16,bf16,bf16,1,1024,256,1,13015864320,", 0) ==
-        0);
+  CHECK(row.rfind("llama2-13b,h100-sxm,roofline,bf16,bf16,bf16,1,1024,256,1,13015864320,", 0) == 0);
 }
 
 TEST_CASE("per-op CSV has one row per operator and phase") {
   Fixture f;
   engine::Analyzer a(f.model, f.hardware, f.options);
-  const std::string csv =
-      report::ops_csv(report::make_context(a), {a.analyze({2, 128, 4})});
+  const std::string csv = report::ops_csv(report::make_context(a), {a.analyze({2, 128, 4})});
   CHECK(count(csv, '\n') == 1 + 36);
 }
 
 TEST_CASE("the table names the model, the bounds and the units") {
   Fixture f;
   engine::Analyzer a(f.model, f.hardware, f.options);
-  const std::string table = report::analysis_table(report::make_context(a),
-                                                   {a.analyze({1, 1024, 256})}, true);
+  const std::string table =
+      report::analysis_table(report::make_context(a), {a.analyze({1, 1024, 256})}, true);
   CHECK(table.find("llama2-13b on h100-sxm") != std::string::npos);
   CHECK(table.find("ridge 295.2 FLOP/B") != std::string::npos);
   CHECK(table.find("26.03 GB weights") != std::string::npos);

@@ -15,16 +15,17 @@ using namespace streamspark;
 using namespace streamspark::spec;
 
 namespace {
-Catalog repo_catalog() { return Catalog({STREAMSPARK_SOURCE_DIR}); }
+Catalog repo_catalog() {
+  return Catalog({STREAMSPARK_SOURCE_DIR});
+}
 }  // namespace
 
 TEST_CASE("catalog models load and match their published parameter counts") {
   // Published counts (Hugging Face model cards / safetensors metadata of the config.json
   // each file cites); tiny-test is derived by hand in its file.
   const std::map<std::string, int64_t> published = {
-      {"llama2-7b", 6'738'415'616},   {"llama2-13b", 13'015'864'320},
-      {"llama2-70b", 68'976'648'192}, {"llama3-8b", 8'030'261'248},
-      {"llama3-70b", 70'553'706'496}, {"mistral-7b", 7'241'732'096},
+      {"llama2-7b", 6'738'415'616}, {"llama2-13b", 13'015'864'320}, {"llama2-70b", 68'976'648'192},
+      {"llama3-8b", 8'030'261'248}, {"llama3-70b", 70'553'706'496}, {"mistral-7b", 7'241'732'096},
       {"tiny-test", 4'868'352},
   };
   const Catalog catalog = repo_catalog();

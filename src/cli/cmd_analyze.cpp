@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
+#include "engine/overflow.hpp"
 #include "report/analysis_report.hpp"
 
 namespace streamspark::cli {
@@ -23,7 +24,7 @@ struct AnalyzeOptions {
   std::string method = "roofline";
   bool per_op = false;
   bool no_naive = false;
-  int64_t prefill_batch = 0;
+  std::string prefill_batch = "0";
   bool allow_beyond_context = false;
   std::string format = "table";
   std::string output = "-";
@@ -37,8 +38,10 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   options.method = parse_method_option(o.method);
   options.precision = parse_precision(o.precision);
   options.per_op = o.per_op;
-  options.naive_sampling = !o.no_naive;
   const Format format = parse_format_option(o.format, true);
+  // CSV has no column for it; skip the work.
+  options.naive_sampling = !o.no_naive && format != Format::csv;
+  const int64_t prefill_batch = parse_int(o.prefill_batch, "--prefill-batch", 0);
 
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
@@ -53,7 +56,14 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   std::vector<engine::WorkloadResult> results;
   for (int64_t p : prompts) {
     for (int64_t g : generates) {
-      for (int64_t b : batches) results.push_back(analyzer.analyze({b, p, g, o.prefill_batch}));
+      for (int64_t b : batches) {
+        try {
+          results.push_back(analyzer.analyze({b, p, g, prefill_batch}));
+        } catch (const engine::OverflowError& e) {
+          throw UsageError(fmt::format("batch {}, prompt {}, generate {}: workload too large: {}",
+                                       b, p, g, e.what()));
+        }
+      }
     }
   }
   const report::AnalysisContext rc = report::make_context(analyzer);
@@ -104,9 +114,9 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
   app->add_flag("--no-naive", o->no_naive,
                 "skip the cost of sampling without a KV cache (it steps through every token)");
   app->add_option("--prefill-batch", o->prefill_batch,
-                  "sequences per prefill pass (default 0: the whole batch in one pass); bounds "
-                  "prefill activation memory")
-      ->check(CLI::NonNegativeNumber);
+                  "sequences per prefill pass (0: the whole batch in one pass); bounds prefill "
+                  "activation memory")
+      ->capture_default_str();
   app->add_flag("--allow-beyond-context", o->allow_beyond_context,
                 "analyze prompt + generate beyond the model's max_context");
   app->add_option("--format,-f", o->format, "table, json or csv")->capture_default_str();

@@ -21,7 +21,7 @@ struct BenchOptions {
   std::string model = "llama2-13b";
   std::string hardware = "h100-sxm";
   int repeats = 5;
-  int threads = 0;
+  std::string threads = "0";
   std::string sweep_batch = "1..1000";
   std::string sweep_prompt = "128..3200:+128";
   std::string sweep_generate = "1..40";
@@ -76,9 +76,7 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
   axes.prompts = parse_int_list(o.sweep_prompt, "--sweep-prompt");
   axes.generates = parse_int_list(o.sweep_generate, "--sweep-generate");
   const SweepGrid grid(std::move(axes));
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = resolve_threads(o.threads);
   std::vector<double> sweep_times;
   size_t csv_bytes = 0;
   for (int r = 0; r < std::min(repeats, 3); ++r) {
@@ -119,7 +117,8 @@ Command add_bench_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--hardware,-H", o->hardware, "hardware")->capture_default_str();
   app->add_option("--repeats,-r", o->repeats, "repetitions (median reported)")
       ->capture_default_str();
-  app->add_option("--threads,-j", o->threads, "sweep threads (default: all cores)");
+  app->add_option("--threads,-j", o->threads, "sweep threads (0: all cores)")
+      ->capture_default_str();
   app->add_option("--sweep-batch", o->sweep_batch, "sweep grid: batches")->capture_default_str();
   app->add_option("--sweep-prompt", o->sweep_prompt, "sweep grid: prompts")->capture_default_str();
   app->add_option("--sweep-generate", o->sweep_generate, "sweep grid: generates")

@@ -22,15 +22,14 @@ Command add_hardware_command(CLI::App& root, const AppContext& ctx) {
   return Command{app, [o, ctx] {
                    const Format format = parse_format_option(o->format, true);
                    if (format == Format::csv) throw UsageError("--format: use table or json");
-                   std::vector<engine::Hardware> devices;
-                   for (const auto& path : make_catalog(ctx).list(spec::SpecKind::hardware)) {
-                     devices.push_back(spec::load_hardware(path));
-                   }
+                   int failed = 0;
+                   const auto devices = load_catalog(make_catalog(ctx), spec::SpecKind::hardware,
+                                                     &spec::load_hardware, &failed);
                    OutputFile out("-");
                    out.write(format == Format::json ? report::hardware_json(devices).dump(2) + "\n"
                                                     : report::hardware_table(devices));
                    out.commit();
-                   return kExitOk;
+                   return failed == 0 ? kExitOk : kExitBadInput;
                  }};
 }
 

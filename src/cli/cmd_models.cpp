@@ -22,15 +22,14 @@ Command add_models_command(CLI::App& root, const AppContext& ctx) {
   return Command{app, [o, ctx] {
                    const Format format = parse_format_option(o->format, true);
                    if (format == Format::csv) throw UsageError("--format: use table or json");
-                   std::vector<engine::Model> models;
-                   for (const auto& path : make_catalog(ctx).list(spec::SpecKind::model)) {
-                     models.push_back(spec::load_model(path));
-                   }
+                   int failed = 0;
+                   const auto models = load_catalog(make_catalog(ctx), spec::SpecKind::model,
+                                                    &spec::load_model, &failed);
                    OutputFile out("-");
                    out.write(format == Format::json ? report::models_json(models).dump(2) + "\n"
                                                     : report::models_table(models));
                    out.commit();
-                   return kExitOk;
+                   return failed == 0 ? kExitOk : kExitBadInput;
                  }};
 }
 

@@ -28,8 +28,8 @@ struct SweepOptions {
   std::string method = "roofline";
   std::string format = "csv";
   std::string output = "-";
-  int threads = 0;
-  int64_t prefill_batch = 0;
+  std::string threads = "0";
+  std::string prefill_batch = "0";
   bool allow_beyond_context = false;
   bool quiet = false;
 };
@@ -37,7 +37,8 @@ struct SweepOptions {
 int run_sweep(const SweepOptions& o, const AppContext& ctx) {
   SweepAxes axes;
   axes.method = parse_method_option(o.method);
-  axes.prefill_batch = o.prefill_batch;
+  axes.prefill_batch = parse_int(o.prefill_batch, "--prefill-batch", 0);
+  const int threads = resolve_threads(o.threads);
   axes.batches = parse_int_list(o.batch, "--batch");
   axes.prompts = parse_int_list(o.prompt, "--prompt");
   axes.generates = parse_int_list(o.generate, "--generate");
@@ -59,9 +60,6 @@ int run_sweep(const SweepOptions& o, const AppContext& ctx) {
     for (const auto& m : axes.models) check_context(m, max_prompt, max_generate);
   }
   const SweepGrid grid(std::move(axes));
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
   const bool show_progress = !o.quiet && ::isatty(STDERR_FILENO);
   OutputFile out(o.output);
@@ -100,11 +98,11 @@ Command add_sweep_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--format,-f", o->format, "csv or json (JSON lines)")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();
-  app->add_option("--threads,-j", o->threads, "worker threads (default: all cores)");
+  app->add_option("--threads,-j", o->threads, "worker threads (0: all cores)")
+      ->capture_default_str();
   app->add_option("--prefill-batch", o->prefill_batch,
-                  "sequences per prefill pass (default 0: the whole batch in one pass); bounds "
-                  "prefill activation memory")
-      ->check(CLI::NonNegativeNumber);
+                  "sequences per prefill pass (0: the whole batch in one pass)")
+      ->capture_default_str();
   app->add_flag("--allow-beyond-context", o->allow_beyond_context,
                 "include points where prompt + generate exceeds a model's max_context");
   app->add_flag("--quiet,-q", o->quiet, "no progress on stderr");

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <thread>
+
 namespace streamspark::cli {
 
 void add_precision_options(CLI::App* app, PrecisionOptions& o) {
@@ -46,17 +49,31 @@ Format parse_format_option(const std::string& name, bool table_allowed) {
                                table_allowed ? "table, json or csv" : "csv or json"));
 }
 
+void print_diagnostics(const spec::SpecError& e) {
+  for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", d.format());
+}
+
 spec::Catalog make_catalog(const AppContext& ctx) {
   return spec::Catalog(spec::data_roots(ctx.executable));
 }
 
 void check_context(const engine::Model& model, int64_t prompt, int64_t generate) {
-  if (prompt > model.max_context || generate > model.max_context - prompt) {
-    throw UsageError(fmt::format(
-        "prompt {} + generate {} exceeds {}'s max_context {}; pass --allow-beyond-context to "
-        "analyze it anyway",
-        prompt, generate, model.name, model.max_context));
+  if (prompt > model.max_context || generate - 1 > model.max_context - prompt) {
+    throw UsageError(
+        fmt::format("prompt {} + generate {} uses {} positions, beyond {}'s max_context {}; pass "
+                    "--allow-beyond-context to analyze it anyway",
+                    prompt, generate, prompt + generate - 1, model.name, model.max_context));
   }
+}
+
+int resolve_threads(const std::string& text) {
+  constexpr int64_t kMaxThreads = 256;
+  const int64_t requested = parse_int(text, "--threads", 0);
+  if (requested > kMaxThreads) {
+    throw UsageError(fmt::format("--threads: at most {}, got {}", kMaxThreads, requested));
+  }
+  if (requested > 0) return static_cast<int>(requested);
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace streamspark::cli

@@ -113,7 +113,10 @@ void SweepGrid::run(Format format, int threads, const std::function<void(std::st
     report::append_csv_header(header);
     sink(header);
   }
-  const int workers = std::max(1, threads);
+  // No more workers than chunks: each holds a chunk's worth of formatted rows.
+  const int64_t chunks = (size_ + kChunkRows - 1) / kChunkRows;
+  const int workers =
+      static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(chunks, 1)));
   std::vector<SweepWorker> state;
   state.reserve(static_cast<size_t>(workers));
   for (int w = 0; w < workers; ++w) state.emplace_back(axes_);
@@ -132,10 +135,10 @@ void SweepGrid::run(Format format, int threads, const std::function<void(std::st
         errors[static_cast<size_t>(w)] = std::current_exception();
       }
     };
-    std::vector<std::thread> pool;
+    std::vector<std::jthread> pool;  // joined on every exit path, even if a start fails
     for (int w = 1; w < workers; ++w) pool.emplace_back(work, w);
     work(0);  // the calling thread is worker 0
-    for (auto& t : pool) t.join();
+    pool.clear();
     for (const auto& e : errors) {
       if (e) std::rethrow_exception(e);
     }

@@ -15,6 +15,9 @@ constexpr size_t kMaxListLength = 10'000'000;  // a guard against "1..1e18" typo
 int64_t parse_positive(std::string_view s, const std::string& option, std::string_view item) {
   int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) {
+    throw UsageError(fmt::format("{}: {} is out of range in '{}'", option, s, item));
+  }
   if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) {
     throw UsageError(fmt::format("{}: '{}' is not an integer in '{}'", option, s, item));
   }
@@ -89,6 +92,19 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
     }
   }
   return out;
+}
+
+int64_t parse_int(const std::string& text, const std::string& option, int64_t min) {
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range) {
+    throw UsageError(fmt::format("{}: {} is out of range", option, text));
+  }
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+    throw UsageError(fmt::format("{}: '{}' is not an integer", option, text));
+  }
+  if (v < min) throw UsageError(fmt::format("{}: must be >= {}, got {}", option, min, v));
+  return v;
 }
 
 std::vector<std::string> parse_name_list(const std::string& text, const std::string& option) {

@@ -18,6 +18,9 @@ class UsageError : public std::runtime_error {
 // Integers >= 1, in the order given (duplicates kept). `option` names the flag in errors.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& option);
 
+// One integer >= min, e.g. "--prefill-batch 8".
+int64_t parse_int(const std::string& text, const std::string& option, int64_t min);
+
 // Comma-separated non-empty names.
 std::vector<std::string> parse_name_list(const std::string& text, const std::string& option);
 

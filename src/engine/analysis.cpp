@@ -2,6 +2,7 @@
 #include "engine/analysis.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -132,6 +133,7 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
   const int64_t remainder = batch % per_pass;
   build_ops(model_, options_.precision, {Phase::prefill, per_pass, tokens, 0}, scratch_ops_);
   PhaseResult total = cost_phase(scratch_ops_, Phase::prefill, per_pass, 0, rows);
+  total.sequences_per_pass = per_pass;
   if (activation_peak) {
     *activation_peak = step_activation_peak(
         scratch_ops_, storage_bytes(checked_mul(per_pass, tokens, model_.d_model),
@@ -158,6 +160,7 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
     accumulate(cost_phase(scratch_ops_, Phase::prefill, remainder, 0, nullptr), 1);
   }
   total.passes = full_passes + (remainder > 0 ? 1 : 0);
+  total.sequences_per_pass = per_pass;
   total.intensity = intensity(total.flops, total.bytes.total());
   total.bound = one.bound;
   if (options_.method == Method::roofline) {
@@ -205,7 +208,6 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   const int64_t S = w.prompt;
   const int64_t steps = w.generate - 1;  // decode steps after the prefill
   const int64_t per_pass = w.prefill_batch == 0 ? B : std::min(w.prefill_batch, B);
-  r.workload.prefill_batch = per_pass;  // report the effective value
 
   // Prefill and the first decode step depend on (B, S, passes) only; sweeps vary `generate`
   // fastest, so consecutive workloads reuse them. Per-op rows are always recomputed.
@@ -236,16 +238,62 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   return r;
 }
 
+void Analyzer::sum_prefill_passes(int64_t sequences, int64_t prompt, int64_t count, double* flops,
+                                  double* time_s) {
+  // Each op's FLOPs and bytes are a polynomial of degree <= 2 in the token count n (attention
+  // pairs grow as n(n+1)/2, the rest linearly; the lm head sees one row per sequence). Three
+  // consecutive n fix it: v(j) = v0 + d1*j + d2*j(j-1)/2 for n = prompt + j.
+  build_ops(model_, options_.precision, {Phase::prefill, sequences, prompt, 0}, scratch_ops_);
+  build_ops(model_, options_.precision, {Phase::prefill, sequences, checked_add(prompt, 1), 0},
+            scratch_ops2_);
+  build_ops(model_, options_.precision, {Phase::prefill, sequences, checked_add(prompt, 2), 0},
+            scratch_ops3_);
+  auto coefficients = [](double v0, double v1, double v2) {
+    // v(j) = c0 + c1*j + c2*j^2
+    const double d1 = v1 - v0;
+    const double d2 = v2 - 2 * v1 + v0;
+    return std::array<double, 3>{v0, d1 - d2 / 2, d2 / 2};
+  };
+  const double n = static_cast<double>(count);
+  const double sum_j = n * (n - 1) / 2;
+  const double sum_j2 = (n - 1) * n * (2 * n - 1) / 6;
+  for (size_t i = 0; i < scratch_ops_.size(); ++i) {
+    const Op& o0 = scratch_ops_[i];
+    const auto f =
+        coefficients(static_cast<double>(o0.flops), static_cast<double>(scratch_ops2_[i].flops),
+                     static_cast<double>(scratch_ops3_[i].flops));
+    const auto b = coefficients(static_cast<double>(o0.bytes.total()),
+                                static_cast<double>(scratch_ops2_[i].bytes.total()),
+                                static_cast<double>(scratch_ops3_[i].bytes.total()));
+    const double repeat = static_cast<double>(o0.repeat);
+    *flops += repeat * (f[0] * n + f[1] * sum_j + f[2] * sum_j2);
+    if (options_.method == Method::roofline) {
+      const double peak = uses_matrix_units(o0.kind) ? rates_.matrix_flops : rates_.vector_flops;
+      const std::array<double, 3> compute{f[0] / peak, f[1] / peak, f[2] / peak};
+      const std::array<double, 3> memory{b[0] / rates_.bandwidth, b[1] / rates_.bandwidth,
+                                         b[2] / rates_.bandwidth};
+      *time_s += repeat * (sum_of_max_of_quadratics(compute, memory, count) +
+                           n * static_cast<double>(o0.launches) * rates_.kernel_overhead_s);
+    }
+  }
+}
+
 SamplingComparison Analyzer::compare_sampling(const Workload& w, int64_t per_pass,
                                               const WorkloadResult& r) {
   SamplingComparison s;
   // Without a cache, token g needs a full forward over S+g-1 tokens (logits at the last
   // position only), g = 1..G, run in the same prefill passes.
-  for (int64_t g = 1; g <= w.generate; ++g) {
-    const PhaseResult p = prefill(w.batch, w.prompt + g - 1, per_pass, nullptr, nullptr);
-    s.naive_flops += static_cast<double>(p.flops);
-    s.naive_time_s += p.time_s;
+  const int64_t full_passes = w.batch / per_pass;
+  const int64_t remainder = w.batch % per_pass;
+  double pass_flops = 0, pass_time = 0;
+  sum_prefill_passes(per_pass, w.prompt, w.generate, &pass_flops, &pass_time);
+  s.naive_flops = static_cast<double>(full_passes) * pass_flops;
+  s.naive_time_s = static_cast<double>(full_passes) * pass_time;
+  if (remainder > 0) {
+    sum_prefill_passes(remainder, w.prompt, w.generate, &s.naive_flops, &s.naive_time_s);
   }
+  if (options_.method == Method::bandwidth) s.naive_time_s = s.naive_flops / rates_.matrix_flops;
+
   // With a cache: the prefill, then decode steps whose FLOPs grow linearly with context.
   const int64_t steps = w.generate - 1;
   double decode_flops = 0;

@@ -32,7 +32,7 @@ struct AnalysisOptions {
   Method method = Method::roofline;
   Precision precision;
   bool per_op = false;          // keep the per-operator rows
-  bool naive_sampling = false;  // also cost sampling without a KV cache (steps through G)
+  bool naive_sampling = false;  // also cost sampling without a KV cache
 };
 
 struct PhaseResult {
@@ -47,6 +47,7 @@ struct PhaseResult {
   double overhead_s = 0;       // kernel launches
   int64_t kernel_launches = 0;
   int64_t passes = 1;  // forward passes the phase takes (prefill in prefill_batch chunks)
+  int64_t sequences_per_pass = 0;  // sequences in each full pass
 };
 
 struct OpRow {  // one operator of a phase, costed per instance (totals: times op.repeat)
@@ -56,7 +57,7 @@ struct OpRow {  // one operator of a phase, costed per instance (totals: times o
 
 // Sampling G tokens for B sequences with and without a KV cache (CS336: without a cache each
 // step recomputes the whole prefix, O(T^3) FLOPs in total; with one, O(T^2)). Sums can exceed
-// 2^63 FLOPs, so they are doubles.
+// 2^63 FLOPs, so they are doubles; both are computed in closed form, not by stepping.
 struct SamplingComparison {
   double naive_flops = 0;
   double naive_time_s = 0;
@@ -65,7 +66,7 @@ struct SamplingComparison {
 };
 
 struct WorkloadResult {
-  Workload workload;  // as given, with prefill_batch resolved to the sequences per pass
+  Workload workload;  // as given
   PhaseResult prefill;
   PhaseResult decode;  // the first decode step: context = prompt
   double ttft_s = 0;
@@ -143,6 +144,10 @@ class Analyzer {
   void prepare_decode_lines();
   double mean_decode_step(int64_t steps);
   SamplingComparison compare_sampling(const Workload& w, int64_t per_pass, const WorkloadResult& r);
+  // Sums over contexts n = prompt .. prompt+count-1 of a prefill pass of `sequences` sequences
+  // over n tokens: adds FLOPs and roofline time to *flops and *time_s.
+  void sum_prefill_passes(int64_t sequences, int64_t prompt, int64_t count, double* flops,
+                          double* time_s);
 
   Model model_;  // copies: an Analyzer never dangles
   Hardware hardware_;
@@ -152,6 +157,8 @@ class Analyzer {
   StepState state_;
   std::vector<Op> scratch_ops_;
   std::vector<Op> decode_ops_;  // the decode step at context = prompt
+  std::vector<Op> scratch_ops2_;
+  std::vector<Op> scratch_ops3_;
 };
 
 }  // namespace streamspark::engine

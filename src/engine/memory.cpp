@@ -36,17 +36,14 @@ MemoryFootprint memory_footprint(int64_t batch, int64_t weights_bytes,
                          activations.at(b);
     return total <= static_cast<double>(capacity_bytes);
   };
-  int64_t lo = 0;                 // fits (or 0: nothing fits)
-  int64_t hi = int64_t{1} << 40;  // far beyond any real batch
   if (!fits_at(1)) {
     m.max_batch = 0;
     return m;
   }
-  lo = 1;
-  if (fits_at(hi)) {
-    m.max_batch = hi;
-    return m;
-  }
+  // lo fits; hi does not: the KV cache alone of hi sequences exceeds what the weights leave
+  // (kv_bytes_per_sequence > 0).
+  int64_t lo = 1;
+  int64_t hi = (capacity_bytes - weights_bytes) / kv_bytes_per_sequence + 1;
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
     (fits_at(mid) ? lo : hi) = mid;

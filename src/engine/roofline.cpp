@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace streamspark::engine {
 
@@ -54,27 +55,54 @@ double intensity(int64_t flops, int64_t bytes) {
 }
 
 namespace {
-// Sum of (c0 + c1*j) for j in [lo, hi).
-double sum_line(double c0, double c1, int64_t lo, int64_t hi) {
+// Sum of c[0] + c[1]*j + c[2]*j^2 for j in [lo, hi).
+double sum_quadratic(const std::array<double, 3>& c, int64_t lo, int64_t hi) {
   if (hi <= lo) return 0.0;
-  const double count = static_cast<double>(hi - lo);
-  const double sum_j = static_cast<double>(lo + hi - 1) * count / 2.0;
-  return c0 * count + c1 * sum_j;
+  auto s1 = [](double m) { return m * (m - 1) / 2; };                // sum of j, j < m
+  auto s2 = [](double m) { return (m - 1) * m * (2 * m - 1) / 6; };  // sum of j^2, j < m
+  const double l = static_cast<double>(lo);
+  const double h = static_cast<double>(hi);
+  return c[0] * (h - l) + c[1] * (s1(h) - s1(l)) + c[2] * (s2(h) - s2(l));
 }
 }  // namespace
 
-double sum_of_max_of_lines(double a0, double a1, double b0, double b1, int64_t n) {
+double sum_of_max_of_quadratics(const std::array<double, 3>& p, const std::array<double, 3>& q,
+                                int64_t n) {
   if (n <= 0) return 0.0;
-  const double d0 = a0 - b0;  // a(j) - b(j) = d0 + d1*j
-  const double d1 = a1 - b1;
-  if (d1 == 0.0) return d0 >= 0 ? sum_line(a0, a1, 0, n) : sum_line(b0, b1, 0, n);
-  // First j at which the sign of a - b may flip: j* = -d0/d1, clamped to [0, n].
-  const double crossing = std::ceil(-d0 / d1);
-  const int64_t split = static_cast<int64_t>(std::clamp(crossing, 0.0, static_cast<double>(n)));
-  if (d1 > 0) {  // a below b before the split, above from it on
-    return sum_line(b0, b1, 0, split) + sum_line(a0, a1, split, n);
+  const std::array<double, 3> d{p[0] - q[0], p[1] - q[1], p[2] - q[2]};  // p - q
+  // Split points: the first integer at or after each real root of d inside [0, n).
+  std::vector<int64_t> splits{0, n};
+  auto add_root = [&](double root) {
+    if (!std::isfinite(root)) return;
+    const double at = std::ceil(root);
+    if (at > 0 && at < static_cast<double>(n)) splits.push_back(static_cast<int64_t>(at));
+  };
+  if (d[2] != 0.0) {
+    const double disc = d[1] * d[1] - 4 * d[2] * d[0];
+    if (disc >= 0) {
+      const double sq = std::sqrt(disc);
+      add_root((-d[1] - sq) / (2 * d[2]));
+      add_root((-d[1] + sq) / (2 * d[2]));
+    }
+  } else if (d[1] != 0.0) {
+    add_root(-d[0] / d[1]);
   }
-  return sum_line(a0, a1, 0, split) + sum_line(b0, b1, split, n);
+  std::sort(splits.begin(), splits.end());
+  double total = 0;
+  for (size_t i = 0; i + 1 < splits.size(); ++i) {
+    const int64_t lo = splits[i];
+    const int64_t hi = splits[i + 1];
+    if (hi <= lo) continue;
+    // The sign of p - q is constant on the run: test it at the run's middle.
+    const double mid = (static_cast<double>(lo) + static_cast<double>(hi - 1)) / 2;
+    const bool p_wins = d[0] + d[1] * mid + d[2] * mid * mid >= 0;
+    total += sum_quadratic(p_wins ? p : q, lo, hi);
+  }
+  return total;
+}
+
+double sum_of_max_of_lines(double a0, double a1, double b0, double b1, int64_t n) {
+  return sum_of_max_of_quadratics({a0, a1, 0.0}, {b0, b1, 0.0}, n);
 }
 
 }  // namespace streamspark::engine

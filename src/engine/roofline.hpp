@@ -2,6 +2,7 @@
 // fixed per-kernel overhead (Williams, Waterman, Patterson, "Roofline", CACM 2009).
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string_view>
 
@@ -50,5 +51,11 @@ double intensity(int64_t flops, int64_t bytes);
 // most once, so the max is one line on a prefix of j and the other on the rest. Used for the
 // exact mean decode step over a growing context without stepping through every token.
 double sum_of_max_of_lines(double a0, double a1, double b0, double b1, int64_t n);
+
+// Sum over j = 0..n-1 of max(p(j), q(j)) for quadratics p(j) = p[0] + p[1]*j + p[2]*j^2 (and
+// q): p - q changes sign at most twice, so the range splits into at most three runs, each
+// summed with the power sums of j and j^2. Used for the cost of sampling without a KV cache.
+double sum_of_max_of_quadratics(const std::array<double, 3>& p, const std::array<double, 3>& q,
+                                int64_t n);
 
 }  // namespace streamspark::engine

@@ -85,6 +85,7 @@ json precision_json(const engine::Precision& p) {
 json result_json(const WorkloadResult& r) {
   json prefill = phase_json(r.prefill, "time_s");
   prefill["passes"] = r.prefill.passes;
+  prefill["sequences_per_pass"] = r.prefill.sequences_per_pass;
   json j{{"batch", r.workload.batch},
          {"prompt", r.workload.prompt},
          {"generate", r.workload.generate},
@@ -266,7 +267,7 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
       if (r.prefill.passes > 1) {
         fmt::format_to(o,
                        "\nprefill operators · one pass of {} sequences (of {} passes), prompt {}\n",
-                       r.workload.prefill_batch, r.prefill.passes, r.workload.prompt);
+                       r.prefill.sequences_per_pass, r.prefill.passes, r.workload.prompt);
       } else {
         fmt::format_to(o, "\nprefill operators · batch {}, prompt {} · {}\n", r.workload.batch,
                        r.workload.prompt, format_time(r.prefill.time_s));

@@ -20,12 +20,12 @@ std::string significant(double value, int digits) {
 }
 
 namespace {
-// Picks the largest decimal prefix not exceeding the value: value / 10^(3k) with k in [0, 5].
+// Picks the largest decimal prefix not exceeding the value: value / 10^(3k) with k in [0, 8].
 std::string with_prefix(double value, const char* unit) {
-  static constexpr const char* kPrefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  static constexpr const char* kPrefixes[] = {"", "k", "M", "G", "T", "P", "E", "Z", "Y"};
   int k = 0;
   double v = value;
-  while (std::fabs(v) >= 1000.0 && k < 6) {
+  while (std::fabs(v) >= 1000.0 && k < 8) {
     v /= 1000.0;
     ++k;
   }

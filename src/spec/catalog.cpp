@@ -71,6 +71,9 @@ std::string Catalog::resolve(const std::string& name_or_path, SpecKind kind) con
   std::error_code ec;
   if (looks_like_path(name_or_path)) {
     if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+    if (fs::exists(name_or_path, ec)) {
+      throw CatalogError(fmt::format("{}: not a regular file", name_or_path));
+    }
     throw CatalogError(fmt::format("{}: no such {} file", name_or_path, kind_word(kind)));
   }
   const std::string dir = folder(kind);

@@ -15,6 +15,7 @@
 #include "spec/hardware_spec.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -26,11 +27,15 @@ using engine::PeakClass;
 
 // Capacities are whole bytes; anything past 2^62 is not a real device.
 constexpr double kMaxCapacityBytes = 4.611686018427387904e18;
+// Rates below one per second are typos (or denormals) that would make every time infinite.
+constexpr Range kFlopRate{1.0, false, std::numeric_limits<double>::infinity(), "1 FLOP/s"};
+constexpr Range kBandwidth{1.0, false, std::numeric_limits<double>::infinity(), "1 B/s"};
 
 void parse_peaks(MapReader& r, engine::Hardware& hw) {
   for (PeakClass c : engine::kAllPeakClasses) {
     const Presence presence = c == PeakClass::fp32 ? Presence::required : Presence::optional;
-    if (const auto v = r.quantity(engine::peak_class_name(c), Dimension::flop_rate, presence)) {
+    if (const auto v =
+            r.quantity(engine::peak_class_name(c), Dimension::flop_rate, presence, kFlopRate)) {
       hw.peak_flops[static_cast<int>(c)] = *v;
     }
   }
@@ -48,8 +53,9 @@ std::optional<engine::MemoryLevel> parse_memory_level(const YAML::Node& node,
   MapReader r(node, path, ctx);
   const auto name = r.string("name", Presence::required);
   const auto capacity = r.quantity("capacity", Dimension::bytes, Presence::required,
-                                   Range{0, true, kMaxCapacityBytes});
-  const auto bandwidth = r.quantity("bandwidth", Dimension::bandwidth, Presence::required);
+                                   Range{1.0, false, kMaxCapacityBytes, "1 B"});
+  const auto bandwidth =
+      r.quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
   r.string("source", Presence::optional);
   r.finish();
   if (!name || !capacity || !bandwidth) return std::nullopt;
@@ -85,7 +91,8 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
 
   if (auto ic = r.map("interconnect", Presence::optional)) {
     const auto ic_name = ic->string("name", Presence::required);
-    const auto bandwidth = ic->quantity("bandwidth", Dimension::bandwidth, Presence::required);
+    const auto bandwidth =
+        ic->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
     const auto latency =
         ic->quantity("latency", Dimension::time, Presence::optional, Range{0, false});
     ic->string("source", Presence::optional);

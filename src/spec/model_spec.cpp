@@ -61,7 +61,10 @@ void parse_attention(MapReader& r, engine::Model& m, std::optional<int64_t> d_mo
   } else {
     a.kind = AttentionKind::gqa;
     if (!n_kv_heads) {
-      r.error_at("n_kv_heads", "missing required key (kind gqa needs n_kv_heads)");
+      // Present but invalid has already been reported.
+      if (!r.has("n_kv_heads")) {
+        r.error_at("n_kv_heads", "missing required key (kind gqa needs n_kv_heads)");
+      }
       ok = false;
       return;
     }

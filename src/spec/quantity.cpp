@@ -130,7 +130,13 @@ std::variant<double, QuantityError> parse_quantity(std::string_view text, Dimens
   }
   const std::string_view unit = trim(std::string_view(ptr, static_cast<size_t>(end - ptr)));
   if (unit.empty()) return value;
-  if (const auto scale = scale_for(d, unit)) return value * *scale;
+  if (const auto scale = scale_for(d, unit)) {
+    const double scaled = value * *scale;
+    if (!std::isfinite(scaled)) {
+      return QuantityError{fmt::format("'{}' is too large to represent", s)};
+    }
+    return scaled;
+  }
   // Name the dimension the unit does belong to, if any: "80 GB" given for a bandwidth.
   for (Dimension other : {Dimension::bytes, Dimension::bandwidth, Dimension::flop_rate,
                           Dimension::time, Dimension::fraction, Dimension::money_per_hour}) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -71,7 +72,13 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<YAML::Node> parse_yaml_mapping(const std::string& text, const SpecContext& ctx) {
   try {
-    return check_root(YAML::Load(text), ctx);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      ctx.error(location_of(documents[1]), "",
+                "holds more than one YAML document; a spec file is a single mapping");
+      return std::nullopt;
+    }
+    return check_root(documents.empty() ? YAML::Node() : documents.front(), ctx);
   } catch (const YAML::ParserException& e) {
     ctx.error({e.mark.line + 1, e.mark.column + 1}, "", "syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
@@ -81,6 +88,11 @@ std::optional<YAML::Node> parse_yaml_mapping(const std::string& text, const Spec
 }
 
 std::optional<YAML::Node> load_yaml_mapping(const std::string& path, const SpecContext& ctx) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    ctx.error({}, "", "not a regular file");
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     ctx.error({}, "", "cannot open file");
@@ -173,12 +185,45 @@ std::optional<std::string> MapReader::scalar(const Entry& e, std::string_view wh
   return e.value.Scalar();
 }
 
+namespace {
+// Names end up in terminals, JSON and CSV: valid UTF-8 without control characters only.
+bool printable_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7F) return false;
+      len = 1;
+    } else if ((c & 0xE0) == 0xC0 && c >= 0xC2) {
+      len = 2;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+    } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
+      len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+}  // namespace
+
 std::optional<std::string> MapReader::string(std::string_view key, Presence presence) {
   const Entry* e = lookup(key, presence);
   if (!e) return std::nullopt;
   auto s = scalar(*e, "a string");
   if (s && s->empty()) {
     error_at(key, "must not be empty");
+    return std::nullopt;
+  }
+  if (s && !printable_utf8(*s)) {
+    error_at(key, "must be UTF-8 text without control characters");
     return std::nullopt;
   }
   return s;
@@ -223,9 +268,14 @@ std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, P
   }
   const double value = std::get<double>(parsed);
   const bool below = range.min_exclusive ? !(value > range.min) : !(value >= range.min);
+  if (below && range.min > 0 && value <= 0) {
+    error_at(key, fmt::format("must be > 0, got {}", *text));
+    return std::nullopt;
+  }
   if (below) {
-    error_at(key, fmt::format("must be {} {}, got {}", range.min_exclusive ? ">" : ">=", range.min,
-                              *text));
+    const std::string min = range.min_text ? range.min_text : fmt::format("{}", range.min);
+    error_at(key,
+             fmt::format("must be {} {}, got {}", range.min_exclusive ? ">" : ">=", min, *text));
     return std::nullopt;
   }
   if (value > range.max) {

@@ -44,6 +44,7 @@ struct Range {  // allowed interval for a quantity
   double min = 0;
   bool min_exclusive = true;  // > min (true) or >= min (false)
   double max = std::numeric_limits<double>::infinity();
+  const char* min_text = nullptr;  // how to print min with its unit, e.g. "1 B/s"
 };
 
 // Closest candidate by edit distance, if close enough to be a plausible typo.
@@ -73,6 +74,8 @@ class MapReader {
   // The elements of a sequence (each with its key path "key[i]").
   std::optional<std::vector<YAML::Node>> sequence(std::string_view key, Presence presence);
 
+  // Whether the key is present (whatever its value).
+  bool has(std::string_view key) const { return find(key) != nullptr; }
   // Accept `key` without reading it (e.g. a documentation field).
   void allow(std::string_view key);
   // Each key of the map not yet declared, in file order; lets callers read open-ended maps.

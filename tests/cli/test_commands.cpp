@@ -1,6 +1,7 @@
 // The streamspark binary end to end: exit codes, messages, outputs.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +71,12 @@ TEST_CASE("analyze reproduces the lecture example as JSON") {
   CHECK(j["results"][2]["memory"]["fits"] == false);
 }
 
+TEST_CASE("the context limit counts the positions used: prompt + generate - 1") {
+  CHECK(run("analyze -m llama2-13b -H h100-sxm -p 4096 -g 1 --no-naive").exit_code == 0);
+  CHECK(run("analyze -m llama2-13b -H h100-sxm -p 4095 -g 2 --no-naive").exit_code == 0);
+  CHECK(run("analyze -m llama2-13b -H h100-sxm -p 4095 -g 3 --no-naive").exit_code == 2);
+}
+
 TEST_CASE("analyze prints a table by default and per-op rows on request") {
   const Run r = run("analyze -m llama2-13b -H h100-sxm -b 1 -p 128 -g 8 --per-op");
   REQUIRE(r.exit_code == 0);
@@ -89,8 +96,8 @@ TEST_CASE("bad input exits 2 with one clear line") {
     const Run r = run("analyze -m llama2-13b -H h100-sxm -p 4096 -g 256");
     CHECK(r.exit_code == 2);
     CHECK(r.err ==
-          "error: prompt 4096 + generate 256 exceeds llama2-13b's max_context 4096; pass "
-          "--allow-beyond-context to analyze it anyway\n");
+          "error: prompt 4096 + generate 256 uses 4351 positions, beyond llama2-13b's "
+          "max_context 4096; pass --allow-beyond-context to analyze it anyway\n");
   }
   SUBCASE("a dtype the device cannot compute in") {
     const Run r = run("analyze -m llama2-13b -H a100-80gb --dtype fp8");
@@ -108,6 +115,29 @@ TEST_CASE("bad input exits 2 with one clear line") {
     const Run r = run("analyze -m '" + kBad + "model_heads_not_multiple.yaml' -H h100-sxm");
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("attention.n_kv_heads: n_heads 40 is not a multiple of n_kv_heads 6") !=
+          std::string::npos);
+  }
+  SUBCASE("a directory given as a spec") {
+    const Run r =
+        run("analyze -m llama2-13b -H '" + std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("not a regular file") != std::string::npos);
+  }
+  SUBCASE("option values out of range") {
+    const Run threads = run("sweep -m tiny-test -H l40s -g 2 --threads 100000 -q");
+    CHECK(threads.exit_code == 2);
+    CHECK(threads.err == "error: --threads: at most 256, got 100000\n");
+    const Run prefill = run("analyze -m tiny-test -H l40s --prefill-batch -1");
+    CHECK(prefill.exit_code == 2);
+    CHECK(prefill.err == "error: --prefill-batch: must be >= 0, got -1\n");
+    const Run huge = run("analyze -m tiny-test -H l40s --prefill-batch 18446744073709551619");
+    CHECK(huge.exit_code == 2);
+    CHECK(huge.err == "error: --prefill-batch: 18446744073709551619 is out of range\n");
+  }
+  SUBCASE("a workload too large to count names itself") {
+    const Run r = run("analyze -m tiny-test -H l40s -b 9223372036854775807 -p 2 -g 1");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("batch 9223372036854775807, prompt 2, generate 1: workload too large") !=
           std::string::npos);
   }
   SUBCASE("usage errors") {
@@ -177,12 +207,45 @@ TEST_CASE("sweep JSON lines carry the analyze result keys") {
   CHECK(n == 2);
 }
 
-TEST_CASE("sweep to /dev/null leaves the device node alone") {
-  const Run r = run("sweep -m tiny-test -H h100-sxm -b 1..64 -p 64 -g 4 -q -o /dev/null");
+TEST_CASE("sweep into a special file writes it in place") {
+  // A FIFO with a reader stands in for /dev/null (never risk the real one in a test).
+  const fs::path dir = scratch_dir() / "fifo";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path fifo = dir / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  const Run r =
+      run("sweep -m tiny-test -H h100-sxm -b 1,2 -p 64 -g 4 -q -o '" + fifo.string() + "'");
   CHECK(r.exit_code == 0);
+  std::string got(65536, '\0');
+  const ssize_t n = ::read(reader, got.data(), got.size());
+  ::close(reader);
+  REQUIRE(n > 0);
+  got.resize(static_cast<size_t>(n));
+  CHECK(std::count(got.begin(), got.end(), '\n') == 3);  // header + 2 rows
   struct stat st {};
-  REQUIRE(::stat("/dev/null", &st) == 0);
-  CHECK(S_ISCHR(st.st_mode));
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a bad catalog file is reported and the good ones still listed") {
+  const fs::path root = scratch_dir() / "catalog";
+  fs::remove_all(root);
+  fs::create_directories(root / "model_zoo");
+  fs::copy_file(std::string(STREAMSPARK_SOURCE_DIR) + "/model_zoo/tiny-test.yaml",
+                root / "model_zoo" / "tiny-test.yaml");
+  fs::copy_file(kBad + "model_negative_layers.yaml", root / "model_zoo" / "broken.yaml");
+  const std::string cmd = "STREAMSPARK_DATA='" + root.string() + "' '" + STREAMSPARK_BINARY +
+                          "' models > '" + (root / "out").string() + "' 2> '" +
+                          (root / "err").string() + "'";
+  const int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(slurp(root / "out").find("tiny-test") != std::string::npos);
+  CHECK(slurp(root / "err") ==
+        (root / "model_zoo" / "broken.yaml").string() + ":5:11: n_layers: must be > 0, got -2\n");
 }
 
 TEST_CASE("models and hardware list the catalog") {

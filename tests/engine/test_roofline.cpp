@@ -1,6 +1,7 @@
 // Roofline costing: op time, the closed-form mean decode step, and the bandwidth method.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <random>
 #include <stdexcept>
 
@@ -49,6 +50,18 @@ TEST_CASE("sum of the max of two lines matches brute force") {
     CHECK(sum_of_max_of_lines(a0, a1, b0, b1, n) == doctest::Approx(brute).epsilon(1e-9));
   }
   CHECK(sum_of_max_of_lines(1, 0, 2, 0, 0) == 0);
+  // Quadratics: p - q may change sign twice.
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::array<double, 3> p{u(rng), u(rng), u(rng) / 50};
+    const std::array<double, 3> q{u(rng), u(rng), u(rng) / 50};
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 300);
+    double brute = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double x = static_cast<double>(j);
+      brute += std::max(p[0] + p[1] * x + p[2] * x * x, q[0] + q[1] * x + q[2] * x * x);
+    }
+    CHECK(sum_of_max_of_quadratics(p, q, n) == doctest::Approx(brute).epsilon(1e-9));
+  }
   CHECK(sum_of_max_of_lines(1, 1, 1, 1, 3) == doctest::Approx(1 + 2 + 3));
 }
 
@@ -63,11 +76,23 @@ double brute_force_tpot(Analyzer& a, int64_t batch, int64_t prompt, int64_t gene
 
 TEST_CASE("TPOT in closed form equals stepping through every decode step") {
   const Model m = test::tiny_test();
-  // A normal device and a compute-starved one on which attention crosses from memory- to
-  // compute-bound as the context grows (so the closed form has to split the range).
+  // A normal device and a compute-starved one whose ridge (13e12 / 3.35e12 = 3.88 FLOP/B) sits
+  // inside the range GQA decode attention sweeps as the context grows (intensity ~3.85 at
+  // context 100 to ~3.96 at 398, G = 4): attention crosses from memory- to compute-bound, so
+  // the closed form has to split the range.
   Hardware starved = test::h100_lecture(3e-6);
-  starved.peak_flops[static_cast<int>(PeakClass::bf16)] = 2e12;
-  starved.peak_flops[static_cast<int>(PeakClass::fp32)] = 1e12;
+  starved.peak_flops[static_cast<int>(PeakClass::bf16)] = 13e12;
+  {
+    std::vector<Op> first, last;
+    build_ops(m, Precision{}, {Phase::decode, 7, 1, 100}, first);
+    build_ops(m, Precision{}, {Phase::decode, 7, 1, 398}, last);
+    const DeviceRates rates = device_rates(starved, Precision{});
+    const Op& a0 = first[5];
+    const Op& a1 = last[5];
+    REQUIRE(a0.name == "attn_scores");
+    CHECK(roofline_cost(a0, rates).bound == Bound::memory);
+    CHECK(roofline_cost(a1, rates).bound == Bound::compute);
+  }
   for (const Hardware& hw : {test::h100_lecture(), test::h100_lecture(1e-6), starved}) {
     for (Method method : {Method::roofline, Method::bandwidth}) {
       AnalysisOptions o;
@@ -107,7 +132,9 @@ TEST_CASE("prefill in passes re-reads the weights once per pass") {
   const WorkloadResult whole = a.analyze({8, 64, 1});
   const WorkloadResult passes = a.analyze({8, 64, 1, 3});  // passes of 3, 3, 2 sequences
   CHECK(passes.prefill.passes == 3);
+  CHECK(passes.prefill.sequences_per_pass == 3);
   CHECK(passes.workload.prefill_batch == 3);
+  CHECK(a.analyze({8, 64, 1, 100}).prefill.sequences_per_pass == 8);  // capped at the batch
   CHECK(passes.prefill.flops == whole.prefill.flops);
   // Weight traffic: three passes each read everything but the (gathered) embedding table.
   const int64_t per_pass_weights = weight_bytes(m, DType::bf16) - m.vocab_size * m.d_model * 2;
@@ -135,21 +162,41 @@ TEST_CASE("malformed workloads are rejected") {
 
 TEST_CASE("naive sampling recomputes the prefix: O(T^3) against O(T^2) with a KV cache") {
   const Model m = test::tiny_test();
-  const Hardware h = test::h100_lecture();
-  AnalysisOptions o;
-  o.naive_sampling = true;
-  Analyzer a(m, h, o);
-  const WorkloadResult r = a.analyze({1, 8, 5});
-  REQUIRE(r.sampling.has_value());
-  // Naive: forwards over 8, 9, 10, 11, 12 tokens. With a cache: prefill(8) + decode at 8..11.
-  double naive = 0;
-  for (int64_t n = 8; n <= 12; ++n)
-    naive += static_cast<double>(a.analyze({1, n, 1}).prefill.flops);
-  double cached = static_cast<double>(a.analyze({1, 8, 1}).prefill.flops);
-  for (int64_t c = 8; c <= 11; ++c)
-    cached += static_cast<double>(a.analyze({1, c, 1}).decode.flops);
-  CHECK(r.sampling->naive_flops == doctest::Approx(naive).epsilon(1e-12));
-  CHECK(r.sampling->kv_cache_flops == doctest::Approx(cached).epsilon(1e-12));
-  CHECK(r.sampling->naive_flops > r.sampling->kv_cache_flops);
-  CHECK(r.sampling->kv_cache_time_s == r.e2e_s);
+  // On the starved device prefill ops cross between memory- and compute-bound as n grows.
+  Hardware starved = test::h100_lecture(1e-6);
+  starved.peak_flops[static_cast<int>(PeakClass::bf16)] = 13e12;
+  for (const Hardware& h : {test::h100_lecture(), starved}) {
+    for (Method method : {Method::roofline, Method::bandwidth}) {
+      for (int64_t prefill_batch : {0, 2}) {
+        CAPTURE(prefill_batch);
+        AnalysisOptions o;
+        o.method = method;
+        o.naive_sampling = true;
+        Analyzer a(m, h, o);
+        AnalysisOptions plain_options;
+        plain_options.method = method;
+        Analyzer plain(m, h, plain_options);
+        const int64_t B = 3, S = 8, G = 60;
+        const WorkloadResult r = a.analyze({B, S, G, prefill_batch});
+        REQUIRE(r.sampling.has_value());
+        // Naive: forwards over S .. S+G-1 tokens, stepped through one by one here. With a
+        // cache: prefill(S) + decode steps at contexts S .. S+G-2.
+        double naive = 0, naive_time = 0;
+        for (int64_t n = S; n <= S + G - 1; ++n) {
+          const WorkloadResult p = plain.analyze({B, n, 1, prefill_batch});
+          naive += static_cast<double>(p.prefill.flops);
+          naive_time += p.prefill.time_s;
+        }
+        double cached = static_cast<double>(plain.analyze({B, S, 1, prefill_batch}).prefill.flops);
+        for (int64_t c = S; c <= S + G - 2; ++c) {
+          cached += static_cast<double>(plain.analyze({B, c, 1}).decode.flops);
+        }
+        CHECK(r.sampling->naive_flops == doctest::Approx(naive).epsilon(1e-12));
+        CHECK(r.sampling->naive_time_s == doctest::Approx(naive_time).epsilon(1e-9));
+        CHECK(r.sampling->kv_cache_flops == doctest::Approx(cached).epsilon(1e-12));
+        CHECK(r.sampling->naive_flops > r.sampling->kv_cache_flops);
+        CHECK(r.sampling->kv_cache_time_s == r.e2e_s);
+      }
+    }
+  }
 }

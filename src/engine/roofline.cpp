@@ -5,7 +5,6 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace streamspark::engine {
 
@@ -71,11 +70,12 @@ double sum_of_max_of_quadratics(const std::array<double, 3>& p, const std::array
   if (n <= 0) return 0.0;
   const std::array<double, 3> d{p[0] - q[0], p[1] - q[1], p[2] - q[2]};  // p - q
   // Split points: the first integer at or after each real root of d inside [0, n).
-  std::vector<int64_t> splits{0, n};
+  std::array<int64_t, 4> splits{0, n, 0, 0};  // no allocation: this runs per op per row
+  size_t count = 2;
   auto add_root = [&](double root) {
     if (!std::isfinite(root)) return;
     const double at = std::ceil(root);
-    if (at > 0 && at < static_cast<double>(n)) splits.push_back(static_cast<int64_t>(at));
+    if (at > 0 && at < static_cast<double>(n)) splits[count++] = static_cast<int64_t>(at);
   };
   if (d[2] != 0.0) {
     const double disc = d[1] * d[1] - 4 * d[2] * d[0];
@@ -87,9 +87,11 @@ double sum_of_max_of_quadratics(const std::array<double, 3>& p, const std::array
   } else if (d[1] != 0.0) {
     add_root(-d[0] / d[1]);
   }
-  std::sort(splits.begin(), splits.end());
+  for (size_t i = 1; i < count; ++i) {  // insertion sort of at most four values
+    for (size_t j = i; j > 0 && splits[j - 1] > splits[j]; --j) std::swap(splits[j - 1], splits[j]);
+  }
   double total = 0;
-  for (size_t i = 0; i + 1 < splits.size(); ++i) {
+  for (size_t i = 0; i + 1 < count; ++i) {
     const int64_t lo = splits[i];
     const int64_t hi = splits[i + 1];
     if (hi <= lo) continue;

@@ -21,6 +21,7 @@ struct AnalyzeOptions {
   std::string prompt = "1024";
   std::string generate = "256";
   PrecisionOptions precision;
+  GenerationOptions generation;
   std::string method = "roofline";
   bool per_op = false;
   bool no_naive = false;
@@ -46,6 +47,7 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
   const engine::Hardware hardware = catalog.hardware(o.hardware);
+  apply_generation_options(o.generation, model, options);
   if (!o.allow_beyond_context) {
     for (int64_t p : prompts) {
       for (int64_t g : generates) check_context(model, p, g);
@@ -106,6 +108,7 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--generate,-g", o->generate, "tokens generated per sequence (>= 1)")
       ->capture_default_str();
   add_precision_options(app, o->precision);
+  add_generation_options(app, o->generation);
   app->add_option("--method", o->method,
                   "roofline (per-op max of compute and memory time) or "
                   "bandwidth (the lecture's first-order model)")

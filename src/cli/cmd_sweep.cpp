@@ -23,8 +23,7 @@ struct SweepOptions {
   std::string batch = "1";
   std::string prompt = "1024";
   std::string generate = "256";
-  std::string dtypes = "bf16";
-  std::string kv_dtype;
+  PrecisionOptions precision;  // its dtype is a comma-separated list here
   std::string method = "roofline";
   std::string format = "csv";
   std::string output = "-";
@@ -42,9 +41,8 @@ int run_sweep(const SweepOptions& o, const AppContext& ctx) {
   axes.batches = parse_int_list(o.batch, "--batch");
   axes.prompts = parse_int_list(o.prompt, "--prompt");
   axes.generates = parse_int_list(o.generate, "--generate");
-  for (const std::string& d : parse_name_list(o.dtypes, "--dtype")) {
-    PrecisionOptions p{d, o.kv_dtype};
-    axes.precisions.push_back(parse_precision(p));
+  for (const std::string& d : parse_name_list(o.precision.dtype, "--dtype")) {
+    axes.precisions.push_back(parse_precision(o.precision, d));
   }
   const Format format = parse_format_option(o.format, false);
   const spec::Catalog catalog = make_catalog(ctx);
@@ -91,9 +89,7 @@ Command add_sweep_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   app->add_option("--generate,-g", o->generate, "tokens generated per sequence")
       ->capture_default_str();
-  app->add_option("--dtype", o->dtypes, "weight/activation dtypes, comma-separated")
-      ->capture_default_str();
-  app->add_option("--kv-dtype", o->kv_dtype, "KV cache dtype (default: same as each --dtype)");
+  add_precision_options(app, o->precision, true);
   app->add_option("--method", o->method, "roofline or bandwidth")->capture_default_str();
   app->add_option("--format,-f", o->format, "csv or json (JSON lines)")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")

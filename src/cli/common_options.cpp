@@ -4,30 +4,117 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <thread>
 
 namespace streamspark::cli {
 
-void add_precision_options(CLI::App* app, PrecisionOptions& o) {
+void add_precision_options(CLI::App* app, PrecisionOptions& o, bool dtype_list) {
   app->add_option("--dtype", o.dtype,
-                  "weights and activations (compute): fp32, bf16, fp16, fp8, int8, int4")
+                  dtype_list ? "formats, comma-separated; each sets weights, activations, "
+                               "embedding and KV cache: fp32, bf16, fp16, fp8, int8, int4"
+                             : "weights, activations, embedding and KV cache: fp32, bf16, fp16, "
+                               "fp8 (= fp8_e4m3), fp8_e5m2, int8, int4")
       ->capture_default_str();
-  app->add_option("--kv-dtype", o.kv_dtype, "KV cache format (default: same as --dtype)");
+  app->add_option("--weights", o.weights,
+                  "layer weight matrices only (e.g. int4, int3 for weight-only quantization)");
+  app->add_option("--activations", o.activations,
+                  "activations; matrix multiplies run at this format's peak");
+  app->add_option("--embedding-dtype", o.embedding,
+                  "embedding table and lm head (default: the activations' format)");
+  app->add_option("--kv-dtype", o.kv_dtype,
+                  "KV cache and recurrent state (default: the activations' format)");
+  app->add_option("--group-size", o.group_size,
+                  "weight quantization group: one scale per this many input channels (0: none)")
+      ->capture_default_str();
+  app->add_flag("--zero-points", o.zero_points, "asymmetric groups: a zero point per group too");
+  app->add_option("--salient-fraction", o.salient_fraction,
+                  "AWQ-style: fraction of input channels kept in fp16 (e.g. 0.01)")
+      ->capture_default_str();
+  app->add_option("--outlier-fraction", o.outlier_fraction,
+                  "LLM.int8(): fraction of input features multiplied in fp16 (needs int8 "
+                  "activations)")
+      ->capture_default_str();
 }
 
 engine::DType parse_dtype_option(const std::string& name, const std::string& option) {
   if (const auto t = engine::parse_dtype(name)) return *t;
   throw UsageError(fmt::format(
-      "{}: unknown dtype '{}'; expected fp32, bf16, fp16, fp8 (= fp8_e4m3), fp8_e5m2, int8 or "
-      "int4",
+      "{}: unknown dtype '{}'; expected fp32, bf16, fp16, fp8 (= fp8_e4m3), fp8_e5m2, int8, "
+      "int4 or int3",
       option, name));
 }
 
-engine::Precision parse_precision(const PrecisionOptions& o) {
-  engine::Precision p;
-  p.weights = p.activations = parse_dtype_option(o.dtype, "--dtype");
-  p.kv_cache = o.kv_dtype.empty() ? p.weights : parse_dtype_option(o.kv_dtype, "--kv-dtype");
+namespace {
+double parse_fraction(const std::string& text, const std::string& option) {
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !(v >= 0 && v < 1)) {
+    throw UsageError(fmt::format("{}: expected a fraction in [0, 1), got '{}'", option, text));
+  }
+  return v;
+}
+}  // namespace
+
+engine::Precision parse_precision(const PrecisionOptions& o, const std::string& dtype) {
+  const engine::DType base = parse_dtype_option(dtype, "--dtype");
+  engine::Precision p = engine::Precision::uniform(base);
+  if (!o.activations.empty()) p.activations = parse_dtype_option(o.activations, "--activations");
+  p.embedding =
+      o.embedding.empty() ? p.activations : parse_dtype_option(o.embedding, "--embedding-dtype");
+  p.kv_cache = o.kv_dtype.empty() ? p.activations : parse_dtype_option(o.kv_dtype, "--kv-dtype");
+  if (!o.weights.empty()) p.weights.dtype = parse_dtype_option(o.weights, "--weights");
+  p.weights.group_size = parse_int(o.group_size, "--group-size", 0);
+  p.weights.zero_points = o.zero_points;
+  if (o.zero_points && p.weights.group_size == 0) {
+    throw UsageError("--zero-points needs --group-size (one zero point per group)");
+  }
+  p.weights.salient_fraction = parse_fraction(o.salient_fraction, "--salient-fraction");
+  p.outlier_fraction = parse_fraction(o.outlier_fraction, "--outlier-fraction");
   return p;
+}
+
+void add_generation_options(CLI::App* app, GenerationOptions& o) {
+  app->add_option("--mla-form", o.mla_form,
+                  "MLA models: auto (naive prefill, absorbed decode), naive or absorbed")
+      ->capture_default_str();
+  app->add_option("--diffusion-steps", o.diffusion_steps,
+                  "diffusion models: denoising steps per block (default: the model file's)");
+  app->add_option("--block-length", o.block_length,
+                  "diffusion models: tokens per block (default: the model file's)");
+  app->add_flag("--cache-prefix", o.cache_prefix,
+                "diffusion models: block diffusion with a KV cache of the prefix");
+}
+
+void apply_generation_options(const GenerationOptions& o, const engine::Model& model,
+                              engine::AnalysisOptions& options) {
+  if (o.mla_form == "auto") {
+    options.mla_form = engine::MlaForm::automatic;
+  } else if (o.mla_form == "naive") {
+    options.mla_form = engine::MlaForm::naive;
+  } else if (o.mla_form == "absorbed") {
+    options.mla_form = engine::MlaForm::absorbed;
+  } else {
+    throw UsageError(
+        fmt::format("--mla-form: expected auto, naive or absorbed, got '{}'", o.mla_form));
+  }
+  const bool flags = !o.diffusion_steps.empty() || !o.block_length.empty() || o.cache_prefix;
+  if (!model.diffusion) {
+    if (flags) {
+      throw UsageError(fmt::format(
+          "{} is autoregressive (its file has no diffusion section); --diffusion-steps, "
+          "--block-length and --cache-prefix apply to diffusion models",
+          model.name));
+    }
+    return;
+  }
+  engine::DiffusionOptions d;
+  d.steps = o.diffusion_steps.empty() ? model.diffusion->steps
+                                      : parse_int(o.diffusion_steps, "--diffusion-steps", 1);
+  d.block_length = o.block_length.empty() ? model.diffusion->block_length
+                                          : parse_int(o.block_length, "--block-length", 1);
+  d.cache_prefix = o.cache_prefix || model.diffusion->cache_prefix;
+  options.diffusion = d;
 }
 
 engine::Method parse_method_option(const std::string& name) {

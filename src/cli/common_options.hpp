@@ -15,15 +15,41 @@ namespace streamspark::cli {
 
 enum class Format { table, json, csv };
 
+// Formats of one configuration. --dtype sets everything; the others override one part.
 struct PrecisionOptions {
-  std::string dtype = "bf16";  // weights and activations (compute)
-  std::string kv_dtype;        // empty: same as dtype
+  std::string dtype = "bf16";          // weights, embedding, activations (compute) and KV cache
+  std::string weights;                 // layer weight matrices (e.g. int4); empty: dtype
+  std::string activations;             // activations and compute; empty: dtype
+  std::string embedding;               // embedding and lm head; empty: activations
+  std::string kv_dtype;                // KV cache and state; empty: activations
+  std::string group_size = "0";        // weight quantization group (input channels); 0: none
+  bool zero_points = false;            // asymmetric groups
+  std::string salient_fraction = "0";  // AWQ-style channels kept in fp16
+  std::string outlier_fraction = "0";  // LLM.int8() fp16 outlier features
 };
 
-void add_precision_options(CLI::App* app, PrecisionOptions& o);
+// `dtype_list`: --dtype accepts a comma-separated list (sweep) instead of one name.
+void add_precision_options(CLI::App* app, PrecisionOptions& o, bool dtype_list = false);
 // Throws UsageError for an unknown dtype name.
 engine::DType parse_dtype_option(const std::string& name, const std::string& option);
-engine::Precision parse_precision(const PrecisionOptions& o);
+// Builds the formats with `dtype` as the base (one element of a --dtype list).
+engine::Precision parse_precision(const PrecisionOptions& o, const std::string& dtype);
+inline engine::Precision parse_precision(const PrecisionOptions& o) {
+  return parse_precision(o, o.dtype);
+}
+
+// How generation is costed: the MLA form, and diffusion settings for diffusion models.
+struct GenerationOptions {
+  std::string mla_form = "auto";
+  std::string diffusion_steps;  // empty: the model file's
+  std::string block_length;     // empty: the model file's
+  bool cache_prefix = false;    // block diffusion with a prefix KV cache
+};
+void add_generation_options(CLI::App* app, GenerationOptions& o);
+// Sets options.mla_form and options.diffusion for `model`; diffusion flags on a model without
+// a diffusion section are a UsageError.
+void apply_generation_options(const GenerationOptions& o, const engine::Model& model,
+                              engine::AnalysisOptions& options);
 
 engine::Method parse_method_option(const std::string& name);
 Format parse_format_option(const std::string& name, bool table_allowed);

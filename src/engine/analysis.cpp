@@ -1,4 +1,5 @@
-// Per-phase analysis: prefill, decode, TPOT over a growing context, memory, naive sampling.
+// Per-phase analysis: prefill, decode, TPOT over a growing context, memory, naive sampling,
+// diffusion generation.
 #include "engine/analysis.hpp"
 
 #include <algorithm>
@@ -17,6 +18,19 @@ void add_traffic(Traffic& into, const Traffic& t, int64_t times) {
   into.kv_read = checked_add(into.kv_read, checked_mul(t.kv_read, times));
   into.kv_write = checked_add(into.kv_write, checked_mul(t.kv_write, times));
 }
+
+// Splits [first, first+count) at the given segment starts; calls f(segment_first, n).
+template <typename F>
+void for_each_segment(const std::vector<int64_t>& starts, int64_t first, int64_t count, F f) {
+  int64_t lo = first;
+  const int64_t end = first + count;
+  for (int64_t start : starts) {
+    if (start <= lo || start >= end) continue;
+    f(lo, start - lo);
+    lo = start;
+  }
+  if (end > lo) f(lo, end - lo);
+}
 }  // namespace
 
 Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options)
@@ -24,9 +38,32 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
       hardware_(hardware),
       options_(options),
       rates_(device_rates(hardware, options.precision)) {
-  figures_.params = total_params(model);
-  figures_.weight_bytes = weight_bytes(model, options.precision.weights);
-  figures_.kv_bytes_per_token = kv_bytes_per_token(model, options.precision.kv_cache);
+  if (model_.layers.empty()) throw std::invalid_argument("model " + model_.name + " has no layers");
+  check_weight_format(model_, options_.precision);
+  figures_.params = total_params(model_);
+  figures_.active_params = active_params(model_);
+  figures_.weight_bytes = weight_bytes(model_, options_.precision);
+  figures_.kv_bytes_per_token = kv_bytes_per_token(model_, options_.precision.kv_cache);
+  breakpoints_ = context_breakpoints(model_);
+  if (options_.diffusion) {
+    const DiffusionOptions& d = *options_.diffusion;
+    if (d.block_length < 1 || d.steps < 1) {
+      throw std::invalid_argument("diffusion block length and steps must be >= 1");
+    }
+  }
+}
+
+int64_t Analyzer::state_bytes(int64_t context) const {
+  return engine::state_bytes(model_, context, options_.precision.kv_cache);
+}
+
+StepShape Analyzer::decode_shape(int64_t batch, int64_t context) const {
+  StepShape s;
+  s.phase = Phase::decode;
+  s.batch = batch;
+  s.new_tokens = 1;
+  s.past_tokens = context;
+  return s;
 }
 
 PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch,
@@ -47,6 +84,7 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
     if (rows) rows->push_back(OpRow{op, c});
   }
   r.intensity = intensity(r.flops, r.bytes.total());
+  r.sequences_per_pass = batch;
   if (options_.method == Method::roofline) {
     r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s;
     r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
@@ -58,82 +96,75 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
     r.time_s = r.compute_bound_s = static_cast<double>(r.flops) / rates_.matrix_flops;
     r.bound = Bound::compute;
   } else {
-    r.time_s = r.memory_bound_s = bandwidth_decode_time(batch, static_cast<double>(context));
+    r.time_s = r.memory_bound_s =
+        bandwidth_decode_time(batch, weight_bytes_touched(model_, options_.precision, batch),
+                              static_cast<double>(state_bytes(context)));
     r.bound = Bound::memory;
   }
   return r;
 }
 
 // CS336 lecture: latency = memory / memory_bandwidth, memory = B * kv_cache_size +
-// parameter_size, kv_cache_size = context * kv_bytes_per_token.
-double Analyzer::bandwidth_decode_time(int64_t batch, double context) const {
-  const double bytes =
-      static_cast<double>(figures_.weight_bytes) +
-      static_cast<double>(batch) * context * static_cast<double>(figures_.kv_bytes_per_token);
-  return bytes / rates_.bandwidth;
+// parameter_size. Parameters are those a step reads (all of them for a dense model; the
+// experts touched for MoE); kv_cache_size is the KV cache and state of one sequence.
+double Analyzer::bandwidth_decode_time(int64_t batch, double step_weight_bytes,
+                                       double state) const {
+  return (step_weight_bytes + static_cast<double>(batch) * state) / rates_.bandwidth;
 }
 
-// Each decode op's FLOPs and bytes are linear in the context (only attention's KV read and
-// pair count grow): record them at context = prompt and their growth per token.
-void Analyzer::prepare_decode_lines() {
-  StepState& st = state_;
-  build_ops(model_, options_.precision, {Phase::decode, st.batch, 1, checked_add(st.prompt, 1)},
-            scratch_ops_);
-  st.lines.clear();
-  for (size_t i = 0; i < decode_ops_.size(); ++i) {
-    const Op& at = decode_ops_[i];
-    const Op& next = scratch_ops_[i];
-    DecodeLine l;
-    l.flops = at.flops;
-    l.flops_slope = next.flops - at.flops;
-    l.bytes = at.bytes.total();
-    l.bytes_slope = next.bytes.total() - l.bytes;
-    l.repeat = at.repeat;
-    l.launches = at.launches;
-    l.matrix = uses_matrix_units(at.kind);
-    st.lines.push_back(l);
-  }
-  st.lines_valid = true;
-}
-
-// Mean decode step over contexts prompt .. prompt+steps-1, exactly: each op's time is the max
-// of two lines in the context plus a constant, summed in closed form.
-double Analyzer::mean_decode_step(int64_t steps) {
-  const StepState& st = state_;
-  if (options_.method == Method::bandwidth) {
-    // Linear in context: the mean step is the step at the mean context.
-    const double mean_context =
-        static_cast<double>(st.prompt) + static_cast<double>(steps - 1) / 2.0;
-    return bandwidth_decode_time(st.batch, mean_context);
-  }
-  if (!st.lines_valid) prepare_decode_lines();
-  const double inv_bandwidth = 1.0 / rates_.bandwidth;
-  const double inv_matrix = 1.0 / rates_.matrix_flops;
-  const double inv_vector = 1.0 / rates_.vector_flops;
+double Analyzer::sum_decode_steps(int64_t batch, int64_t first, int64_t count) {
   double total = 0;
-  for (const DecodeLine& l : st.lines) {
-    // The last step's counts must fit in 64 bits, like every count the engine reports.
-    (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, steps - 1)), l.repeat);
-    (void)checked_mul(checked_add(l.bytes, checked_mul(l.bytes_slope, steps - 1)), l.repeat);
-    const double inv_peak = l.matrix ? inv_matrix : inv_vector;
-    const double per_instance =
-        sum_of_max_of_lines(static_cast<double>(l.flops) * inv_peak,
-                            static_cast<double>(l.flops_slope) * inv_peak,
-                            static_cast<double>(l.bytes) * inv_bandwidth,
-                            static_cast<double>(l.bytes_slope) * inv_bandwidth, steps) +
-        static_cast<double>(steps) * static_cast<double>(l.launches) * rates_.kernel_overhead_s;
-    total += static_cast<double>(l.repeat) * per_instance;
+  for_each_segment(breakpoints_, first, count,
+                   [&](int64_t lo, int64_t n) { total += sum_decode_segment(batch, lo, n); });
+  return total;
+}
+
+// Within a segment every op's FLOPs and bytes are linear in the context (attention's pair
+// count and KV read grow by one token a step; windows are split off by the segments), so
+// each op's time is the max of two lines plus a constant, summed in closed form.
+double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count) {
+  if (options_.method == Method::bandwidth) {
+    const double weights = state_.valid && state_.batch == batch
+                               ? state_.step_weight_bytes
+                               : weight_bytes_touched(model_, options_.precision, batch);
+    const double s0 = static_cast<double>(state_bytes(first));
+    const double slope =
+        count > 1 ? static_cast<double>(state_bytes(checked_add(first, 1))) - s0 : 0.0;
+    // The mean of a linear function over the segment is its value at the mean context.
+    const double mean_state = s0 + slope * static_cast<double>(count - 1) / 2.0;
+    return static_cast<double>(count) * bandwidth_decode_time(batch, weights, mean_state);
   }
-  return total / static_cast<double>(steps);
+  build_ops(model_, options_.precision, decode_shape(batch, first), scratch_ops2_,
+            options_.mla_form);
+  build_ops(model_, options_.precision, decode_shape(batch, checked_add(first, 1)), scratch_ops3_,
+            options_.mla_form);
+  double total = 0;
+  for (size_t i = 0; i < scratch_ops2_.size(); ++i) {
+    const Op& at = scratch_ops2_[i];
+    const Op& next = scratch_ops3_[i];
+    // The last step's counts must fit in 64 bits, like every count the engine reports.
+    const int64_t flops_slope = next.flops - at.flops;
+    const int64_t bytes_at = at.bytes.total();
+    const int64_t bytes_slope = next.bytes.total() - bytes_at;
+    (void)checked_mul(checked_add(at.flops, checked_mul(flops_slope, count - 1)), at.repeat);
+    (void)checked_mul(checked_add(bytes_at, checked_mul(bytes_slope, count - 1)), at.repeat);
+    const OpCost c0 = roofline_cost(at, rates_);
+    const OpCost c1 = roofline_cost(next, rates_);
+    const double per_instance = sum_of_max_of_lines(c0.compute_s, c1.compute_s - c0.compute_s,
+                                                    c0.memory_s, c1.memory_s - c0.memory_s, count) +
+                                static_cast<double>(count) * c0.overhead_s;
+    total += static_cast<double>(at.repeat) * per_instance;
+  }
+  return total;
 }
 
 PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
                               std::vector<OpRow>* rows, int64_t* activation_peak) {
   const int64_t full_passes = batch / per_pass;
   const int64_t remainder = batch % per_pass;
-  build_ops(model_, options_.precision, {Phase::prefill, per_pass, tokens, 0}, scratch_ops_);
+  StepShape shape{Phase::prefill, per_pass, tokens, 0};
+  build_ops(model_, options_.precision, shape, scratch_ops_, options_.mla_form);
   PhaseResult total = cost_phase(scratch_ops_, Phase::prefill, per_pass, 0, rows);
-  total.sequences_per_pass = per_pass;
   if (activation_peak) {
     *activation_peak = step_activation_peak(
         scratch_ops_, storage_bytes(checked_mul(per_pass, tokens, model_.d_model),
@@ -141,7 +172,7 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
   }
   if (full_passes == 1 && remainder == 0) return total;
   // Several passes: scale the full pass, add the partial one.
-  PhaseResult one = total;
+  const PhaseResult one = total;
   total = PhaseResult{};
   auto accumulate = [&](const PhaseResult& p, int64_t times) {
     const double n = static_cast<double>(times);
@@ -156,7 +187,8 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
   };
   accumulate(one, full_passes);
   if (remainder > 0) {
-    build_ops(model_, options_.precision, {Phase::prefill, remainder, tokens, 0}, scratch_ops_);
+    shape.batch = remainder;
+    build_ops(model_, options_.precision, shape, scratch_ops_, options_.mla_form);
     accumulate(cost_phase(scratch_ops_, Phase::prefill, remainder, 0, nullptr), 1);
   }
   total.passes = full_passes + (remainder > 0 ? 1 : 0);
@@ -170,7 +202,8 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
 }
 
 double Analyzer::decode_step_time(int64_t batch, int64_t context) {
-  build_ops(model_, options_.precision, {Phase::decode, batch, 1, context}, scratch_ops_);
+  build_ops(model_, options_.precision, decode_shape(batch, context), scratch_ops_,
+            options_.mla_form);
   return cost_phase(scratch_ops_, Phase::decode, batch, context, nullptr).time_s;
 }
 
@@ -178,18 +211,21 @@ void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pas
                                   WorkloadResult* rows) {
   StepState& st = state_;
   st.valid = false;
-  st.lines_valid = false;
   st.batch = batch;
   st.prompt = prompt;
   st.per_pass = per_pass;
   st.prefill = prefill(batch, prompt, per_pass, rows ? &rows->prefill_ops : nullptr,
                        &st.prefill_activations);
-  build_ops(model_, options_.precision, {Phase::decode, batch, 1, prompt}, decode_ops_);
+  build_ops(model_, options_.precision, decode_shape(batch, prompt), decode_ops_,
+            options_.mla_form);
   st.decode =
       cost_phase(decode_ops_, Phase::decode, batch, prompt, rows ? &rows->decode_ops : nullptr);
   st.decode_activations = step_activation_peak(
       decode_ops_,
       storage_bytes(checked_mul(batch, model_.d_model), options_.precision.activations));
+  st.step_weight_bytes = options_.method == Method::bandwidth
+                             ? weight_bytes_touched(model_, options_.precision, batch)
+                             : 0.0;
   st.valid = true;
 }
 
@@ -218,12 +254,13 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   r.prefill = st.prefill;
   r.decode = st.decode;
   r.ttft_s = r.prefill.time_s;
-  r.tpot_s = steps == 0 ? r.decode.time_s : mean_decode_step(steps);
+  r.tpot_s =
+      steps == 0 ? r.decode.time_s : sum_decode_steps(B, S, steps) / static_cast<double>(steps);
   r.e2e_s = r.ttft_s + static_cast<double>(steps) * r.tpot_s;
   r.decode_throughput_tok_s = static_cast<double>(B) / r.tpot_s;
 
   const int64_t peak_context = checked_add(S, steps);  // S + G - 1 tokens cached at the end
-  r.kv_bytes_per_sequence = checked_mul(figures_.kv_bytes_per_token, peak_context);
+  r.kv_bytes_per_sequence = state_bytes(peak_context);
   ActivationModel activation_model;
   activation_model.prefill_per_sequence =
       static_cast<double>(st.prefill_activations) / static_cast<double>(per_pass);
@@ -235,45 +272,56 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
                               activation_model, hardware_.device_memory().capacity_bytes);
 
   if (options_.naive_sampling) r.sampling = compare_sampling(w, per_pass, r);
+  if (options_.diffusion) r.diffusion = diffusion(w, *options_.diffusion, r.prefill);
   return r;
 }
 
-void Analyzer::sum_prefill_passes(int64_t sequences, int64_t prompt, int64_t count, double* flops,
+void Analyzer::sum_prefill_passes(int64_t sequences, int64_t first, int64_t count, double* flops,
                                   double* time_s) {
-  // Each op's FLOPs and bytes are a polynomial of degree <= 2 in the token count n (attention
-  // pairs grow as n(n+1)/2, the rest linearly; the lm head sees one row per sequence). Three
-  // consecutive n fix it: v(j) = v0 + d1*j + d2*j(j-1)/2 for n = prompt + j.
-  build_ops(model_, options_.precision, {Phase::prefill, sequences, prompt, 0}, scratch_ops_);
-  build_ops(model_, options_.precision, {Phase::prefill, sequences, checked_add(prompt, 1), 0},
-            scratch_ops2_);
-  build_ops(model_, options_.precision, {Phase::prefill, sequences, checked_add(prompt, 2), 0},
-            scratch_ops3_);
+  // A window W makes the pair count quadratic in n up to W and linear from W on: segments
+  // start at W + 1 so that the three sample points of each lie on one polynomial.
+  std::vector<int64_t> starts = breakpoints_;
+  for (int64_t& s : starts) ++s;
+  for_each_segment(starts, first, count, [&](int64_t lo, int64_t n) {
+    sum_prefill_segment(sequences, lo, n, flops, time_s);
+  });
+}
+
+void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t count, double* flops,
+                                   double* time_s) {
+  // Each op's FLOPs and bytes are a polynomial of degree <= 2 in the token count n within a
+  // segment (attention pairs grow as n(n+1)/2, the rest linearly; the lm head sees one row per
+  // sequence). Three consecutive n fix it: v(j) = v0 + d1*j + d2*j(j-1)/2 for n = first + j.
+  StepShape shape{Phase::prefill, sequences, first, 0};
+  build_ops(model_, options_.precision, shape, scratch_ops_, options_.mla_form);
+  shape.new_tokens = checked_add(first, 1);
+  build_ops(model_, options_.precision, shape, scratch_ops2_, options_.mla_form);
+  shape.new_tokens = checked_add(first, 2);
+  build_ops(model_, options_.precision, shape, scratch_ops3_, options_.mla_form);
   auto coefficients = [](double v0, double v1, double v2) {
-    // v(j) = c0 + c1*j + c2*j^2
     const double d1 = v1 - v0;
     const double d2 = v2 - 2 * v1 + v0;
-    return std::array<double, 3>{v0, d1 - d2 / 2, d2 / 2};
+    return std::array<double, 3>{v0, d1 - d2 / 2, d2 / 2};  // c0 + c1*j + c2*j^2
   };
   const double n = static_cast<double>(count);
   const double sum_j = n * (n - 1) / 2;
   const double sum_j2 = (n - 1) * n * (2 * n - 1) / 6;
   for (size_t i = 0; i < scratch_ops_.size(); ++i) {
     const Op& o0 = scratch_ops_[i];
-    const auto f =
-        coefficients(static_cast<double>(o0.flops), static_cast<double>(scratch_ops2_[i].flops),
-                     static_cast<double>(scratch_ops3_[i].flops));
-    const auto b = coefficients(static_cast<double>(o0.bytes.total()),
-                                static_cast<double>(scratch_ops2_[i].bytes.total()),
-                                static_cast<double>(scratch_ops3_[i].bytes.total()));
+    const Op& o1 = scratch_ops2_[i];
+    const Op& o2 = scratch_ops3_[i];
+    const auto f = coefficients(static_cast<double>(o0.flops), static_cast<double>(o1.flops),
+                                static_cast<double>(o2.flops));
     const double repeat = static_cast<double>(o0.repeat);
     *flops += repeat * (f[0] * n + f[1] * sum_j + f[2] * sum_j2);
     if (options_.method == Method::roofline) {
-      const double peak = uses_matrix_units(o0.kind) ? rates_.matrix_flops : rates_.vector_flops;
-      const std::array<double, 3> compute{f[0] / peak, f[1] / peak, f[2] / peak};
-      const std::array<double, 3> memory{b[0] / rates_.bandwidth, b[1] / rates_.bandwidth,
-                                         b[2] / rates_.bandwidth};
-      *time_s += repeat * (sum_of_max_of_quadratics(compute, memory, count) +
-                           n * static_cast<double>(o0.launches) * rates_.kernel_overhead_s);
+      const OpCost c0 = roofline_cost(o0, rates_);
+      const OpCost c1 = roofline_cost(o1, rates_);
+      const OpCost c2 = roofline_cost(o2, rates_);
+      *time_s += repeat * (sum_of_max_of_quadratics(
+                               coefficients(c0.compute_s, c1.compute_s, c2.compute_s),
+                               coefficients(c0.memory_s, c1.memory_s, c2.memory_s), count) +
+                           n * c0.overhead_s);
     }
   }
 }
@@ -294,21 +342,75 @@ SamplingComparison Analyzer::compare_sampling(const Workload& w, int64_t per_pas
   }
   if (options_.method == Method::bandwidth) s.naive_time_s = s.naive_flops / rates_.matrix_flops;
 
-  // With a cache: the prefill, then decode steps whose FLOPs grow linearly with context.
+  // With a cache: the prefill, then decode steps whose FLOPs grow linearly with context
+  // (piecewise, where windows stop the growth): summed exactly segment by segment.
   const int64_t steps = w.generate - 1;
   double decode_flops = 0;
-  if (steps > 0) {
-    if (!state_.lines_valid) prepare_decode_lines();
-    double slope = 0;
-    for (const DecodeLine& l : state_.lines) {
-      slope += static_cast<double>(l.flops_slope) * static_cast<double>(l.repeat);
-    }
-    const double n = static_cast<double>(steps);
-    decode_flops = n * static_cast<double>(r.decode.flops) + slope * n * (n - 1) / 2.0;
-  }
+  for_each_segment(breakpoints_, w.prompt, steps, [&](int64_t lo, int64_t n) {
+    build_ops(model_, options_.precision, decode_shape(w.batch, lo), scratch_ops2_,
+              options_.mla_form);
+    build_ops(model_, options_.precision, decode_shape(w.batch, lo + 1), scratch_ops3_,
+              options_.mla_form);
+    const double f0 =
+        static_cast<double>(cost_phase(scratch_ops2_, Phase::decode, w.batch, lo, nullptr).flops);
+    const double f1 = static_cast<double>(
+        cost_phase(scratch_ops3_, Phase::decode, w.batch, lo + 1, nullptr).flops);
+    const double count = static_cast<double>(n);
+    decode_flops += count * f0 + (f1 - f0) * count * (count - 1) / 2.0;
+  });
   s.kv_cache_flops = static_cast<double>(r.prefill.flops) + decode_flops;
   s.kv_cache_time_s = r.e2e_s;
   return s;
+}
+
+DiffusionResult Analyzer::diffusion(const Workload& w, const DiffusionOptions& d,
+                                    const PhaseResult& prompt_prefill) {
+  DiffusionResult out;
+  out.options = d;
+  out.blocks = (w.generate + d.block_length - 1) / d.block_length;
+  out.total_steps = checked_mul(out.blocks, d.steps);
+  // One denoising step: a forward with bidirectional attention, logits for the block.
+  auto step = [&](int64_t new_tokens, int64_t past, bool write_cache) {
+    StepShape s;
+    s.phase = Phase::prefill;
+    s.batch = w.batch;
+    s.new_tokens = new_tokens;
+    s.past_tokens = past;
+    s.logit_tokens = d.block_length;
+    s.causal = false;
+    s.write_cache = write_cache;
+    build_ops(model_, options_.precision, s, scratch_ops_, options_.mla_form);
+    return cost_phase(scratch_ops_, Phase::prefill, w.batch, past, nullptr);
+  };
+  if (!d.cache_prefix) {
+    // LLaDA (Nie et al. 2025): every step runs the whole sequence, prompt and all generated
+    // positions (masked until denoised).
+    const int64_t length = checked_add(w.prompt, checked_mul(out.blocks, d.block_length));
+    const PhaseResult p = step(length, 0, false);
+    out.first_step_s = p.time_s;
+    out.ttft_s = static_cast<double>(d.steps) * p.time_s;
+    out.time_s = static_cast<double>(out.total_steps) * p.time_s;
+    out.flops = static_cast<double>(out.total_steps) * static_cast<double>(p.flops);
+  } else {
+    // Block diffusion with a prefix cache: prefill the prompt once; each block's steps attend
+    // to the cached prefix; its last step writes the block's K/V.
+    out.time_s = prompt_prefill.time_s;
+    out.flops = static_cast<double>(prompt_prefill.flops);
+    for (int64_t b = 0; b < out.blocks; ++b) {
+      const int64_t past = checked_add(w.prompt, checked_mul(b, d.block_length));
+      const PhaseResult denoise = step(d.block_length, past, false);
+      const PhaseResult last = step(d.block_length, past, true);
+      const double n = static_cast<double>(d.steps - 1);
+      out.time_s += n * denoise.time_s + last.time_s;
+      out.flops += n * static_cast<double>(denoise.flops) + static_cast<double>(last.flops);
+      if (b == 0) {
+        out.first_step_s = denoise.time_s;
+        out.ttft_s = out.time_s;
+      }
+    }
+  }
+  out.tokens_per_s = static_cast<double>(w.batch) * static_cast<double>(w.generate) / out.time_s;
+  return out;
 }
 
 }  // namespace streamspark::engine

@@ -1,5 +1,5 @@
 // Per-phase analysis of one model on one device: prefill (TTFT), decode steps (TPOT),
-// memory and throughput for a batch of sequences.
+// memory and throughput for a batch of sequences; for diffusion LMs, denoising steps.
 //
 // Timeline of a request with prompt S and G generated tokens: the prefill runs all S prompt
 // tokens and yields token 1 (TTFT). The decode step that yields token g (g = 2..G) feeds token
@@ -15,6 +15,7 @@
 #include "engine/memory.hpp"
 #include "engine/model.hpp"
 #include "engine/ops.hpp"
+#include "engine/quantization.hpp"
 #include "engine/roofline.hpp"
 
 namespace streamspark::engine {
@@ -28,11 +29,23 @@ struct Workload {
   int64_t prefill_batch = 0;
 };
 
+// Diffusion generation settings (models with a `diffusion` section).
+struct DiffusionOptions {
+  int64_t block_length = 0;  // tokens denoised together
+  int64_t steps = 0;         // denoising steps per block
+  // false (LLaDA): every step is a forward over the whole sequence, prompt + all G positions;
+  // true (block diffusion with a prefix cache): a forward over the current block only,
+  // attending to the cached prompt and finished blocks.
+  bool cache_prefix = false;
+};
+
 struct AnalysisOptions {
   Method method = Method::roofline;
   Precision precision;
   bool per_op = false;          // keep the per-operator rows
   bool naive_sampling = false;  // also cost sampling without a KV cache
+  MlaForm mla_form = MlaForm::automatic;
+  std::optional<DiffusionOptions> diffusion;  // cost diffusion generation too
 };
 
 struct PhaseResult {
@@ -46,7 +59,7 @@ struct PhaseResult {
   double memory_bound_s = 0;   // time of ops limited by bytes
   double overhead_s = 0;       // kernel launches
   int64_t kernel_launches = 0;
-  int64_t passes = 1;  // forward passes the phase takes (prefill in prefill_batch chunks)
+  int64_t passes = 1;              // forward passes (prefill in prefill_batch chunks)
   int64_t sequences_per_pass = 0;  // sequences in each full pass
 };
 
@@ -65,6 +78,18 @@ struct SamplingComparison {
   double kv_cache_time_s = 0;  // = e2e_s
 };
 
+// Generating the same G tokens by diffusion (parallel denoising of blocks).
+struct DiffusionResult {
+  DiffusionOptions options;
+  int64_t blocks = 0;       // ceil(G / block_length)
+  int64_t total_steps = 0;  // blocks * steps
+  double first_step_s = 0;  // one denoising step of the first block
+  double ttft_s = 0;        // prefill (if cached) + the first block's steps
+  double time_s = 0;        // all blocks
+  double flops = 0;
+  double tokens_per_s = 0;  // B * G / time_s
+};
+
 struct WorkloadResult {
   Workload workload;  // as given
   PhaseResult prefill;
@@ -73,24 +98,27 @@ struct WorkloadResult {
   double tpot_s = 0;  // mean over the G-1 decode steps (G = 1: the step at context = prompt)
   double e2e_s = 0;   // ttft + (G-1) * tpot
   double decode_throughput_tok_s = 0;  // B / tpot
-  int64_t kv_bytes_per_sequence = 0;   // at the peak context S+G-1
+  int64_t kv_bytes_per_sequence = 0;   // KV cache and state of one sequence at S+G-1 tokens
   MemoryFootprint memory;
   std::optional<SamplingComparison> sampling;
+  std::optional<DiffusionResult> diffusion;
   std::vector<OpRow> prefill_ops;  // filled when options.per_op; one prefill pass
   std::vector<OpRow> decode_ops;
 };
 
 struct ModelFigures {
   int64_t params = 0;
-  int64_t weight_bytes = 0;
-  int64_t kv_bytes_per_token = 0;
+  int64_t active_params = 0;       // per token (MoE: top_k of the routed experts)
+  int64_t weight_bytes = 0;        // all parameters in the configured formats
+  int64_t kv_bytes_per_token = 0;  // KV growth per token at long context (full attention)
 };
 
 // Evaluates workloads for one (model, hardware, options). Holds scratch buffers so repeated
 // evaluation (sweeps) does not allocate; not thread-safe, use one per thread.
 class Analyzer {
  public:
-  // Throws std::invalid_argument when the device cannot compute in the requested precision.
+  // Throws std::invalid_argument when the device cannot compute in the requested precision
+  // or the weight format does not fit the model.
   Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options);
 
   const Model& model() const { return model_; }
@@ -107,16 +135,23 @@ class Analyzer {
   // work in benchmarks).
   double decode_step_time(int64_t batch, int64_t context);
 
+  // KV cache and recurrent state of one sequence at `context` tokens, in the KV format.
+  int64_t state_bytes(int64_t context) const;
+
  private:
-  // One decode op's FLOPs and bytes at context = prompt and their growth per cached token.
+  // Per op of a decode step: its time at the segment's first context and its growth per
+  // cached token (both linear within a segment), plus counts for the overflow check.
   struct DecodeLine {
+    double compute_s = 0;
+    double compute_slope = 0;
+    double memory_s = 0;
+    double memory_slope = 0;
+    double overhead_s = 0;
     int64_t flops = 0;
     int64_t flops_slope = 0;
     int64_t bytes = 0;
     int64_t bytes_slope = 0;
     int64_t repeat = 0;
-    int64_t launches = 0;
-    bool matrix = false;
   };
   // What a workload's results share with every other `generate` at the same batch, prompt and
   // prefill passes.
@@ -129,36 +164,42 @@ class Analyzer {
     PhaseResult decode;  // at context = prompt; its ops are in decode_ops_
     int64_t prefill_activations = 0;
     int64_t decode_activations = 0;
-    bool lines_valid = false;
-    std::vector<DecodeLine> lines;
+    double step_weight_bytes = 0;  // bandwidth method: weights one decode step reads
   };
 
+  StepShape decode_shape(int64_t batch, int64_t context) const;
   PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch, int64_t context,
                          std::vector<OpRow>* rows) const;
-  double bandwidth_decode_time(int64_t batch, double context) const;
+  double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state) const;
   // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences. Fills `rows`
   // for one full pass and returns the activation peak of a full pass in *activation_peak.
   PhaseResult prefill(int64_t batch, int64_t tokens, int64_t per_pass, std::vector<OpRow>* rows,
                       int64_t* activation_peak);
   void prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass, WorkloadResult* rows);
-  void prepare_decode_lines();
-  double mean_decode_step(int64_t steps);
+  // Sum of decode step times over contexts first .. first+count-1 of `batch` sequences.
+  double sum_decode_steps(int64_t batch, int64_t first, int64_t count);
+  double sum_decode_segment(int64_t batch, int64_t first, int64_t count);
   SamplingComparison compare_sampling(const Workload& w, int64_t per_pass, const WorkloadResult& r);
-  // Sums over contexts n = prompt .. prompt+count-1 of a prefill pass of `sequences` sequences
-  // over n tokens: adds FLOPs and roofline time to *flops and *time_s.
-  void sum_prefill_passes(int64_t sequences, int64_t prompt, int64_t count, double* flops,
+  // Sums over token counts n = first .. first+count-1 of a prefill pass of `sequences`
+  // sequences over n tokens: adds FLOPs and roofline time to *flops and *time_s.
+  void sum_prefill_passes(int64_t sequences, int64_t first, int64_t count, double* flops,
                           double* time_s);
+  void sum_prefill_segment(int64_t sequences, int64_t first, int64_t count, double* flops,
+                           double* time_s);
+  DiffusionResult diffusion(const Workload& w, const DiffusionOptions& d,
+                            const PhaseResult& prompt_prefill);
 
   Model model_;  // copies: an Analyzer never dangles
   Hardware hardware_;
   AnalysisOptions options_;
   DeviceRates rates_;
   ModelFigures figures_;
+  std::vector<int64_t> breakpoints_;  // contexts where a window stops a layer's growth
   StepState state_;
   std::vector<Op> scratch_ops_;
-  std::vector<Op> decode_ops_;  // the decode step at context = prompt
   std::vector<Op> scratch_ops2_;
   std::vector<Op> scratch_ops3_;
+  std::vector<Op> decode_ops_;  // the decode step at context = prompt
 };
 
 }  // namespace streamspark::engine

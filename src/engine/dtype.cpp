@@ -25,6 +25,8 @@ std::string_view dtype_name(DType t) {
       return "int8";
     case DType::int4:
       return "int4";
+    case DType::int3:
+      return "int3";
   }
   return "?";
 }
@@ -37,7 +39,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-PeakClass matrix_peak_class(DType t) {
+std::optional<PeakClass> matrix_peak_class(DType t) {
   switch (t) {
     case DType::fp32:
       return PeakClass::fp32;
@@ -52,8 +54,10 @@ PeakClass matrix_peak_class(DType t) {
       return PeakClass::int8;
     case DType::int4:
       return PeakClass::int4;
+    case DType::int3:
+      return std::nullopt;  // a storage format only: no hardware multiplies int3
   }
-  return PeakClass::fp32;
+  return std::nullopt;
 }
 
 std::string_view peak_class_name(PeakClass c) {

@@ -10,10 +10,10 @@
 
 namespace streamspark::engine {
 
-enum class DType { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int4 };
-inline constexpr std::array<DType, 7> kAllDTypes = {DType::fp32,     DType::bf16,     DType::fp16,
+enum class DType { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int4, int3 };
+inline constexpr std::array<DType, 8> kAllDTypes = {DType::fp32,     DType::bf16,     DType::fp16,
                                                     DType::fp8_e4m3, DType::fp8_e5m2, DType::int8,
-                                                    DType::int4};
+                                                    DType::int4,     DType::int3};
 
 // The datasheet rows of peak FLOP/s (dense, no structured sparsity). fp32 is the
 // non-matrix (vector/CUDA-core) rate; tf32 the matrix-unit rate for fp32 inputs.
@@ -23,7 +23,7 @@ inline constexpr std::array<PeakClass, kPeakClassCount> kAllPeakClasses = {
     PeakClass::fp32, PeakClass::tf32, PeakClass::bf16, PeakClass::fp16,
     PeakClass::fp8,  PeakClass::int8, PeakClass::int4};
 
-// Storage bits per element: fp32 32, bf16/fp16 16, fp8/int8 8, int4 4.
+// Storage bits per element: fp32 32, bf16/fp16 16, fp8/int8 8, int4 4, int3 3 (packed).
 constexpr int dtype_bits(DType t) {
   switch (t) {
     case DType::fp32:
@@ -37,6 +37,8 @@ constexpr int dtype_bits(DType t) {
       return 8;
     case DType::int4:
       return 4;
+    case DType::int3:
+      return 3;
   }
   return 0;
 }
@@ -45,8 +47,9 @@ std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view name);
 
 // Matrix multiplies with inputs of type t run at this peak: fp32 GEMMs use the plain fp32
-// rate (TF32 is an opt-in precision loss), both fp8 formats share the fp8 rate.
-PeakClass matrix_peak_class(DType t);
+// rate (TF32 is an opt-in precision loss), both fp8 formats share the fp8 rate; int3 is a
+// storage format only (nullopt).
+std::optional<PeakClass> matrix_peak_class(DType t);
 std::string_view peak_class_name(PeakClass c);
 std::optional<PeakClass> parse_peak_class(std::string_view name);
 

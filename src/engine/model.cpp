@@ -1,9 +1,23 @@
-// Parameter and KV-cache counts of a decoder-only transformer.
+// Parameter, KV-cache and state counts of decoder-only models, per layer kind.
 #include "engine/model.hpp"
+
+#include <algorithm>
 
 #include "engine/overflow.hpp"
 
 namespace streamspark::engine {
+
+std::string_view mixer_kind_name(MixerKind k) {
+  switch (k) {
+    case MixerKind::attention:
+      return "attention";
+    case MixerKind::mamba:
+      return "mamba";
+    case MixerKind::linear_attention:
+      return "linear_attention";
+  }
+  return "?";
+}
 
 std::string_view attention_kind_name(AttentionKind k) {
   switch (k) {
@@ -13,6 +27,20 @@ std::string_view attention_kind_name(AttentionKind k) {
       return "gqa";
     case AttentionKind::mqa:
       return "mqa";
+    case AttentionKind::mla:
+      return "mla";
+  }
+  return "?";
+}
+
+std::string_view ffn_kind_name(FfnKind k) {
+  switch (k) {
+    case FfnKind::dense:
+      return "mlp";
+    case FfnKind::moe:
+      return "moe";
+    case FfnKind::none:
+      return "none";
   }
   return "?";
 }
@@ -29,6 +57,8 @@ std::string_view activation_name(Activation a) {
       return "gelu";
     case Activation::relu:
       return "relu";
+    case Activation::relu2:
+      return "relu2";
   }
   return "?";
 }
@@ -37,38 +67,241 @@ std::string_view norm_kind_name(NormKind k) {
   return k == NormKind::rmsnorm ? "rmsnorm" : "layernorm";
 }
 
-int64_t norm_params(const Model& m) {
-  return m.norm == NormKind::rmsnorm ? m.d_model : checked_mul(2, m.d_model);
+int64_t Model::n_layers() const {
+  int64_t n = 0;
+  for (const LayerKind& k : layers) n = checked_add(n, k.count);
+  return n;
 }
 
-int64_t layer_params(const Model& m) {
-  const Attention& a = m.attention;
-  const int64_t qkv_out = checked_mul(checked_add(a.n_heads, checked_mul(2, a.n_kv_heads)),
-                                      a.head_dim);  // (N+2K)*H
-  int64_t attn =
-      checked_add(checked_mul(m.d_model, qkv_out), checked_mul(a.n_heads, a.head_dim, m.d_model));
-  if (a.qkv_bias) attn = checked_add(attn, qkv_out);
-  const int64_t matrices = m.mlp.kind == MlpKind::gated ? 3 : 2;
-  const int64_t mlp = checked_mul(matrices, m.d_model, m.mlp.d_ff);
-  return checked_add(attn, mlp, checked_mul(2, norm_params(m)));
+int64_t norm_params(NormKind norm, int64_t width) {
+  return norm == NormKind::rmsnorm ? width : checked_mul(2, width);
 }
+
+int64_t mamba_inner_dim(const Model& m, const Mamba& mamba) {
+  return checked_mul(mamba.expand, m.d_model);
+}
+
+int64_t WeightTensor::elements() const {
+  return checked_mul(rows, cols, copies, layers);
+}
+
+namespace {
+
+int64_t norms_per_layer(const LayerKind& k) {
+  const int64_t base = k.ffn == FfnKind::none ? 1 : 2;  // before the mixer, before the FFN
+  return k.sandwich_norms ? 2 * base : base;            // Gemma-2: after each as well
+}
+
+void add_mlp_tensors(std::vector<WeightTensor>& out, const char* gate, const char* up,
+                     const char* down, MlpKind kind, int64_t D, int64_t F, int64_t copies,
+                     int64_t layers, bool routed) {
+  if (kind == MlpKind::gated) out.push_back({gate, D, F, copies, layers, true, routed});
+  out.push_back({up, D, F, copies, layers, true, routed});
+  out.push_back({down, F, D, copies, layers, true, routed});
+}
+
+}  // namespace
+
+std::vector<WeightTensor> weight_tensors(const Model& m, const LayerKind& k) {
+  std::vector<WeightTensor> t;
+  const int64_t D = m.d_model;
+  const int64_t L = k.count;
+  switch (k.mixer) {
+    case MixerKind::attention: {
+      const Attention& a = k.attention;
+      if (a.kind == AttentionKind::mla) {
+        // DeepSeek-V2 §2.1.2-2.1.3 (HF DeepseekV2Attention): q_a_proj D x d_c' +
+        // q_a_layernorm d_c' + q_b_proj d_c' x N(d_h + d_h^R) (or q_proj D x N(d_h + d_h^R));
+        // kv_a_proj_with_mqa D x (d_c + d_h^R) + kv_a_layernorm d_c + kv_b_proj
+        // d_c x N(d_h + d_v); o_proj N*d_v x D.
+        const Mla& x = a.mla;
+        const int64_t N = a.n_heads;
+        const int64_t q_out = checked_mul(N, checked_add(x.qk_nope_head_dim, x.qk_rope_head_dim));
+        if (x.q_lora_rank > 0) {
+          t.push_back({"q_down", D, x.q_lora_rank, 1, L});
+          t.push_back({"q_norm", 1, x.q_lora_rank, 1, L, false});
+          t.push_back({"q_up", x.q_lora_rank, q_out, 1, L});
+        } else {
+          t.push_back({"q_proj", D, q_out, 1, L});
+        }
+        t.push_back({"kv_down", D, x.cached_elements(), 1, L});
+        t.push_back({"kv_norm", 1, x.kv_lora_rank, 1, L, false});
+        t.push_back({"kv_up", x.kv_lora_rank,
+                     checked_mul(N, checked_add(x.qk_nope_head_dim, x.v_head_dim)), 1, L});
+        t.push_back({"out_proj", checked_mul(N, x.v_head_dim), D, 1, L});
+      } else {
+        // q and o in every layer; k and v in one layer per cross-layer group.
+        const int64_t q_width = checked_mul(a.n_heads, a.head_dim);
+        const int64_t kv_width = checked_mul(2, a.n_kv_heads, a.head_dim);
+        const int64_t producers = L / a.kv_share;
+        t.push_back({"q_proj", D, q_width, 1, L});
+        t.push_back({"kv_proj", D, kv_width, 1, producers});
+        if (a.qkv_bias) {
+          t.push_back({"q_bias", 1, q_width, 1, L, false});
+          t.push_back({"kv_bias", 1, kv_width, 1, producers, false});
+        }
+        t.push_back({"out_proj", q_width, D, 1, L});
+      }
+      break;
+    }
+    case MixerKind::mamba: {
+      // Mamba-1 (Gu & Dao 2023; HF MambaMixer / JambaMambaMixer): in_proj D x 2*d_inner,
+      // conv1d d_inner x d_conv (+ d_inner bias), x_proj d_inner x (dt_rank + 2*d_state),
+      // dt_proj dt_rank x d_inner + d_inner bias, A_log d_inner x d_state, D d_inner,
+      // out_proj d_inner x D; Jamba adds RMSNorms on dt (dt_rank), B and C (d_state each).
+      const Mamba& x = k.mamba;
+      const int64_t di = mamba_inner_dim(m, x);
+      t.push_back({"mamba_in_proj", D, checked_mul(2, di), 1, L});
+      t.push_back({"mamba_conv", x.d_conv, di, 1, L, false});
+      if (x.conv_bias) t.push_back({"mamba_conv_bias", 1, di, 1, L, false});
+      t.push_back({"mamba_x_proj", di, checked_add(x.dt_rank, checked_mul(2, x.d_state)), 1, L});
+      t.push_back({"mamba_dt_proj", x.dt_rank, di, 1, L});
+      t.push_back({"mamba_dt_bias", 1, di, 1, L, false});
+      t.push_back({"mamba_a_log", x.d_state, di, 1, L, false});
+      t.push_back({"mamba_d", 1, di, 1, L, false});
+      if (x.inner_norms) {
+        t.push_back({"mamba_inner_norms", 1, checked_add(x.dt_rank, checked_mul(2, x.d_state)), 1,
+                     L, false});
+      }
+      t.push_back({"mamba_out_proj", di, D, 1, L});
+      break;
+    }
+    case MixerKind::linear_attention: {
+      const LinearAttention& x = k.linear;
+      const int64_t v_width = checked_mul(x.n_heads, x.head_dim);
+      t.push_back(
+          {"linear_qkv_proj", D, checked_add(checked_mul(2, x.n_heads, x.key_dim), v_width), 1, L});
+      if (x.output_gate) {
+        t.push_back({"linear_gate_proj", D, v_width, 1, L});
+        t.push_back({"linear_out_norm", 1, v_width, 1, L, false});
+      }
+      t.push_back({"linear_out_proj", v_width, D, 1, L});
+      break;
+    }
+  }
+  switch (k.ffn) {
+    case FfnKind::dense:
+      add_mlp_tensors(t, "mlp_gate", "mlp_up", "mlp_down", k.mlp.kind, D, k.mlp.d_ff, 1, L, false);
+      break;
+    case FfnKind::moe: {
+      // Router D x E (no bias in Mixtral, DeepSeek-V2, Jamba); routed experts; shared experts
+      // as one MLP of n_shared * shared_d_ff (HF DeepseekV2MoE builds them that way).
+      const Moe& e = k.moe;
+      t.push_back({"moe_router", D, e.n_experts, 1, L, false});
+      add_mlp_tensors(t, "moe_gate", "moe_up", "moe_down", e.kind, D, e.d_ff, e.n_experts, L, true);
+      if (e.n_shared > 0) {
+        add_mlp_tensors(t, "shared_gate", "shared_up", "shared_down", e.kind, D,
+                        checked_mul(e.n_shared, e.shared_d_ff), 1, L, false);
+      }
+      break;
+    }
+    case FfnKind::none:
+      break;
+  }
+  t.push_back({"norms", 1, checked_mul(norms_per_layer(k), norm_params(m.norm, D)), 1, L, false});
+  return t;
+}
+
+namespace {
+int64_t params(const Model& m, bool active) {
+  const int64_t embedding = checked_mul(m.vocab_size, m.d_model);
+  int64_t total =
+      checked_add(embedding, m.tied_embeddings ? 0 : embedding, norm_params(m.norm, m.d_model));
+  for (const LayerKind& k : m.layers) {
+    for (const WeightTensor& w : weight_tensors(m, k)) {
+      int64_t n = w.elements();
+      if (active && w.routed) n = checked_mul(w.rows, w.cols, k.moe.top_k, w.layers);
+      total = checked_add(total, n);
+    }
+  }
+  return total;
+}
+}  // namespace
 
 int64_t total_params(const Model& m) {
-  const int64_t embedding = checked_mul(m.vocab_size, m.d_model);
-  const int64_t lm_head = m.tied_embeddings ? 0 : embedding;
-  return checked_add(embedding, lm_head, checked_mul(m.n_layers, layer_params(m)), norm_params(m));
+  return params(m, false);
+}
+int64_t active_params(const Model& m) {
+  return params(m, true);
 }
 
-int64_t weight_bytes(const Model& m, DType weights) {
-  return storage_bytes(total_params(m), weights);
+int64_t layer_params(const Model& m, const LayerKind& k) {
+  int64_t total = 0;
+  for (const WeightTensor& w : weight_tensors(m, k)) total = checked_add(total, w.elements());
+  return total / k.count;
 }
 
-int64_t kv_elements_per_token_per_layer(const Model& m) {
-  return checked_mul(2, m.attention.n_kv_heads, m.attention.head_dim);
+int64_t attention_pairs(int64_t new_tokens, int64_t past_tokens, int64_t window) {
+  // Query i (0-based) sees min(P + i + 1, W) keys.
+  const int64_t first = checked_add(past_tokens, 1);
+  if (window <= 0) {
+    return checked_add(checked_mul(new_tokens, past_tokens),
+                       checked_mul(new_tokens, checked_add(new_tokens, 1)) / 2);
+  }
+  // Uncapped queries: P + i + 1 <= W, i.e. i < W - P.
+  const int64_t uncapped = std::clamp<int64_t>(window - past_tokens, 0, new_tokens);
+  const int64_t ramp =
+      checked_add(checked_mul(uncapped, first), checked_mul(uncapped, uncapped - 1) / 2);
+  return checked_add(ramp, checked_mul(new_tokens - uncapped, window));
+}
+
+int64_t state_elements(const Model& m, const LayerKind& k, int64_t context) {
+  switch (k.mixer) {
+    case MixerKind::attention: {
+      const Attention& a = k.attention;
+      // A rolling buffer of the last W tokens for local layers (Mistral 7B, Jiang et al. 2023).
+      const int64_t tokens = k.local ? std::min(context, a.window) : context;
+      const int64_t per_token = a.kind == AttentionKind::mla
+                                    ? a.mla.cached_elements()
+                                    : checked_mul(2, a.n_kv_heads, a.head_dim);
+      return checked_mul(k.count / a.kv_share, tokens, per_token);
+    }
+    case MixerKind::mamba: {
+      // Per layer: conv state d_inner x d_conv and SSM state d_inner x d_state, the shapes
+      // mamba_ssm's allocate_inference_cache keeps, whatever the context.
+      const int64_t di = mamba_inner_dim(m, k.mamba);
+      return checked_mul(
+          k.count, checked_add(checked_mul(di, k.mamba.d_conv), checked_mul(di, k.mamba.d_state)));
+    }
+    case MixerKind::linear_attention: {
+      // Per head: S = sum phi(k) v^T (feature_dim x head_dim) and, with a normalizer,
+      // z = sum phi(k) (feature_dim).
+      const LinearAttention& x = k.linear;
+      const int64_t per_head = checked_mul(
+          x.feature_dim, checked_add(x.head_dim, x.normalizer ? int64_t{1} : int64_t{0}));
+      return checked_mul(k.count, x.n_heads, per_head);
+    }
+  }
+  return 0;
+}
+
+int64_t state_elements(const Model& m, int64_t context) {
+  int64_t total = 0;
+  for (const LayerKind& k : m.layers) total = checked_add(total, state_elements(m, k, context));
+  return total;
+}
+
+int64_t state_bytes(const Model& m, int64_t context, DType kv) {
+  return storage_bytes(state_elements(m, context), kv);
 }
 
 int64_t kv_bytes_per_token(const Model& m, DType kv) {
-  return storage_bytes(checked_mul(kv_elements_per_token_per_layer(m), m.n_layers), kv);
+  int64_t per_token = 0;
+  for (const LayerKind& k : m.layers) {
+    if (k.mixer != MixerKind::attention || k.local) continue;
+    per_token = checked_add(per_token, state_elements(m, k, 1));
+  }
+  return storage_bytes(per_token, kv);
+}
+
+std::vector<int64_t> context_breakpoints(const Model& m) {
+  std::vector<int64_t> out;
+  for (const LayerKind& k : m.layers) {
+    if (k.mixer == MixerKind::attention && k.local) out.push_back(k.attention.window);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace streamspark::engine

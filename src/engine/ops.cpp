@@ -1,23 +1,33 @@
-// Operator inventory of a Llama-style decoder step: FLOPs and bytes per operator.
+// Operator inventory of a decoder step: FLOPs and bytes per operator, for every layer kind.
 //
 // FLOP conventions: a multiply-add is 2 FLOPs (GEMM: 2*M*N*K). Elementwise ops count one FLOP
-// per arithmetic operation of their reference formula, a transcendental (exp, rsqrt, tanh)
-// counting as one:
+// per arithmetic operation of their reference formula, a transcendental (exp, log, rsqrt,
+// tanh) counting as one:
 //   RMSNorm    x*x, sum, *rsqrt(mean), *weight                        = 4 per element
 //   LayerNorm  sum, x-mean, square, sum, *rstd, *gamma, +beta        = 7 per element
 //   RoPE       per (x1, x2) pair: x1*cos - x2*sin, x1*sin + x2*cos   = 6 per pair = 3 per element
 //   residual   x + y                                                 = 1 per element
 //   SiLU(g)*u  -g, exp, +1, g/(.), *u                                = 5 per element of F
 //   GELU (tanh approximation) x^3, *c, +x, *k, tanh, +1, *x, *0.5     = 8 per element of F
-//   ReLU       max(x, 0)                                             = 1 per element of F
+//   ReLU       max(x, 0) = 1;  squared ReLU max(x, 0)^2              = 2 per element of F
+//   router     softmax (max, -max, exp, sum, /) + top-k compare      = 6 per expert logit
+//   combine    weighted sum of the top-k expert outputs              = 2 per element of k*D
+//   Mamba conv causal depthwise conv of width W, bias, SiLU          = 2W + 5 per channel
+//   Mamba scan per (channel, state): dt*A, exp, dt*B*x (2), h*dA + dBx (2), C*h, sum = 8;
+//              per channel: softplus(dt) (3), + D*x (2), * SiLU(z) (5) = 10
+//   linear attention: feature map 2 per feature; per head S += phi(k) v^T and phi(q)^T S
+//              = 4 * feature_dim * head_dim (+ 4 * feature_dim for the normalizer)
 //   sampling   one compare (argmax) per logit                        = 1 per logit
-// Attention matmul FLOPs (QK^T and PV, 2*H per pair each) count only unmasked causal pairs,
-// as FlashAttention skips masked blocks; softmax exponentials run on separate units and are
-// not counted. The CS336 notes count the full S x T score matrix (4*B*S*T*D); for decode
-// (T = 1) the two agree.
+// Attention matmul FLOPs (QK^T and PV, 2*H per pair each) count only the (query, key) pairs a
+// causal, possibly sliding-window kernel computes; softmax exponentials run on separate units
+// and are not counted. The CS336 notes count the full S x T score matrix (4*B*S*T*D); for
+// decode (T = 1) the two agree.
 #include "engine/ops.hpp"
 
-#include "engine/overflow.hpp"
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace streamspark::engine {
 
@@ -39,8 +49,22 @@ std::string_view op_kind_name(OpKind k) {
       return "gather";
     case OpKind::kv_write:
       return "kv_write";
+    case OpKind::scan:
+      return "scan";
     case OpKind::sampling:
       return "sampling";
+  }
+  return "?";
+}
+
+std::string_view mla_form_name(MlaForm f) {
+  switch (f) {
+    case MlaForm::automatic:
+      return "auto";
+    case MlaForm::naive:
+      return "naive";
+    case MlaForm::absorbed:
+      return "absorbed";
   }
   return "?";
 }
@@ -49,9 +73,10 @@ bool uses_matrix_units(OpKind k) {
   return k == OpKind::gemm || k == OpKind::attention;
 }
 
-int64_t causal_attention_pairs(int64_t new_tokens, int64_t past_tokens) {
-  const int64_t triangle = checked_mul(new_tokens, checked_add(new_tokens, 1)) / 2;
-  return checked_add(checked_mul(new_tokens, past_tokens), triangle);
+double expected_experts_touched(int64_t n_experts, int64_t top_k, int64_t tokens) {
+  const double e = static_cast<double>(n_experts);
+  const double miss = 1.0 - static_cast<double>(top_k) / e;  // P(a token skips an expert)
+  return e * (1.0 - std::pow(miss, static_cast<double>(tokens)));
 }
 
 namespace {
@@ -60,12 +85,17 @@ constexpr int64_t kRmsNormFlopsPerElement = 4;
 constexpr int64_t kLayerNormFlopsPerElement = 7;
 constexpr int64_t kRopeFlopsPerElement = 3;
 constexpr int64_t kResidualFlopsPerElement = 1;
+constexpr int64_t kRouterFlopsPerLogit = 6;
+constexpr int64_t kCombineFlopsPerElement = 2;
+constexpr int64_t kScanFlopsPerState = 8;
+constexpr int64_t kScanFlopsPerChannel = 10;
+constexpr int64_t kFeatureMapFlopsPerFeature = 2;
 constexpr int64_t kSamplingFlopsPerLogit = 1;
 constexpr DType kLogitsDType = DType::fp32;  // logits are kept in fp32 for sampling
 
-int64_t activation_flops_per_element(const Mlp& mlp) {
+int64_t activation_flops_per_element(MlpKind kind, Activation activation) {
   int64_t f = 0;
-  switch (mlp.activation) {
+  switch (activation) {
     case Activation::silu:
       f = 4;
       break;
@@ -75,23 +105,34 @@ int64_t activation_flops_per_element(const Mlp& mlp) {
     case Activation::relu:
       f = 1;
       break;
+    case Activation::relu2:
+      f = 2;
+      break;
   }
-  return mlp.kind == MlpKind::gated ? f + 1 : f;  // gated: times the up projection
+  return kind == MlpKind::gated ? f + 1 : f;  // gated: times the up projection
 }
 
-// Builds ops for one step; keeps the precision and repeat count at hand.
+// Builds the ops of one step; keeps the formats, the current group and repeat count at hand.
 class OpListBuilder {
  public:
   OpListBuilder(const Precision& p, std::vector<Op>& out) : p_(p), out_(out) {}
 
   int64_t act_bytes(int64_t elements) const { return storage_bytes(elements, p_.activations); }
-  int64_t weight_bytes(int64_t elements) const { return storage_bytes(elements, p_.weights); }
   int64_t kv_bytes(int64_t elements) const { return storage_bytes(elements, p_.kv_cache); }
+  // Parameters that are not quantized (norms, biases, router, SSM vectors) are stored like
+  // activations.
+  int64_t small_param_bytes(int64_t elements) const { return act_bytes(elements); }
 
+  void set_group(std::string_view group, int64_t repeat) {
+    group_ = group;
+    repeat_ = repeat;
+  }
   void set_repeat(int64_t repeat) { repeat_ = repeat; }
+  int64_t repeat() const { return repeat_; }
 
   Op& add(std::string_view name, OpKind kind, int64_t flops, Traffic bytes, int64_t launches = 1) {
     Op& op = out_.emplace_back();
+    op.group = group_;
     op.name = name;
     op.kind = kind;
     op.flops = flops;
@@ -101,26 +142,56 @@ class OpListBuilder {
     return op;
   }
 
-  // y (m x n) = x (m x k) * W (k x n) [+ bias (n)]: W read once, x read, y written.
-  void gemm(std::string_view name, int64_t m, int64_t n, int64_t k, bool bias) {
-    int64_t flops = checked_mul(2, m, n, k);
-    int64_t weight_elements = checked_mul(k, n);
-    if (bias) {
-      flops = checked_add(flops, checked_mul(m, n));
-      weight_elements = checked_add(weight_elements, n);
+  // y (m x n) = x (m x k) * W (k x n) [+ bias (n)] with W a layer weight in the quantized
+  // format; `weight_share` scales the weight traffic (MoE: the fraction of experts touched),
+  // `batch` independent products of that shape (per-head matrices).
+  Op& gemm(std::string_view name, int64_t m, int64_t n, int64_t k, bool bias = false,
+           int64_t batch = 1) {
+    const WeightFormat& w = p_.weights;
+    if (w.group_size > 0 && k % w.group_size != 0) {
+      throw std::invalid_argument("weight group size " + std::to_string(w.group_size) +
+                                  " does not divide the input dimension " + std::to_string(k) +
+                                  " of " + std::string(name));
     }
+    int64_t flops = checked_mul(2, batch, m, n, k);
     Traffic t;
-    t.weights = weight_bytes(weight_elements);
-    t.activations = act_bytes(checked_add(checked_mul(m, k), checked_mul(m, n)));
-    add(name, OpKind::gemm, flops, t).gemm = GemmShape{m, n, k};
+    t.weights = checked_mul(batch, matrix_bytes(w, k, n));
+    if (bias) {
+      flops = checked_add(flops, checked_mul(batch, m, n));
+      t.weights = checked_add(t.weights, small_param_bytes(checked_mul(batch, n)));
+    }
+    t.activations =
+        act_bytes(checked_mul(batch, checked_add(checked_mul(m, k), checked_mul(m, n))));
+    Op& op = add(name, OpKind::gemm, flops, t);
+    op.gemm = GemmShape{m, n, k, batch};
+    apply_outliers(op, k);
+    return op;
   }
 
-  // Reads `rows` x `width` activations, writes the same; `weight_elements` parameters.
+  // LLM.int8(): the outlier fraction of the k input features runs in fp16; splitting X costs
+  // a read of X in the activation format, the int8 copy and outlier columns written, and the
+  // int32 result dequantized and merged with the fp16 part (read and written in fp16): three
+  // more kernels (decompose, fp16 matmul, merge).
+  void apply_outliers(Op& op, int64_t k) {
+    if (p_.outlier_fraction <= 0) return;
+    const GemmShape& g = op.gemm;
+    const int64_t outlier_k =
+        static_cast<int64_t>(std::llround(p_.outlier_fraction * static_cast<double>(k)));
+    op.outlier_flops = checked_mul(2, g.batch, g.m, g.n, outlier_k);
+    const int64_t x = checked_mul(g.batch, g.m, k);
+    const int64_t y = checked_mul(g.batch, g.m, g.n);
+    op.bytes.activations =
+        checked_add(op.bytes.activations, act_bytes(x), storage_bytes(x, DType::fp16),
+                    storage_bytes(checked_mul(2, y), DType::fp16));
+    op.launches += 3;
+  }
+
+  // Reads rows x width activations, writes the same; weights width (RMS) or 2*width (LN).
   void norm(std::string_view name, NormKind kind, int64_t rows, int64_t width) {
     const int64_t elements = checked_mul(rows, width);
     const bool rms = kind == NormKind::rmsnorm;
     Traffic t;
-    t.weights = weight_bytes(rms ? width : checked_mul(2, width));
+    t.weights = small_param_bytes(norm_params(kind, width));
     t.activations = act_bytes(checked_mul(2, elements));
     add(name, OpKind::norm,
         checked_mul(elements, rms ? kRmsNormFlopsPerElement : kLayerNormFlopsPerElement), t);
@@ -133,117 +204,374 @@ class OpListBuilder {
     add(name, OpKind::elementwise, checked_mul(elements, kResidualFlopsPerElement), t);
   }
 
+  // In-place elementwise op over `elements` activations (read and written).
+  void elementwise(std::string_view name, int64_t elements, int64_t flops_per_element) {
+    Traffic t;
+    t.activations = act_bytes(checked_mul(2, elements));
+    add(name, OpKind::elementwise, checked_mul(elements, flops_per_element), t);
+  }
+
+  // act(gate) * up (gated, reads two tensors) or act(up) (plain), `elements` outputs.
+  void activation(std::string_view name, int64_t elements, MlpKind kind, Activation a) {
+    const int64_t inputs = kind == MlpKind::gated ? 2 : 1;
+    Traffic t;
+    t.activations = act_bytes(checked_mul(inputs + 1, elements));
+    add(name, OpKind::elementwise, checked_mul(elements, activation_flops_per_element(kind, a)), t);
+  }
+
+  // New tokens' K/V (or latents) copied into the cache in the KV format.
+  void cache_write(std::string_view name, int64_t elements) {
+    Traffic t;
+    t.activations = act_bytes(elements);
+    t.kv_write = kv_bytes(elements);
+    add(name, OpKind::kv_write, 0, t);
+  }
+
  private:
   const Precision& p_;
   std::vector<Op>& out_;
+  std::string_view group_;
   int64_t repeat_ = 1;
 };
+
+// Everything a layer builder needs about the step.
+struct StepDims {
+  int64_t B;       // sequences
+  int64_t T;       // new tokens per sequence
+  int64_t P;       // cached tokens per sequence
+  int64_t tokens;  // B*T rows of every per-token GEMM
+  int64_t D;
+  bool causal;
+  bool write_cache;
+};
+
+// (query, key) pairs per head and sequence for this layer kind.
+int64_t pairs_for(const StepDims& s, const LayerKind& k) {
+  if (!s.causal) return checked_mul(s.T, checked_add(s.P, s.T));  // bidirectional
+  return attention_pairs(s.T, s.P, k.local ? k.attention.window : 0);
+}
+
+// Past tokens one layer reads from the cache: all of them, or the last W-1 for a window.
+int64_t past_read(const StepDims& s, const LayerKind& k) {
+  return k.local ? std::min(s.P, k.attention.window - 1) : s.P;
+}
+
+void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
+  const Attention& a = k.attention;
+  const int64_t N = a.n_heads, K = a.n_kv_heads, H = a.head_dim;
+  const int64_t q_width = checked_mul(N, H);
+  const int64_t kv_width = checked_mul(K, H);
+  const int64_t producers = k.count / a.kv_share;  // layers that project and store K, V
+  b.norm("attn_norm", norm, s.tokens, s.D);
+  if (a.kv_share == 1) {
+    b.gemm("qkv_proj", s.tokens, checked_add(q_width, checked_mul(2, kv_width)), s.D, a.qkv_bias);
+    b.elementwise("rope", checked_mul(s.tokens, checked_add(q_width, kv_width)),
+                  kRopeFlopsPerElement);
+    if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, 2, kv_width));
+  } else {
+    // Cross-layer attention: every layer projects Q; one layer per group projects, rotates
+    // and stores K and V, which the others reuse.
+    b.gemm("q_proj", s.tokens, q_width, s.D, a.qkv_bias);
+    b.elementwise("rope_q", checked_mul(s.tokens, q_width), kRopeFlopsPerElement);
+    const int64_t all = b.repeat();
+    b.set_repeat(producers);
+    b.gemm("kv_proj", s.tokens, checked_mul(2, kv_width), s.D, a.qkv_bias);
+    b.elementwise("rope_k", checked_mul(s.tokens, kv_width), kRopeFlopsPerElement);
+    if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, 2, kv_width));
+    b.set_repeat(all);
+  }
+  // One fused FlashAttention kernel, split in two rows: scores (QK^T) and values (PV).
+  // Q (B*T, N*H) and O are activations; past K/V come from the cache; the new tokens' K/V
+  // (B*T, K*H each) are still activations. GQA: each cached K/V head is read once and shared
+  // by its G = N/K query heads.
+  const int64_t pairs = pairs_for(s, k);
+  const int64_t matmul_flops = checked_mul(2, s.B, N, H, pairs);
+  const int64_t past_kv = checked_mul(s.B, past_read(s, k), kv_width);
+  const int64_t new_kv = checked_mul(s.tokens, kv_width);
+  const int64_t q_elements = checked_mul(s.tokens, q_width);
+  Traffic scores;
+  scores.activations = b.act_bytes(checked_add(q_elements, new_kv));
+  scores.kv_read = b.kv_bytes(past_kv);
+  b.add("attn_scores", OpKind::attention, matmul_flops, scores, 1);
+  Traffic values;
+  values.activations = b.act_bytes(checked_add(new_kv, q_elements));  // V new, O out
+  values.kv_read = b.kv_bytes(past_kv);
+  b.add("attn_values", OpKind::attention, matmul_flops, values, 0);  // same kernel
+  b.gemm("out_proj", s.tokens, s.D, q_width);
+  b.residual("attn_residual", checked_mul(s.tokens, s.D));
+}
+
+// Multi-head latent attention (DeepSeek-V2 §2.1; HF DeepseekV2Attention). Dimensions:
+// N heads, d_h (nope) + d_r (rope) per query/key head, d_v per value head, latent d_c, query
+// bottleneck d_q. The cache holds the latent c_KV (d_c) and the shared RoPE key (d_r).
+void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm, MlaForm form) {
+  const Attention& a = k.attention;
+  const Mla& x = a.mla;
+  const int64_t N = a.n_heads;
+  const int64_t dh = x.qk_nope_head_dim, dr = x.qk_rope_head_dim, dv = x.v_head_dim;
+  const int64_t dc = x.kv_lora_rank;
+  const int64_t cached = x.cached_elements();  // d_c + d_r
+  b.norm("attn_norm", norm, s.tokens, s.D);
+  const int64_t q_width = checked_mul(N, checked_add(dh, dr));
+  if (x.q_lora_rank > 0) {
+    b.gemm("q_down", s.tokens, x.q_lora_rank, s.D);
+    b.norm("q_norm", NormKind::rmsnorm, s.tokens, x.q_lora_rank);
+    b.gemm("q_up", s.tokens, q_width, x.q_lora_rank);
+  } else {
+    b.gemm("q_proj", s.tokens, q_width, s.D);
+  }
+  b.gemm("kv_down", s.tokens, cached, s.D);  // latent c_KV and the RoPE key k^R
+  b.norm("kv_norm", NormKind::rmsnorm, s.tokens, dc);
+  b.elementwise("rope", checked_mul(s.tokens, checked_add(checked_mul(N, dr), dr)),
+                kRopeFlopsPerElement);
+  if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, cached));
+  const bool absorbed =
+      form == MlaForm::absorbed || (form == MlaForm::automatic && s.T == 1 && s.causal);
+  const int64_t pairs = pairs_for(s, k);
+  const int64_t past = checked_mul(s.B, s.P);  // cached positions over the batch
+  if (absorbed) {
+    // q_nope (N x d_h) times W^UK (per head d_h x d_c) gives N latent queries of d_c; scores
+    // against the cached latent and k^R (an MQA with d_c + d_r wide keys); the weighted sum
+    // of latents (d_c per head) times W^UV (per head d_c x d_v) gives the heads' outputs.
+    b.gemm("q_absorb", s.tokens, dc, dh, false, N);
+    Traffic scores;
+    scores.activations = b.act_bytes(
+        checked_add(checked_mul(s.tokens, N, checked_add(dc, dr)), checked_mul(s.tokens, cached)));
+    scores.kv_read = b.kv_bytes(checked_mul(past, cached));
+    b.add("attn_scores", OpKind::attention, checked_mul(2, s.B, N, checked_add(dc, dr), pairs),
+          scores, 1);
+    Traffic values;  // the latent already read for the scores is the value: no second read
+    values.activations = b.act_bytes(checked_mul(s.tokens, N, dc));
+    b.add("attn_values", OpKind::attention, checked_mul(2, s.B, N, dc, pairs), values, 0);
+    b.gemm("v_absorb", s.tokens, dv, dc, false, N);
+  } else {
+    // Decompress every position's latent (cached and new) into per-head K_nope and V with
+    // kv_up (W^UK, W^UV), then attend with N heads of d_h + d_r (keys) and d_v (values).
+    const int64_t positions = checked_mul(s.B, checked_add(s.P, s.T));
+    Op& up = b.gemm("kv_up", positions, checked_mul(N, checked_add(dh, dv)), dc);
+    // The cached latents are read from the cache, not from activations.
+    up.bytes.activations -= b.act_bytes(checked_mul(past, dc));
+    up.bytes.kv_read = b.kv_bytes(checked_mul(past, dc));
+    const int64_t q_elements = checked_mul(s.tokens, q_width);
+    Traffic scores;
+    scores.activations = b.act_bytes(
+        checked_add(q_elements, checked_mul(positions, N, dh), checked_mul(s.tokens, dr)));
+    scores.kv_read = b.kv_bytes(checked_mul(past, dr));
+    b.add("attn_scores", OpKind::attention, checked_mul(2, s.B, N, checked_add(dh, dr), pairs),
+          scores, 1);
+    Traffic values;
+    values.activations =
+        b.act_bytes(checked_add(checked_mul(positions, N, dv), checked_mul(s.tokens, N, dv)));
+    b.add("attn_values", OpKind::attention, checked_mul(2, s.B, N, dv, pairs), values, 0);
+  }
+  b.gemm("out_proj", s.tokens, s.D, checked_mul(N, dv));
+  b.residual("attn_residual", checked_mul(s.tokens, s.D));
+}
+
+// Mamba-1 mixer (Gu & Dao 2023, Algorithm 2; HF MambaMixer). d_inner = expand*D.
+void add_mamba(OpListBuilder& b, const StepDims& s, const Model& m, const LayerKind& k) {
+  const Mamba& x = k.mamba;
+  const int64_t di = mamba_inner_dim(m, x);
+  const int64_t rows = s.tokens;
+  b.norm("mamba_norm", m.norm, rows, s.D);
+  b.gemm("mamba_in_proj", rows, checked_mul(2, di), s.D);  // x and the gate z
+  {
+    // Depthwise causal conv (width d_conv) + bias + SiLU. Decode reads and writes the conv
+    // state (d_inner x d_conv per sequence); a prefill writes the final one.
+    const int64_t elements = checked_mul(rows, di);
+    const int64_t state = checked_mul(s.B, di, x.d_conv);
+    Traffic t;
+    t.weights =
+        b.small_param_bytes(checked_add(checked_mul(di, x.d_conv), x.conv_bias ? di : int64_t{0}));
+    t.activations = b.act_bytes(checked_mul(2, elements));
+    t.kv_read = s.P > 0 ? b.kv_bytes(state) : 0;
+    t.kv_write = s.write_cache ? b.kv_bytes(state) : 0;
+    b.add("mamba_conv", OpKind::elementwise,
+          checked_mul(elements, checked_add(checked_mul(2, x.d_conv), 5)), t);
+  }
+  const int64_t bc_width = checked_mul(2, x.d_state);
+  b.gemm("mamba_x_proj", rows, checked_add(x.dt_rank, bc_width), di);  // dt, B, C
+  if (x.inner_norms)
+    b.norm("mamba_inner_norm", NormKind::rmsnorm, rows, checked_add(x.dt_rank, bc_width));
+  b.gemm("mamba_dt_proj", rows, di, x.dt_rank, true);
+  {
+    // Selective scan with the gate: reads x, dt, z (d_inner each) and B, C per token, writes
+    // y; the state h (d_inner x d_state) stays on chip within a step (the fused kernel), and
+    // is read and written once per decode step.
+    const int64_t state = checked_mul(s.B, di, x.d_state);
+    const int64_t per_token = checked_add(checked_mul(di, x.d_state, kScanFlopsPerState),
+                                          checked_mul(di, kScanFlopsPerChannel));
+    Traffic t;
+    t.weights = b.small_param_bytes(checked_add(checked_mul(di, x.d_state), di));  // A_log, D
+    t.activations = b.act_bytes(checked_mul(rows, checked_add(checked_mul(4, di), bc_width)));
+    t.kv_read = s.P > 0 ? b.kv_bytes(state) : 0;
+    t.kv_write = s.write_cache ? b.kv_bytes(state) : 0;
+    b.add("mamba_scan", OpKind::scan, checked_mul(rows, per_token), t);
+  }
+  b.gemm("mamba_out_proj", rows, s.D, di);
+  b.residual("mamba_residual", checked_mul(rows, s.D));
+}
+
+// Linear attention in its recurrent form: S_t = S_{t-1} + phi(k_t) v_t^T, o_t = phi(q_t)^T S_t
+// (Katharopoulos et al. 2020). A prefill is costed with the same per-token FLOPs (chunked
+// kernels add intra-chunk work that depends on the chunk size, not modeled).
+void add_linear_attention(OpListBuilder& b, const StepDims& s, const Model& m, const LayerKind& k) {
+  const LinearAttention& x = k.linear;
+  const int64_t rows = s.tokens;
+  const int64_t v_width = checked_mul(x.n_heads, x.head_dim);
+  b.norm("linear_norm", m.norm, rows, s.D);
+  b.gemm("linear_qkv_proj", rows, checked_add(checked_mul(2, x.n_heads, x.key_dim), v_width), s.D);
+  {
+    // phi(q), phi(k): key_dim -> feature_dim per head.
+    const int64_t outputs = checked_mul(rows, 2, x.n_heads, x.feature_dim);
+    Traffic t;
+    t.activations =
+        checked_add(b.act_bytes(checked_mul(rows, 2, x.n_heads, x.key_dim)), b.act_bytes(outputs));
+    b.add("linear_feature_map", OpKind::elementwise,
+          checked_mul(outputs, kFeatureMapFlopsPerFeature), t);
+  }
+  {
+    const int64_t state_per_head =
+        checked_mul(x.feature_dim, checked_add(x.head_dim, x.normalizer ? int64_t{1} : int64_t{0}));
+    const int64_t state = checked_mul(s.B, x.n_heads, state_per_head);
+    Traffic t;
+    t.activations = b.act_bytes(
+        checked_add(checked_mul(rows, 2, x.n_heads, x.feature_dim), checked_mul(2, rows, v_width)));
+    t.kv_read = s.P > 0 ? b.kv_bytes(state) : 0;
+    t.kv_write = s.write_cache ? b.kv_bytes(state) : 0;
+    b.add("linear_state", OpKind::scan, checked_mul(4, rows, x.n_heads, state_per_head), t);
+  }
+  if (x.output_gate) {
+    // MiniMax-01: RMSNorm over the heads' outputs, times sigmoid(x W_g) (sigmoid 4 + product).
+    b.norm("linear_out_norm", NormKind::rmsnorm, rows, v_width);
+    b.gemm("linear_gate_proj", rows, v_width, s.D);
+    b.activation("linear_gate", checked_mul(rows, v_width), MlpKind::gated, Activation::silu);
+  }
+  b.gemm("linear_out_proj", rows, s.D, v_width);
+  b.residual("linear_residual", checked_mul(rows, s.D));
+}
+
+void add_dense_mlp(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
+  const int64_t F = k.mlp.d_ff;
+  b.norm("mlp_norm", norm, s.tokens, s.D);
+  if (k.mlp.kind == MlpKind::gated) b.gemm("mlp_gate", s.tokens, F, s.D);  // (B*T, D) -> F
+  b.gemm("mlp_up", s.tokens, F, s.D);
+  b.activation("mlp_act", checked_mul(s.tokens, F), k.mlp.kind, k.mlp.activation);
+  b.gemm("mlp_down", s.tokens, s.D, F);  // (B*T, F) -> D
+  b.residual("mlp_residual", checked_mul(s.tokens, s.D));
+}
+
+// Routed experts (Mixtral; DeepSeekMoE with shared experts). Each token's hidden state goes
+// to top_k experts: expert GEMMs see B*T*top_k rows in total, and read the weights of the
+// experts touched (expected count under uniform routing).
+void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
+  const Moe& e = k.moe;
+  const int64_t rows = s.tokens;
+  const int64_t routed = checked_mul(rows, e.top_k);
+  b.norm("mlp_norm", norm, rows, s.D);
+  {
+    Op& router = b.gemm("moe_router", rows, e.n_experts, s.D);
+    router.bytes.weights = b.small_param_bytes(checked_mul(s.D, e.n_experts));
+    Traffic t;
+    t.activations = b.act_bytes(checked_mul(rows, e.n_experts));
+    b.add("moe_topk", OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit), t);
+  }
+  const double touched =
+      expected_experts_touched(e.n_experts, e.top_k, rows) / static_cast<double>(e.n_experts);
+  auto expert_gemm = [&](std::string_view name, int64_t n, int64_t kdim) {
+    Op& op = b.gemm(name, routed, n, kdim);
+    // The gemm costed one matrix; E experts exist, `touched` of them are read.
+    const double all = static_cast<double>(op.bytes.weights) * static_cast<double>(e.n_experts);
+    op.bytes.weights = static_cast<int64_t>(std::llround(all * touched));
+  };
+  if (e.kind == MlpKind::gated) expert_gemm("moe_gate", e.d_ff, s.D);
+  expert_gemm("moe_up", e.d_ff, s.D);
+  b.activation("moe_act", checked_mul(routed, e.d_ff), e.kind, e.activation);
+  expert_gemm("moe_down", s.D, e.d_ff);
+  {
+    Traffic t;  // weighted sum of each token's top_k expert outputs
+    t.activations = b.act_bytes(checked_add(checked_mul(routed, s.D), checked_mul(rows, s.D)));
+    b.add("moe_combine", OpKind::elementwise, checked_mul(routed, s.D, kCombineFlopsPerElement), t);
+  }
+  if (e.n_shared > 0) {
+    // Shared experts see every token: one MLP of n_shared * shared_d_ff hidden units.
+    const int64_t F = checked_mul(e.n_shared, e.shared_d_ff);
+    if (e.kind == MlpKind::gated) b.gemm("shared_gate", rows, F, s.D);
+    b.gemm("shared_up", rows, F, s.D);
+    b.activation("shared_act", checked_mul(rows, F), e.kind, e.activation);
+    b.gemm("shared_down", rows, s.D, F);
+  }
+  b.residual("mlp_residual", checked_mul(rows, s.D));
+}
 
 }  // namespace
 
 void build_ops(const Model& model, const Precision& precision, const StepShape& shape,
-               std::vector<Op>& out) {
+               std::vector<Op>& out, MlaForm mla_form) {
   out.clear();
   OpListBuilder b(precision, out);
-  const Attention& a = model.attention;
   const int64_t B = shape.batch;
   const int64_t T = shape.new_tokens;
-  const int64_t P = shape.past_tokens;
   const int64_t D = model.d_model;
-  const int64_t F = model.mlp.d_ff;
-  const int64_t N = a.n_heads;
-  const int64_t K = a.n_kv_heads;
-  const int64_t H = a.head_dim;
   const int64_t V = model.vocab_size;
-  const int64_t tokens = checked_mul(B, T);  // rows of every per-token GEMM: B*T
-  const int64_t q_width = checked_mul(N, H);
-  const int64_t kv_width = checked_mul(K, H);
-  const int64_t qkv_width = checked_add(q_width, checked_mul(2, kv_width));  // (N+2K)*H
+  const StepDims s{B, T, shape.past_tokens, checked_mul(B, T), D, shape.causal, shape.write_cache};
 
-  // ---- embedding (once) ----
+  // ---- embedding (once): B*T rows of D gathered from the (V, D) table, not streamed ----
   {
-    // B*T rows of D gathered from the (V, D) table; the table is not streamed.
-    const int64_t elements = checked_mul(tokens, D);
     Traffic t;
-    t.weights = b.weight_bytes(elements);
-    t.activations = b.act_bytes(elements);
+    t.weights = storage_bytes(checked_mul(s.tokens, D), precision.embedding);
+    t.activations = b.act_bytes(checked_mul(s.tokens, D));
     b.add("embedding", OpKind::gather, 0, t);
   }
 
-  // ---- per layer (repeat L) ----
-  b.set_repeat(model.n_layers);
-  b.norm("attn_norm", model.norm, tokens, D);
-  b.gemm("qkv_proj", tokens, qkv_width, D, a.qkv_bias);  // x: (B*T, D) -> (B*T, (N+2K)*H)
-  {
-    // RoPE on q and k in place: (B*T, (N+K)*H) read and written.
-    const int64_t elements = checked_mul(tokens, checked_add(q_width, kv_width));
-    Traffic t;
-    t.activations = b.act_bytes(checked_mul(2, elements));
-    b.add("rope", OpKind::elementwise, checked_mul(elements, kRopeFlopsPerElement), t);
+  // ---- each layer kind (repeat = its layer count) ----
+  for (const LayerKind& k : model.layers) {
+    b.set_group(model.is_hybrid() ? std::string_view(k.label) : std::string_view(), k.count);
+    switch (k.mixer) {
+      case MixerKind::attention:
+        if (k.attention.kind == AttentionKind::mla) {
+          add_mla(b, s, k, model.norm, mla_form);
+        } else {
+          add_attention(b, s, k, model.norm);
+        }
+        break;
+      case MixerKind::mamba:
+        add_mamba(b, s, model, k);
+        break;
+      case MixerKind::linear_attention:
+        add_linear_attention(b, s, model, k);
+        break;
+    }
+    if (k.sandwich_norms) b.norm("attn_post_norm", model.norm, s.tokens, D);
+    switch (k.ffn) {
+      case FfnKind::dense:
+        add_dense_mlp(b, s, k, model.norm);
+        break;
+      case FfnKind::moe:
+        add_moe(b, s, k, model.norm);
+        break;
+      case FfnKind::none:
+        break;
+    }
+    if (k.sandwich_norms && k.ffn != FfnKind::none) {
+      b.norm("mlp_post_norm", model.norm, s.tokens, D);
+    }
   }
-  {
-    // The new tokens' K and V (B*T, 2*K*H) copied into the cache: read as activations,
-    // written in the KV-cache format. Only the new tokens are written.
-    const int64_t elements = checked_mul(tokens, 2, kv_width);
-    Traffic t;
-    t.activations = b.act_bytes(elements);
-    t.kv_write = b.kv_bytes(elements);
-    b.add("kv_cache_write", OpKind::kv_write, 0, t);
-  }
-  {
-    // One fused FlashAttention kernel, split in two rows: scores (QK^T) and values (PV).
-    // Q (B*T, N*H) and O are activations; past K/V (B*P, K*H each) come from the cache; the
-    // new tokens' K/V (B*T, K*H each) are still activations. GQA: each cached K/V head is read
-    // once and shared by its G = N/K query heads.
-    const int64_t pairs = causal_attention_pairs(T, P);
-    const int64_t matmul_flops = checked_mul(2, B, N, H, pairs);   // per matmul
-    const int64_t past_kv_elements = checked_mul(B, P, kv_width);  // K (or V) of the past
-    const int64_t new_kv_elements = checked_mul(tokens, kv_width);
-    const int64_t q_elements = checked_mul(tokens, q_width);
-    Traffic scores;
-    scores.activations = b.act_bytes(checked_add(q_elements, new_kv_elements));
-    scores.kv_read = b.kv_bytes(past_kv_elements);
-    b.add("attn_scores", OpKind::attention, matmul_flops, scores, 1);
-    Traffic values;
-    values.activations = b.act_bytes(checked_add(new_kv_elements, q_elements));  // V new, O out
-    values.kv_read = b.kv_bytes(past_kv_elements);
-    b.add("attn_values", OpKind::attention, matmul_flops, values, 0);  // same kernel
-  }
-  b.gemm("out_proj", tokens, D, q_width, false);  // (B*T, N*H) -> (B*T, D)
-  b.residual("attn_residual", checked_mul(tokens, D));
-  b.norm("mlp_norm", model.norm, tokens, D);
-  if (model.mlp.kind == MlpKind::gated) {
-    b.gemm("mlp_gate", tokens, F, D, false);  // (B*T, D) -> (B*T, F)
-    b.gemm("mlp_up", tokens, F, D, false);
-  } else {
-    b.gemm("mlp_up", tokens, F, D, false);
-  }
-  {
-    // gated: act(gate) * up, reads two (B*T, F) tensors; plain: act(up), reads one.
-    const int64_t elements = checked_mul(tokens, F);
-    const int64_t inputs = model.mlp.kind == MlpKind::gated ? 2 : 1;
-    Traffic t;
-    t.activations = b.act_bytes(checked_mul(inputs + 1, elements));
-    b.add("mlp_act", OpKind::elementwise,
-          checked_mul(elements, activation_flops_per_element(model.mlp)), t);
-  }
-  b.gemm("mlp_down", tokens, D, F, false);  // (B*T, F) -> (B*T, D)
-  b.residual("mlp_residual", checked_mul(tokens, D));
 
   // ---- head (once) ----
-  b.set_repeat(1);
-  // Only the last position of each sequence needs logits: prefill normalises and projects B
-  // rows, not B*T. Decode has T = 1, so it is B rows either way.
-  const int64_t logit_rows = B;
+  b.set_group({}, 1);
+  // Only the positions that need logits are normalised and projected: the last one of each
+  // sequence for prefill and decode, the block being denoised for diffusion.
+  const int64_t logit_rows = checked_mul(B, shape.logit_tokens);
   b.norm("final_norm", model.norm, logit_rows, D);
   {
-    // lm head: (B, D) x (D, V); the (V, D) matrix is streamed whole (tied or not).
-    const int64_t flops = checked_mul(2, logit_rows, D, V);
+    // lm head: (rows, D) x (D, V); the (V, D) matrix is streamed whole (tied or not).
     Traffic t;
-    t.weights = b.weight_bytes(checked_mul(D, V));
+    t.weights = storage_bytes(checked_mul(D, V), precision.embedding);
     t.activations = checked_add(b.act_bytes(checked_mul(logit_rows, D)),
                                 storage_bytes(checked_mul(logit_rows, V), kLogitsDType));
-    b.add("lm_head", OpKind::gemm, flops, t).gemm = GemmShape{logit_rows, V, D};
+    Op& head = b.add("lm_head", OpKind::gemm, checked_mul(2, logit_rows, D, V), t);
+    head.gemm = GemmShape{logit_rows, V, D, 1};
   }
   {
     const int64_t logits = checked_mul(logit_rows, V);

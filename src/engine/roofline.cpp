@@ -23,17 +23,33 @@ std::string_view bound_name(Bound b) {
 }
 
 DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
-  const PeakClass matrix = matrix_peak_class(precision.activations);
+  const std::string compute(dtype_name(precision.activations));
+  const auto matrix = matrix_peak_class(precision.activations);
+  if (!matrix) {
+    throw std::invalid_argument(compute +
+                                " is a storage format only: no hardware multiplies in it; use "
+                                "it for weights and compute in bf16 or fp16");
+  }
   DeviceRates r;
-  r.matrix_flops = hw.peak(matrix);
+  r.matrix_flops = hw.peak(*matrix);
   r.vector_flops = hw.peak(PeakClass::fp32);
   r.bandwidth = hw.device_memory().bandwidth;
   r.kernel_overhead_s = hw.kernel_overhead_s;
   if (r.matrix_flops <= 0) {
     throw std::invalid_argument(
-        "hardware " + hw.name + " has no " + std::string(peak_class_name(matrix)) +
-        " peak in its spec, so compute in " + std::string(dtype_name(precision.activations)) +
-        " cannot be costed on it");
+        "hardware " + hw.name + " has no " + std::string(peak_class_name(*matrix)) +
+        " peak in its spec, so compute in " + compute + " cannot be costed on it");
+  }
+  if (precision.outlier_fraction > 0) {
+    if (*matrix != PeakClass::int8) {
+      throw std::invalid_argument("LLM.int8() outlier decomposition needs int8 activations, not " +
+                                  compute);
+    }
+    r.outlier_flops = hw.peak(PeakClass::fp16);
+    if (r.outlier_flops <= 0) {
+      throw std::invalid_argument("hardware " + hw.name +
+                                  " has no fp16 peak for LLM.int8()'s fp16 outliers");
+    }
   }
   return r;
 }
@@ -41,7 +57,9 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
 OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
   OpCost c;
   const double peak = uses_matrix_units(op.kind) ? rates.matrix_flops : rates.vector_flops;
-  c.compute_s = static_cast<double>(op.flops) / peak;
+  c.compute_s = static_cast<double>(op.flops - op.outlier_flops) / peak;
+  if (op.outlier_flops > 0)
+    c.compute_s += static_cast<double>(op.outlier_flops) / rates.outlier_flops;
   c.memory_s = static_cast<double>(op.bytes.total()) / rates.bandwidth;
   c.overhead_s = static_cast<double>(op.launches) * rates.kernel_overhead_s;
   c.bound = c.compute_s > c.memory_s ? Bound::compute : Bound::memory;

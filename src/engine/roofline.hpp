@@ -25,13 +25,15 @@ std::string_view bound_name(Bound b);
 
 // The rates an operator of a given kind runs at on a given device and precision.
 struct DeviceRates {
-  double matrix_flops = 0;  // FLOP/s for gemm and attention at the compute dtype
-  double vector_flops = 0;  // FLOP/s for elementwise work (the fp32 non-matrix peak)
-  double bandwidth = 0;     // device-memory bytes/s
+  double matrix_flops = 0;   // FLOP/s for gemm and attention at the compute dtype
+  double vector_flops = 0;   // FLOP/s for elementwise work (the fp32 non-matrix peak)
+  double outlier_flops = 0;  // FLOP/s of LLM.int8()'s fp16 outlier products (fp16 peak)
+  double bandwidth = 0;      // device-memory bytes/s
   double kernel_overhead_s = 0;
 };
 
-// Throws std::invalid_argument when the device has no peak for the compute dtype.
+// Throws std::invalid_argument when the device has no peak for the compute dtype (or for
+// fp16, with LLM.int8() outliers).
 DeviceRates device_rates(const Hardware& hw, const Precision& precision);
 
 struct OpCost {           // one instance of the op

@@ -6,6 +6,7 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include "report/model_summary.hpp"
 #include "report/table.hpp"
 #include "report/units.hpp"
 
@@ -55,6 +56,7 @@ json phase_json(const PhaseResult& p, const char* time_key) {
 json op_json(const OpRow& row, engine::Phase phase) {
   const engine::Op& op = row.op;
   json j{{"phase", str(engine::phase_name(phase))},
+         {"group", str(op.group)},
          {"name", str(op.name)},
          {"kind", str(engine::op_kind_name(op.kind))},
          {"repeat", op.repeat},
@@ -69,15 +71,22 @@ json op_json(const OpRow& row, engine::Phase phase) {
          {"total_time_s", row.cost.time_s * static_cast<double>(op.repeat)},
          {"bound", str(engine::bound_name(row.cost.bound))}};
   if (op.kind == engine::OpKind::gemm) {
-    j["gemm"] = json{{"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}};
+    j["gemm"] =
+        json{{"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}, {"batch", op.gemm.batch}};
   }
+  if (op.outlier_flops > 0) j["outlier_flops"] = op.outlier_flops;
   return j;
 }
 
 json precision_json(const engine::Precision& p) {
-  return json{{"weights", str(engine::dtype_name(p.weights))},
+  return json{{"weights", str(engine::dtype_name(p.weights.dtype))},
+              {"group_size", p.weights.group_size},
+              {"zero_points", p.weights.zero_points},
+              {"salient_fraction", p.weights.salient_fraction},
+              {"embedding", str(engine::dtype_name(p.embedding))},
               {"activations", str(engine::dtype_name(p.activations))},
-              {"kv_cache", str(engine::dtype_name(p.kv_cache))}};
+              {"kv_cache", str(engine::dtype_name(p.kv_cache))},
+              {"outlier_fraction", p.outlier_fraction}};
 }
 
 }  // namespace
@@ -105,6 +114,19 @@ json result_json(const WorkloadResult& r) {
          {"tpot_s", r.tpot_s},
          {"e2e_s", r.e2e_s},
          {"decode_throughput_tok_s", r.decode_throughput_tok_s}};
+  if (r.diffusion) {
+    const auto& d = *r.diffusion;
+    j["diffusion"] = json{{"block_length", d.options.block_length},
+                          {"steps", d.options.steps},
+                          {"cache_prefix", d.options.cache_prefix},
+                          {"blocks", d.blocks},
+                          {"total_steps", d.total_steps},
+                          {"step_time_s", d.first_step_s},
+                          {"ttft_s", d.ttft_s},
+                          {"time_s", d.time_s},
+                          {"flops", d.flops},
+                          {"tokens_per_s", d.tokens_per_s}};
+  }
   if (r.sampling) {
     j["sampling"] = json{{"naive_flops", r.sampling->naive_flops},
                          {"naive_time_s", r.sampling->naive_time_s},
@@ -124,20 +146,9 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
   const engine::Model& m = *ctx.model;
   const engine::Hardware& hw = *ctx.hardware;
   json j;
-  j["model"] = json{{"name", m.name},
-                    {"params", ctx.figures.params},
-                    {"weight_bytes", ctx.figures.weight_bytes},
-                    {"kv_bytes_per_token", ctx.figures.kv_bytes_per_token},
-                    {"n_layers", m.n_layers},
-                    {"d_model", m.d_model},
-                    {"vocab_size", m.vocab_size},
-                    {"attention",
-                     {{"kind", str(engine::attention_kind_name(m.attention.kind))},
-                      {"n_heads", m.attention.n_heads},
-                      {"n_kv_heads", m.attention.n_kv_heads},
-                      {"head_dim", m.attention.head_dim}}},
-                    {"d_ff", m.mlp.d_ff},
-                    {"max_context", m.max_context}};
+  j["model"] = model_json(m);
+  j["model"]["weight_bytes"] = ctx.figures.weight_bytes;
+  j["model"]["kv_bytes_per_token"] = ctx.figures.kv_bytes_per_token;
   j["hardware"] = json{{"name", hw.name},
                        {"peak_flops", ctx.rates.matrix_flops},
                        {"vector_peak_flops", ctx.rates.vector_flops},
@@ -174,7 +185,7 @@ std::string op_table(const std::vector<OpRow>& rows, double phase_time) {
     const engine::Op& op = row.op;
     const double n = static_cast<double>(op.repeat);
     const double total_time = row.cost.time_s * n;
-    t.add_row({str(op.name), str(engine::op_kind_name(op.kind)), std::to_string(op.repeat),
+    t.add_row({op_label(op), str(engine::op_kind_name(op.kind)), std::to_string(op.repeat),
                format_flops(static_cast<double>(op.flops) * n),
                format_bytes(static_cast<double>(op.bytes.total()) * n),
                format_bytes(static_cast<double>(op.bytes.weights) * n),
@@ -195,20 +206,21 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
   const engine::Precision& p = ctx.options.precision;
   std::string out;
   auto o = std::back_inserter(out);
-  fmt::format_to(o, "{} on {} · method {} · weights {}, activations {}, KV cache {}\n", m.name,
-                 hw.name, engine::method_name(ctx.options.method), engine::dtype_name(p.weights),
-                 engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache));
-  fmt::format_to(o,
-                 "model     {} params · {} weights · {} KV cache per token · {} layers, {} "
-                 "{}×{} (KV heads {})\n",
-                 format_count(static_cast<double>(ctx.figures.params)),
+  fmt::format_to(o, "{} on {} · method {} · {}\n", m.name, hw.name,
+                 engine::method_name(ctx.options.method), engine::describe(p));
+  const std::string active =
+      ctx.figures.active_params != ctx.figures.params
+          ? fmt::format(" ({} active)",
+                        format_count(static_cast<double>(ctx.figures.active_params)))
+          : std::string();
+  fmt::format_to(o, "model     {} params{} · {} weights · {} KV cache per token · {} layers: {}\n",
+                 format_count(static_cast<double>(ctx.figures.params)), active,
                  format_bytes(static_cast<double>(ctx.figures.weight_bytes)),
-                 format_bytes(static_cast<double>(ctx.figures.kv_bytes_per_token)), m.n_layers,
-                 engine::attention_kind_name(m.attention.kind), m.attention.n_heads,
-                 m.attention.head_dim, m.attention.n_kv_heads);
+                 format_bytes(static_cast<double>(ctx.figures.kv_bytes_per_token)), m.n_layers(),
+                 layer_summary(m));
   fmt::format_to(o, "hardware  {} {} · {} · {} · ridge {} FLOP/B · {} per kernel\n\n",
                  format_flop_rate(ctx.rates.matrix_flops),
-                 engine::peak_class_name(engine::matrix_peak_class(p.activations)),
+                 engine::peak_class_name(*engine::matrix_peak_class(p.activations)),
                  format_bandwidth(ctx.rates.bandwidth),
                  format_bytes(static_cast<double>(hw.device_memory().capacity_bytes)),
                  significant(ridge(ctx)), format_time(ctx.rates.kernel_overhead_s));
@@ -239,6 +251,35 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
       "\nTTFT: prefill of the whole batch, lm head on the last position only. decode step: "
       "context = prompt.\nTPOT: mean decode step over the gen-1 later tokens. memory: weights "
       "+ KV cache at prompt+gen-1 tokens + peak activations.\n";
+
+  bool any_diffusion = false;
+  for (const WorkloadResult& r : results) any_diffusion = any_diffusion || r.diffusion.has_value();
+  if (any_diffusion) {
+    Table d;
+    for (const char* h : {"batch", "prompt", "gen", "block", "steps", "step", "first block",
+                          "total", "tokens/s", "vs decode"}) {
+      d.add_column(h);
+    }
+    for (const WorkloadResult& r : results) {
+      if (!r.diffusion) continue;
+      const auto& x = *r.diffusion;
+      const double ar_tokens_per_s =
+          static_cast<double>(r.workload.batch * r.workload.generate) / r.e2e_s;
+      d.add_row({std::to_string(r.workload.batch), std::to_string(r.workload.prompt),
+                 std::to_string(r.workload.generate), std::to_string(x.options.block_length),
+                 std::to_string(x.options.steps), format_time(x.first_step_s),
+                 format_time(x.ttft_s), format_time(x.time_s), significant(x.tokens_per_s),
+                 fmt::format("{}×", significant(x.tokens_per_s / ar_tokens_per_s))});
+    }
+    fmt::format_to(o,
+                   "\nDiffusion generation ({}): each step a bidirectional forward; tokens/s "
+                   "counts all gen tokens, vs decode = against prefill + autoregressive decode "
+                   "(e2e):\n",
+                   results.front().diffusion && results.front().diffusion->options.cache_prefix
+                       ? "block diffusion, prefix cached"
+                       : "whole sequence every step, LLaDA-style");
+    out += d.render();
+  }
 
   bool any_sampling = false;
   for (const WorkloadResult& r : results) any_sampling = any_sampling || r.sampling.has_value();
@@ -308,9 +349,9 @@ void append_csv_field(std::string& out, std::string_view s) {
 void append_csv_header(std::string& out) {
   out +=
       "model,hardware,method,weights_dtype,activations_dtype,kv_cache_dtype,batch,prompt,"
-      "generate,prefill_batch,params,weight_bytes,kv_bytes_per_token,kv_bytes_per_sequence,prefill_"
-      "flops,"
-      "prefill_bytes,prefill_intensity,prefill_time_s,prefill_bound,decode_flops,decode_bytes,"
+      "generate,prefill_batch,params,active_params,weight_bytes,kv_bytes_per_token,"
+      "kv_bytes_per_sequence,prefill_flops,prefill_bytes,prefill_intensity,prefill_time_s,prefill_"
+      "bound,decode_flops,decode_bytes,"
       "decode_intensity,decode_step_time_s,decode_bound,kv_cache_bytes,activation_bytes,"
       "total_bytes,capacity_bytes,fits,max_batch,ttft_s,tpot_s,e2e_s,"
       "decode_throughput_tok_s\n";
@@ -326,13 +367,13 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
   fmt::format_to(
       fmt::appender(row),
       FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-                  "{},{},{},{},{},{},{},{},{}\n"),
-      engine::method_name(ctx.options.method), engine::dtype_name(p.weights),
+                  "{},{},{},{},{},{},{},{},{},{}\n"),
+      engine::method_name(ctx.options.method), engine::dtype_name(p.weights.dtype),
       engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache), r.workload.batch,
       r.workload.prompt, r.workload.generate, r.workload.prefill_batch, ctx.figures.params,
-      ctx.figures.weight_bytes, ctx.figures.kv_bytes_per_token, r.kv_bytes_per_sequence,
-      r.prefill.flops, r.prefill.bytes.total(), r.prefill.intensity, r.prefill.time_s,
-      engine::bound_name(r.prefill.bound), r.decode.flops, r.decode.bytes.total(),
+      ctx.figures.active_params, ctx.figures.weight_bytes, ctx.figures.kv_bytes_per_token,
+      r.kv_bytes_per_sequence, r.prefill.flops, r.prefill.bytes.total(), r.prefill.intensity,
+      r.prefill.time_s, engine::bound_name(r.prefill.bound), r.decode.flops, r.decode.bytes.total(),
       r.decode.intensity, r.decode.time_s, engine::bound_name(r.decode.bound),
       r.memory.kv_cache_bytes, r.memory.activation_bytes, r.memory.total_bytes,
       r.memory.capacity_bytes, r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s,
@@ -342,8 +383,9 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
 
 std::string ops_csv(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results) {
   std::string out =
-      "model,hardware,method,batch,prompt,generate,phase,op,kind,repeat,launches,gemm_m,gemm_n,"
-      "gemm_k,flops,weight_bytes,activation_bytes,kv_read_bytes,kv_write_bytes,bytes,"
+      "model,hardware,method,batch,prompt,generate,phase,group,op,kind,repeat,launches,gemm_m,"
+      "gemm_n,gemm_k,gemm_batch,flops,weight_bytes,activation_bytes,kv_read_bytes,kv_write_bytes,"
+      "bytes,"
       "intensity,compute_s,memory_s,overhead_s,time_s,total_time_s,bound\n";
   for (const WorkloadResult& r : results) {
     for (engine::Phase phase : {engine::Phase::prefill, engine::Phase::decode}) {
@@ -355,15 +397,15 @@ std::string ops_csv(const AnalysisContext& ctx, const std::vector<WorkloadResult
         append_csv_field(out, ctx.hardware->name);
         fmt::format_to(
             std::back_inserter(out),
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
             "{}\n",
             engine::method_name(ctx.options.method), r.workload.batch, r.workload.prompt,
-            r.workload.generate, engine::phase_name(phase), op.name, engine::op_kind_name(op.kind),
-            op.repeat, op.launches, op.gemm.m, op.gemm.n, op.gemm.k, op.flops, op.bytes.weights,
-            op.bytes.activations, op.bytes.kv_read, op.bytes.kv_write, op.bytes.total(),
-            engine::intensity(op.flops, op.bytes.total()), row.cost.compute_s, row.cost.memory_s,
-            row.cost.overhead_s, row.cost.time_s, row.cost.time_s * static_cast<double>(op.repeat),
-            engine::bound_name(row.cost.bound));
+            r.workload.generate, engine::phase_name(phase), op.group, op.name,
+            engine::op_kind_name(op.kind), op.repeat, op.launches, op.gemm.m, op.gemm.n, op.gemm.k,
+            op.gemm.batch, op.flops, op.bytes.weights, op.bytes.activations, op.bytes.kv_read,
+            op.bytes.kv_write, op.bytes.total(), engine::intensity(op.flops, op.bytes.total()),
+            row.cost.compute_s, row.cost.memory_s, row.cost.overhead_s, row.cost.time_s,
+            row.cost.time_s * static_cast<double>(op.repeat), engine::bound_name(row.cost.bound));
       }
     }
   }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/quantization.hpp"
+#include "report/model_summary.hpp"
 #include "report/table.hpp"
 #include "report/units.hpp"
 
@@ -15,40 +17,34 @@ using nlohmann::json;
 std::string models_table(const std::vector<engine::Model>& models) {
   Table t;
   t.add_column("model", Align::left);
-  for (const char* h : {"params", "weights bf16", "KV/token bf16", "L", "D", "F"}) t.add_column(h);
-  t.add_column("attention", Align::left);
-  t.add_column("context");
+  for (const char* h : {"params", "active", "weights bf16", "KV growth/token", "KV @ context", "L",
+                        "D", "context"}) {
+    t.add_column(h);
+  }
+  t.add_column("layers", Align::left);
+  const engine::Precision bf16 = engine::Precision::uniform(DType::bf16);
   for (const engine::Model& m : models) {
-    const auto& a = m.attention;
-    t.add_row({m.name, format_count(static_cast<double>(engine::total_params(m))),
-               format_bytes(static_cast<double>(engine::weight_bytes(m, DType::bf16))),
-               format_bytes(static_cast<double>(engine::kv_bytes_per_token(m, DType::bf16))),
-               std::to_string(m.n_layers), std::to_string(m.d_model), std::to_string(m.mlp.d_ff),
-               fmt::format("{} N={} K={} H={}", engine::attention_kind_name(a.kind), a.n_heads,
-                           a.n_kv_heads, a.head_dim),
-               std::to_string(m.max_context)});
+    t.add_row(
+        {m.name, format_count(static_cast<double>(engine::total_params(m))),
+         format_count(static_cast<double>(engine::active_params(m))),
+         format_bytes(static_cast<double>(engine::weight_bytes(m, bf16))),
+         format_bytes(static_cast<double>(engine::kv_bytes_per_token(m, DType::bf16))),
+         format_bytes(static_cast<double>(engine::state_bytes(m, m.max_context, DType::bf16))),
+         std::to_string(m.n_layers()), std::to_string(m.d_model), std::to_string(m.max_context),
+         layer_summary(m)});
   }
   return t.render();
 }
 
 json models_json(const std::vector<engine::Model>& models) {
   json out = json::array();
+  const engine::Precision bf16 = engine::Precision::uniform(DType::bf16);
   for (const engine::Model& m : models) {
-    out.push_back(json{{"name", m.name},
-                       {"source", m.source},
-                       {"params", engine::total_params(m)},
-                       {"weight_bytes_bf16", engine::weight_bytes(m, DType::bf16)},
-                       {"kv_bytes_per_token_bf16", engine::kv_bytes_per_token(m, DType::bf16)},
-                       {"n_layers", m.n_layers},
-                       {"d_model", m.d_model},
-                       {"d_ff", m.mlp.d_ff},
-                       {"vocab_size", m.vocab_size},
-                       {"attention",
-                        {{"kind", std::string(engine::attention_kind_name(m.attention.kind))},
-                         {"n_heads", m.attention.n_heads},
-                         {"n_kv_heads", m.attention.n_kv_heads},
-                         {"head_dim", m.attention.head_dim}}},
-                       {"max_context", m.max_context}});
+    json j = model_json(m);
+    j["weight_bytes_bf16"] = engine::weight_bytes(m, bf16);
+    j["kv_bytes_per_token_bf16"] = engine::kv_bytes_per_token(m, DType::bf16);
+    j["kv_bytes_at_max_context_bf16"] = engine::state_bytes(m, m.max_context, DType::bf16);
+    out.push_back(std::move(j));
   }
   return out;
 }

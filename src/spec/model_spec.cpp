@@ -1,17 +1,31 @@
 // Model spec parsing and validation.
 //
-// Schema (see README "Adding a model"):
+// Schema (README "Adding a model" has the long form):
 //   name, source                      strings, required
 //   family                            string, optional (informational)
+//   derive_from                       a model name in this folder or a path: start from that
+//                                     model and override the keys given here (pruning)
 //   vocab_size, d_model, n_layers     V, D, L: integers > 0
 //   max_context                       integer > 0
-//   attention: {kind: mha|gqa|mqa, n_heads: N, n_kv_heads: K, head_dim: H, qkv_bias: bool}
-//   mlp: {kind: gated|plain, d_ff: F, activation: silu|gelu|relu}
 //   norm: rmsnorm|layernorm           default rmsnorm
 //   tied_embeddings: bool             default false
+//   sandwich_norms: bool              norms after mixer and MLP too (Gemma-2), default false
+//   attention: {kind: mha|gqa|mqa|mla, n_heads, n_kv_heads, head_dim, qkv_bias, window,
+//               kv_share, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+//               v_head_dim}
+//   mlp: {kind: gated|plain, d_ff, activation: silu|gelu|relu|relu2}
+//   moe: {n_experts, top_k, d_ff, n_shared_experts, shared_d_ff, kind, activation}
+//   mamba: {d_state, d_conv, expand, dt_rank, conv_bias, inner_norms}
+//   linear_attention: {n_heads, key_dim, head_dim, feature_dim, normalizer, output_gate}
+//   layers: the layer pattern, a list of "mixer+ffn" tokens (mixer: attention, local, mamba,
+//           linear; ffn: mlp, moe, none), {kind: token, count: n} or
+//           {repeat: n, pattern: [tokens...]}; it must add up to n_layers
+//   diffusion: {block_length, steps, cache_prefix}
 #include "spec/model_spec.hpp"
 
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "engine/overflow.hpp"
 
@@ -21,169 +35,586 @@ namespace {
 
 using engine::Activation;
 using engine::AttentionKind;
+using engine::FfnKind;
+using engine::MixerKind;
 using engine::MlpKind;
 using engine::NormKind;
 
-void parse_attention(MapReader& r, engine::Model& m, std::optional<int64_t> d_model, bool& ok) {
-  const auto kind = r.choice("kind", {"mha", "gqa", "mqa"}, Presence::required);
+Activation activation_of(const std::string& s) {
+  if (s == "silu") return Activation::silu;
+  if (s == "gelu") return Activation::gelu;
+  if (s == "relu") return Activation::relu;
+  return Activation::relu2;
+}
+
+const std::vector<std::string_view> kActivations = {"silu", "gelu", "relu", "relu2"};
+
+// Sections, parsed once; a layer kind copies the ones it uses.
+struct Sections {
+  std::optional<engine::Attention> attention;
+  std::optional<engine::Mlp> mlp;
+  std::optional<engine::Moe> moe;
+  std::optional<engine::Mamba> mamba;
+  std::optional<engine::LinearAttention> linear;
+  bool ok = true;
+};
+
+void parse_attention(MapReader& r, std::optional<int64_t> d_model,
+                     std::optional<int64_t> max_context, Sections& out) {
+  const auto kind = r.choice("kind", {"mha", "gqa", "mqa", "mla"}, Presence::required);
   const auto n_heads = r.integer("n_heads", Presence::required);
   const auto n_kv_heads = r.integer("n_kv_heads", Presence::optional);
   const auto head_dim = r.integer("head_dim", Presence::optional);
   const auto qkv_bias = r.boolean("qkv_bias", Presence::optional);
+  const auto window = r.integer("window", Presence::optional);
+  const auto kv_share = r.integer("kv_share", Presence::optional);
+  const bool mla = kind && *kind == "mla";
+  const Presence mla_key = mla ? Presence::required : Presence::optional;
+  const auto q_lora = r.integer("q_lora_rank", Presence::optional);
+  const auto kv_lora = r.integer("kv_lora_rank", mla_key);
+  const auto nope = r.integer("qk_nope_head_dim", mla_key);
+  const auto rope = r.integer("qk_rope_head_dim", mla_key);
+  const auto v_dim = r.integer("v_head_dim", mla_key);
   r.finish();
   if (!kind || !n_heads) {
-    ok = false;
+    out.ok = false;
     return;
   }
-  engine::Attention& a = m.attention;
+  engine::Attention a;
   a.n_heads = *n_heads;
   a.qkv_bias = qkv_bias.value_or(false);
-  if (*kind == "mha") {
-    a.kind = AttentionKind::mha;
-    a.n_kv_heads = n_kv_heads.value_or(*n_heads);
-    if (a.n_kv_heads != a.n_heads) {
-      r.error_at("n_kv_heads",
-                 fmt::format("kind mha has one KV head per query head, so n_kv_heads must equal "
-                             "n_heads ({}), got {}; use kind gqa",
-                             a.n_heads, a.n_kv_heads));
-      ok = false;
-    }
-  } else if (*kind == "mqa") {
-    a.kind = AttentionKind::mqa;
-    a.n_kv_heads = n_kv_heads.value_or(1);
-    if (a.n_kv_heads != 1) {
-      r.error_at("n_kv_heads",
-                 fmt::format("kind mqa shares one KV head, so n_kv_heads must be 1, got {}; use "
-                             "kind gqa",
-                             a.n_kv_heads));
-      ok = false;
-    }
-  } else {
-    a.kind = AttentionKind::gqa;
-    if (!n_kv_heads) {
-      // Present but invalid has already been reported.
-      if (!r.has("n_kv_heads")) {
-        r.error_at("n_kv_heads", "missing required key (kind gqa needs n_kv_heads)");
+  a.window = window.value_or(0);
+  a.kv_share = kv_share.value_or(1);
+  bool ok = true;
+  if (window && max_context && *window > *max_context) {
+    r.error_at("window", fmt::format("window {} is larger than max_context {}; a window that "
+                                     "long is full attention",
+                                     *window, *max_context));
+    ok = false;
+  }
+  if (*kind == "mla") {
+    a.kind = AttentionKind::mla;
+    for (const char* unused : {"n_kv_heads", "head_dim", "window", "kv_share", "qkv_bias"}) {
+      if (r.has(unused)) {
+        r.error_at(unused, "not used by kind mla (its K and V come from the shared latent)");
+        ok = false;
       }
-      ok = false;
+    }
+    if (!kv_lora || !nope || !rope || !v_dim) {
+      out.ok = false;
       return;
     }
-    a.n_kv_heads = *n_kv_heads;
-    if (a.n_kv_heads > a.n_heads) {
-      r.error_at("n_kv_heads",
-                 fmt::format("n_kv_heads {} exceeds n_heads {}", a.n_kv_heads, a.n_heads));
-      ok = false;
-    } else if (a.n_heads % a.n_kv_heads != 0) {
-      r.error_at("n_kv_heads", fmt::format("n_heads {} is not a multiple of n_kv_heads {}",
-                                           a.n_heads, a.n_kv_heads));
-      ok = false;
+    a.mla = engine::Mla{q_lora.value_or(0), *kv_lora, *nope, *rope, *v_dim};
+    a.n_kv_heads = 0;
+    a.head_dim = *nope + *rope;
+  } else {
+    for (const char* unused :
+         {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
+      if (r.has(unused)) {
+        r.error_at(unused, fmt::format("only used by kind mla, not {}", *kind));
+        ok = false;
+      }
     }
-  }
-  if (head_dim) {
-    a.head_dim = *head_dim;
-  } else if (d_model) {
-    // Without head_dim the usual convention H = D / N applies; it must divide evenly.
-    if (*d_model % a.n_heads != 0) {
-      r.error_at("head_dim",
-                 fmt::format("missing, and d_model {} is not divisible by n_heads {} to derive "
-                             "it; give head_dim",
-                             *d_model, a.n_heads));
-      ok = false;
+    if (*kind == "mha") {
+      a.kind = AttentionKind::mha;
+      a.n_kv_heads = n_kv_heads.value_or(*n_heads);
+      if (a.n_kv_heads != a.n_heads) {
+        r.error_at("n_kv_heads",
+                   fmt::format("kind mha has one KV head per query head, so n_kv_heads must equal "
+                               "n_heads ({}), got {}; use kind gqa",
+                               a.n_heads, a.n_kv_heads));
+        ok = false;
+      }
+    } else if (*kind == "mqa") {
+      a.kind = AttentionKind::mqa;
+      a.n_kv_heads = n_kv_heads.value_or(1);
+      if (a.n_kv_heads != 1) {
+        r.error_at("n_kv_heads",
+                   fmt::format("kind mqa shares one KV head, so n_kv_heads must be 1, got {}; "
+                               "use kind gqa",
+                               a.n_kv_heads));
+        ok = false;
+      }
     } else {
-      a.head_dim = *d_model / a.n_heads;
+      a.kind = AttentionKind::gqa;
+      if (!n_kv_heads) {
+        // Present but invalid has already been reported.
+        if (!r.has("n_kv_heads")) {
+          r.error_at("n_kv_heads", "missing required key (kind gqa needs n_kv_heads)");
+        }
+        out.ok = false;
+        return;
+      }
+      a.n_kv_heads = *n_kv_heads;
+      if (a.n_kv_heads > a.n_heads) {
+        r.error_at("n_kv_heads",
+                   fmt::format("n_kv_heads {} exceeds n_heads {}", a.n_kv_heads, a.n_heads));
+        ok = false;
+      } else if (a.n_heads % a.n_kv_heads != 0) {
+        r.error_at("n_kv_heads", fmt::format("n_heads {} is not a multiple of n_kv_heads {}",
+                                             a.n_heads, a.n_kv_heads));
+        ok = false;
+      }
+    }
+    if (head_dim) {
+      a.head_dim = *head_dim;
+    } else if (d_model) {
+      // Without head_dim the usual convention H = D / N applies; it must divide evenly.
+      if (*d_model % a.n_heads != 0) {
+        r.error_at("head_dim",
+                   fmt::format("missing, and d_model {} is not divisible by n_heads {} to derive "
+                               "it; give head_dim",
+                               *d_model, a.n_heads));
+        ok = false;
+      } else {
+        a.head_dim = *d_model / a.n_heads;
+      }
     }
   }
+  if (ok) out.attention = a;
+  out.ok = out.ok && ok;
 }
 
-void parse_mlp(MapReader& r, engine::Model& m, bool& ok) {
+void parse_mlp(MapReader& r, Sections& out) {
   const auto kind = r.choice("kind", {"gated", "plain"}, Presence::required);
   const auto d_ff = r.integer("d_ff", Presence::required);
-  const auto activation = r.choice("activation", {"silu", "gelu", "relu"}, Presence::optional);
+  const auto activation = r.choice("activation", kActivations, Presence::optional);
   r.finish();
   if (!kind || !d_ff) {
-    ok = false;
+    out.ok = false;
     return;
   }
-  m.mlp.kind = *kind == "gated" ? MlpKind::gated : MlpKind::plain;
-  m.mlp.d_ff = *d_ff;
-  const std::string act = activation.value_or(m.mlp.kind == MlpKind::gated ? "silu" : "gelu");
-  m.mlp.activation = act == "silu"   ? Activation::silu
-                     : act == "gelu" ? Activation::gelu
-                                     : Activation::relu;
+  engine::Mlp m;
+  m.kind = *kind == "gated" ? MlpKind::gated : MlpKind::plain;
+  m.d_ff = *d_ff;
+  m.activation = activation_of(activation.value_or(m.kind == MlpKind::gated ? "silu" : "gelu"));
+  out.mlp = m;
 }
 
-}  // namespace
+void parse_moe(MapReader& r, Sections& out) {
+  const auto n_experts = r.integer("n_experts", Presence::required);
+  const auto top_k = r.integer("top_k", Presence::required);
+  const auto d_ff = r.integer("d_ff", Presence::required);
+  const auto n_shared = r.integer("n_shared_experts", Presence::optional, 0);
+  const auto shared_d_ff = r.integer("shared_d_ff", Presence::optional);
+  const auto kind = r.choice("kind", {"gated", "plain"}, Presence::optional);
+  const auto activation = r.choice("activation", kActivations, Presence::optional);
+  r.finish();
+  if (!n_experts || !top_k || !d_ff) {
+    out.ok = false;
+    return;
+  }
+  if (*top_k > *n_experts) {
+    r.error_at("top_k", fmt::format("top_k {} exceeds n_experts {}", *top_k, *n_experts));
+    out.ok = false;
+    return;
+  }
+  engine::Moe e;
+  e.n_experts = *n_experts;
+  e.top_k = *top_k;
+  e.d_ff = *d_ff;
+  e.n_shared = n_shared.value_or(0);
+  e.shared_d_ff = shared_d_ff.value_or(*d_ff);
+  e.kind = kind.value_or("gated") == "gated" ? MlpKind::gated : MlpKind::plain;
+  e.activation = activation_of(activation.value_or(e.kind == MlpKind::gated ? "silu" : "gelu"));
+  out.moe = e;
+}
 
-std::optional<engine::Model> parse_model(const YAML::Node& root, const SpecContext& ctx) {
+void parse_mamba(MapReader& r, std::optional<int64_t> d_model, Sections& out) {
+  const auto d_state = r.integer("d_state", Presence::required);
+  const auto d_conv = r.integer("d_conv", Presence::required);
+  const auto expand = r.integer("expand", Presence::required);
+  const auto dt_rank = r.integer("dt_rank", Presence::optional);
+  const auto conv_bias = r.boolean("conv_bias", Presence::optional);
+  const auto inner_norms = r.boolean("inner_norms", Presence::optional);
+  r.finish();
+  if (!d_state || !d_conv || !expand || !d_model) {
+    out.ok = false;
+    return;
+  }
+  engine::Mamba x;
+  x.d_state = *d_state;
+  x.d_conv = *d_conv;
+  x.expand = *expand;
+  // Mamba's default dt_rank is ceil(D / 16) (mamba_ssm, dt_rank="auto").
+  x.dt_rank = dt_rank.value_or((*d_model + 15) / 16);
+  x.conv_bias = conv_bias.value_or(true);
+  x.inner_norms = inner_norms.value_or(false);
+  out.mamba = x;
+}
+
+void parse_linear(MapReader& r, Sections& out) {
+  const auto n_heads = r.integer("n_heads", Presence::required);
+  const auto head_dim = r.integer("head_dim", Presence::required);
+  const auto key_dim = r.integer("key_dim", Presence::optional);
+  const auto feature_dim = r.integer("feature_dim", Presence::optional);
+  const auto normalizer = r.boolean("normalizer", Presence::optional);
+  const auto output_gate = r.boolean("output_gate", Presence::optional);
+  r.finish();
+  if (!n_heads || !head_dim) {
+    out.ok = false;
+    return;
+  }
+  engine::LinearAttention x;
+  x.n_heads = *n_heads;
+  x.head_dim = *head_dim;
+  x.key_dim = key_dim.value_or(*head_dim);
+  x.feature_dim = feature_dim.value_or(x.key_dim);
+  x.normalizer = normalizer.value_or(false);
+  x.output_gate = output_gate.value_or(false);
+  out.linear = x;
+}
+
+// One token of the layer pattern, e.g. "local+mlp", resolved against the sections.
+struct LayerToken {
+  std::string label;  // canonical "mixer+ffn"
+  MixerKind mixer = MixerKind::attention;
+  bool local = false;
+  FfnKind ffn = FfnKind::dense;
+};
+
+FfnKind default_ffn(const Sections& s) {
+  if (s.moe && !s.mlp) return FfnKind::moe;
+  if (s.mlp) return FfnKind::dense;
+  return FfnKind::none;
+}
+
+std::optional<LayerToken> parse_token(const std::string& text, const Sections& s,
+                                      const SpecContext& ctx, Location at,
+                                      const std::string& path) {
+  const size_t plus = text.find('+');
+  const std::string mixer = text.substr(0, plus);
+  const std::string ffn = plus == std::string::npos ? "" : text.substr(plus + 1);
+  LayerToken t;
+  auto fail = [&](const std::string& message) {
+    ctx.error(at, path, message);
+    return std::nullopt;
+  };
+  if (mixer == "attention" || mixer == "local") {
+    if (!s.attention) return fail(fmt::format("'{}' needs an attention section", text));
+    t.mixer = MixerKind::attention;
+    t.local = mixer == "local";
+    if (t.local && s.attention->window == 0) {
+      return fail(fmt::format("'{}' needs attention.window", text));
+    }
+  } else if (mixer == "mamba") {
+    if (!s.mamba) return fail(fmt::format("'{}' needs a mamba section", text));
+    t.mixer = MixerKind::mamba;
+  } else if (mixer == "linear") {
+    if (!s.linear) return fail(fmt::format("'{}' needs a linear_attention section", text));
+    t.mixer = MixerKind::linear_attention;
+  } else {
+    const std::vector<std::string> mixers{"attention", "local", "mamba", "linear"};
+    const auto hint = closest_match(mixer, mixers);
+    return fail(fmt::format("unknown mixer '{}' in '{}'{}", mixer, text,
+                            hint ? fmt::format("; did you mean '{}'?", *hint)
+                                 : std::string("; expected attention, local, mamba or linear")));
+  }
+  if (ffn.empty()) {
+    if (s.mlp && s.moe) {
+      return fail(fmt::format("'{}' must say +mlp or +moe: the model has both", text));
+    }
+    t.ffn = t.mixer == MixerKind::mamba && !s.mlp && !s.moe ? FfnKind::none : default_ffn(s);
+  } else if (ffn == "mlp") {
+    if (!s.mlp) return fail(fmt::format("'{}' needs an mlp section", text));
+    t.ffn = FfnKind::dense;
+  } else if (ffn == "moe") {
+    if (!s.moe) return fail(fmt::format("'{}' needs a moe section", text));
+    t.ffn = FfnKind::moe;
+  } else if (ffn == "none") {
+    t.ffn = FfnKind::none;
+  } else {
+    return fail(
+        fmt::format("unknown feed-forward '{}' in '{}'; expected mlp, moe or none", ffn, text));
+  }
+  t.label =
+      t.ffn == FfnKind::none ? mixer : mixer + "+" + std::string(engine::ffn_kind_name(t.ffn));
+  return t;
+}
+
+// Reads `layers` into counts per token, in order of first appearance.
+bool parse_layers(const std::vector<YAML::Node>& items, const Sections& s, const SpecContext& ctx,
+                  std::vector<std::pair<LayerToken, int64_t>>& counts) {
+  bool ok = true;
+  auto add = [&](const LayerToken& t, int64_t n) {
+    for (auto& [token, count] : counts) {
+      if (token.label == t.label) {
+        count = engine::checked_add(count, n);
+        return;
+      }
+    }
+    counts.emplace_back(t, n);
+  };
+  auto token_of = [&](const YAML::Node& node,
+                      const std::string& path) -> std::optional<LayerToken> {
+    if (!node.IsScalar()) {
+      ctx.error(location_of(node), path, "expected a layer token such as 'attention+mlp'");
+      return std::nullopt;
+    }
+    return parse_token(node.Scalar(), s, ctx, location_of(node), path);
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string path = fmt::format("layers[{}]", i);
+    const YAML::Node& item = items[i];
+    if (item.IsScalar()) {
+      if (auto t = token_of(item, path)) {
+        add(*t, 1);
+      } else {
+        ok = false;
+      }
+      continue;
+    }
+    if (!item.IsMap()) {
+      ctx.error(location_of(item), path,
+                "expected a token, {kind: token, count: n} or {repeat: n, pattern: [...]}");
+      ok = false;
+      continue;
+    }
+    MapReader r(item, path, ctx);
+    if (r.has("repeat") || r.has("pattern")) {
+      const auto repeat = r.integer("repeat", Presence::required);
+      const auto pattern = r.sequence("pattern", Presence::required);
+      r.finish();
+      if (!repeat || !pattern) {
+        ok = false;
+        continue;
+      }
+      for (size_t j = 0; j < pattern->size(); ++j) {
+        if (auto t = token_of((*pattern)[j], fmt::format("{}.pattern[{}]", path, j))) {
+          add(*t, *repeat);
+        } else {
+          ok = false;
+        }
+      }
+    } else {
+      const auto kind = r.string("kind", Presence::required);
+      const auto count = r.integer("count", Presence::required);
+      r.finish();
+      if (!kind || !count) {
+        ok = false;
+        continue;
+      }
+      if (auto t = parse_token(*kind, s, ctx, r.value_location("kind"), path + ".kind")) {
+        add(*t, *count);
+      } else {
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+// Deep merge for derive_from: keys of `over` replace those of `base`; mappings merge.
+YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return over;
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& kv : over) {
+    const std::string key = kv.first.Scalar();
+    if (key == "derive_from") continue;
+    out[key] =
+        out[key] && out[key].IsMap() && kv.second.IsMap() ? merged(out[key], kv.second) : kv.second;
+  }
+  return out;
+}
+
+constexpr int kMaxDerivationDepth = 8;
+
+std::optional<engine::Model> parse_model_at(const YAML::Node& root, const SpecContext& ctx,
+                                            const std::string& path, int depth);
+
+// Resolves and loads the base of a derived model, then merges this file over it.
+std::optional<YAML::Node> resolve_derivation(const YAML::Node& root, const SpecContext& ctx,
+                                             const std::string& path, int depth) {
+  MapReader r(root, "", ctx);
+  const auto base_name = r.string("derive_from", Presence::required);
+  if (!base_name) return std::nullopt;
+  if (depth >= kMaxDerivationDepth) {
+    r.error_at("derive_from",
+               fmt::format("derivations nest deeper than {} (a cycle?)", kMaxDerivationDepth));
+    return std::nullopt;
+  }
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).parent_path();
+  fs::path base = dir / *base_name;
+  if (!base_name->ends_with(".yaml") && !base_name->ends_with(".yml")) base += ".yaml";
+  std::error_code ec;
+  if (!fs::is_regular_file(base, ec)) {
+    r.error_at("derive_from", fmt::format("no model '{}' next to this file ({} not found)",
+                                          *base_name, base.string()));
+    return std::nullopt;
+  }
+  Diagnostics base_diagnostics;
+  const SpecContext base_ctx{base.string(), &base_diagnostics};
+  const auto base_root = load_yaml_mapping(base.string(), base_ctx);
+  if (!base_root || !parse_model_at(*base_root, base_ctx, base.string(), depth + 1)) {
+    r.error_at("derive_from",
+               fmt::format("base model {} is invalid: {}", base.string(),
+                           base_diagnostics.empty() ? std::string("see its diagnostics")
+                                                    : base_diagnostics.items().front().format()));
+    return std::nullopt;
+  }
+  YAML::Node base_effective = *base_root;
+  if ((*base_root)["derive_from"]) {
+    const auto resolved = resolve_derivation(*base_root, base_ctx, base.string(), depth + 1);
+    if (!resolved) return std::nullopt;
+    base_effective = *resolved;
+  }
+  return merged(base_effective, root);
+}
+
+std::optional<engine::Model> parse_model_at(const YAML::Node& input, const SpecContext& ctx,
+                                            const std::string& path, int depth) {
   const size_t problems_before = ctx.diagnostics->items().size();
+  YAML::Node root = input;
+  if (input["derive_from"]) {
+    const auto resolved = resolve_derivation(input, ctx, path, depth);
+    if (!resolved) return std::nullopt;
+    root = *resolved;
+  }
   MapReader r(root, "", ctx);
   engine::Model m;
-  bool ok = true;
   const auto name = r.string("name", Presence::required);
   const auto source = r.string("source", Presence::required);
   r.string("family", Presence::optional);
+  r.allow("derive_from");
   const auto vocab = r.integer("vocab_size", Presence::required);
   const auto d_model = r.integer("d_model", Presence::required);
-  const auto n_layers = r.integer("n_layers", Presence::required);
+  const auto n_layers = r.integer("n_layers", Presence::optional);
   const auto max_context = r.integer("max_context", Presence::required);
-  auto attention = r.map("attention", Presence::required);
-  if (attention) {
-    parse_attention(*attention, m, d_model, ok);
-  } else {
-    ok = false;
-  }
-  auto mlp = r.map("mlp", Presence::required);
-  if (mlp) {
-    parse_mlp(*mlp, m, ok);
-  } else {
-    ok = false;
-  }
   const auto norm = r.choice("norm", {"rmsnorm", "layernorm"}, Presence::optional);
   const auto tied = r.boolean("tied_embeddings", Presence::optional);
+  const auto sandwich = r.boolean("sandwich_norms", Presence::optional);
+
+  Sections s;
+  auto attention = r.map("attention", Presence::optional);
+  if (attention) parse_attention(*attention, d_model, max_context, s);
+  if (auto mlp = r.map("mlp", Presence::optional)) parse_mlp(*mlp, s);
+  if (auto moe = r.map("moe", Presence::optional)) parse_moe(*moe, s);
+  if (auto mamba = r.map("mamba", Presence::optional)) parse_mamba(*mamba, d_model, s);
+  if (auto linear = r.map("linear_attention", Presence::optional)) parse_linear(*linear, s);
+  std::optional<engine::Diffusion> diffusion;
+  if (auto d = r.map("diffusion", Presence::optional)) {
+    const auto block = d->integer("block_length", Presence::required);
+    const auto steps = d->integer("steps", Presence::required);
+    d->allow("cache_prefix");
+    const auto cache_prefix = d->boolean("cache_prefix", Presence::optional);
+    d->finish();
+    if (block && steps) diffusion = engine::Diffusion{*block, *steps, cache_prefix.value_or(false)};
+  }
+  const auto layers = r.sequence("layers", Presence::optional);
   r.finish();
-  if (!name || !source || !vocab || !d_model || !n_layers || !max_context) ok = false;
-  if (!ok || ctx.diagnostics->items().size() != problems_before) return std::nullopt;
+  if (!s.ok || ctx.diagnostics->items().size() != problems_before) return std::nullopt;
+  if (!name || !source || !vocab || !d_model || !max_context) return std::nullopt;
+
+  // ---- the layer stack ----
+  std::vector<std::pair<LayerToken, int64_t>> counts;
+  if (layers) {
+    if (!parse_layers(*layers, s, ctx, counts)) return std::nullopt;
+    if (counts.empty()) {
+      r.error_at("layers", "needs at least one layer");
+      return std::nullopt;
+    }
+  } else {
+    const int mixers = (s.attention ? 1 : 0) + (s.mamba ? 1 : 0) + (s.linear ? 1 : 0);
+    if (mixers == 0) {
+      ctx.error(r.location(), "attention",
+                "missing: a model needs an attention, mamba or linear_attention section");
+      return std::nullopt;
+    }
+    if (mixers > 1 || (s.mlp && s.moe)) {
+      ctx.error(r.location(), "layers",
+                "missing: with several mixer or feed-forward sections, give the layer pattern");
+      return std::nullopt;
+    }
+    if (!n_layers) {
+      ctx.error(r.location(), "n_layers", "missing required key");
+      return std::nullopt;
+    }
+    const std::string mixer = s.attention ? (s.attention->window > 0 ? "local" : "attention")
+                              : s.mamba   ? "mamba"
+                                          : "linear";
+    auto t = parse_token(mixer, s, ctx, r.location(), "layers");
+    if (!t) return std::nullopt;
+    counts.emplace_back(*t, *n_layers);
+  }
+  int64_t total_layers = 0;
+  for (const auto& [t, n] : counts) total_layers = engine::checked_add(total_layers, n);
+  if (n_layers && *n_layers != total_layers) {
+    r.error_at("layers", fmt::format("the pattern has {} layers but n_layers is {}", total_layers,
+                                     *n_layers));
+    return std::nullopt;
+  }
+  for (const auto& [t, n] : counts) {
+    engine::LayerKind k;
+    k.label = t.label;
+    k.count = n;
+    k.mixer = t.mixer;
+    k.local = t.local;
+    k.ffn = t.ffn;
+    k.sandwich_norms = sandwich.value_or(false);
+    if (s.attention) k.attention = *s.attention;
+    if (!t.local) k.attention.window = 0;
+    if (s.mamba) k.mamba = *s.mamba;
+    if (s.linear) k.linear = *s.linear;
+    if (s.mlp) k.mlp = *s.mlp;
+    if (s.moe) k.moe = *s.moe;
+    if (k.mixer == MixerKind::attention && n % k.attention.kv_share != 0) {
+      attention->error_at("kv_share", fmt::format("kv_share {} does not divide the {} {} layers",
+                                                  k.attention.kv_share, n, t.label));
+      return std::nullopt;
+    }
+    m.layers.push_back(std::move(k));
+  }
+  if (diffusion && diffusion->block_length > *max_context) {
+    r.error_at("diffusion", fmt::format("block_length {} is larger than max_context {}",
+                                        diffusion->block_length, *max_context));
+    return std::nullopt;
+  }
 
   m.name = *name;
   m.source = *source;
   m.vocab_size = *vocab;
   m.d_model = *d_model;
-  m.n_layers = *n_layers;
   m.max_context = *max_context;
   m.norm = norm.value_or("rmsnorm") == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
   m.tied_embeddings = tied.value_or(false);
+  m.diffusion = diffusion;
 
   // Sizes whose products overflow 64 bits are rejected here, before any other arithmetic.
   try {
     (void)engine::total_params(m);
-    (void)engine::kv_bytes_per_token(m, engine::DType::fp32);
+    (void)engine::state_elements(m, m.max_context);
   } catch (const engine::OverflowError&) {
     // Point at the largest dimension: it is the likely culprit.
     struct Dim {
       int64_t value;
-      const MapReader* reader;
       const char* key;
     };
-    Dim largest{m.vocab_size, &r, "vocab_size"};
-    for (const Dim& d :
-         {Dim{m.d_model, &r, "d_model"}, Dim{m.n_layers, &r, "n_layers"},
-          Dim{m.mlp.d_ff, &*mlp, "d_ff"}, Dim{m.attention.n_heads, &*attention, "n_heads"},
-          Dim{m.attention.head_dim, &*attention, "head_dim"}}) {
+    Dim largest{m.vocab_size, "vocab_size"};
+    for (const Dim& d : {Dim{m.d_model, "d_model"}, Dim{m.max_context, "max_context"},
+                         Dim{total_layers, "n_layers"}}) {
       if (d.value > largest.value) largest = d;
     }
-    largest.reader->error_at(
-        largest.key, fmt::format("{} is too large: the parameter count overflows a 64-bit integer",
-                                 largest.value));
+    r.error_at(largest.key,
+               fmt::format("{} is too large: the parameter or state count overflows a 64-bit "
+                           "integer",
+                           largest.value));
     return std::nullopt;
   }
   return m;
+}
+
+}  // namespace
+
+std::optional<engine::Model> parse_model(const YAML::Node& root, const SpecContext& ctx) {
+  return parse_model_at(root, ctx, ctx.file, 0);
 }
 
 engine::Model load_model(const std::string& path) {
   Diagnostics diagnostics;
   const SpecContext ctx{path, &diagnostics};
   std::optional<engine::Model> model;
-  if (const auto root = load_yaml_mapping(path, ctx)) model = parse_model(*root, ctx);
+  if (const auto root = load_yaml_mapping(path, ctx)) model = parse_model_at(*root, ctx, path, 0);
   if (!model) throw SpecError(diagnostics.items());
   return *model;
 }

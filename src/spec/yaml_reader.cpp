@@ -297,7 +297,7 @@ std::optional<bool> MapReader::boolean(std::string_view key, Presence presence) 
 }
 
 std::optional<std::string> MapReader::choice(std::string_view key,
-                                             std::initializer_list<std::string_view> choices,
+                                             const std::vector<std::string_view>& choices,
                                              Presence presence) {
   std::string list;
   for (std::string_view c : choices) list += (list.empty() ? "" : ", ") + std::string(c);

@@ -68,7 +68,7 @@ class MapReader {
   std::optional<bool> boolean(std::string_view key, Presence presence);
   // One of `choices`.
   std::optional<std::string> choice(std::string_view key,
-                                    std::initializer_list<std::string_view> choices,
+                                    const std::vector<std::string_view>& choices,
                                     Presence presence);
   std::optional<MapReader> map(std::string_view key, Presence presence);
   // The elements of a sequence (each with its key path "key[i]").

@@ -5,36 +5,49 @@ namespace streamspark::test {
 
 using namespace engine;
 
-Model llama2_13b() {
+Model dense_model(std::string name, int64_t V, int64_t D, int64_t L, Attention attention, Mlp mlp,
+                  int64_t max_context) {
   Model m;
-  m.name = "llama2-13b";
-  m.vocab_size = 32000;
-  m.d_model = 5120;
-  m.n_layers = 40;
-  m.attention = Attention{AttentionKind::mha, 40, 40, 128, false};
-  m.mlp = Mlp{MlpKind::gated, 13824, Activation::silu};
-  m.max_context = 4096;
+  m.name = std::move(name);
+  m.vocab_size = V;
+  m.d_model = D;
+  m.max_context = max_context;
+  LayerKind k;
+  k.label = "attention+mlp";
+  k.count = L;
+  k.mixer = MixerKind::attention;
+  k.attention = attention;
+  k.ffn = FfnKind::dense;
+  k.mlp = mlp;
+  m.layers.push_back(k);
   return m;
+}
+
+Model llama2_13b() {
+  Attention a;
+  a.kind = AttentionKind::mha;
+  a.n_heads = a.n_kv_heads = 40;
+  a.head_dim = 128;
+  return dense_model("llama2-13b", 32000, 5120, 40, a, Mlp{MlpKind::gated, 13824, Activation::silu},
+                     4096);
 }
 
 Model llama2_13b_gqa8() {
   Model m = llama2_13b();
   m.name = "llama2-13b-gqa8";
-  m.attention.kind = AttentionKind::gqa;
-  m.attention.n_kv_heads = 8;
+  m.layers[0].attention.kind = AttentionKind::gqa;
+  m.layers[0].attention.n_kv_heads = 8;
   return m;
 }
 
 Model tiny_test() {
-  Model m;
-  m.name = "tiny-test";
-  m.vocab_size = 4096;
-  m.d_model = 256;
-  m.n_layers = 4;
-  m.attention = Attention{AttentionKind::gqa, 8, 2, 32, false};
-  m.mlp = Mlp{MlpKind::gated, 688, Activation::silu};
-  m.max_context = 2048;
-  return m;
+  Attention a;
+  a.kind = AttentionKind::gqa;
+  a.n_heads = 8;
+  a.n_kv_heads = 2;
+  a.head_dim = 32;
+  return dense_model("tiny-test", 4096, 256, 4, a, Mlp{MlpKind::gated, 688, Activation::silu},
+                     2048);
 }
 
 Hardware h100_lecture(double kernel_overhead_s) {

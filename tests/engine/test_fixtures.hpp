@@ -4,8 +4,13 @@
 #include "engine/hardware.hpp"
 #include "engine/model.hpp"
 
+#include <string>
+
 namespace streamspark::test {
 
+// A single-kind (attention + dense MLP) model.
+engine::Model dense_model(std::string name, int64_t V, int64_t D, int64_t L,
+                          engine::Attention attention, engine::Mlp mlp, int64_t max_context);
 // Llama 2 13B as in the CS336 lecture: S=1024, D=5120, F=13824, N=K=40, H=128, L=40, V=32000.
 engine::Model llama2_13b();
 // The lecture's GQA variant of the same model: K = 8 KV heads.

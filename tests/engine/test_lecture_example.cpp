@@ -24,13 +24,14 @@ TEST_CASE("lecture: Llama 2 13B parameter count and sizes") {
   // The exact count adds the RMSNorm weights the lecture leaves out: 2*D per layer + D final
   // = 40*10,240 + 5,120 = 414,720, giving 13,015,864,320 (meta-llama/Llama-2-13b-hf).
   CHECK(total_params(m) == 13'015'864'320);
-  const int64_t V = m.vocab_size, D = m.d_model, L = m.n_layers, F = m.mlp.d_ff;
-  const int64_t N = m.attention.n_heads, K = m.attention.n_kv_heads, H = m.attention.head_dim;
+  const engine::LayerKind& k = m.layers[0];
+  const int64_t V = m.vocab_size, D = m.d_model, L = m.n_layers(), F = k.mlp.d_ff;
+  const int64_t N = k.attention.n_heads, K = k.attention.n_kv_heads, H = k.attention.head_dim;
   const int64_t lecture = 2 * V * D + L * (D * F * 3 + 2 * D * K * H + 2 * D * N * H);
   CHECK(lecture == 13'015'449'600);
   CHECK(total_params(m) - lecture == (2 * L + 1) * D);  // the RMSNorm weights
   // parameter_size = num_params * 2 (bf16) = 26,031,728,640 bytes.
-  CHECK(weight_bytes(m, DType::bf16) == 26'031'728'640);
+  CHECK(weight_bytes(m, Precision::uniform(DType::bf16)) == 26'031'728'640);
   // kv_cache_size = S*D*L*2*2 = 1024*5120*40*4 = 838,860,800 bytes per sequence;
   // per token D*L*2*2 = 819,200.
   CHECK(kv_bytes_per_token(m, DType::bf16) == 819'200);

@@ -22,18 +22,27 @@ TEST_CASE("parameter count follows the architecture switches") {
   CHECK(total_params(ln) == 4'868'352 + 9 * 256);
 
   Model plain = base;
-  plain.mlp.kind = MlpKind::plain;  // two matrices: minus D*F per layer = 4 * 176,128
+  plain.layers[0].mlp.kind = MlpKind::plain;  // two matrices: minus D*F per layer = 4 * 176,128
   CHECK(total_params(plain) == 4'868'352 - 4 * 256 * 688);
 
   Model bias = base;
-  bias.attention.qkv_bias = true;  // + (N+2K)*H = 384 per layer
+  bias.layers[0].attention.qkv_bias = true;  // + (N+2K)*H = 384 per layer
   CHECK(total_params(bias) == 4'868'352 + 4 * 384);
+
+  Model sandwich = base;
+  sandwich.layers[0].sandwich_norms = true;  // 4 norms per layer, not 2: + 4 * 2 * 256
+  CHECK(total_params(sandwich) == 4'868'352 + 4 * 2 * 256);
+
+  Model shared = base;
+  shared.layers[0].attention.kv_share = 2;  // W_K, W_V in 2 of 4 layers: - 2 * 256 * 128
+  CHECK(total_params(shared) == 4'868'352 - 2 * 256 * 128);
+  CHECK(active_params(base) == total_params(base));
 }
 
 TEST_CASE("KV bytes per token scale with the KV dtype and K") {
   const Model m = test::tiny_test();
   // 2*K*H*L = 2*2*32*4 = 512 elements per token.
-  CHECK(kv_elements_per_token_per_layer(m) == 128);
+  CHECK(state_elements(m, 1) == 512);
   CHECK(kv_bytes_per_token(m, DType::fp32) == 2048);
   CHECK(kv_bytes_per_token(m, DType::bf16) == 1024);
   CHECK(kv_bytes_per_token(m, DType::fp8_e4m3) == 512);
@@ -52,4 +61,6 @@ TEST_CASE("dtype names round-trip, fp8 means e4m3") {
   CHECK(parse_dtype("fp8") == DType::fp8_e4m3);
   CHECK_FALSE(parse_dtype("fp12").has_value());
   CHECK(matrix_peak_class(DType::fp8_e5m2) == PeakClass::fp8);
+  CHECK_FALSE(matrix_peak_class(DType::int3).has_value());  // storage only
+  CHECK(dtype_bits(DType::int3) == 3);
 }

@@ -107,7 +107,7 @@ TEST_CASE("a step reads every weight once, gathers the embedding and reads the K
   // All parameters except the embedding table, plus the B gathered rows.
   const int64_t table = m.vocab_size * m.d_model * 2;
   CHECK(sum_over_step(ops, &Traffic::weights) ==
-        weight_bytes(m, DType::bf16) - table + B * m.d_model * 2);
+        weight_bytes(m, Precision::uniform(DType::bf16)) - table + B * m.d_model * 2);
   // The whole cache of B sequences at context P is read once per step (K and V, all layers).
   CHECK(sum_over_step(ops, &Traffic::kv_read) == B * P * kv_bytes_per_token(m, DType::bf16));
   // Only the new token's K/V is written.
@@ -124,7 +124,7 @@ TEST_CASE("prefill computes logits for the last position of each sequence only")
   // Everything else runs on all B*S = 32 tokens.
   CHECK(find_op(ops, "qkv_proj").gemm.m == 32);
   // Causal attention: 16*17/2 = 136 pairs per head; nothing cached, nothing read from cache.
-  CHECK(causal_attention_pairs(16, 0) == 136);
+  CHECK(attention_pairs(16, 0, 0) == 136);
   CHECK(find_op(ops, "attn_scores").flops == 2 * 2 * 8 * 32 * 136);
   CHECK(find_op(ops, "attn_scores").bytes.kv_read == 0);
   CHECK(find_op(ops, "kv_cache_write").bytes.kv_write == 2 * 16 * 2 * 64 * 2);

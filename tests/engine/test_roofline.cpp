@@ -137,7 +137,8 @@ TEST_CASE("prefill in passes re-reads the weights once per pass") {
   CHECK(a.analyze({8, 64, 1, 100}).prefill.sequences_per_pass == 8);  // capped at the batch
   CHECK(passes.prefill.flops == whole.prefill.flops);
   // Weight traffic: three passes each read everything but the (gathered) embedding table.
-  const int64_t per_pass_weights = weight_bytes(m, DType::bf16) - m.vocab_size * m.d_model * 2;
+  const int64_t per_pass_weights =
+      weight_bytes(m, Precision::uniform(DType::bf16)) - m.vocab_size * m.d_model * 2;
   CHECK(passes.prefill.bytes.weights - whole.prefill.bytes.weights == 2 * per_pass_weights);
   CHECK(passes.prefill.time_s >= whole.prefill.time_s);
   CHECK(passes.memory.activation_bytes < whole.memory.activation_bytes);
@@ -147,7 +148,7 @@ TEST_CASE("a device without a peak for the compute dtype is refused") {
   const Model m = test::tiny_test();
   const Hardware h = test::h100_lecture();  // has fp32 and bf16 only
   AnalysisOptions o;
-  o.precision = Precision{DType::fp8_e4m3, DType::fp8_e4m3, DType::fp8_e4m3};
+  o.precision = Precision::uniform(DType::fp8_e4m3);
   CHECK_THROWS_AS(Analyzer(m, h, o), std::invalid_argument);
 }
 

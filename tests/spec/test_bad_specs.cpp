@@ -71,7 +71,7 @@ TEST_CASE("bad spec files produce their exact expected diagnostics") {
 }
 
 TEST_CASE("load_model throws SpecError with every problem, one line each") {
-  const fs::path file = fs::path(STREAMSPARK_TEST_DATA_DIR) / "bad" / "model_unknown_key.yaml";
+  const fs::path file = fs::path(STREAMSPARK_TEST_DATA_DIR) / "bad" / "model_zero_heads.yaml";
   try {
     (void)load_model(file.string());
     FAIL("expected a SpecError");

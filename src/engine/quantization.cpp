@@ -1,0 +1,119 @@
+// Storage of quantized weight matrices.
+#include "engine/quantization.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "engine/ops.hpp"
+#include "engine/overflow.hpp"
+
+namespace streamspark::engine {
+
+int64_t matrix_bytes(const WeightFormat& f, int64_t k_in, int64_t n_out) {
+  // Salient input channels, rounded to whole channels.
+  const int64_t salient_rows =
+      f.salient_fraction > 0
+          ? static_cast<int64_t>(std::llround(f.salient_fraction * static_cast<double>(k_in)))
+          : 0;
+  const int64_t quantized_rows = k_in - salient_rows;
+  int64_t bytes = checked_add(storage_bytes(checked_mul(quantized_rows, n_out), f.dtype),
+                              storage_bytes(checked_mul(salient_rows, n_out), f.salient_dtype));
+  if (f.group_size > 0) {
+    const int64_t groups = checked_mul(k_in / f.group_size, n_out);
+    bytes = checked_add(bytes, storage_bytes(groups, f.scale_dtype));
+    if (f.zero_points) bytes = checked_add(bytes, storage_bytes(groups, f.dtype));
+  }
+  return bytes;
+}
+
+Precision Precision::uniform(DType t) {
+  Precision p;
+  p.weights.dtype = t;
+  p.embedding = p.activations = p.kv_cache = t;
+  return p;
+}
+
+std::string describe(const Precision& p) {
+  std::ostringstream s;
+  s << "weights " << dtype_name(p.weights.dtype);
+  if (p.weights.group_size > 0) {
+    s << " g" << p.weights.group_size << (p.weights.zero_points ? " +zp" : "");
+  }
+  if (p.weights.salient_fraction > 0) {
+    s << " (" << p.weights.salient_fraction * 100 << "% salient in "
+      << dtype_name(p.weights.salient_dtype) << ")";
+  }
+  if (p.embedding != p.weights.dtype) s << ", embedding " << dtype_name(p.embedding);
+  s << ", activations " << dtype_name(p.activations);
+  if (p.outlier_fraction > 0) s << " (" << p.outlier_fraction * 100 << "% outliers in fp16)";
+  s << ", KV cache " << dtype_name(p.kv_cache);
+  return s.str();
+}
+
+void check_weight_format(const Model& m, const Precision& p) {
+  const WeightFormat& w = p.weights;
+  if (w.salient_fraction < 0 || w.salient_fraction >= 1) {
+    throw std::invalid_argument("salient fraction must be in [0, 1), got " +
+                                std::to_string(w.salient_fraction));
+  }
+  if (p.outlier_fraction < 0 || p.outlier_fraction >= 1) {
+    throw std::invalid_argument("outlier fraction must be in [0, 1), got " +
+                                std::to_string(p.outlier_fraction));
+  }
+  if (w.group_size < 0) throw std::invalid_argument("group size must be >= 0");
+  if (w.group_size == 0) return;
+  for (const LayerKind& k : m.layers) {
+    for (const WeightTensor& t : weight_tensors(m, k)) {
+      if (t.matrix && t.rows % w.group_size != 0) {
+        throw std::invalid_argument("weight group size " + std::to_string(w.group_size) +
+                                    " does not divide the " + std::to_string(t.rows) +
+                                    " input features of " + std::string(t.name) +
+                                    (m.is_hybrid() ? " (" + k.label + ")" : std::string()));
+      }
+    }
+  }
+}
+
+namespace {
+// Embedding (and untied lm head) plus the final norm.
+int64_t head_bytes(const Model& m, const Precision& p) {
+  const int64_t embedding = storage_bytes(checked_mul(m.vocab_size, m.d_model), p.embedding);
+  return checked_add(embedding, m.tied_embeddings ? 0 : embedding,
+                     storage_bytes(norm_params(m.norm, m.d_model), p.activations));
+}
+
+int64_t tensor_bytes(const WeightTensor& t, const Precision& p) {
+  const int64_t one = t.matrix ? matrix_bytes(p.weights, t.rows, t.cols)
+                               : storage_bytes(checked_mul(t.rows, t.cols), p.activations);
+  return checked_mul(one, t.copies, t.layers);
+}
+}  // namespace
+
+int64_t weight_bytes(const Model& m, const Precision& p) {
+  int64_t total = head_bytes(m, p);
+  for (const LayerKind& k : m.layers) {
+    for (const WeightTensor& t : weight_tensors(m, k)) {
+      total = checked_add(total, tensor_bytes(t, p));
+    }
+  }
+  return total;
+}
+
+double weight_bytes_touched(const Model& m, const Precision& p, int64_t tokens) {
+  double total = static_cast<double>(head_bytes(m, p));
+  for (const LayerKind& k : m.layers) {
+    const double touched = k.ffn == FfnKind::moe
+                               ? expected_experts_touched(k.moe.n_experts, k.moe.top_k, tokens) /
+                                     static_cast<double>(k.moe.n_experts)
+                               : 1.0;
+    for (const WeightTensor& t : weight_tensors(m, k)) {
+      const double bytes = static_cast<double>(tensor_bytes(t, p));
+      total += t.routed ? bytes * touched : bytes;
+    }
+  }
+  return total;
+}
+
+}  // namespace streamspark::engine

@@ -1,0 +1,66 @@
+// Numeric formats of one inference configuration: weights (with group-wise scales and zero
+// points, AWQ-style salient channels), embedding, activations, KV cache, LLM.int8() outliers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/dtype.hpp"
+#include "engine/model.hpp"
+
+namespace streamspark::engine {
+
+// How the weight matrices of the layers (projections, MLPs, experts, SSM projections) are
+// stored. Embedding, lm head, norms and biases are not quantized (GPTQ/AWQ practice).
+struct WeightFormat {
+  DType dtype = DType::bf16;
+  // Group-wise quantization (GPTQ, Frantar et al. 2023; AWQ, Lin et al. 2024): one scale per
+  // `group_size` consecutive input channels of each output column; 0 = no scales (a plain
+  // format such as bf16 or fp8 with a per-tensor scale, which has negligible size).
+  int64_t group_size = 0;
+  DType scale_dtype = DType::fp16;
+  // Asymmetric quantization stores one zero point per group too, packed at the weight width
+  // (as GPTQ/AWQ pack qzeros).
+  bool zero_points = false;
+  // AWQ-style activation-aware mixed precision as the CS336 notes describe it: this fraction
+  // of input channels (the salient ones, 0.1-1%) stays in `salient_dtype`.
+  double salient_fraction = 0;
+  DType salient_dtype = DType::fp16;
+};
+
+// Bytes of one (k_in x n_out) weight matrix in this format:
+//   quantized part  (1 - s) * k_in * n_out elements at dtype,
+//   salient part    s * k_in * n_out at salient_dtype (s rounded to whole input channels),
+//   scales          (k_in / group_size) * n_out at scale_dtype (+ as many zero points).
+int64_t matrix_bytes(const WeightFormat& f, int64_t k_in, int64_t n_out);
+
+struct Precision {
+  WeightFormat weights;
+  DType embedding = DType::bf16;    // embedding table and lm head
+  DType activations = DType::bf16;  // activations; matrix multiplies run at this type's peak
+  DType kv_cache = DType::bf16;     // KV cache and recurrent (SSM / linear attention) state
+  // LLM.int8() (Dettmers et al. 2022): with int8 activations, this fraction of input features
+  // (the outlier dimensions) is multiplied in fp16 instead; the decomposition costs extra
+  // passes over the activations and extra kernels.
+  double outlier_fraction = 0;
+
+  // A uniform format: weights, embedding, activations and KV cache all `t` (v1's --dtype).
+  static Precision uniform(DType t);
+};
+
+// One line for tables: "weights int4 g128 +zp, activations bf16, KV cache fp8".
+std::string describe(const Precision& p);
+
+// Throws std::invalid_argument when the group size does not divide the input features of a
+// quantized matrix, or a fraction is out of [0, 1).
+void check_weight_format(const Model& m, const Precision& p);
+
+// Bytes of all parameters in these formats: matrices in the weight format, embedding and lm
+// head in the embedding format, vectors (norms, biases, SSM A/D, conv filters, routers) in
+// the activation format.
+int64_t weight_bytes(const Model& m, const Precision& p);
+// The bytes a step over `tokens` tokens reads: every parameter, except that routed experts
+// count only the expected number touched (uniform routing, expected_experts_touched).
+double weight_bytes_touched(const Model& m, const Precision& p, int64_t tokens);
+
+}  // namespace streamspark::engine

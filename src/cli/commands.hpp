@@ -26,9 +26,11 @@ struct Command {
 
 Command add_analyze_command(CLI::App& root, const AppContext& ctx);
 Command add_sweep_command(CLI::App& root, const AppContext& ctx);
+Command add_compare_command(CLI::App& root, const AppContext& ctx);
 Command add_models_command(CLI::App& root, const AppContext& ctx);
 Command add_hardware_command(CLI::App& root, const AppContext& ctx);
 Command add_check_command(CLI::App& root, const AppContext& ctx);
+Command add_import_command(CLI::App& root, const AppContext& ctx);
 Command add_bench_command(CLI::App& root, const AppContext& ctx);
 
 }  // namespace streamspark::cli

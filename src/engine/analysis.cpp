@@ -134,28 +134,58 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
     const double mean_state = s0 + slope * static_cast<double>(count - 1) / 2.0;
     return static_cast<double>(count) * bandwidth_decode_time(batch, weights, mean_state);
   }
+  double total = 0;
+  for (const DecodeLine& l : decode_lines(batch, first)) {
+    // The last step's counts must fit in 64 bits, like every count the engine reports.
+    (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
+    (void)checked_mul(checked_add(l.bytes, checked_mul(l.bytes_slope, count - 1)), l.repeat);
+    const double per_instance =
+        sum_of_max_of_lines(l.compute_s, l.compute_slope, l.memory_s, l.memory_slope, count) +
+        static_cast<double>(count) * l.overhead_s;
+    total += static_cast<double>(l.repeat) * per_instance;
+  }
+  return total;
+}
+
+// Each op's time at context `first` and its growth per token, from the steps at first and
+// first + 1; cached per segment start while the batch and prompt stay the same.
+const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, int64_t first) {
+  const bool cacheable = state_.valid && state_.batch == batch;
+  if (cacheable) {
+    for (const auto& [start, lines] : state_.segments) {
+      if (start == first) return lines;
+    }
+  }
   build_ops(model_, options_.precision, decode_shape(batch, first), scratch_ops2_,
             options_.mla_form);
   build_ops(model_, options_.precision, decode_shape(batch, checked_add(first, 1)), scratch_ops3_,
             options_.mla_form);
-  double total = 0;
+  std::vector<DecodeLine> lines;
+  lines.reserve(scratch_ops2_.size());
   for (size_t i = 0; i < scratch_ops2_.size(); ++i) {
     const Op& at = scratch_ops2_[i];
     const Op& next = scratch_ops3_[i];
-    // The last step's counts must fit in 64 bits, like every count the engine reports.
-    const int64_t flops_slope = next.flops - at.flops;
-    const int64_t bytes_at = at.bytes.total();
-    const int64_t bytes_slope = next.bytes.total() - bytes_at;
-    (void)checked_mul(checked_add(at.flops, checked_mul(flops_slope, count - 1)), at.repeat);
-    (void)checked_mul(checked_add(bytes_at, checked_mul(bytes_slope, count - 1)), at.repeat);
     const OpCost c0 = roofline_cost(at, rates_);
     const OpCost c1 = roofline_cost(next, rates_);
-    const double per_instance = sum_of_max_of_lines(c0.compute_s, c1.compute_s - c0.compute_s,
-                                                    c0.memory_s, c1.memory_s - c0.memory_s, count) +
-                                static_cast<double>(count) * c0.overhead_s;
-    total += static_cast<double>(at.repeat) * per_instance;
+    DecodeLine l;
+    l.compute_s = c0.compute_s;
+    l.compute_slope = c1.compute_s - c0.compute_s;
+    l.memory_s = c0.memory_s;
+    l.memory_slope = c1.memory_s - c0.memory_s;
+    l.overhead_s = c0.overhead_s;
+    l.flops = at.flops;
+    l.flops_slope = next.flops - at.flops;
+    l.bytes = at.bytes.total();
+    l.bytes_slope = next.bytes.total() - l.bytes;
+    l.repeat = at.repeat;
+    lines.push_back(l);
   }
-  return total;
+  if (!cacheable) {
+    uncached_lines_ = std::move(lines);
+    return uncached_lines_;
+  }
+  state_.segments.emplace_back(first, std::move(lines));
+  return state_.segments.back().second;
 }
 
 PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
@@ -211,6 +241,7 @@ void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pas
                                   WorkloadResult* rows) {
   StepState& st = state_;
   st.valid = false;
+  st.segments.clear();
   st.batch = batch;
   st.prompt = prompt;
   st.per_pass = per_pass;

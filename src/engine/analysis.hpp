@@ -165,6 +165,9 @@ class Analyzer {
     int64_t prefill_activations = 0;
     int64_t decode_activations = 0;
     double step_weight_bytes = 0;  // bandwidth method: weights one decode step reads
+    // Decode lines of the segments starting at these contexts (roofline), reused across
+    // workloads that differ only in `generate`.
+    std::vector<std::pair<int64_t, std::vector<DecodeLine>>> segments;
   };
 
   StepShape decode_shape(int64_t batch, int64_t context) const;
@@ -179,6 +182,7 @@ class Analyzer {
   // Sum of decode step times over contexts first .. first+count-1 of `batch` sequences.
   double sum_decode_steps(int64_t batch, int64_t first, int64_t count);
   double sum_decode_segment(int64_t batch, int64_t first, int64_t count);
+  const std::vector<DecodeLine>& decode_lines(int64_t batch, int64_t first);
   SamplingComparison compare_sampling(const Workload& w, int64_t per_pass, const WorkloadResult& r);
   // Sums over token counts n = first .. first+count-1 of a prefill pass of `sequences`
   // sequences over n tokens: adds FLOPs and roofline time to *flops and *time_s.
@@ -200,6 +204,7 @@ class Analyzer {
   std::vector<Op> scratch_ops2_;
   std::vector<Op> scratch_ops3_;
   std::vector<Op> decode_ops_;  // the decode step at context = prompt
+  std::vector<DecodeLine> uncached_lines_;
 };
 
 }  // namespace streamspark::engine

@@ -68,13 +68,11 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
   const auto qkv_bias = r.boolean("qkv_bias", Presence::optional);
   const auto window = r.integer("window", Presence::optional);
   const auto kv_share = r.integer("kv_share", Presence::optional);
-  const bool mla = kind && *kind == "mla";
-  const Presence mla_key = mla ? Presence::required : Presence::optional;
   const auto q_lora = r.integer("q_lora_rank", Presence::optional);
-  const auto kv_lora = r.integer("kv_lora_rank", mla_key);
-  const auto nope = r.integer("qk_nope_head_dim", mla_key);
-  const auto rope = r.integer("qk_rope_head_dim", mla_key);
-  const auto v_dim = r.integer("v_head_dim", mla_key);
+  const auto kv_lora = r.integer("kv_lora_rank", Presence::optional);
+  const auto nope = r.integer("qk_nope_head_dim", Presence::optional);
+  const auto rope = r.integer("qk_rope_head_dim", Presence::optional);
+  const auto v_dim = r.integer("v_head_dim", Presence::optional);
   r.finish();
   if (!kind || !n_heads) {
     out.ok = false;
@@ -98,6 +96,16 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
       if (r.has(unused)) {
         r.error_at(unused, "not used by kind mla (its K and V come from the shared latent)");
         ok = false;
+      }
+    }
+    const std::pair<const char*, const char*> needed[] = {
+        {"kv_lora_rank", "the latent dimension d_c the cache stores"},
+        {"qk_nope_head_dim", "the per-head query/key dimension d_h"},
+        {"qk_rope_head_dim", "the decoupled RoPE key dimension d_h^R"},
+        {"v_head_dim", "the per-head value dimension"}};
+    for (const auto& [key, what] : needed) {
+      if (!r.has(key)) {
+        r.error_at(key, fmt::format("missing required key: kind mla needs {}", what));
       }
     }
     if (!kv_lora || !nope || !rope || !v_dim) {

@@ -248,6 +248,74 @@ TEST_CASE("a bad catalog file is reported and the good ones still listed") {
         (root / "model_zoo" / "broken.yaml").string() + ":5:11: n_layers: must be > 0, got -2\n");
 }
 
+TEST_CASE("compare reproduces the lecture's GQA example at batch 64 and 256") {
+  const Run r =
+      run("compare --models llama2-13b,llama2-13b-gqa8 -H h100-sxm -b 64,256 -p 1024 "
+          "-g 1 --method bandwidth --prefill-batch 1 --format json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  REQUIRE(j["comparisons"].size() == 2);
+  const json& b64 = j["comparisons"][0]["models"];
+  const json& b256 = j["comparisons"][1]["models"];
+  // Lecture figures (derivations in tests/engine/test_lecture_example.cpp).
+  CHECK(b64[0]["decode_throughput_tok_s"].get<double>() == doctest::Approx(2689.5).epsilon(1e-4));
+  CHECK(b64[1]["decode_throughput_tok_s"].get<double>() == doctest::Approx(6416.5).epsilon(1e-4));
+  CHECK(b256[0]["decode_throughput_tok_s"].get<double>() == doctest::Approx(3561.8).epsilon(1e-4));
+  CHECK(b256[1]["decode_throughput_tok_s"].get<double>() == doctest::Approx(13068).epsilon(1e-4));
+  CHECK(b256[0]["fits"] == false);
+  CHECK(b256[1]["fits"] == true);
+  CHECK(b64[1]["ratio_to_first"]["kv_bytes_per_token"].get<double>() == doctest::Approx(0.2));
+  const Run table = run("compare --models llama2-13b,llama2-13b-gqa8 -H h100-sxm -b 64 -g 1");
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find("relative to llama2-13b") != std::string::npos);
+  CHECK(run("compare --models llama2-13b -H h100-sxm").exit_code == 2);  // one model
+}
+
+TEST_CASE("import writes a model file that check accepts") {
+  const fs::path out = scratch_dir() / "mixtral.yaml";
+  const Run r = run("import '" + std::string(STREAMSPARK_TEST_DATA_DIR) +
+                    "/hf/mixtral-8x7b.json' --name mixtral-imported -o '" + out.string() + "'");
+  REQUIRE(r.exit_code == 0);
+  const Run check = run("check '" + out.string() + "'");
+  CHECK(check.exit_code == 0);
+  CHECK(check.out.find("ok (model mixtral-imported)") != std::string::npos);
+  const Run bad =
+      run("import '" + std::string(STREAMSPARK_TEST_DATA_DIR) + "/hf/bad-model-type.json'");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("model_type: cannot be mapped: 'gpt_neox'") != std::string::npos);
+}
+
+TEST_CASE("quantization options: int4 weights with group scales") {
+  const Run r =
+      run("analyze -m llama2-7b -H h100-sxm -b 1 -p 128 -g 2 --weights int4 "
+          "--group-size 128 --format json --no-naive");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["model"]["weight_bytes"] == 3'864'010'752);  // derivation in test_variants.cpp
+  CHECK(j["precision"]["weights"] == "int4");
+  CHECK(j["precision"]["activations"] == "bf16");
+  const Run bad = run("analyze -m tiny-test -H h100-sxm --weights int4 --group-size 128");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err ==
+        "error: weight group size 128 does not divide the 688 input features of mlp_down\n");
+  const Run int3 = run("analyze -m tiny-test -H h100-sxm --dtype int3");
+  CHECK(int3.exit_code == 2);
+  CHECK(int3.err.find("int3 is a storage format only") != std::string::npos);
+}
+
+TEST_CASE("diffusion models report denoising alongside autoregressive decode") {
+  const Run r = run("analyze -m llada-8b -H h100-sxm -b 1 -p 256 -g 128 --format json --no-naive");
+  REQUIRE(r.exit_code == 0);
+  const json d = json::parse(r.out)["results"][0]["diffusion"];
+  CHECK(d["blocks"] == 4);
+  CHECK(d["total_steps"] == 128);
+  CHECK(d["tokens_per_s"].get<double>() ==
+        doctest::Approx(128.0 / d["time_s"].get<double>()).epsilon(1e-12));
+  const Run ar = run("analyze -m llama2-7b -H h100-sxm --diffusion-steps 8");
+  CHECK(ar.exit_code == 2);
+  CHECK(ar.err.find("llama2-7b is autoregressive") != std::string::npos);
+}
+
 TEST_CASE("models and hardware list the catalog") {
   const Run models = run("models");
   CHECK(models.exit_code == 0);

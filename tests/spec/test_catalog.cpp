@@ -65,6 +65,8 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       // 52,428,800 MHA K/V weights + 20 * 1,310,720 MQA K/V weights (one per layer pair).
       {"minitron-8b", {{8'271'699'968}, {}}},
       {"charai-hybrid-13b", {{10'944'926'720}, {}}},
+      // The lecture's GQA what-if: 13,015,864,320 - 40 * 2 * 5120 * 32 * 128.
+      {"llama2-13b-gqa8", {{11'338'142'720}, {}}},
       {"tiny-test", {{4'868'352}, {}}},
   };
   const Catalog catalog = repo_catalog();

@@ -1,0 +1,46 @@
+// `streamspark import config.json`: a Hugging Face config.json as a model YAML file.
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/output_file.hpp"
+#include "cli/value_list.hpp"
+#include "spec/hf_import.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+struct ImportOptions {
+  std::string config;
+  std::string name;
+  std::string max_context;
+  std::string output = "-";
+};
+}  // namespace
+
+Command add_import_command(CLI::App& root, const AppContext&) {
+  auto o = std::make_shared<ImportOptions>();
+  CLI::App* app = root.add_subcommand(
+      "import",
+      "Turn a Hugging Face config.json into a model YAML (llama, mistral, mixtral, "
+      "qwen2, gemma2, deepseek_v2, jamba, mamba)");
+  app->add_option("config", o->config, "config.json")->required();
+  app->add_option("--name", o->name, "model name (default: _name_or_path or the folder name)");
+  app->add_option("--max-context", o->max_context,
+                  "context length when config.json has no max_position_embeddings");
+  app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
+      ->capture_default_str();
+  return Command{app, [o] {
+                   spec::ImportOptions options;
+                   options.name = o->name;
+                   if (!o->max_context.empty()) {
+                     options.max_context = parse_int(o->max_context, "--max-context", 1);
+                   }
+                   const std::string yaml = spec::import_hf_config(o->config, options);
+                   OutputFile out(o->output);
+                   out.write(yaml);
+                   out.commit();
+                   return kExitOk;
+                 }};
+}
+
+}  // namespace streamspark::cli

@@ -1,0 +1,156 @@
+// Side-by-side model comparison: table, JSON, CSV.
+#include "report/compare_report.hpp"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "report/table.hpp"
+#include "report/units.hpp"
+
+namespace streamspark::report {
+
+using nlohmann::json;
+
+namespace {
+
+// The compared figures: name, how to read it from a row, how to print it. Ratios are
+// value / first model's value.
+struct Metric {
+  const char* key;     // JSON/CSV key
+  const char* header;  // table column
+  std::function<double(const ComparisonRow&)> value;
+  std::function<std::string(double)> format;
+};
+
+const std::vector<Metric>& metrics() {
+  static const std::vector<Metric> m = {
+      {"params", "params", [](const ComparisonRow& r) { return double(r.context.figures.params); },
+       format_count},
+      {"active_params", "active",
+       [](const ComparisonRow& r) { return double(r.context.figures.active_params); },
+       format_count},
+      {"weight_bytes", "weights",
+       [](const ComparisonRow& r) { return double(r.context.figures.weight_bytes); }, format_bytes},
+      {"kv_bytes_per_token", "KV/token",
+       [](const ComparisonRow& r) { return double(r.context.figures.kv_bytes_per_token); },
+       format_bytes},
+      {"kv_bytes_per_sequence", "KV/sequence",
+       [](const ComparisonRow& r) { return double(r.result.kv_bytes_per_sequence); }, format_bytes},
+      {"memory_bytes", "memory",
+       [](const ComparisonRow& r) { return double(r.result.memory.total_bytes); }, format_bytes},
+      {"max_batch", "max batch",
+       [](const ComparisonRow& r) { return double(r.result.memory.max_batch); },
+       [](double v) { return fmt::format("{:.0f}", v); }},
+      {"ttft_s", "TTFT", [](const ComparisonRow& r) { return r.result.ttft_s; }, format_time},
+      {"tpot_s", "TPOT", [](const ComparisonRow& r) { return r.result.tpot_s; }, format_time},
+      {"decode_throughput_tok_s", "tokens/s",
+       [](const ComparisonRow& r) { return r.result.decode_throughput_tok_s; },
+       [](double v) { return significant(v); }},
+  };
+  return m;
+}
+
+std::string ratio_text(double value, double base) {
+  if (base == 0) return value == 0 ? "1×" : "-";
+  return fmt::format("{}×", significant(value / base, 3));
+}
+
+std::string workload_title(const engine::Workload& w) {
+  return fmt::format("batch {}, prompt {}, generate {}", w.batch, w.prompt, w.generate);
+}
+
+}  // namespace
+
+std::string compare_table(const std::vector<Comparison>& comparisons) {
+  std::string out;
+  if (comparisons.empty() || comparisons.front().empty()) return out;
+  const AnalysisContext& first = comparisons.front().front().context;
+  out += fmt::format("compare on {} · method {} · {}\n", first.hardware->name,
+                     engine::method_name(first.options.method),
+                     engine::describe(first.options.precision));
+  for (const Comparison& c : comparisons) {
+    out += "\n" + workload_title(c.front().result.workload) + "\n";
+    Table values;
+    values.add_column("model", Align::left);
+    for (const Metric& m : metrics()) values.add_column(m.header);
+    values.add_column("fits", Align::left);
+    Table ratios;
+    ratios.add_column(fmt::format("relative to {}", c.front().context.model->name), Align::left);
+    for (const Metric& m : metrics()) ratios.add_column(m.header);
+    for (const ComparisonRow& row : c) {
+      std::vector<std::string> v{row.context.model->name};
+      std::vector<std::string> r{row.context.model->name};
+      for (const Metric& m : metrics()) {
+        v.push_back(m.format(m.value(row)));
+        r.push_back(ratio_text(m.value(row), m.value(c.front())));
+      }
+      v.push_back(row.result.memory.fits ? "yes" : "no");
+      values.add_row(std::move(v));
+      ratios.add_row(std::move(r));
+    }
+    out += values.render() + "\n" + ratios.render();
+  }
+  out +=
+      "\nKV/sequence: KV cache and state of one sequence at prompt+generate-1 tokens. memory: "
+      "weights + KV of the batch + peak activations.\n";
+  return out;
+}
+
+json compare_json(const std::vector<Comparison>& comparisons) {
+  json j;
+  if (comparisons.empty() || comparisons.front().empty()) return j;
+  const AnalysisContext& first = comparisons.front().front().context;
+  j["hardware"] = first.hardware->name;
+  j["method"] = std::string(engine::method_name(first.options.method));
+  j["precision"] = engine::describe(first.options.precision);
+  json list = json::array();
+  for (const Comparison& c : comparisons) {
+    const engine::Workload& w = c.front().result.workload;
+    json models = json::array();
+    for (const ComparisonRow& row : c) {
+      json m{{"name", row.context.model->name}, {"fits", row.result.memory.fits}};
+      json ratio = json::object();
+      for (const Metric& metric : metrics()) {
+        const double v = metric.value(row);
+        const double base = metric.value(c.front());
+        m[metric.key] = v;
+        ratio[metric.key] = base != 0 ? json(v / base) : json(nullptr);
+      }
+      m["ratio_to_first"] = ratio;
+      m["result"] = result_json(row.result);
+      models.push_back(std::move(m));
+    }
+    list.push_back(json{{"batch", w.batch},
+                        {"prompt", w.prompt},
+                        {"generate", w.generate},
+                        {"models", std::move(models)}});
+  }
+  j["comparisons"] = std::move(list);
+  return j;
+}
+
+std::string compare_csv(const std::vector<Comparison>& comparisons) {
+  std::string out = "model,hardware,batch,prompt,generate";
+  for (const Metric& m : metrics()) out += fmt::format(",{}", m.key);
+  out += ",fits";
+  for (const Metric& m : metrics()) out += fmt::format(",{}_ratio", m.key);
+  out += "\n";
+  for (const Comparison& c : comparisons) {
+    for (const ComparisonRow& row : c) {
+      const engine::Workload& w = row.result.workload;
+      out += fmt::format("{},{},{},{},{}", row.context.model->name, row.context.hardware->name,
+                         w.batch, w.prompt, w.generate);
+      for (const Metric& m : metrics()) out += fmt::format(",{}", m.value(row));
+      out += row.result.memory.fits ? ",true" : ",false";
+      for (const Metric& m : metrics()) {
+        const double base = m.value(c.front());
+        out += base != 0 ? fmt::format(",{}", m.value(row) / base) : std::string(",");
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace streamspark::report

@@ -1,0 +1,345 @@
+// Mapping of Hugging Face config.json fields to the model YAML schema. Every field that changes
+// the cost is either mapped or refused by name; fields that do not (norm epsilons, RoPE bases,
+// dropout, initialiser ranges, token ids, logit soft-capping) are ignored.
+#include "spec/hf_import.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <vector>
+
+#include "spec/diagnostics.hpp"
+#include "spec/model_spec.hpp"
+#include "spec/yaml_reader.hpp"
+
+namespace streamspark::spec {
+
+namespace {
+
+using nlohmann::json;
+
+// Reads fields of config.json; the first problem becomes a SpecError naming the field.
+class Config {
+ public:
+  Config(json j, std::string file) : j_(std::move(j)), file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    throw SpecError({Diagnostic{file_, 0, 0, key, message}});
+  }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_[key].is_null(); }
+  int64_t integer(const std::string& key) const {
+    if (!has(key)) fail(key, "missing (needed to cost the model)");
+    if (!j_[key].is_number_integer() || j_[key].get<int64_t>() < 0) {
+      fail(key, fmt::format("expected a non-negative integer, got {}", j_[key].dump()));
+    }
+    return j_[key].get<int64_t>();
+  }
+  int64_t integer_or(const std::string& key, int64_t fallback) const {
+    return has(key) ? integer(key) : fallback;
+  }
+  bool boolean_or(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_boolean())
+      fail(key, fmt::format("expected true or false, got {}", j_[key].dump()));
+    return j_[key].get<bool>();
+  }
+  std::string string_or(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_string()) fail(key, fmt::format("expected a string, got {}", j_[key].dump()));
+    return j_[key].get<std::string>();
+  }
+  // Refuses a field whose value changes the cost in a way the schema cannot express.
+  void refuse_if(bool condition, const std::string& key, const std::string& why) const {
+    if (condition) fail(key, fmt::format("cannot be mapped: {}", why));
+  }
+  const json& raw() const { return j_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  json j_;
+  std::string file_;
+};
+
+std::string activation(const Config& c, const std::string& key, const std::string& fallback) {
+  const std::string act = c.string_or(key, fallback);
+  if (act == "silu" || act == "swish") return "silu";
+  if (act == "gelu" || act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_fast") {
+    return "gelu";
+  }
+  if (act == "relu") return "relu";
+  if (act == "relu2") return "relu2";
+  c.fail(key,
+         fmt::format("cannot be mapped: activation '{}' (expected silu, gelu, relu, relu2)", act));
+}
+
+// The YAML being built, key by key.
+struct Yaml {
+  std::vector<std::string> lines;
+  void add(const std::string& line) { lines.push_back(line); }
+  std::string text() const {
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+  }
+};
+
+std::string attention_line(const Config& c, const std::string& kind_override = "") {
+  const int64_t d_model = c.integer("hidden_size");
+  const int64_t n_heads = c.integer("num_attention_heads");
+  const int64_t n_kv = c.integer_or("num_key_value_heads", n_heads);
+  // head_dim is read when given; only otherwise D / N.
+  const int64_t head_dim =
+      c.has("head_dim") ? c.integer("head_dim") : d_model / std::max<int64_t>(n_heads, 1);
+  if (!c.has("head_dim") && n_heads > 0 && d_model % n_heads != 0) {
+    c.fail("head_dim", "missing, and hidden_size is not divisible by num_attention_heads");
+  }
+  std::string kind = kind_override;
+  if (kind.empty()) kind = n_kv == n_heads ? "mha" : (n_kv == 1 ? "mqa" : "gqa");
+  return fmt::format("{{kind: {}, n_heads: {}, n_kv_heads: {}, head_dim: {}", kind, n_heads, n_kv,
+                     head_dim);
+}
+
+// Common header keys.
+void header(Yaml& y, const Config& c, const std::string& name, const std::string& family,
+            const ImportOptions& o) {
+  y.add(
+      fmt::format("# Imported from {} (model_type {}) by `streamspark import`.", c.file(), family));
+  y.add(fmt::format("name: {}", name));
+  y.add(fmt::format("source: \"Hugging Face config.json ({}), model_type {}\"",
+                    std::filesystem::path(c.file()).filename().string(), family));
+  y.add(fmt::format("family: {}", family));
+  y.add(fmt::format("vocab_size: {}", c.integer("vocab_size")));
+  y.add(fmt::format("d_model: {}", c.integer("hidden_size")));
+  y.add(fmt::format("n_layers: {}", c.integer("num_hidden_layers")));
+  if (o.max_context) {
+    y.add(fmt::format("max_context: {}", *o.max_context));
+  } else if (c.has("max_position_embeddings")) {
+    y.add(fmt::format("max_context: {}", c.integer("max_position_embeddings")));
+  } else {
+    c.fail("max_position_embeddings", "missing; pass --max-context");
+  }
+  y.add("norm: rmsnorm");
+}
+
+void map_llama_like(Yaml& y, const Config& c, const std::string& family, bool tied_default) {
+  c.refuse_if(c.boolean_or("mlp_bias", false), "mlp_bias",
+              "biases on MLP projections are not modeled");
+  bool qkv_bias = family == "qwen2";  // Qwen2 always has q, k, v biases (and none on o)
+  if (family == "llama") {
+    c.refuse_if(c.boolean_or("attention_bias", false), "attention_bias",
+                "llama's attention_bias also adds an o_proj bias, which is not modeled");
+  }
+  if (family == "qwen2") {
+    c.refuse_if(c.boolean_or("use_sliding_window", false), "use_sliding_window",
+                "Qwen2's per-layer window (max_window_layers) is not modeled");
+  }
+  int64_t window = 0;
+  if (family == "mistral" || family == "mixtral") window = c.integer_or("sliding_window", 0);
+  std::string attention = attention_line(c);
+  if (qkv_bias) attention += ", qkv_bias: true";
+  if (window > 0) attention += fmt::format(", window: {}", window);
+  y.add("attention: " + attention + "}");
+  const std::string act = activation(c, "hidden_act", "silu");
+  if (family == "mixtral") {
+    y.add(fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, activation: {}}}",
+                      c.integer("num_local_experts"), c.integer("num_experts_per_tok"),
+                      c.integer("intermediate_size"), act));
+  } else {
+    y.add(fmt::format("mlp: {{kind: gated, d_ff: {}, activation: {}}}",
+                      c.integer("intermediate_size"), act));
+  }
+  y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", tied_default)));
+}
+
+void map_gemma2(Yaml& y, const Config& c) {
+  // Gemma 2: sliding window on even layers (layer 0 local), norms after attention and MLP too.
+  const int64_t layers = c.integer("num_hidden_layers");
+  c.refuse_if(layers % 2 != 0, "num_hidden_layers", "Gemma 2 alternates local and global layers");
+  y.add("attention: " + attention_line(c) +
+        fmt::format(", window: {}}}", c.integer("sliding_window")));
+  y.add(fmt::format("mlp: {{kind: gated, d_ff: {}, activation: {}}}",
+                    c.integer("intermediate_size"),
+                    activation(c, c.has("hidden_activation") ? "hidden_activation" : "hidden_act",
+                               "gelu_pytorch_tanh")));
+  y.add("layers:");
+  y.add(fmt::format("  - {{repeat: {}, pattern: [local+mlp, attention+mlp]}}", layers / 2));
+  y.add("sandwich_norms: true");
+  y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", true)));
+}
+
+void map_deepseek_v2(Yaml& y, const Config& c) {
+  c.refuse_if(c.integer_or("moe_layer_freq", 1) != 1, "moe_layer_freq",
+              "only every-layer MoE after the first_k_dense_replace dense layers is modeled");
+  c.refuse_if(c.boolean_or("attention_bias", false), "attention_bias",
+              "biases on MLA projections are not modeled");
+  y.add("attention:");
+  y.add("  kind: mla");
+  y.add(fmt::format("  n_heads: {}", c.integer("num_attention_heads")));
+  if (c.has("q_lora_rank")) y.add(fmt::format("  q_lora_rank: {}", c.integer("q_lora_rank")));
+  y.add(fmt::format("  kv_lora_rank: {}", c.integer("kv_lora_rank")));
+  y.add(fmt::format("  qk_nope_head_dim: {}", c.integer("qk_nope_head_dim")));
+  y.add(fmt::format("  qk_rope_head_dim: {}", c.integer("qk_rope_head_dim")));
+  y.add(fmt::format("  v_head_dim: {}", c.integer("v_head_dim")));
+  const std::string act = activation(c, "hidden_act", "silu");
+  const int64_t layers = c.integer("num_hidden_layers");
+  const int64_t dense = c.integer_or("first_k_dense_replace", 0);
+  const bool moe = c.has("n_routed_experts");
+  if (dense > 0 || !moe) {
+    y.add(fmt::format("mlp: {{kind: gated, d_ff: {}, activation: {}}}",
+                      c.integer("intermediate_size"), act));
+  }
+  if (moe) {
+    y.add(
+        fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, n_shared_experts: {}, "
+                    "activation: {}}}",
+                    c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
+                    c.integer("moe_intermediate_size"), c.integer_or("n_shared_experts", 0), act));
+    y.add("layers:");
+    if (dense > 0) y.add(fmt::format("  - {{kind: attention+mlp, count: {}}}", dense));
+    y.add(fmt::format("  - {{kind: attention+moe, count: {}}}", layers - dense));
+  }
+  y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", false)));
+}
+
+std::string mamba_line(const Config& c, const std::string& prefix, bool jamba) {
+  const int64_t d_model = c.integer("hidden_size");
+  int64_t dt_rank = (d_model + 15) / 16;  // "auto"
+  const std::string rank_key = jamba ? "mamba_dt_rank" : "time_step_rank";
+  if (c.has(rank_key) && !(c.raw()[rank_key].is_string() && c.raw()[rank_key] == "auto")) {
+    dt_rank = c.integer(rank_key);
+  }
+  return fmt::format(
+      "{{d_state: {}, d_conv: {}, expand: {}, dt_rank: {}, conv_bias: {}{}}}",
+      c.integer(prefix + (jamba ? "d_state" : "state_size")),
+      c.integer(prefix + (jamba ? "d_conv" : "conv_kernel")), c.integer(prefix + "expand"), dt_rank,
+      c.boolean_or(jamba ? "mamba_conv_bias" : "use_conv_bias", true) ? "true" : "false",
+      jamba ? ", inner_norms: true" : "");
+}
+
+void map_mamba(Yaml& y, const Config& c) {
+  c.refuse_if(c.boolean_or("use_bias", false), "use_bias",
+              "biases on the in/out projections are not modeled");
+  y.add("mamba: " + mamba_line(c, "", false));
+  y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", true)));
+}
+
+void map_jamba(Yaml& y, const Config& c) {
+  c.refuse_if(c.boolean_or("mamba_proj_bias", false), "mamba_proj_bias",
+              "biases on the Mamba in/out projections are not modeled");
+  const int64_t layers = c.integer("num_hidden_layers");
+  const int64_t attn_period = c.integer("attn_layer_period");
+  const int64_t attn_offset = c.integer("attn_layer_offset");
+  const int64_t expert_period = c.integer("expert_layer_period");
+  const int64_t expert_offset = c.integer("expert_layer_offset");
+  c.refuse_if(attn_period == 0 || expert_period == 0, "attn_layer_period",
+              "periods must be positive");
+  y.add("attention: " + attention_line(c) + "}");
+  y.add("mamba: " + mamba_line(c, "mamba_", true));
+  const std::string act = activation(c, "hidden_act", "silu");
+  y.add(fmt::format("mlp: {{kind: gated, d_ff: {}, activation: {}}}",
+                    c.integer("intermediate_size"), act));
+  y.add(fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, activation: {}}}",
+                    c.integer("num_experts"), c.integer("num_experts_per_tok"),
+                    c.integer("intermediate_size"), act));
+  // Layer i: attention when i % attn_period == attn_offset, MoE when
+  // i % expert_period == expert_offset (HF JambaConfig.layers_block_type).
+  auto token = [&](int64_t i) {
+    const bool attention = i % attn_period == attn_offset;
+    const bool expert = i % expert_period == expert_offset;
+    return fmt::format("{}+{}", attention ? "attention" : "mamba", expert ? "moe" : "mlp");
+  };
+  // One period (the lcm of the two) repeated, when it divides the stack; else every layer.
+  const int64_t period = std::lcm(attn_period, expert_period);
+  y.add("layers:");
+  if (layers % period == 0) {
+    std::string pattern;
+    for (int64_t i = 0; i < period; ++i) pattern += (i ? ", " : "") + token(i);
+    y.add(fmt::format("  - {{repeat: {}, pattern: [{}]}}", layers / period, pattern));
+  } else {
+    for (int64_t i = 0; i < layers; ++i) y.add("  - " + token(i));
+  }
+  y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", false)));
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecError({Diagnostic{path, 0, 0, "", "cannot open file"}});
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  try {
+    return json::parse(s);
+  } catch (const json::parse_error& e) {
+    // Byte offset -> line and column.
+    int line = 1, column = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
+      if (s[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    // nlohmann's message ends with the reason after "syntax error while ...".
+    const std::string what = e.what();
+    const size_t at = what.find("syntax error");
+    throw SpecError(
+        {Diagnostic{path, line, column, "",
+                    at == std::string::npos ? "JSON syntax error" : "JSON " + what.substr(at)}});
+  }
+}
+
+}  // namespace
+
+std::string import_hf_config(const std::string& path, const ImportOptions& options) {
+  const json j = read_json(path);
+  if (!j.is_object()) {
+    throw SpecError({Diagnostic{path, 1, 1, "", "expected a JSON object (a config.json)"}});
+  }
+  const Config c(j, path);
+  const std::string family = c.string_or("model_type", "");
+  if (family.empty()) c.fail("model_type", "missing; cannot tell the architecture");
+  static const std::vector<std::string> kFamilies = {"llama",  "mistral",     "mixtral", "qwen2",
+                                                     "gemma2", "deepseek_v2", "jamba",   "mamba"};
+  if (std::find(kFamilies.begin(), kFamilies.end(), family) == kFamilies.end()) {
+    c.fail("model_type", fmt::format("cannot be mapped: '{}' (supported: {})", family,
+                                     fmt::join(kFamilies, ", ")));
+  }
+  std::string name = options.name;
+  if (name.empty()) {
+    const std::string from = c.string_or("_name_or_path", "");
+    name = !from.empty() ? std::filesystem::path(from).filename().string()
+                         : std::filesystem::absolute(path).parent_path().filename().string();
+    for (char& ch : name) {
+      if (ch == ' ' || ch == ':') ch = '-';
+    }
+    if (name.empty()) name = "imported-" + family;
+  }
+  Yaml y;
+  header(y, c, name, family, options);
+  if (family == "llama" || family == "mistral" || family == "qwen2" || family == "mixtral") {
+    map_llama_like(y, c, family, false);
+  } else if (family == "gemma2") {
+    map_gemma2(y, c);
+  } else if (family == "deepseek_v2") {
+    map_deepseek_v2(y, c);
+  } else if (family == "jamba") {
+    map_jamba(y, c);
+  } else {
+    map_mamba(y, c);
+  }
+  const std::string text = y.text();
+  // The result must be a valid model file: parse it back.
+  Diagnostics diagnostics;
+  const SpecContext ctx{path + " (imported YAML)", &diagnostics};
+  const auto root = parse_yaml_mapping(text, ctx);
+  if (!root || !parse_model(*root, ctx)) throw SpecError(diagnostics.items());
+  return text;
+}
+
+}  // namespace streamspark::spec

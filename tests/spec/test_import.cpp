@@ -1,0 +1,98 @@
+// `import`: Hugging Face config.json files (written for these tests, with the fields of the
+// published configs) become model YAML that loads and costs like the catalog entries.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "engine/model.hpp"
+#include "spec/catalog.hpp"
+#include "spec/diagnostics.hpp"
+#include "spec/hf_import.hpp"
+#include "spec/model_spec.hpp"
+#include "spec/yaml_reader.hpp"
+
+using namespace streamspark;
+using namespace streamspark::spec;
+
+namespace {
+std::string hf(const std::string& name) {
+  return std::string(STREAMSPARK_TEST_DATA_DIR) + "/hf/" + name;
+}
+
+engine::Model imported(const std::string& file, ImportOptions options = {}) {
+  const std::string yaml = import_hf_config(hf(file), options);
+  Diagnostics d;
+  const SpecContext ctx{file, &d};
+  const auto root = parse_yaml_mapping(yaml, ctx);
+  REQUIRE(root.has_value());
+  const auto model = parse_model(*root, ctx);
+  REQUIRE(model.has_value());
+  return *model;
+}
+
+std::string error_of(const std::string& file) {
+  try {
+    (void)import_hf_config(hf(file), {});
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("imported configs cost exactly like the catalog entries") {
+  const Catalog catalog({STREAMSPARK_SOURCE_DIR});
+  struct Case {
+    const char* file;
+    const char* catalog_name;
+  };
+  for (const Case& c :
+       {Case{"llama2-7b.json", "llama2-7b"}, Case{"mistral-7b-v0.1.json", "mistral-7b-v0.1"},
+        Case{"mixtral-8x7b.json", "mixtral-8x7b"}, Case{"gemma-2-9b.json", "gemma-2-9b"},
+        Case{"deepseek-v2-lite.json", "deepseek-v2-lite"}, Case{"jamba-v0.1.json", "jamba-v0.1"}}) {
+    CAPTURE(c.file);
+    const engine::Model got = imported(c.file);
+    const engine::Model want = catalog.model(c.catalog_name);
+    CHECK(engine::total_params(got) == engine::total_params(want));
+    CHECK(engine::active_params(got) == engine::active_params(want));
+    CHECK(engine::state_elements(got, 5000) == engine::state_elements(want, 5000));
+    CHECK(got.max_context == want.max_context);
+  }
+  // Mamba's config has no max_position_embeddings: the context comes from the option.
+  ImportOptions with_context;
+  with_context.max_context = 2048;
+  const engine::Model mamba = imported("mamba-2.8b.json", with_context);
+  CHECK(engine::total_params(mamba) == engine::total_params(catalog.model("mamba-2.8b")));
+  CHECK(mamba.name == "mamba-2.8b-hf");  // from _name_or_path
+}
+
+TEST_CASE("qwen2: q, k, v biases, head_dim from D/N") {
+  const engine::Model m = imported("qwen2-7b.json");
+  const auto& a = m.layers[0].attention;
+  CHECK(a.qkv_bias);
+  CHECK(a.head_dim == 128);
+  CHECK(a.n_kv_heads == 4);
+  // 2 * 152064 * 3584 = 1,089,994,752 embeddings + 28 * (3584 * 3584 * 2 + 3584 * 1024 +
+  // 3584 + 1024 (biases) + 3 * 3584 * 18944 + 2 * 3584 = 233,057,792) + 3584
+  // = 7,615,616,512, Qwen2-7B's published count.
+  CHECK(engine::total_params(m) == 7'615'616'512);
+}
+
+TEST_CASE("fields that cannot be mapped are named") {
+  const std::string path = hf("");
+  CHECK(error_of("bad-model-type.json") ==
+        path +
+            "bad-model-type.json: model_type: cannot be mapped: 'gpt_neox' (supported: llama, "
+            "mistral, mixtral, qwen2, gemma2, deepseek_v2, jamba, mamba)");
+  CHECK(error_of("bad-attention-bias.json") ==
+        path +
+            "bad-attention-bias.json: attention_bias: cannot be mapped: llama's "
+            "attention_bias also adds an o_proj bias, which is not modeled");
+  CHECK(error_of("bad-missing-field.json") ==
+        path + "bad-missing-field.json: hidden_size: missing (needed to cost the model)");
+  CHECK(error_of("bad-syntax.json").rfind(path + "bad-syntax.json:3:23: JSON syntax error", 0) ==
+        0);
+  CHECK(error_of("mamba-2.8b.json") ==
+        path + "mamba-2.8b.json: max_position_embeddings: missing; pass --max-context");
+}

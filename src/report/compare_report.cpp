@@ -70,7 +70,7 @@ std::string compare_table(const std::vector<Comparison>& comparisons) {
                      engine::method_name(first.options.method),
                      engine::describe(first.options.precision));
   for (const Comparison& c : comparisons) {
-    out += "\n" + workload_title(c.front().result.workload) + "\n";
+    out += fmt::format("\n{}\n", workload_title(c.front().result.workload));
     Table values;
     values.add_column("model", Align::left);
     for (const Metric& m : metrics()) values.add_column(m.header);

@@ -54,7 +54,8 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
     }
   }
 
-  engine::Analyzer analyzer(model, hardware, options);
+  const auto analyzer_owner = make_analyzer(model, hardware, options);
+  engine::Analyzer& analyzer = *analyzer_owner;
   std::vector<engine::WorkloadResult> results;
   for (int64_t p : prompts) {
     for (int64_t g : generates) {

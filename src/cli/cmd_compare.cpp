@@ -53,7 +53,7 @@ int run_compare(const CompareOptions& o, const AppContext& ctx) {
         for (int64_t g : generates) check_context(model, p, g);
       }
     }
-    analyzers.push_back(std::make_unique<engine::Analyzer>(model, hardware, options));
+    analyzers.push_back(make_analyzer(model, hardware, options));
   }
   std::vector<report::Comparison> comparisons;
   for (int64_t p : prompts) {

@@ -140,6 +140,16 @@ void print_diagnostics(const spec::SpecError& e) {
   for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", d.format());
 }
 
+std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
+                                                const engine::Hardware& hardware,
+                                                const engine::AnalysisOptions& options) {
+  try {
+    return std::make_unique<engine::Analyzer>(model, hardware, options);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("{} on {}: {}", model.name, hardware.name, e.what()));
+  }
+}
+
 spec::Catalog make_catalog(const AppContext& ctx) {
   return spec::Catalog(spec::data_roots(ctx.executable));
 }

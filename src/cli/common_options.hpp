@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -55,6 +56,12 @@ engine::Method parse_method_option(const std::string& name);
 Format parse_format_option(const std::string& name, bool table_allowed);
 
 spec::Catalog make_catalog(const AppContext& ctx);
+
+// An Analyzer; a model/device/format combination it refuses becomes a UsageError naming the
+// model and the device.
+std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
+                                                const engine::Hardware& hardware,
+                                                const engine::AnalysisOptions& options);
 
 // One line per problem on stderr.
 void print_diagnostics(const spec::SpecError& e);

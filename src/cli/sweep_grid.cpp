@@ -20,13 +20,14 @@ constexpr int64_t kChunkRows = 8192;
 }
 
 SweepGrid::SweepGrid(SweepAxes axes) : axes_(std::move(axes)) {
-  // Reject unsupported (device, precision) pairs before any work.
-  for (const auto& hw : axes_.hardware) {
-    for (const auto& p : axes_.precisions) {
-      try {
-        (void)engine::device_rates(hw, p);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
+  // Reject unsupported (model, device, format) combinations before any work.
+  for (const auto& m : axes_.models) {
+    for (const auto& hw : axes_.hardware) {
+      for (const auto& p : axes_.precisions) {
+        engine::AnalysisOptions options;
+        options.method = axes_.method;
+        options.precision = p;
+        (void)make_analyzer(m, hw, options);
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -309,13 +310,45 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
 
 void Analyzer::sum_prefill_passes(int64_t sequences, int64_t first, int64_t count, double* flops,
                                   double* time_s) {
+  // Routed-expert traffic, E * (1 - (1 - k/E)^(B*n)) experts, is no polynomial in n: step
+  // through the token counts one by one until it has saturated (to within half a byte).
+  const int64_t end = checked_add(first, count);
+  const int64_t saturated = std::min(end, std::max(first, moe_saturation_tokens(sequences)));
+  for (int64_t n = first; n < saturated; ++n) {
+    build_ops(model_, options_.precision, {Phase::prefill, sequences, n, 0}, scratch_ops_,
+              options_.mla_form);
+    const PhaseResult p = cost_phase(scratch_ops_, Phase::prefill, sequences, 0, nullptr);
+    *flops += static_cast<double>(p.flops);
+    *time_s += p.time_s;
+  }
   // A window W makes the pair count quadratic in n up to W and linear from W on: segments
   // start at W + 1 so that the three sample points of each lie on one polynomial.
   std::vector<int64_t> starts = breakpoints_;
   for (int64_t& s : starts) ++s;
-  for_each_segment(starts, first, count, [&](int64_t lo, int64_t n) {
+  for_each_segment(starts, saturated, end - saturated, [&](int64_t lo, int64_t n) {
     sum_prefill_segment(sequences, lo, n, flops, time_s);
   });
+}
+
+int64_t Analyzer::moe_saturation_tokens(int64_t sequences) const {
+  int64_t tokens = 0;
+  for (const LayerKind& k : model_.layers) {
+    if (k.ffn != FfnKind::moe || k.moe.top_k >= k.moe.n_experts) continue;
+    // Bytes of all routed experts of the kind: the untouched share of them decays as
+    // (1 - k/E)^(sequences * n); past n* it is under half a byte.
+    double routed = 0;
+    for (const WeightTensor& t : weight_tensors(model_, k)) {
+      if (t.routed) {
+        routed += static_cast<double>(matrix_bytes(options_.precision.weights, t.rows, t.cols)) *
+                  static_cast<double>(t.copies * t.layers);
+      }
+    }
+    const double miss =
+        1.0 - static_cast<double>(k.moe.top_k) / static_cast<double>(k.moe.n_experts);
+    const double n = std::log(0.5 / routed) / (static_cast<double>(sequences) * std::log(miss));
+    tokens = std::max(tokens, static_cast<int64_t>(std::ceil(n)) + 1);
+  }
+  return tokens;
 }
 
 void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t count, double* flops,

@@ -190,6 +190,9 @@ class Analyzer {
                           double* time_s);
   void sum_prefill_segment(int64_t sequences, int64_t first, int64_t count, double* flops,
                            double* time_s);
+  // Token count from which routed-expert weight traffic of a pass of `sequences` sequences
+  // no longer changes (0 without MoE).
+  int64_t moe_saturation_tokens(int64_t sequences) const;
   DiffusionResult diffusion(const Workload& w, const DiffusionOptions& d,
                             const PhaseResult& prompt_prefill);
 

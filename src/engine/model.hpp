@@ -41,6 +41,7 @@ struct Attention {
   int64_t n_kv_heads = 0;  // K; N is a multiple of K (G = N / K query heads per KV head)
   int64_t head_dim = 0;    // H; N*H need not equal D (the out projection maps N*H -> D)
   bool qkv_bias = false;   // a bias on the q, k and v projections (Qwen2 style)
+  bool rope = true;        // rotary position embedding on q and k (Jamba's attention has none)
   // Sliding window of local attention layers (tokens attended, including the current one);
   // used by layers of mixer "local", 0 when the model has none.
   int64_t window = 0;

@@ -119,6 +119,10 @@ class OpListBuilder {
 
   int64_t act_bytes(int64_t elements) const { return storage_bytes(elements, p_.activations); }
   int64_t kv_bytes(int64_t elements) const { return storage_bytes(elements, p_.kv_cache); }
+  // Bytes of a layer weight matrix stored as (rows input features x cols outputs).
+  int64_t weight_bytes_stored(int64_t rows, int64_t cols) const {
+    return matrix_bytes(p_.weights, rows, cols);
+  }
   // Parameters that are not quantized (norms, biases, router, SSM vectors) are stored like
   // activations.
   int64_t small_param_bytes(int64_t elements) const { return act_bytes(elements); }
@@ -147,12 +151,12 @@ class OpListBuilder {
   // `batch` independent products of that shape (per-head matrices).
   Op& gemm(std::string_view name, int64_t m, int64_t n, int64_t k, bool bias = false,
            int64_t batch = 1) {
-    const WeightFormat& w = p_.weights;
-    if (w.group_size > 0 && k % w.group_size != 0) {
-      throw std::invalid_argument("weight group size " + std::to_string(w.group_size) +
-                                  " does not divide the input dimension " + std::to_string(k) +
-                                  " of " + std::string(name));
-    }
+    // Group sizes are checked against the stored matrices (check_weight_format); the few
+    // GEMMs whose k is not a stored input dimension (MLA's absorbed products) override the
+    // weight bytes after this.
+    const WeightFormat w = p_.weights.group_size > 0 && k % p_.weights.group_size != 0
+                               ? WeightFormat{p_.weights.dtype}
+                               : p_.weights;
     int64_t flops = checked_mul(2, batch, m, n, k);
     Traffic t;
     t.weights = checked_mul(batch, matrix_bytes(w, k, n));
@@ -236,6 +240,7 @@ class OpListBuilder {
 
 // Everything a layer builder needs about the step.
 struct StepDims {
+  Phase phase;
   int64_t B;       // sequences
   int64_t T;       // new tokens per sequence
   int64_t P;       // cached tokens per sequence
@@ -265,18 +270,20 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   b.norm("attn_norm", norm, s.tokens, s.D);
   if (a.kv_share == 1) {
     b.gemm("qkv_proj", s.tokens, checked_add(q_width, checked_mul(2, kv_width)), s.D, a.qkv_bias);
-    b.elementwise("rope", checked_mul(s.tokens, checked_add(q_width, kv_width)),
-                  kRopeFlopsPerElement);
+    if (a.rope) {
+      b.elementwise("rope", checked_mul(s.tokens, checked_add(q_width, kv_width)),
+                    kRopeFlopsPerElement);
+    }
     if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, 2, kv_width));
   } else {
     // Cross-layer attention: every layer projects Q; one layer per group projects, rotates
     // and stores K and V, which the others reuse.
     b.gemm("q_proj", s.tokens, q_width, s.D, a.qkv_bias);
-    b.elementwise("rope_q", checked_mul(s.tokens, q_width), kRopeFlopsPerElement);
+    if (a.rope) b.elementwise("rope_q", checked_mul(s.tokens, q_width), kRopeFlopsPerElement);
     const int64_t all = b.repeat();
     b.set_repeat(producers);
     b.gemm("kv_proj", s.tokens, checked_mul(2, kv_width), s.D, a.qkv_bias);
-    b.elementwise("rope_k", checked_mul(s.tokens, kv_width), kRopeFlopsPerElement);
+    if (a.rope) b.elementwise("rope_k", checked_mul(s.tokens, kv_width), kRopeFlopsPerElement);
     if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, 2, kv_width));
     b.set_repeat(all);
   }
@@ -325,15 +332,19 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
   b.elementwise("rope", checked_mul(s.tokens, checked_add(checked_mul(N, dr), dr)),
                 kRopeFlopsPerElement);
   if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, cached));
+  // auto: absorbed for decode, naive for every prefill (even a one-token one), as serving
+  // engines run MLA.
   const bool absorbed =
-      form == MlaForm::absorbed || (form == MlaForm::automatic && s.T == 1 && s.causal);
+      form == MlaForm::absorbed || (form == MlaForm::automatic && s.phase == Phase::decode);
   const int64_t pairs = pairs_for(s, k);
   const int64_t past = checked_mul(s.B, s.P);  // cached positions over the batch
   if (absorbed) {
     // q_nope (N x d_h) times W^UK (per head d_h x d_c) gives N latent queries of d_c; scores
     // against the cached latent and k^R (an MQA with d_c + d_r wide keys); the weighted sum
     // of latents (d_c per head) times W^UV (per head d_c x d_v) gives the heads' outputs.
-    b.gemm("q_absorb", s.tokens, dc, dh, false, N);
+    // W^UK and W^UV are stored as kv_up (d_c input rows): their bytes follow that layout.
+    b.gemm("q_absorb", s.tokens, dc, dh, false, N).bytes.weights =
+        b.weight_bytes_stored(dc, checked_mul(N, dh));
     Traffic scores;
     scores.activations = b.act_bytes(
         checked_add(checked_mul(s.tokens, N, checked_add(dc, dr)), checked_mul(s.tokens, cached)));
@@ -343,7 +354,8 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     Traffic values;  // the latent already read for the scores is the value: no second read
     values.activations = b.act_bytes(checked_mul(s.tokens, N, dc));
     b.add("attn_values", OpKind::attention, checked_mul(2, s.B, N, dc, pairs), values, 0);
-    b.gemm("v_absorb", s.tokens, dv, dc, false, N);
+    b.gemm("v_absorb", s.tokens, dv, dc, false, N).bytes.weights =
+        b.weight_bytes_stored(dc, checked_mul(N, dv));
   } else {
     // Decompress every position's latent (cached and new) into per-head K_nope and V with
     // kv_up (W^UK, W^UV), then attend with N heads of d_h + d_r (keys) and d_v (values).
@@ -514,7 +526,8 @@ void build_ops(const Model& model, const Precision& precision, const StepShape& 
   const int64_t T = shape.new_tokens;
   const int64_t D = model.d_model;
   const int64_t V = model.vocab_size;
-  const StepDims s{B, T, shape.past_tokens, checked_mul(B, T), D, shape.causal, shape.write_cache};
+  const StepDims s{shape.phase,      B, T, shape.past_tokens, checked_mul(B, T), D, shape.causal,
+                   shape.write_cache};
 
   // ---- embedding (once): B*T rows of D gathered from the (V, D) table, not streamed ----
   {

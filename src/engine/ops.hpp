@@ -83,8 +83,7 @@ struct StepShape {
 // position of each sequence only (that is all sampling needs). MoE layers read the weights of
 // the experts the step's tokens are routed to (expected count under uniform routing).
 //
-// Throws std::invalid_argument when the weight format's group size does not divide a
-// quantized matrix's input dimension.
+// Group sizes are validated against the stored matrices by check_weight_format.
 void build_ops(const Model& model, const Precision& precision, const StepShape& shape,
                std::vector<Op>& out, MlaForm mla_form = MlaForm::automatic);
 

@@ -36,9 +36,9 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
   r.bandwidth = hw.device_memory().bandwidth;
   r.kernel_overhead_s = hw.kernel_overhead_s;
   if (r.matrix_flops <= 0) {
-    throw std::invalid_argument(
-        "hardware " + hw.name + " has no " + std::string(peak_class_name(*matrix)) +
-        " peak in its spec, so compute in " + compute + " cannot be costed on it");
+    throw std::invalid_argument("the hardware spec has no " +
+                                std::string(peak_class_name(*matrix)) + " peak, so compute in " +
+                                compute + " cannot be costed");
   }
   if (precision.outlier_fraction > 0) {
     if (*matrix != PeakClass::int8) {
@@ -47,8 +47,8 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
     }
     r.outlier_flops = hw.peak(PeakClass::fp16);
     if (r.outlier_flops <= 0) {
-      throw std::invalid_argument("hardware " + hw.name +
-                                  " has no fp16 peak for LLM.int8()'s fp16 outliers");
+      throw std::invalid_argument(
+          "the hardware spec has no fp16 peak for LLM.int8()'s fp16 outliers");
     }
   }
   return r;

@@ -328,8 +328,6 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
 
 // ---------------------------------------------------------------- CSV
 
-namespace {
-
 // RFC 4180: quote a field holding a comma, quote or newline.
 void append_csv_field(std::string& out, std::string_view s) {
   if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
@@ -343,8 +341,6 @@ void append_csv_field(std::string& out, std::string_view s) {
   }
   out += '"';
 }
-
-}  // namespace
 
 void append_csv_header(std::string& out) {
   out +=

@@ -34,6 +34,9 @@ nlohmann::json analysis_json(const AnalysisContext& ctx,
 // One element of results[]: batch, prompt, generate, prefill, decode, memory, ttft_s, ...
 nlohmann::json result_json(const engine::WorkloadResult& r);
 
+// RFC 4180: `s` quoted when it holds a comma, quote or newline.
+void append_csv_field(std::string& out, std::string_view s);
+
 // Flat CSV, one row per workload (the same columns as `sweep`).
 void append_csv_header(std::string& out);
 void append_csv_row(std::string& out, const AnalysisContext& ctx, const engine::WorkloadResult& r);

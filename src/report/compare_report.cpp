@@ -51,8 +51,9 @@ const std::vector<Metric>& metrics() {
   return m;
 }
 
+// A ratio to a zero base is undefined: "-" here, null in JSON, an empty CSV field.
 std::string ratio_text(double value, double base) {
-  if (base == 0) return value == 0 ? "1×" : "-";
+  if (base == 0) return "-";
   return fmt::format("{}×", significant(value / base, 3));
 }
 
@@ -139,8 +140,10 @@ std::string compare_csv(const std::vector<Comparison>& comparisons) {
   for (const Comparison& c : comparisons) {
     for (const ComparisonRow& row : c) {
       const engine::Workload& w = row.result.workload;
-      out += fmt::format("{},{},{},{},{}", row.context.model->name, row.context.hardware->name,
-                         w.batch, w.prompt, w.generate);
+      append_csv_field(out, row.context.model->name);
+      out += ',';
+      append_csv_field(out, row.context.hardware->name);
+      out += fmt::format(",{},{},{}", w.batch, w.prompt, w.generate);
       for (const Metric& m : metrics()) out += fmt::format(",{}", m.value(row));
       out += row.result.memory.fits ? ",true" : ",false";
       for (const Metric& m : metrics()) {

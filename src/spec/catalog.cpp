@@ -115,8 +115,9 @@ SpecKind detect_spec_kind(const std::string& path) {
   const SpecContext ctx{path, &diagnostics};
   const auto root = load_yaml_mapping(path, ctx);
   if (!root) throw SpecError(diagnostics.items());
-  if ((*root)["d_model"] || (*root)["attention"]) return SpecKind::model;
-  if ((*root)["peak_flops"] || (*root)["memory"]) return SpecKind::hardware;
+  const YAML::Node& r = *root;
+  if (r["d_model"] || r["attention"] || r["derive_from"] || r["layers"]) return SpecKind::model;
+  if (r["peak_flops"] || r["memory"]) return SpecKind::hardware;
   ctx.error({1, 1}, "",
             "cannot tell a model from a hardware file: a model has d_model and attention, "
             "hardware has peak_flops and memory");

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <numeric>
 #include <sstream>
 #include <vector>
 
@@ -32,15 +31,16 @@ class Config {
     throw SpecError({Diagnostic{file_, 0, 0, key, message}});
   }
   bool has(const std::string& key) const { return j_.contains(key) && !j_[key].is_null(); }
-  int64_t integer(const std::string& key) const {
+  // An integer >= min (sizes and counts are >= 1 unless the field means "none" at 0).
+  int64_t integer(const std::string& key, int64_t min = 1) const {
     if (!has(key)) fail(key, "missing (needed to cost the model)");
-    if (!j_[key].is_number_integer() || j_[key].get<int64_t>() < 0) {
-      fail(key, fmt::format("expected a non-negative integer, got {}", j_[key].dump()));
+    if (!j_[key].is_number_integer() || j_[key].get<int64_t>() < min) {
+      fail(key, fmt::format("expected an integer >= {}, got {}", min, j_[key].dump()));
     }
     return j_[key].get<int64_t>();
   }
-  int64_t integer_or(const std::string& key, int64_t fallback) const {
-    return has(key) ? integer(key) : fallback;
+  int64_t integer_or(const std::string& key, int64_t fallback, int64_t min = 1) const {
+    return has(key) ? integer(key, min) : fallback;
   }
   bool boolean_or(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
@@ -77,6 +77,23 @@ std::string activation(const Config& c, const std::string& key, const std::strin
          fmt::format("cannot be mapped: activation '{}' (expected silu, gelu, relu, relu2)", act));
 }
 
+// A double-quoted YAML scalar: whatever config.json holds stays one string.
+std::string yaml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
 // The YAML being built, key by key.
 struct Yaml {
   std::vector<std::string> lines;
@@ -109,10 +126,11 @@ void header(Yaml& y, const Config& c, const std::string& name, const std::string
             const ImportOptions& o) {
   y.add(
       fmt::format("# Imported from {} (model_type {}) by `streamspark import`.", c.file(), family));
-  y.add(fmt::format("name: {}", name));
-  y.add(fmt::format("source: \"Hugging Face config.json ({}), model_type {}\"",
-                    std::filesystem::path(c.file()).filename().string(), family));
-  y.add(fmt::format("family: {}", family));
+  y.add("name: " + yaml_quoted(name));
+  y.add("source: " +
+        yaml_quoted(fmt::format("Hugging Face config.json ({}), model_type {}",
+                                std::filesystem::path(c.file()).filename().string(), family)));
+  y.add("family: " + yaml_quoted(family));
   y.add(fmt::format("vocab_size: {}", c.integer("vocab_size")));
   y.add(fmt::format("d_model: {}", c.integer("hidden_size")));
   y.add(fmt::format("n_layers: {}", c.integer("num_hidden_layers")));
@@ -139,9 +157,13 @@ void map_llama_like(Yaml& y, const Config& c, const std::string& family, bool ti
                 "Qwen2's per-layer window (max_window_layers) is not modeled");
   }
   int64_t window = 0;
-  if (family == "mistral" || family == "mixtral") window = c.integer_or("sliding_window", 0);
+  if (family == "mistral" || family == "mixtral") window = c.integer_or("sliding_window", 0, 0);
   std::string attention = attention_line(c);
   if (qkv_bias) attention += ", qkv_bias: true";
+  if (window > 0 && c.has("max_position_embeddings") &&
+      window >= c.integer("max_position_embeddings")) {
+    window = 0;  // a window as long as the context is full attention (Mistral v0.2 style)
+  }
   if (window > 0) attention += fmt::format(", window: {}", window);
   y.add("attention: " + attention + "}");
   const std::string act = activation(c, "hidden_act", "silu");
@@ -180,25 +202,30 @@ void map_deepseek_v2(Yaml& y, const Config& c) {
   y.add("attention:");
   y.add("  kind: mla");
   y.add(fmt::format("  n_heads: {}", c.integer("num_attention_heads")));
-  if (c.has("q_lora_rank")) y.add(fmt::format("  q_lora_rank: {}", c.integer("q_lora_rank")));
+  // q_lora_rank null (or 0) means no query bottleneck.
+  if (c.integer_or("q_lora_rank", 0, 0) > 0) {
+    y.add(fmt::format("  q_lora_rank: {}", c.integer("q_lora_rank")));
+  }
   y.add(fmt::format("  kv_lora_rank: {}", c.integer("kv_lora_rank")));
   y.add(fmt::format("  qk_nope_head_dim: {}", c.integer("qk_nope_head_dim")));
   y.add(fmt::format("  qk_rope_head_dim: {}", c.integer("qk_rope_head_dim")));
   y.add(fmt::format("  v_head_dim: {}", c.integer("v_head_dim")));
   const std::string act = activation(c, "hidden_act", "silu");
   const int64_t layers = c.integer("num_hidden_layers");
-  const int64_t dense = c.integer_or("first_k_dense_replace", 0);
+  const int64_t dense = c.integer_or("first_k_dense_replace", 0, 0);
+  c.refuse_if(dense >= layers, "first_k_dense_replace",
+              fmt::format("{} dense layers leave no MoE layer of {}", dense, layers));
   const bool moe = c.has("n_routed_experts");
   if (dense > 0 || !moe) {
     y.add(fmt::format("mlp: {{kind: gated, d_ff: {}, activation: {}}}",
                       c.integer("intermediate_size"), act));
   }
   if (moe) {
-    y.add(
-        fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, n_shared_experts: {}, "
-                    "activation: {}}}",
-                    c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
-                    c.integer("moe_intermediate_size"), c.integer_or("n_shared_experts", 0), act));
+    y.add(fmt::format(
+        "moe: {{n_experts: {}, top_k: {}, d_ff: {}, n_shared_experts: {}, "
+        "activation: {}}}",
+        c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
+        c.integer("moe_intermediate_size"), c.integer_or("n_shared_experts", 0, 0), act));
     y.add("layers:");
     if (dense > 0) y.add(fmt::format("  - {{kind: attention+mlp, count: {}}}", dense));
     y.add(fmt::format("  - {{kind: attention+moe, count: {}}}", layers - dense));
@@ -233,12 +260,13 @@ void map_jamba(Yaml& y, const Config& c) {
               "biases on the Mamba in/out projections are not modeled");
   const int64_t layers = c.integer("num_hidden_layers");
   const int64_t attn_period = c.integer("attn_layer_period");
-  const int64_t attn_offset = c.integer("attn_layer_offset");
+  const int64_t attn_offset = c.integer("attn_layer_offset", 0);
   const int64_t expert_period = c.integer("expert_layer_period");
-  const int64_t expert_offset = c.integer("expert_layer_offset");
-  c.refuse_if(attn_period == 0 || expert_period == 0, "attn_layer_period",
-              "periods must be positive");
-  y.add("attention: " + attention_line(c) + "}");
+  const int64_t expert_offset = c.integer("expert_layer_offset", 0);
+  c.refuse_if(attn_offset >= attn_period, "attn_layer_offset", "must be below attn_layer_period");
+  c.refuse_if(expert_offset >= expert_period, "expert_layer_offset",
+              "must be below expert_layer_period");
+  y.add("attention: " + attention_line(c) + ", rope: false}");  // Jamba attention has no RoPE
   y.add("mamba: " + mamba_line(c, "mamba_", true));
   const std::string act = activation(c, "hidden_act", "silu");
   y.add(fmt::format("mlp: {{kind: gated, d_ff: {}, activation: {}}}",
@@ -246,22 +274,30 @@ void map_jamba(Yaml& y, const Config& c) {
   y.add(fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, activation: {}}}",
                     c.integer("num_experts"), c.integer("num_experts_per_tok"),
                     c.integer("intermediate_size"), act));
-  // Layer i: attention when i % attn_period == attn_offset, MoE when
-  // i % expert_period == expert_offset (HF JambaConfig.layers_block_type).
-  auto token = [&](int64_t i) {
-    const bool attention = i % attn_period == attn_offset;
-    const bool expert = i % expert_period == expert_offset;
-    return fmt::format("{}+{}", attention ? "attention" : "mamba", expert ? "moe" : "mlp");
+  // Layer i is attention when i % attn_period == attn_offset, MoE when
+  // i % expert_period == expert_offset (HF JambaConfig.layers_block_type). Costs do not depend
+  // on the order, so the stack is written as counts of the four kinds, counted arithmetically.
+  auto hits = [&](int64_t offset, int64_t period) {  // i in [0, layers) with i % period == offset
+    return offset < layers ? (layers - 1 - offset) / period + 1 : int64_t{0};
   };
-  // One period (the lcm of the two) repeated, when it divides the stack; else every layer.
-  const int64_t period = std::lcm(attn_period, expert_period);
+  const int64_t attention = hits(attn_offset, attn_period);
+  const int64_t moe = hits(expert_offset, expert_period);
+  // Attention layer j is i = attn_offset + j*attn_period; whether it is MoE depends on
+  // j mod expert_period only: count the j in [0, attention) for each residue.
+  int64_t attention_moe = 0;
+  for (int64_t r = 0; r < expert_period && r < attention; ++r) {
+    const int64_t i = attn_offset + r * attn_period;
+    if (i % expert_period == expert_offset)
+      attention_moe += (attention - 1 - r) / expert_period + 1;
+  }
+  const std::pair<const char*, int64_t> kinds[] = {
+      {"mamba+mlp", layers - attention - moe + attention_moe},
+      {"mamba+moe", moe - attention_moe},
+      {"attention+mlp", attention - attention_moe},
+      {"attention+moe", attention_moe}};
   y.add("layers:");
-  if (layers % period == 0) {
-    std::string pattern;
-    for (int64_t i = 0; i < period; ++i) pattern += (i ? ", " : "") + token(i);
-    y.add(fmt::format("  - {{repeat: {}, pattern: [{}]}}", layers / period, pattern));
-  } else {
-    for (int64_t i = 0; i < layers; ++i) y.add("  - " + token(i));
+  for (const auto& [kind, count] : kinds) {
+    if (count > 0) y.add(fmt::format("  - {{kind: {}, count: {}}}", kind, count));
   }
   y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", false)));
 }
@@ -315,9 +351,6 @@ std::string import_hf_config(const std::string& path, const ImportOptions& optio
     const std::string from = c.string_or("_name_or_path", "");
     name = !from.empty() ? std::filesystem::path(from).filename().string()
                          : std::filesystem::absolute(path).parent_path().filename().string();
-    for (char& ch : name) {
-      if (ch == ' ' || ch == ':') ch = '-';
-    }
     if (name.empty()) name = "imported-" + family;
   }
   Yaml y;

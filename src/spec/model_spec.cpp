@@ -11,7 +11,7 @@
 //   tied_embeddings: bool             default false
 //   sandwich_norms: bool              norms after mixer and MLP too (Gemma-2), default false
 //   attention: {kind: mha|gqa|mqa|mla, n_heads, n_kv_heads, head_dim, qkv_bias, window,
-//               kv_share, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+//               kv_share, rope, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 //               v_head_dim}
 //   mlp: {kind: gated|plain, d_ff, activation: silu|gelu|relu|relu2}
 //   moe: {n_experts, top_k, d_ff, n_shared_experts, shared_d_ff, kind, activation}
@@ -25,6 +25,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "engine/overflow.hpp"
@@ -68,6 +70,7 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
   const auto qkv_bias = r.boolean("qkv_bias", Presence::optional);
   const auto window = r.integer("window", Presence::optional);
   const auto kv_share = r.integer("kv_share", Presence::optional);
+  const auto use_rope = r.boolean("rope", Presence::optional);
   const auto q_lora = r.integer("q_lora_rank", Presence::optional);
   const auto kv_lora = r.integer("kv_lora_rank", Presence::optional);
   const auto nope = r.integer("qk_nope_head_dim", Presence::optional);
@@ -83,6 +86,7 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
   a.qkv_bias = qkv_bias.value_or(false);
   a.window = window.value_or(0);
   a.kv_share = kv_share.value_or(1);
+  a.rope = use_rope.value_or(true);
   bool ok = true;
   if (window && max_context && *window > *max_context) {
     r.error_at("window", fmt::format("window {} is larger than max_context {}; a window that "
@@ -318,6 +322,10 @@ std::optional<LayerToken> parse_token(const std::string& text, const Sections& s
                             hint ? fmt::format("; did you mean '{}'?", *hint)
                                  : std::string("; expected attention, local, mamba or linear")));
   }
+  if (plus != std::string::npos && ffn.empty()) {
+    return fail(
+        fmt::format("'{}' names no feed-forward after '+'; expected mlp, moe or none", text));
+  }
   if (ffn.empty()) {
     if (s.mlp && s.moe) {
       return fail(fmt::format("'{}' must say +mlp or +moe: the model has both", text));
@@ -379,6 +387,12 @@ bool parse_layers(const std::vector<YAML::Node>& items, const Sections& s, const
       continue;
     }
     MapReader r(item, path, ctx);
+    if ((r.has("repeat") || r.has("pattern")) && (r.has("kind") || r.has("count"))) {
+      ctx.error(location_of(item), path,
+                "give either {kind, count} or {repeat, pattern}, not keys of both");
+      ok = false;
+      continue;
+    }
     if (r.has("repeat") || r.has("pattern")) {
       const auto repeat = r.integer("repeat", Presence::required);
       const auto pattern = r.sequence("pattern", Presence::required);
@@ -413,32 +427,78 @@ bool parse_layers(const std::vector<YAML::Node>& items, const Sections& s, const
 }
 
 // Deep merge for derive_from: keys of `over` replace those of `base`; mappings merge.
+// Deep merge for derive_from: keys of `over` replace those of `base`, mappings merge key by
+// key, and a null value (`key: ~`) removes the base's key.
 YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
   if (!base.IsMap() || !over.IsMap()) return over;
   YAML::Node out = YAML::Clone(base);
   for (const auto& kv : over) {
     const std::string key = kv.first.Scalar();
     if (key == "derive_from") continue;
+    if (kv.second.IsNull()) {
+      out.remove(key);
+      continue;
+    }
     out[key] =
         out[key] && out[key].IsMap() && kv.second.IsMap() ? merged(out[key], kv.second) : kv.second;
   }
   return out;
 }
 
-constexpr int kMaxDerivationDepth = 8;
+constexpr size_t kMaxDerivationDepth = 8;
 
+std::optional<engine::Model> parse_model_body(const YAML::Node& input, const SpecContext& ctx,
+                                              const std::string& path,
+                                              const std::vector<std::string>& chain);
+
+// The largest integer scalar in a YAML tree, with its key path and location.
+struct LargestInteger {
+  double value = 0;
+  std::string text;
+  std::string path;
+  Location at;
+};
+LargestInteger largest_integer(const YAML::Node& node, const std::string& path) {
+  LargestInteger best;
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    if (!text.empty() && text.find_first_not_of("+-0123456789") == std::string::npos) {
+      best = {std::strtod(text.c_str(), nullptr), text, path, location_of(node)};
+    }
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) continue;
+      const std::string child = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
+      const LargestInteger c = largest_integer(kv.second, child);
+      if (c.value > best.value) best = c;
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      const LargestInteger c = largest_integer(node[i], fmt::format("{}[{}]", path, i));
+      if (c.value > best.value) best = c;
+    }
+  }
+  return best;
+}
+
+// `chain`: the files of the derivation so far (canonical paths), to refuse cycles.
 std::optional<engine::Model> parse_model_at(const YAML::Node& root, const SpecContext& ctx,
-                                            const std::string& path, int depth);
+                                            const std::string& path,
+                                            std::vector<std::string> chain);
 
 // Resolves and loads the base of a derived model, then merges this file over it.
 std::optional<YAML::Node> resolve_derivation(const YAML::Node& root, const SpecContext& ctx,
-                                             const std::string& path, int depth) {
+                                             const std::string& path,
+                                             const std::vector<std::string>& chain) {
+  // The derived file's own structure first: merging would hide its duplicate keys.
+  const size_t problems_before = ctx.diagnostics->items().size();
+  check_duplicate_keys(root, "", ctx);
+  if (ctx.diagnostics->items().size() != problems_before) return std::nullopt;
   MapReader r(root, "", ctx);
   const auto base_name = r.string("derive_from", Presence::required);
   if (!base_name) return std::nullopt;
-  if (depth >= kMaxDerivationDepth) {
-    r.error_at("derive_from",
-               fmt::format("derivations nest deeper than {} (a cycle?)", kMaxDerivationDepth));
+  if (chain.size() >= kMaxDerivationDepth) {
+    r.error_at("derive_from", fmt::format("derivations nest deeper than {}", kMaxDerivationDepth));
     return std::nullopt;
   }
   namespace fs = std::filesystem;
@@ -451,10 +511,20 @@ std::optional<YAML::Node> resolve_derivation(const YAML::Node& root, const SpecC
                                           *base_name, base.string()));
     return std::nullopt;
   }
+  const std::string canonical = fs::weakly_canonical(base, ec).string();
+  if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
+    std::string cycle;
+    for (const std::string& c : chain) cycle += fs::path(c).filename().string() + " -> ";
+    r.error_at("derive_from", fmt::format("derivation cycle: {}{}", cycle,
+                                          fs::path(canonical).filename().string()));
+    return std::nullopt;
+  }
+  std::vector<std::string> base_chain = chain;
+  base_chain.push_back(canonical);
   Diagnostics base_diagnostics;
   const SpecContext base_ctx{base.string(), &base_diagnostics};
   const auto base_root = load_yaml_mapping(base.string(), base_ctx);
-  if (!base_root || !parse_model_at(*base_root, base_ctx, base.string(), depth + 1)) {
+  if (!base_root || !parse_model_at(*base_root, base_ctx, base.string(), base_chain)) {
     r.error_at("derive_from",
                fmt::format("base model {} is invalid: {}", base.string(),
                            base_diagnostics.empty() ? std::string("see its diagnostics")
@@ -463,7 +533,7 @@ std::optional<YAML::Node> resolve_derivation(const YAML::Node& root, const SpecC
   }
   YAML::Node base_effective = *base_root;
   if ((*base_root)["derive_from"]) {
-    const auto resolved = resolve_derivation(*base_root, base_ctx, base.string(), depth + 1);
+    const auto resolved = resolve_derivation(*base_root, base_ctx, base.string(), base_chain);
     if (!resolved) return std::nullopt;
     base_effective = *resolved;
   }
@@ -471,11 +541,32 @@ std::optional<YAML::Node> resolve_derivation(const YAML::Node& root, const SpecC
 }
 
 std::optional<engine::Model> parse_model_at(const YAML::Node& input, const SpecContext& ctx,
-                                            const std::string& path, int depth) {
+                                            const std::string& path,
+                                            std::vector<std::string> chain) {
+  if (chain.empty()) {
+    std::error_code ec;
+    chain.push_back(std::filesystem::weakly_canonical(path, ec).string());
+  }
+  try {
+    return parse_model_body(input, ctx, path, chain);
+  } catch (const engine::OverflowError&) {
+    // Sizes whose sums or products overflow 64 bits: blame the largest number in the file.
+    const LargestInteger largest = largest_integer(input, "");
+    ctx.error(largest.at, largest.path,
+              fmt::format("{} is too large: the parameter, layer or state count overflows a "
+                          "64-bit integer",
+                          largest.text));
+    return std::nullopt;
+  }
+}
+
+std::optional<engine::Model> parse_model_body(const YAML::Node& input, const SpecContext& ctx,
+                                              const std::string& path,
+                                              const std::vector<std::string>& chain) {
   const size_t problems_before = ctx.diagnostics->items().size();
   YAML::Node root = input;
   if (input["derive_from"]) {
-    const auto resolved = resolve_derivation(input, ctx, path, depth);
+    const auto resolved = resolve_derivation(input, ctx, path, chain);
     if (!resolved) return std::nullopt;
     root = *resolved;
   }
@@ -517,7 +608,10 @@ std::optional<engine::Model> parse_model_at(const YAML::Node& input, const SpecC
   // ---- the layer stack ----
   std::vector<std::pair<LayerToken, int64_t>> counts;
   if (layers) {
-    if (!parse_layers(*layers, s, ctx, counts)) return std::nullopt;
+    if (!parse_layers(*layers, s, ctx, counts) ||
+        ctx.diagnostics->items().size() != problems_before) {
+      return std::nullopt;
+    }
     if (counts.empty()) {
       r.error_at("layers", "needs at least one layer");
       return std::nullopt;
@@ -588,41 +682,24 @@ std::optional<engine::Model> parse_model_at(const YAML::Node& input, const SpecC
   m.tied_embeddings = tied.value_or(false);
   m.diffusion = diffusion;
 
-  // Sizes whose products overflow 64 bits are rejected here, before any other arithmetic.
-  try {
-    (void)engine::total_params(m);
-    (void)engine::state_elements(m, m.max_context);
-  } catch (const engine::OverflowError&) {
-    // Point at the largest dimension: it is the likely culprit.
-    struct Dim {
-      int64_t value;
-      const char* key;
-    };
-    Dim largest{m.vocab_size, "vocab_size"};
-    for (const Dim& d : {Dim{m.d_model, "d_model"}, Dim{m.max_context, "max_context"},
-                         Dim{total_layers, "n_layers"}}) {
-      if (d.value > largest.value) largest = d;
-    }
-    r.error_at(largest.key,
-               fmt::format("{} is too large: the parameter or state count overflows a 64-bit "
-                           "integer",
-                           largest.value));
-    return std::nullopt;
-  }
+  // Sizes whose products overflow 64 bits are rejected here (OverflowError, caught by
+  // parse_model_at), before any other arithmetic.
+  (void)engine::total_params(m);
+  (void)engine::state_elements(m, m.max_context);
   return m;
 }
 
 }  // namespace
 
 std::optional<engine::Model> parse_model(const YAML::Node& root, const SpecContext& ctx) {
-  return parse_model_at(root, ctx, ctx.file, 0);
+  return parse_model_at(root, ctx, ctx.file, {});
 }
 
 engine::Model load_model(const std::string& path) {
   Diagnostics diagnostics;
   const SpecContext ctx{path, &diagnostics};
   std::optional<engine::Model> model;
-  if (const auto root = load_yaml_mapping(path, ctx)) model = parse_model_at(*root, ctx, path, 0);
+  if (const auto root = load_yaml_mapping(path, ctx)) model = parse_model_at(*root, ctx, path, {});
   if (!model) throw SpecError(diagnostics.items());
   return *model;
 }

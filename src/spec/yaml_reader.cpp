@@ -107,6 +107,31 @@ std::optional<YAML::Node> load_yaml_mapping(const std::string& path, const SpecC
   return parse_yaml_mapping(text.str(), ctx);
 }
 
+void check_duplicate_keys(const YAML::Node& node, const std::string& key_path,
+                          const SpecContext& ctx) {
+  if (node.IsMap()) {
+    std::vector<std::pair<std::string, Location>> seen;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) continue;
+      const std::string key = kv.first.Scalar();
+      const std::string path = key_path.empty() ? key : key_path + "." + key;
+      const auto first =
+          std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == key; });
+      if (first != seen.end()) {
+        ctx.error(location_of(kv.first), path,
+                  fmt::format("duplicate key (first given at line {})", first->second.line));
+      } else {
+        seen.emplace_back(key, location_of(kv.first));
+      }
+      check_duplicate_keys(kv.second, path, ctx);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      check_duplicate_keys(node[i], fmt::format("{}[{}]", key_path, i), ctx);
+    }
+  }
+}
+
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
@@ -362,7 +387,9 @@ void MapReader::finish() {
     } else {
       message += fmt::format("; expected one of: {}", fmt::join(known, ", "));
     }
-    ctx_.error(e->key_location, path_of(key), message);
+    // Keys merged in by derive_from carry no position; their values do.
+    const Location at = e->key_location.line > 0 ? e->key_location : location_of(e->value);
+    ctx_.error(at, path_of(key), message);
   }
 }
 

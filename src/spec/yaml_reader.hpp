@@ -47,6 +47,11 @@ struct Range {  // allowed interval for a quantity
   const char* min_text = nullptr;  // how to print min with its unit, e.g. "1 B/s"
 };
 
+// Reports duplicate keys anywhere in the tree (a MapReader reports those of the maps it reads;
+// this is for trees that are transformed before reading, such as derive_from merges).
+void check_duplicate_keys(const YAML::Node& node, const std::string& key_path,
+                          const SpecContext& ctx);
+
 // Closest candidate by edit distance, if close enough to be a plausible typo.
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);

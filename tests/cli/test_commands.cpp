@@ -103,8 +103,8 @@ TEST_CASE("bad input exits 2 with one clear line") {
     const Run r = run("analyze -m llama2-13b -H a100-80gb --dtype fp8");
     CHECK(r.exit_code == 2);
     CHECK(r.err ==
-          "error: hardware a100-80gb has no fp8 peak in its spec, so compute in "
-          "fp8_e4m3 cannot be costed on it\n");
+          "error: llama2-13b on a100-80gb: the hardware spec has no fp8 peak, so compute in "
+          "fp8_e4m3 cannot be costed\n");
   }
   SUBCASE("a method that needs the runtime") {
     const Run r = run("analyze -m llama2-13b -H h100-sxm --method calibrated");
@@ -155,6 +155,9 @@ TEST_CASE("check validates files: ok lines, or one diagnostic per problem and ex
   CHECK(good.exit_code == 0);
   CHECK(good.out.find("ok (model llama2-70b)") != std::string::npos);
   CHECK(good.out.find("ok (hardware mi300x)") != std::string::npos);
+  const Run derived = run("check '" + src + "/model_zoo/minitron-8b.yaml'");  // derive_from only
+  CHECK(derived.exit_code == 0);
+  CHECK(derived.out.find("ok (model minitron-8b)") != std::string::npos);
   const Run bad = run("check '" + kBad + "hw_negative_bandwidth.yaml'");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err == kBad +
@@ -297,7 +300,8 @@ TEST_CASE("quantization options: int4 weights with group scales") {
   const Run bad = run("analyze -m tiny-test -H h100-sxm --weights int4 --group-size 128");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err ==
-        "error: weight group size 128 does not divide the 688 input features of mlp_down\n");
+        "error: tiny-test on h100-sxm: weight group size 128 does not divide the 688 input "
+        "features of mlp_down\n");
   const Run int3 = run("analyze -m tiny-test -H h100-sxm --dtype int3");
   CHECK(int3.exit_code == 2);
   CHECK(int3.err.find("int3 is a storage format only") != std::string::npos);

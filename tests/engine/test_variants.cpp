@@ -39,14 +39,18 @@ Model deepseek_v2() {
   dense.count = 1;
   dense.attention.kind = AttentionKind::mla;
   dense.attention.n_heads = 128;
-  dense.attention.mla = Mla{1536, 512, 128, 64, 128};
+  dense.attention.mla = Mla{.q_lora_rank = 1536,
+                            .kv_lora_rank = 512,
+                            .qk_nope_head_dim = 128,
+                            .qk_rope_head_dim = 64,
+                            .v_head_dim = 128};
   dense.ffn = FfnKind::dense;
   dense.mlp = Mlp{MlpKind::gated, 12288, Activation::silu};
   LayerKind moe = dense;
   moe.label = "attention+moe";
   moe.count = 59;
   moe.ffn = FfnKind::moe;
-  moe.moe = Moe{160, 6, 1536, 2, 1536, MlpKind::gated, Activation::silu};
+  moe.moe = Moe{.n_experts = 160, .top_k = 6, .d_ff = 1536, .n_shared = 2, .shared_d_ff = 1536};
   m.layers = {dense, moe};
   return m;
 }
@@ -59,9 +63,10 @@ Model mixtral() {
   m.max_context = 32768;
   LayerKind& k = m.layers[0];
   k.count = 32;
-  k.attention = Attention{AttentionKind::gqa, 32, 8, 128, false, 0, 1, {}};
+  k.attention =
+      Attention{.kind = AttentionKind::gqa, .n_heads = 32, .n_kv_heads = 8, .head_dim = 128};
   k.ffn = FfnKind::moe;
-  k.moe = Moe{8, 2, 14336, 0, 0, MlpKind::gated, Activation::silu};
+  k.moe = Moe{.n_experts = 8, .top_k = 2, .d_ff = 14336};
   return m;
 }
 
@@ -89,7 +94,7 @@ Model mamba() {
   k.label = "mamba";
   k.count = 64;
   k.mixer = MixerKind::mamba;
-  k.mamba = Mamba{16, 4, 2, 160, true, false};
+  k.mamba = Mamba{.d_state = 16, .d_conv = 4, .expand = 2, .dt_rank = 160};
   k.ffn = FfnKind::none;
   m.layers = {k};
   return m;
@@ -104,7 +109,15 @@ TEST_CASE("MLA: DeepSeek-V2 caches 512 + 64 = 576 elements per token per layer")
   CHECK(m.layers[0].attention.mla.cached_elements() == 576);
   CHECK(state_elements(m, 1) == 60 * 576);
   CHECK(kv_bytes_per_token(m, DType::bf16) == 69'120);
-  CHECK(2.0 * 128 * 128 / 576 == doctest::Approx(56.89).epsilon(1e-3));
+  Model mha = m;  // the same heads as MHA: 2 * 128 * 128 = 32,768 elements per layer
+  for (LayerKind& k : mha.layers) {
+    k.attention.kind = AttentionKind::mha;
+    k.attention.n_kv_heads = 128;
+    k.attention.head_dim = 128;
+  }
+  CHECK(state_elements(mha, 1) == 60 * 32'768);
+  CHECK(static_cast<double>(state_elements(mha, 1)) / static_cast<double>(state_elements(m, 1)) ==
+        doctest::Approx(56.89).epsilon(1e-3));
 }
 
 TEST_CASE("MLA: absorbed and naive decode forms differ in FLOPs, not in cache traffic") {
@@ -260,7 +273,9 @@ TEST_CASE("linear attention: a feature_dim x head_dim state per head") {
   LayerKind& k = m.layers[0];
   k.label = "linear+mlp";
   k.mixer = MixerKind::linear_attention;
-  k.linear = LinearAttention{8, 16, 32, 1 + 16 + 256, true, false};  // BASED Taylor map, d = 16
+  // BASED's second-order Taylor feature map of d = 16: 1 + 16 + 256 features.
+  k.linear = LinearAttention{
+      .n_heads = 8, .key_dim = 16, .head_dim = 32, .feature_dim = 1 + 16 + 256, .normalizer = true};
   // 4 layers x 8 heads x 273 x (32 + 1 normalizer) = 288,288 elements, any context.
   CHECK(state_elements(m, 5) == 4 * 8 * 273 * 33);
   CHECK(state_elements(m, 5000) == 4 * 8 * 273 * 33);
@@ -272,9 +287,10 @@ TEST_CASE("linear attention: a feature_dim x head_dim state per head") {
 }
 
 TEST_CASE("quantization: int4 weights with group-128 fp16 scales on Llama 2 7B") {
-  const Model m = test::dense_model("llama2-7b", 32000, 4096, 32,
-                                    Attention{AttentionKind::mha, 32, 32, 128, false, 0, 1, {}},
-                                    Mlp{MlpKind::gated, 11008, Activation::silu}, 4096);
+  const Model m = test::dense_model(
+      "llama2-7b", 32000, 4096, 32,
+      Attention{.kind = AttentionKind::mha, .n_heads = 32, .n_kv_heads = 32, .head_dim = 128},
+      Mlp{MlpKind::gated, 11008, Activation::silu}, 4096);
   Precision p;  // bf16 activations, embedding, KV
   p.weights.dtype = DType::int4;
   p.weights.group_size = 128;
@@ -284,7 +300,9 @@ TEST_CASE("quantization: int4 weights with group-128 fp16 scales on Llama 2 7B")
   CHECK(weight_bytes(m, p) == 3'864'010'752);
   CHECK(weight_bytes(m, Precision::uniform(DType::bf16)) == 13'476'831'232);
   // 3.49x smaller than bf16 (4x for the matrices alone, less for scales and the embeddings).
-  CHECK(13'476'831'232.0 / 3'864'010'752.0 == doctest::Approx(3.488).epsilon(1e-3));
+  CHECK(static_cast<double>(weight_bytes(m, Precision::uniform(DType::bf16))) /
+            static_cast<double>(weight_bytes(m, p)) ==
+        doctest::Approx(3.488).epsilon(1e-3));
   p.weights.zero_points = true;  // + one int4 zero point per group: 25,296,896 B
   CHECK(weight_bytes(m, p) == 3'864'010'752 + 25'296'896);
   // Weight-only int4 computes in bf16: the H100's bf16 peak applies.
@@ -334,8 +352,6 @@ TEST_CASE("LLM.int8(): outlier features run at the fp16 rate, with decomposition
   Hardware h = test::h100_lecture();
   h.peak_flops[static_cast<int>(PeakClass::int8)] = 1979e12;
   h.peak_flops[static_cast<int>(PeakClass::fp16)] = 989e12;
-  AnalysisOptions o;
-  o.precision = p;
   const DeviceRates rates = device_rates(h, p);
   const OpCost c = roofline_cost(up, rates);
   CHECK(c.compute_s == doctest::Approx(double(up.flops - up.outlier_flops) / 1979e12 +
@@ -371,7 +387,71 @@ TEST_CASE("diffusion: every step is a bidirectional forward over the whole seque
   CHECK(find_op(ops, "lm_head").gemm.m == 64);
   CHECK(std::none_of(ops.begin(), ops.end(),
                      [](const Op& op) { return op.name == "kv_cache_write"; }));
-  CHECK(d.time_s == doctest::Approx(32 * d.first_step_s));
-  CHECK(d.ttft_s == doctest::Approx(16 * d.first_step_s));
-  CHECK(d.tokens_per_s == doctest::Approx(2.0 * 64 / d.time_s));
+  // The step's time is its operators' roofline times summed (0 kernel overhead here).
+  const DeviceRates rates = device_rates(test::h100_lecture(), Precision{});
+  double step = 0;
+  for (const Op& op : ops) step += roofline_cost(op, rates).time_s * static_cast<double>(op.repeat);
+  CHECK(d.first_step_s == doctest::Approx(step).epsilon(1e-12));
+  // 2 blocks x 16 steps; the first block is done after 16 steps.
+  CHECK(d.time_s == doctest::Approx(32 * step).epsilon(1e-12));
+  CHECK(d.ttft_s == doctest::Approx(16 * step).epsilon(1e-12));
+  CHECK(d.tokens_per_s == doctest::Approx(2.0 * 64 / (32 * step)).epsilon(1e-12));
+}
+
+TEST_CASE("naive sampling is exact for MoE (experts saturate) and MLA (naive prefill form)") {
+  for (const Model& m : {mixtral(), deepseek_v2()}) {
+    CAPTURE(m.name);
+    AnalysisOptions o;
+    o.naive_sampling = true;
+    Analyzer a(m, test::h100_lecture(), o);
+    Analyzer plain(m, test::h100_lecture(), AnalysisOptions{});
+    const int64_t B = 1, S = 1, G = 120;  // MoE traffic is still growing over these lengths
+    const WorkloadResult r = a.analyze({B, S, G});
+    double flops = 0, time = 0;
+    for (int64_t n = S; n <= S + G - 1; ++n) {
+      const WorkloadResult x = plain.analyze({B, n, 1});
+      flops += static_cast<double>(x.prefill.flops);
+      time += x.prefill.time_s;
+    }
+    REQUIRE(r.sampling.has_value());
+    CHECK(r.sampling->naive_flops == doctest::Approx(flops).epsilon(1e-12));
+    CHECK(r.sampling->naive_time_s == doctest::Approx(time).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("MLA absorbed form reads W^UK and W^UV in their stored (d_c-row) format") {
+  Model m = deepseek_v2();
+  m.layers.resize(1);
+  Precision p;
+  p.weights.dtype = DType::int4;
+  p.weights.group_size = 256;  // divides d_c = 512 and D, not d_h = 128
+  CHECK_NOTHROW(check_weight_format(m, p));
+  std::vector<Op> naive, absorbed;
+  build_ops(m, p, {Phase::decode, 1, 1, 100}, naive, MlaForm::naive);
+  build_ops(m, p, {Phase::decode, 1, 1, 100}, absorbed, MlaForm::absorbed);
+  CHECK(step_weight_traffic(naive) == step_weight_traffic(absorbed));
+  CHECK(find_op(absorbed, "q_absorb").bytes.weights == matrix_bytes(p.weights, 512, 128 * 128));
+}
+
+TEST_CASE("a reused Analyzer gives what a fresh one gives, in any order") {
+  const Model models[] = {mixtral(), mistral_v01(), deepseek_v2(), mamba()};
+  const Workload workloads[] = {{4, 100, 50},    {4, 100, 60}, {4, 120, 50},
+                                {2, 100, 50, 1}, {4, 5000, 3}, {4, 100, 50}};
+  for (const Model& m : models) {
+    CAPTURE(m.name);
+    for (Method method : {Method::roofline, Method::bandwidth}) {
+      AnalysisOptions o;
+      o.method = method;
+      Analyzer reused(m, test::h100_lecture(), o);
+      for (const Workload& w : workloads) {
+        Analyzer fresh(m, test::h100_lecture(), o);
+        const WorkloadResult a = reused.analyze(w);
+        const WorkloadResult b = fresh.analyze(w);
+        CHECK(a.tpot_s == b.tpot_s);
+        CHECK(a.ttft_s == b.ttft_s);
+        CHECK(a.memory.total_bytes == b.memory.total_bytes);
+        CHECK(a.memory.max_batch == b.memory.max_batch);
+      }
+    }
+  }
 }

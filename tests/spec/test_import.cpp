@@ -79,6 +79,21 @@ TEST_CASE("qwen2: q, k, v biases, head_dim from D/N") {
   CHECK(engine::total_params(m) == 7'615'616'512);
 }
 
+TEST_CASE("names are quoted; layer stacks that do not repeat evenly are counted") {
+  const engine::Model odd = imported("odd-name.json");
+  CHECK(odd.name == "\"quoted\" *name: x");
+  // Jamba with 13 layers: attention at 4 and 12, MoE at odd layers; none is both.
+  const engine::Model jamba = imported("jamba-odd-layers.json");
+  int64_t attention = 0, moe = 0;
+  for (const auto& k : jamba.layers) {
+    if (k.mixer == engine::MixerKind::attention) attention += k.count;
+    if (k.ffn == engine::FfnKind::moe) moe += k.count;
+  }
+  CHECK(jamba.n_layers() == 13);
+  CHECK(attention == 2);
+  CHECK(moe == 6);
+}
+
 TEST_CASE("fields that cannot be mapped are named") {
   const std::string path = hf("");
   CHECK(error_of("bad-model-type.json") ==
@@ -93,6 +108,12 @@ TEST_CASE("fields that cannot be mapped are named") {
         path + "bad-missing-field.json: hidden_size: missing (needed to cost the model)");
   CHECK(error_of("bad-syntax.json").rfind(path + "bad-syntax.json:3:23: JSON syntax error", 0) ==
         0);
+  CHECK(error_of("bad-zero-heads.json") ==
+        path + "bad-zero-heads.json: num_attention_heads: expected an integer >= 1, got 0");
+  CHECK(error_of("bad-dense-layers.json") ==
+        path +
+            "bad-dense-layers.json: first_k_dense_replace: cannot be mapped: 27 dense layers "
+            "leave no MoE layer of 27");
   CHECK(error_of("mamba-2.8b.json") ==
         path + "mamba-2.8b.json: max_position_embeddings: missing; pass --max-context");
 }

@@ -16,7 +16,8 @@ inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 
 struct AppContext {
-  std::string executable;  // path of the running binary, to find model_zoo/ and hardware/
+  std::string executable;    // path of the running binary, to find model_zoo/ and hardware/
+  std::string command_line;  // as typed, for provenance in files the tool writes
 };
 
 struct Command {
@@ -32,5 +33,13 @@ Command add_hardware_command(CLI::App& root, const AppContext& ctx);
 Command add_check_command(CLI::App& root, const AppContext& ctx);
 Command add_import_command(CLI::App& root, const AppContext& ctx);
 Command add_bench_command(CLI::App& root, const AppContext& ctx);
+Command add_probe_command(CLI::App& root, const AppContext& ctx);
+Command add_run_command(CLI::App& root, const AppContext& ctx);
+Command add_validate_command(CLI::App& root, const AppContext& ctx);
+
+// Exit code for device or runtime failures (a workload that does not fit, no such backend).
+inline constexpr int kExitRuntime = 3;
+// Exit code when validate's error exceeds --tolerance.
+inline constexpr int kExitTolerance = 4;
 
 }  // namespace streamspark::cli

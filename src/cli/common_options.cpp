@@ -1,6 +1,8 @@
 // Shared option parsing for subcommands.
 #include "cli/common_options.hpp"
 
+#include "runtime/probe.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -119,13 +121,8 @@ void apply_generation_options(const GenerationOptions& o, const engine::Model& m
 
 engine::Method parse_method_option(const std::string& name) {
   if (const auto m = engine::parse_method(name)) return *m;
-  if (name == "calibrated") {
-    throw UsageError(
-        "--method calibrated needs probe data from the reference runtime, which is not built "
-        "yet; use roofline or bandwidth");
-  }
-  throw UsageError(
-      fmt::format("--method: unknown method '{}'; expected roofline or bandwidth", name));
+  throw UsageError(fmt::format(
+      "--method: unknown method '{}'; expected roofline, bandwidth or calibrated", name));
 }
 
 Format parse_format_option(const std::string& name, bool table_allowed) {
@@ -147,6 +144,29 @@ std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
     return std::make_unique<engine::Analyzer>(model, hardware, options);
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("{} on {}: {}", model.name, hardware.name, e.what()));
+  }
+}
+
+std::unique_ptr<runtime::Backend> make_backend(const std::string& name,
+                                               const std::string& threads) {
+  if (name == "cpu") return runtime::make_cpu_backend(resolve_threads(threads));
+  if (name == "cuda") {
+    throw RuntimeFailure(
+        "--backend cuda: the CUDA backend is not built yet (this build runs the CPU backend "
+        "only); use --backend cpu");
+  }
+  throw UsageError(fmt::format("--backend: unknown backend '{}'; expected cpu", name));
+}
+
+void check_fits_in_memory(const engine::Model& model, const engine::Workload& w) {
+  const engine::Precision fp32 = engine::Precision::uniform(engine::DType::fp32);
+  const int64_t needed = engine::estimate_memory_bytes(model, fp32, w);
+  const int64_t available = runtime::available_memory_bytes();
+  if (available > 0 && needed > available) {
+    throw RuntimeFailure(fmt::format(
+        "{} at batch {}, prompt {}, generate {} needs {} bytes (fp32 weights, KV cache and "
+        "activations) but {} bytes are available; nothing was allocated",
+        model.name, w.batch, w.prompt, w.generate, needed, available));
   }
 }
 

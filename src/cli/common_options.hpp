@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/value_list.hpp"
 #include "engine/analysis.hpp"
+#include "runtime/backend.hpp"
 #include "spec/catalog.hpp"
 #include "spec/diagnostics.hpp"
 
@@ -56,6 +57,18 @@ engine::Method parse_method_option(const std::string& name);
 Format parse_format_option(const std::string& name, bool table_allowed);
 
 spec::Catalog make_catalog(const AppContext& ctx);
+
+// A device or runtime failure (exit 3): no such backend, a workload that does not fit.
+class RuntimeFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The runtime backend by name ("cpu"); "cuda" is refused until that backend exists.
+std::unique_ptr<runtime::Backend> make_backend(const std::string& name, const std::string& threads);
+
+// Refuses (RuntimeFailure) a workload whose memory estimate exceeds the available memory.
+void check_fits_in_memory(const engine::Model& model, const engine::Workload& w);
 
 // An Analyzer; a model/device/format combination it refuses becomes a UsageError naming the
 // model and the device.

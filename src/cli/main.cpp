@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common_options.hpp"
 #include "cli/value_list.hpp"
 #include "engine/overflow.hpp"
 #include "spec/catalog.hpp"
@@ -28,14 +29,17 @@ std::string executable_path(const char* argv0) {
 
 int main(int argc, char** argv) {
   using namespace streamspark::cli;
-  const AppContext ctx{executable_path(argv[0])};
+  std::string command_line = "streamspark";
+  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  const AppContext ctx{executable_path(argv[0]), command_line};
   CLI::App app{"streamspark: roofline and cost model of LLM inference"};
   app.set_version_flag("--version", STREAMSPARK_VERSION);
   app.require_subcommand(1);
   std::vector<Command> commands = {
       add_analyze_command(app, ctx), add_sweep_command(app, ctx),    add_compare_command(app, ctx),
       add_models_command(app, ctx),  add_hardware_command(app, ctx), add_check_command(app, ctx),
-      add_import_command(app, ctx),  add_bench_command(app, ctx),
+      add_import_command(app, ctx),  add_bench_command(app, ctx),    add_probe_command(app, ctx),
+      add_run_command(app, ctx),     add_validate_command(app, ctx),
   };
   try {
     app.parse(argc, argv);
@@ -65,6 +69,9 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitBadInput;
+  } catch (const RuntimeFailure& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitRuntime;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitInternal;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -38,7 +39,7 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
     : model_(model),
       hardware_(hardware),
       options_(options),
-      rates_(device_rates(hardware, options.precision)) {
+      rates_(device_rates(hardware, options.precision, options.method)) {
   if (model_.layers.empty()) throw std::invalid_argument("model " + model_.name + " has no layers");
   check_weight_format(model_, options_.precision);
   figures_.params = total_params(model_);
@@ -46,6 +47,19 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
   figures_.weight_bytes = weight_bytes(model_, options_.precision);
   figures_.kv_bytes_per_token = kv_bytes_per_token(model_, options_.precision.kv_cache);
   breakpoints_ = context_breakpoints(model_);
+  if (rates_.calibrated && hardware_.calibration) {
+    // Every operator class the model uses must have been measured.
+    std::vector<Op> ops;
+    build_ops(model_, options_.precision, decode_shape(1, 1), ops, options_.mla_form);
+    for (const Op& op : ops) {
+      if (rates_.classes[static_cast<size_t>(op.kind)].compute_efficiency <= 0) {
+        throw std::invalid_argument(
+            "the calibration of " + hardware_.name + " has no '" +
+            std::string(op_kind_name(op.kind)) + "' class (its probe measured no such kernel), "
+            "needed for " + std::string(op.name) + "; use --method roofline");
+      }
+    }
+  }
   if (options_.diffusion) {
     const DiffusionOptions& d = *options_.diffusion;
     if (d.block_length < 1 || d.steps < 1) {
@@ -70,11 +84,12 @@ StepShape Analyzer::decode_shape(int64_t batch, int64_t context) const {
 PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch,
                                  int64_t context, std::vector<OpRow>* rows) const {
   PhaseResult r;
+  const DeviceRates rates = rates_.at_working_set(step_working_set(ops));
   for (const Op& op : ops) {
     r.flops = checked_add(r.flops, checked_mul(op.flops, op.repeat));
     add_traffic(r.bytes, op.bytes, op.repeat);
     r.kernel_launches += op.launches * op.repeat;
-    const OpCost c = roofline_cost(op, rates_);
+    const OpCost c = roofline_cost(op, rates);
     const double n = static_cast<double>(op.repeat);
     if (c.bound == Bound::compute) {
       r.compute_bound_s += n * c.compute_s;
@@ -86,7 +101,7 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
   }
   r.intensity = intensity(r.flops, r.bytes.total());
   r.sequences_per_pass = batch;
-  if (options_.method == Method::roofline) {
+  if (options_.method != Method::bandwidth) {
     r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s;
     r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
     return r;
@@ -99,7 +114,7 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
   } else {
     r.time_s = r.memory_bound_s =
         bandwidth_decode_time(batch, weight_bytes_touched(model_, options_.precision, batch),
-                              static_cast<double>(state_bytes(context)));
+                              static_cast<double>(state_bytes(context)), rates.bandwidth);
     r.bound = Bound::memory;
   }
   return r;
@@ -108,14 +123,46 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
 // CS336 lecture: latency = memory / memory_bandwidth, memory = B * kv_cache_size +
 // parameter_size. Parameters are those a step reads (all of them for a dense model; the
 // experts touched for MoE); kv_cache_size is the KV cache and state of one sequence.
-double Analyzer::bandwidth_decode_time(int64_t batch, double step_weight_bytes,
-                                       double state) const {
-  return (step_weight_bytes + static_cast<double>(batch) * state) / rates_.bandwidth;
+double Analyzer::bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state,
+                                       double bandwidth) const {
+  return (step_weight_bytes + static_cast<double>(batch) * state) / bandwidth;
+}
+
+std::vector<int64_t> Analyzer::level_starts(int64_t first, int64_t end,
+                                            const std::function<int64_t(int64_t)>& working_set) {
+  std::vector<int64_t> starts;
+  if (rates_.level_capacity.size() < 2 || end - first < 2) return starts;
+  auto level = [&](int64_t c) { return hardware_.level_for(working_set(c)); };
+  int64_t lo = first;
+  size_t current = level(lo);
+  const size_t last = level(end - 1);
+  // The working set grows with the context, so levels only move outward: bisect for each
+  // move.
+  while (current != last) {
+    int64_t a = lo, b = end - 1;  // level(a) == current != level(b)
+    while (b - a > 1) {
+      const int64_t mid = a + (b - a) / 2;
+      (level(mid) == current ? a : b) = mid;
+    }
+    starts.push_back(b);
+    lo = b;
+    current = level(b);
+  }
+  return starts;
 }
 
 double Analyzer::sum_decode_steps(int64_t batch, int64_t first, int64_t count) {
+  // Segments: windows stop some layers' growth; the working set may move to a larger memory
+  // level as the cache grows.
+  std::vector<int64_t> starts = breakpoints_;
+  const auto moves = level_starts(first, checked_add(first, count), [&](int64_t c) {
+    build_ops(model_, options_.precision, decode_shape(batch, c), level_ops_, options_.mla_form);
+    return step_working_set(level_ops_);
+  });
+  starts.insert(starts.end(), moves.begin(), moves.end());
+  std::sort(starts.begin(), starts.end());
   double total = 0;
-  for_each_segment(breakpoints_, first, count,
+  for_each_segment(starts, first, count,
                    [&](int64_t lo, int64_t n) { total += sum_decode_segment(batch, lo, n); });
   return total;
 }
@@ -133,7 +180,10 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
         count > 1 ? static_cast<double>(state_bytes(checked_add(first, 1))) - s0 : 0.0;
     // The mean of a linear function over the segment is its value at the mean context.
     const double mean_state = s0 + slope * static_cast<double>(count - 1) / 2.0;
-    return static_cast<double>(count) * bandwidth_decode_time(batch, weights, mean_state);
+    build_ops(model_, options_.precision, decode_shape(batch, first), level_ops_,
+              options_.mla_form);
+    const double bandwidth = rates_.at_working_set(step_working_set(level_ops_)).bandwidth;
+    return static_cast<double>(count) * bandwidth_decode_time(batch, weights, mean_state, bandwidth);
   }
   double total = 0;
   for (const DecodeLine& l : decode_lines(batch, first)) {
@@ -163,11 +213,13 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
             options_.mla_form);
   std::vector<DecodeLine> lines;
   lines.reserve(scratch_ops2_.size());
+  // One memory level for the whole segment (level_starts splits where it changes).
+  const DeviceRates rates = rates_.at_working_set(step_working_set(scratch_ops2_));
   for (size_t i = 0; i < scratch_ops2_.size(); ++i) {
     const Op& at = scratch_ops2_[i];
     const Op& next = scratch_ops3_[i];
-    const OpCost c0 = roofline_cost(at, rates_);
-    const OpCost c1 = roofline_cost(next, rates_);
+    const OpCost c0 = roofline_cost(at, rates);
+    const OpCost c1 = roofline_cost(next, rates);
     DecodeLine l;
     l.compute_s = c0.compute_s;
     l.compute_slope = c1.compute_s - c0.compute_s;
@@ -322,9 +374,17 @@ void Analyzer::sum_prefill_passes(int64_t sequences, int64_t first, int64_t coun
     *time_s += p.time_s;
   }
   // A window W makes the pair count quadratic in n up to W and linear from W on: segments
-  // start at W + 1 so that the three sample points of each lie on one polynomial.
+  // start at W + 1 so that the three sample points of each lie on one polynomial. The
+  // working set may also move to a larger memory level as n grows.
   std::vector<int64_t> starts = breakpoints_;
   for (int64_t& s : starts) ++s;
+  const auto moves = level_starts(saturated, end, [&](int64_t n) {
+    build_ops(model_, options_.precision, {Phase::prefill, sequences, n, 0}, level_ops_,
+              options_.mla_form);
+    return step_working_set(level_ops_);
+  });
+  starts.insert(starts.end(), moves.begin(), moves.end());
+  std::sort(starts.begin(), starts.end());
   for_each_segment(starts, saturated, end - saturated, [&](int64_t lo, int64_t n) {
     sum_prefill_segment(sequences, lo, n, flops, time_s);
   });
@@ -370,6 +430,7 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
   const double n = static_cast<double>(count);
   const double sum_j = n * (n - 1) / 2;
   const double sum_j2 = (n - 1) * n * (2 * n - 1) / 6;
+  const DeviceRates rates = rates_.at_working_set(step_working_set(scratch_ops_));
   for (size_t i = 0; i < scratch_ops_.size(); ++i) {
     const Op& o0 = scratch_ops_[i];
     const Op& o1 = scratch_ops2_[i];
@@ -378,10 +439,10 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
                                 static_cast<double>(o2.flops));
     const double repeat = static_cast<double>(o0.repeat);
     *flops += repeat * (f[0] * n + f[1] * sum_j + f[2] * sum_j2);
-    if (options_.method == Method::roofline) {
-      const OpCost c0 = roofline_cost(o0, rates_);
-      const OpCost c1 = roofline_cost(o1, rates_);
-      const OpCost c2 = roofline_cost(o2, rates_);
+    if (options_.method != Method::bandwidth) {
+      const OpCost c0 = roofline_cost(o0, rates);
+      const OpCost c1 = roofline_cost(o1, rates);
+      const OpCost c2 = roofline_cost(o2, rates);
       *time_s += repeat * (sum_of_max_of_quadratics(
                                coefficients(c0.compute_s, c1.compute_s, c2.compute_s),
                                coefficients(c0.memory_s, c1.memory_s, c2.memory_s), count) +
@@ -475,6 +536,24 @@ DiffusionResult Analyzer::diffusion(const Workload& w, const DiffusionOptions& d
   }
   out.tokens_per_s = static_cast<double>(w.batch) * static_cast<double>(w.generate) / out.time_s;
   return out;
+}
+
+int64_t estimate_memory_bytes(const Model& model, const Precision& precision, const Workload& w) {
+  const int64_t per_pass = w.prefill_batch == 0 ? w.batch : std::min(w.prefill_batch, w.batch);
+  std::vector<Op> ops;
+  build_ops(model, precision, {Phase::prefill, per_pass, w.prompt, 0}, ops);
+  const int64_t prefill = step_activation_peak(
+      ops, storage_bytes(checked_mul(per_pass, w.prompt, model.d_model), precision.activations));
+  const int64_t context = checked_add(w.prompt, w.generate - 1);
+  StepShape decode;
+  decode.batch = w.batch;
+  decode.past_tokens = context;
+  build_ops(model, precision, decode, ops);
+  const int64_t decode_peak = step_activation_peak(
+      ops, storage_bytes(checked_mul(w.batch, model.d_model), precision.activations));
+  return checked_add(weight_bytes(model, precision),
+                     checked_mul(w.batch, engine::state_bytes(model, context, precision.kv_cache)),
+                     std::max(prefill, decode_peak));
 }
 
 }  // namespace streamspark::engine

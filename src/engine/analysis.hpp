@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -113,6 +114,11 @@ struct ModelFigures {
   int64_t kv_bytes_per_token = 0;  // KV growth per token at long context (full attention)
 };
 
+// Weights + KV cache and state at prompt+generate-1 tokens + peak activations (the prefill
+// pass or a decode step), for B sequences: the memory a run of this workload needs, with no
+// device involved (runtimes check it against the memory they have).
+int64_t estimate_memory_bytes(const Model& model, const Precision& precision, const Workload& w);
+
 // Evaluates workloads for one (model, hardware, options). Holds scratch buffers so repeated
 // evaluation (sweeps) does not allocate; not thread-safe, use one per thread.
 class Analyzer {
@@ -173,7 +179,11 @@ class Analyzer {
   StepShape decode_shape(int64_t batch, int64_t context) const;
   PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch, int64_t context,
                          std::vector<OpRow>* rows) const;
-  double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state) const;
+  double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state,
+                               double bandwidth) const;
+  // Contexts in [first, end) where the working set moves to another memory level.
+  std::vector<int64_t> level_starts(int64_t first, int64_t end,
+                                    const std::function<int64_t(int64_t)>& working_set);
   // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences. Fills `rows`
   // for one full pass and returns the activation peak of a full pass in *activation_peak.
   PhaseResult prefill(int64_t batch, int64_t tokens, int64_t per_pass, std::vector<OpRow>* rows,
@@ -208,6 +218,7 @@ class Analyzer {
   std::vector<Op> scratch_ops3_;
   std::vector<Op> decode_ops_;  // the decode step at context = prompt
   std::vector<DecodeLine> uncached_lines_;
+  std::vector<Op> level_ops_;  // scratch for working-set probes
 };
 
 }  // namespace streamspark::engine

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,35 @@ struct AchievableFractions {
   std::string source;
 };
 
+// Measured behaviour of one operator class (gemm, attention, norm, elementwise, gather,
+// kv_write, scan, sampling) on a machine, fitted from probe measurements: time =
+// overhead + max(FLOPs / (compute_efficiency * peak), bytes / (memory_efficiency * bandwidth
+// of the memory level the data lives in)).
+struct ClassCalibration {
+  double compute_efficiency = 1.0;
+  double memory_efficiency = 1.0;
+  double overhead_s = 0;  // per kernel launch
+};
+
+struct Calibration {
+  std::map<std::string, ClassCalibration> classes;  // by op kind name
+  std::string source;
+};
+
+// The runtime's GEMM timed with its weights resident in one memory level (the probe rotates
+// through enough weight copies to overflow the levels above it).
+struct GemmCurve {
+  std::string level;                          // a name in Hardware::memory
+  std::vector<std::array<double, 4>> points;  // m, n, k, seconds per call
+};
+
+// Raw probe measurements, kept in the hardware file: the calibrated method times GEMMs from
+// the curves; the bandwidth curve is for plots and refits.
+struct ProbeCurves {
+  std::vector<GemmCurve> gemm;
+  std::vector<std::array<double, 2>> bandwidth;  // working-set bytes, bytes/s
+};
+
 struct Hardware {
   std::string name;
   std::string source;
@@ -43,9 +73,21 @@ struct Hardware {
   double kernel_overhead_s = 0;          // fixed cost per kernel launch
   std::optional<double> price_per_hour;  // USD
   std::optional<AchievableFractions> achievable;
+  std::optional<Calibration> calibration;  // from `streamspark probe`
+  std::optional<ProbeCurves> probe;
+  // Where a measured file comes from (date, machine, threads, command), in file order.
+  std::vector<std::pair<std::string, std::string>> provenance;
 
   double peak(PeakClass c) const { return peak_flops[static_cast<int>(c)]; }
   const MemoryLevel& device_memory() const { return memory.back(); }
+  // The smallest memory level that holds `working_set` bytes (the last one when none does):
+  // data a step touches every time stays there between steps.
+  size_t level_for(int64_t working_set) const {
+    for (size_t i = 0; i < memory.size(); ++i) {
+      if (working_set <= memory[i].capacity_bytes) return i;
+    }
+    return memory.size() - 1;
+  }
   // Ridge point of the roofline: the arithmetic intensity (FLOP/byte) above which an op is
   // compute-bound. H100 SXM bf16: 989e12 / 3.35e12 = 295.2 (CS336 lecture: ~295).
   double ridge_intensity(PeakClass c) const { return peak(c) / device_memory().bandwidth; }

@@ -13,6 +13,18 @@ int64_t step_activation_peak(const std::vector<Op>& ops, int64_t residual_stream
   return checked_add(residual_stream_bytes, largest);
 }
 
+int64_t step_working_set(const std::vector<Op>& ops) {
+  int64_t touched = 0;
+  int64_t largest_activations = 0;
+  for (const Op& op : ops) {
+    touched = checked_add(
+        touched, checked_mul(checked_add(op.bytes.weights, op.bytes.kv_read, op.bytes.kv_write),
+                             op.repeat));
+    largest_activations = std::max(largest_activations, op.bytes.activations);
+  }
+  return checked_add(touched, largest_activations);
+}
+
 double ActivationModel::at(int64_t batch) const {
   const int64_t prefill_sequences = prefill_batch > 0 ? std::min(prefill_batch, batch) : batch;
   return std::max(prefill_per_sequence * static_cast<double>(prefill_sequences),

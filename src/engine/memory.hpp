@@ -23,6 +23,10 @@ struct MemoryFootprint {
 // outputs). The KV cache is counted separately.
 int64_t step_activation_peak(const std::vector<Op>& ops, int64_t residual_stream_bytes);
 
+// Bytes a step touches, which decides the memory level it runs from: the weights it reads,
+// the KV cache and state it reads and writes, and its largest activation traffic.
+int64_t step_working_set(const std::vector<Op>& ops);
+
 // How peak activations grow with the batch B: the larger of the prefill pass (prefill_batch
 // sequences at a time, or all B when prefill_batch is 0) and the decode step (B sequences).
 // Every activation tensor has one row per token, so both are linear in their sequence count.

@@ -9,20 +9,41 @@
 namespace streamspark::engine {
 
 std::string_view method_name(Method m) {
-  return m == Method::bandwidth ? "bandwidth" : "roofline";
+  switch (m) {
+    case Method::bandwidth:
+      return "bandwidth";
+    case Method::roofline:
+      return "roofline";
+    case Method::calibrated:
+      return "calibrated";
+  }
+  return "?";
 }
 
 std::optional<Method> parse_method(std::string_view name) {
-  if (name == "bandwidth") return Method::bandwidth;
-  if (name == "roofline") return Method::roofline;
+  for (Method m : {Method::bandwidth, Method::roofline, Method::calibrated}) {
+    if (method_name(m) == name) return m;
+  }
   return std::nullopt;
+}
+
+DeviceRates DeviceRates::at_working_set(int64_t working_set) const {
+  DeviceRates r = *this;
+  for (size_t i = 0; i < level_capacity.size(); ++i) {
+    if (working_set <= level_capacity[i] || i + 1 == level_capacity.size()) {
+      r.bandwidth = level_bandwidth[i];
+      r.level = i;
+      break;
+    }
+  }
+  return r;
 }
 
 std::string_view bound_name(Bound b) {
   return b == Bound::compute ? "compute" : "memory";
 }
 
-DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
+DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method method) {
   const std::string compute(dtype_name(precision.activations));
   const auto matrix = matrix_peak_class(precision.activations);
   if (!matrix) {
@@ -34,7 +55,45 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
   r.matrix_flops = hw.peak(*matrix);
   r.vector_flops = hw.peak(PeakClass::fp32);
   r.bandwidth = hw.device_memory().bandwidth;
+  r.level = hw.memory.size() - 1;
   r.kernel_overhead_s = hw.kernel_overhead_s;
+  for (const MemoryLevel& level : hw.memory) {
+    r.level_capacity.push_back(level.capacity_bytes);
+    r.level_bandwidth.push_back(level.bandwidth);
+  }
+  if (method == Method::calibrated) {
+    if (!hw.calibration && !hw.achievable) {
+      throw std::invalid_argument(
+          "the calibrated method needs the hardware file's calibration (written by `streamspark "
+          "probe`) or its achievable fractions of peak; " +
+          hw.name + " has neither");
+    }
+    r.calibrated = true;
+    for (int k = 0; k < kOpKindCount; ++k) {
+      ClassCalibration& c = r.classes[static_cast<size_t>(k)];
+      if (hw.calibration) {
+        // A class the probe did not measure stays at efficiency 0: the Analyzer refuses
+        // models with such ops.
+        const auto it = hw.calibration->classes.find(std::string(op_kind_name(static_cast<OpKind>(k))));
+        c = it != hw.calibration->classes.end() ? it->second : ClassCalibration{0, 0, 0};
+      } else {
+        c = ClassCalibration{hw.achievable->compute, hw.achievable->memory, hw.kernel_overhead_s};
+      }
+    }
+    // The probe's GEMM curves were measured with the runtime's fp32 kernels: they time fp32
+    // products only.
+    const bool fp32 = precision.activations == DType::fp32 &&
+                      precision.weights.dtype == DType::fp32 && precision.embedding == DType::fp32;
+    if (hw.probe && fp32 && !hw.probe->gemm.empty()) {
+      auto tables = std::make_shared<std::vector<GemmRateTable>>(hw.memory.size());
+      for (const GemmCurve& curve : hw.probe->gemm) {
+        for (size_t i = 0; i < hw.memory.size(); ++i) {
+          if (hw.memory[i].name == curve.level) (*tables)[i] = GemmRateTable(curve.points);
+        }
+      }
+      r.gemm_tables = std::move(tables);
+    }
+  }
   if (r.matrix_flops <= 0) {
     throw std::invalid_argument("the hardware spec has no " +
                                 std::string(peak_class_name(*matrix)) + " peak, so compute in " +
@@ -54,14 +113,93 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision) {
   return r;
 }
 
+namespace {
+
+// Linear interpolation of y at x over points sorted by x (any type with .first/.second or a
+// key/value accessor pair), clamped to the end values.
+template <typename T, typename Key, typename Value>
+double interpolate(const std::vector<T>& v, double x, Key key, Value value) {
+  if (x <= key(v.front())) return value(v.front());
+  if (x >= key(v.back())) return value(v.back());
+  size_t i = 1;
+  while (key(v[i]) < x) ++i;
+  const double t = (x - key(v[i - 1])) / (key(v[i]) - key(v[i - 1]));
+  return value(v[i - 1]) + t * (value(v[i]) - value(v[i - 1]));
+}
+
+bool same(double a, double b) { return std::abs(a - b) < 1e-9; }
+
+}  // namespace
+
+GemmRateTable::GemmRateTable(const std::vector<std::array<double, 4>>& points) {
+  for (const auto& [m, n, k, seconds] : points) {
+    if (m < 1 || n < 1 || k < 1 || seconds <= 0) continue;
+    const double log_k = std::log(k), log_n = std::log(n);
+    auto fk = std::find_if(by_k_.begin(), by_k_.end(),
+                           [&](const FixedK& f) { return same(f.log_k, log_k); });
+    if (fk == by_k_.end()) fk = by_k_.insert(by_k_.end(), FixedK{log_k, {}});
+    auto c = std::find_if(fk->by_n.begin(), fk->by_n.end(),
+                          [&](const Curve& x) { return same(x.log_n, log_n); });
+    if (c == fk->by_n.end()) c = fk->by_n.insert(fk->by_n.end(), Curve{log_n, {}});
+    c->log_m_rate.emplace_back(std::log(m), std::log(2 * m * n * k / seconds));
+  }
+  for (FixedK& f : by_k_) {
+    for (Curve& c : f.by_n) std::sort(c.log_m_rate.begin(), c.log_m_rate.end());
+    std::sort(f.by_n.begin(), f.by_n.end(),
+              [](const Curve& a, const Curve& b) { return a.log_n < b.log_n; });
+  }
+  std::sort(by_k_.begin(), by_k_.end(),
+            [](const FixedK& a, const FixedK& b) { return a.log_k < b.log_k; });
+}
+
+double GemmRateTable::rate_in_m(const Curve& c, double log_m) {
+  return interpolate(
+      c.log_m_rate, log_m, [](const auto& p) { return p.first; },
+      [](const auto& p) { return p.second; });
+}
+
+double GemmRateTable::rate_in_n(const FixedK& f, double log_n, double log_m) {
+  return interpolate(
+      f.by_n, log_n, [](const Curve& c) { return c.log_n; },
+      [&](const Curve& c) { return rate_in_m(c, log_m); });
+}
+
+double GemmRateTable::seconds(int64_t m, int64_t n, int64_t k) const {
+  const double fm = static_cast<double>(m), fn = static_cast<double>(n),
+               fk = static_cast<double>(k);
+  const double log_rate = interpolate(
+      by_k_, std::log(fk), [](const FixedK& f) { return f.log_k; },
+      [&](const FixedK& f) { return rate_in_n(f, std::log(fn), std::log(fm)); });
+  return 2.0 * fm * fn * fk / std::exp(log_rate);
+}
+
 OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
   OpCost c;
+  if (rates.calibrated && op.kind == OpKind::gemm && op.gemm.m > 0 && rates.gemm_tables &&
+      !(*rates.gemm_tables)[rates.level].empty()) {
+    const double t = static_cast<double>(op.gemm.batch) *
+                     (*rates.gemm_tables)[rates.level].seconds(op.gemm.m, op.gemm.n, op.gemm.k);
+    const double compute = static_cast<double>(op.flops) / rates.matrix_flops;
+    const double memory = static_cast<double>(op.bytes.total()) / rates.bandwidth;
+    c.bound = compute > memory ? Bound::compute : Bound::memory;
+    c.compute_s = c.bound == Bound::compute ? t : std::min(compute, t);
+    c.memory_s = c.bound == Bound::memory ? t : std::min(memory, t);
+    c.time_s = t;
+    return c;
+  }
   const double peak = uses_matrix_units(op.kind) ? rates.matrix_flops : rates.vector_flops;
   c.compute_s = static_cast<double>(op.flops - op.outlier_flops) / peak;
   if (op.outlier_flops > 0)
     c.compute_s += static_cast<double>(op.outlier_flops) / rates.outlier_flops;
   c.memory_s = static_cast<double>(op.bytes.total()) / rates.bandwidth;
-  c.overhead_s = static_cast<double>(op.launches) * rates.kernel_overhead_s;
+  double overhead = rates.kernel_overhead_s;
+  if (rates.calibrated) {
+    const ClassCalibration& k = rates.classes[static_cast<size_t>(op.kind)];
+    c.compute_s /= k.compute_efficiency;
+    c.memory_s /= k.memory_efficiency;
+    overhead = k.overhead_s;
+  }
+  c.overhead_s = static_cast<double>(op.launches) * overhead;
   c.bound = c.compute_s > c.memory_s ? Bound::compute : Bound::memory;
   c.time_s = std::max(c.compute_s, c.memory_s) + c.overhead_s;
   return c;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "engine/hardware.hpp"
 #include "engine/ops.hpp"
@@ -12,29 +14,77 @@
 namespace streamspark::engine {
 
 // How step times are derived.
-//  bandwidth: the CS336 first-order model. Decode step = (weight bytes + B * KV bytes) /
-//             bandwidth; prefill = FLOPs / peak.
-//  roofline:  per operator max(FLOPs / peak, bytes / bandwidth) + launches * kernel overhead,
-//             summed over the step's operators.
-enum class Method { bandwidth, roofline };
+//  bandwidth:  the CS336 first-order model. Decode step = (weight bytes + B * KV bytes) /
+//              bandwidth; prefill = FLOPs / peak.
+//  roofline:   per operator max(FLOPs / peak, bytes / bandwidth) + launches * kernel overhead,
+//              summed over the step's operators.
+//  calibrated: the roofline with each operator class's measured efficiencies and launch
+//              overhead (the hardware file's calibration, from `streamspark probe`; or its
+//              achievable fractions of peak when there is no probe data).
+// Every method reads bytes at the bandwidth of the memory level that holds the step's working
+// set (the weights, KV cache and activations it touches): a model that fits in a cache is not
+// DRAM-bound.
+enum class Method { bandwidth, roofline, calibrated };
 std::string_view method_name(Method m);
 std::optional<Method> parse_method(std::string_view name);
 
 enum class Bound { compute, memory };
 std::string_view bound_name(Bound b);
 
+inline constexpr int kOpKindCount = 8;
+
+// Measured GEMM rates at one memory level (a probe GemmCurve), for interpolation: the
+// achieved FLOP/s on a grid of k, n and m.
+class GemmRateTable {
+ public:
+  GemmRateTable() = default;
+  explicit GemmRateTable(const std::vector<std::array<double, 4>>& points);
+  bool empty() const { return by_k_.empty(); }
+  // Seconds of one m x n x k product: log FLOP/s interpolated linearly in log m, then in log n
+  // between the measured n around the op's (at each measured k), then in log k; clamped to the
+  // measured range at every stage (past the largest m the rate stays at the largest m's).
+  double seconds(int64_t m, int64_t n, int64_t k) const;
+
+ private:
+  struct Curve {  // fixed n and k: log FLOP/s against log m
+    double log_n = 0;
+    std::vector<std::pair<double, double>> log_m_rate;  // ascending log m
+  };
+  struct FixedK {
+    double log_k = 0;
+    std::vector<Curve> by_n;  // ascending log n
+  };
+  static double rate_in_m(const Curve& c, double log_m);
+  static double rate_in_n(const FixedK& f, double log_n, double log_m);
+  std::vector<FixedK> by_k_;  // ascending log k
+};
+
 // The rates an operator of a given kind runs at on a given device and precision.
 struct DeviceRates {
   double matrix_flops = 0;   // FLOP/s for gemm and attention at the compute dtype
   double vector_flops = 0;   // FLOP/s for elementwise work (the fp32 non-matrix peak)
   double outlier_flops = 0;  // FLOP/s of LLM.int8()'s fp16 outlier products (fp16 peak)
-  double bandwidth = 0;      // device-memory bytes/s
+  double bandwidth = 0;      // bytes/s of the memory level in use (device memory by default)
   double kernel_overhead_s = 0;
+  std::vector<int64_t> level_capacity;  // the hardware's memory levels, smallest first
+  std::vector<double> level_bandwidth;
+  size_t level = 0;  // index of the level whose bandwidth is in use
+  // calibrated: per op kind (indexed by OpKind) efficiencies and launch overhead.
+  bool calibrated = false;
+  std::array<ClassCalibration, kOpKindCount> classes{};
+  // calibrated, fp32 compute, probed hardware: measured GEMM rates per memory level (an empty
+  // table where the probe has no curve); GEMMs at a level with a table take its time.
+  std::shared_ptr<const std::vector<GemmRateTable>> gemm_tables;
+
+  // The same rates with the bandwidth of the level that holds `working_set` bytes.
+  DeviceRates at_working_set(int64_t working_set) const;
 };
 
 // Throws std::invalid_argument when the device has no peak for the compute dtype (or for
-// fp16, with LLM.int8() outliers).
-DeviceRates device_rates(const Hardware& hw, const Precision& precision);
+// fp16, with LLM.int8() outliers), or, for the calibrated method, has neither a calibration
+// nor achievable fractions.
+DeviceRates device_rates(const Hardware& hw, const Precision& precision,
+                         Method method = Method::roofline);
 
 struct OpCost {           // one instance of the op
   double compute_s = 0;   // FLOPs / peak
@@ -44,6 +94,10 @@ struct OpCost {           // one instance of the op
   Bound bound = Bound::memory;
 };
 
+// max(FLOPs / peak, bytes / bandwidth) + launches * overhead; with calibrated rates, each
+// term divided by the op class's efficiency and the class's launch overhead, except GEMMs
+// with a measured rate table at their level: their time is the table's (the measured call
+// includes its overhead), reported in the term of the roofline's bound.
 OpCost roofline_cost(const Op& op, const DeviceRates& rates);
 
 // Arithmetic intensity in FLOP/byte; 0 when no bytes move.

@@ -12,8 +12,16 @@
 //   kernel_overhead_source       string, optional
 //   price_per_hour               USD, optional
 //   achievable: {compute, memory, source}                  optional fractions of peak
+//   calibration: {source, <op kind>: {compute_efficiency, memory_efficiency, overhead}}
+//                                fitted by `streamspark probe`; op kinds gemm, attention,
+//                                norm, elementwise, gather, kv_write, scan, sampling
+//   probe: {gemm: {<level>: [[m, n, k, seconds]...]...}, bandwidth: [[bytes, bytes/s]...]}
+//                                raw probe measurements: GEMM times with the weights in each
+//                                memory level (the calibrated method interpolates them)
+//   provenance: {date, machine, threads, command, ...}    strings, for measured files
 #include "spec/hardware_spec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -119,6 +127,77 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     if (compute && memory && ach_source) {
       hw.achievable = engine::AchievableFractions{*compute, *memory, *ach_source};
     }
+  }
+  if (auto cal = r.map("calibration", Presence::optional)) {
+    engine::Calibration c;
+    c.source = cal->string("source", Presence::required).value_or("");
+    for (const char* kind : {"gemm", "attention", "norm", "elementwise", "gather", "kv_write",
+                             "scan", "sampling"}) {
+      auto k = cal->map(kind, Presence::optional);
+      if (!k) continue;
+      const Range efficiency{0, true, 10.0};
+      const auto ce =
+          k->quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
+      const auto me =
+          k->quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
+      const auto oh = k->quantity("overhead", Dimension::time, Presence::required, Range{0, false});
+      k->finish();
+      if (ce && me && oh) c.classes[kind] = engine::ClassCalibration{*ce, *me, *oh};
+    }
+    cal->finish();
+    hw.calibration = c;
+  }
+  if (auto probe = r.map("probe", Presence::optional)) {
+    engine::ProbeCurves curves;
+    auto read_rows = [&](MapReader& reader, const std::string& key, const std::string& prefix,
+                         size_t width, auto& into) {
+      const auto rows = reader.sequence(key, Presence::optional);
+      if (!rows) return false;
+      for (size_t i = 0; i < rows->size(); ++i) {
+        const YAML::Node& row = (*rows)[i];
+        const std::string path = fmt::format("{}{}[{}]", prefix, key, i);
+        if (!row.IsSequence() || row.size() != width) {
+          ctx.error(location_of(row), path, fmt::format("expected a list of {} numbers", width));
+          continue;
+        }
+        typename std::decay_t<decltype(into)>::value_type values{};
+        for (size_t j = 0; j < width; ++j) {
+          const auto v = row[j].IsScalar() ? parse_quantity(row[j].Scalar(), Dimension::fraction)
+                                           : std::variant<double, QuantityError>{QuantityError{}};
+          if (!std::holds_alternative<double>(v) || std::get<double>(v) < 0) {
+            ctx.error(location_of(row[j]), path, "expected a non-negative number");
+            break;
+          }
+          values[j] = std::get<double>(v);
+        }
+        into.push_back(values);
+      }
+      return true;
+    };
+    if (auto gemm = probe->map("gemm", Presence::optional)) {
+      for (const std::string& level : gemm->undeclared_keys()) {
+        engine::GemmCurve curve{level, {}};
+        if (!read_rows(*gemm, level, "probe.gemm.", 4, curve.points)) continue;
+        const bool known = std::any_of(hw.memory.begin(), hw.memory.end(),
+                                       [&](const engine::MemoryLevel& m) { return m.name == level; });
+        if (!known && !hw.memory.empty()) {
+          gemm->error_at(level, "not a memory level of this hardware");
+        }
+        curves.gemm.push_back(std::move(curve));
+      }
+      gemm->finish();
+    }
+    read_rows(*probe, "bandwidth", "probe.", 2, curves.bandwidth);
+    probe->finish();
+    hw.probe = curves;
+  }
+  if (auto provenance = r.map("provenance", Presence::optional)) {
+    for (const std::string& key : provenance->undeclared_keys()) {
+      if (const auto v = provenance->string(key, Presence::required)) {
+        hw.provenance.emplace_back(key, *v);
+      }
+    }
+    provenance->finish();
   }
   r.finish();
   if (!name || !source || ctx.diagnostics->items().size() != problems_before) {

@@ -106,10 +106,11 @@ TEST_CASE("bad input exits 2 with one clear line") {
           "error: llama2-13b on a100-80gb: the hardware spec has no fp8 peak, so compute in "
           "fp8_e4m3 cannot be costed\n");
   }
-  SUBCASE("a method that needs the runtime") {
+  SUBCASE("calibrated on a datasheet-only file") {
     const Run r = run("analyze -m llama2-13b -H h100-sxm --method calibrated");
     CHECK(r.exit_code == 2);
-    CHECK(r.err.find("calibrated needs probe data") != std::string::npos);
+    CHECK(r.err.find("the calibrated method needs the hardware file's calibration") !=
+          std::string::npos);
   }
   SUBCASE("a malformed spec given by path") {
     const Run r = run("analyze -m '" + kBad + "model_heads_not_multiple.yaml' -H h100-sxm");
@@ -328,4 +329,70 @@ TEST_CASE("models and hardware list the catalog") {
   CHECK(hw.exit_code == 0);
   const json j = json::parse(hw.out);
   CHECK(j.size() >= 7);
+}
+
+TEST_CASE("run measures a workload on the CPU runtime") {
+  const Run r = run("run -m tiny-test -b 2 -p 16 -g 4 --per-op --format json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["backend"] == "cpu");
+  CHECK(j["dtype"] == "fp32");
+  CHECK(j["ttft_s"].get<double>() > 0);
+  CHECK(j["tpot_s"].get<double>() > 0);
+  CHECK(j["decode_throughput_tok_s"].get<double>() > 0);
+  CHECK(j["tokens"].size() == 2);
+  CHECK(j["tokens"][0].size() == 4);
+  CHECK(j["step_times_s"].size() == 3);
+  bool has_qkv = false;
+  for (const auto& op : j["ops"]) has_qkv = has_qkv || op["name"] == "qkv_proj";
+  CHECK(has_qkv);
+  // Same seed, same tokens (greedy here; sampling is covered by the runtime tests).
+  const Run again = run("run -m tiny-test -b 2 -p 16 -g 4 --format json");
+  REQUIRE(again.exit_code == 0);
+  CHECK(json::parse(again.out)["tokens"] == j["tokens"]);
+}
+
+TEST_CASE("the runtime refuses what it cannot run: exit 3 for the machine, 2 for the input") {
+  const Run cuda = run("run -m tiny-test --backend cuda");
+  CHECK(cuda.exit_code == 3);
+  CHECK(cuda.err.find("cuda") != std::string::npos);
+  // 10^6 sequences of 2048 tokens need terabytes of KV cache: refused before allocating.
+  const Run huge = run("run -m tiny-test -b 1000000 -p 2048 -g 1");
+  CHECK(huge.exit_code == 3);
+  CHECK(huge.err.find("bytes are available") != std::string::npos);
+  // A model family the runtime does not execute (the engine analyzes it).
+  const Run mamba = run("run -m mamba-2.8b -p 4 -g 2");
+  CHECK(mamba.exit_code == 2);
+  CHECK(mamba.err.find("the engine still analyzes it") != std::string::npos);
+}
+
+TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance exits 4") {
+  const fs::path hw = scratch_dir() / "local-cpu.yaml";
+  const Run probe = run("probe --quick -q -o '" + hw.string() + "'");
+  REQUIRE(probe.exit_code == 0);
+  const std::string text = slurp(hw);
+  CHECK(text.find("provenance:") != std::string::npos);
+  CHECK(text.find("calibration:") != std::string::npos);
+  CHECK(run("check '" + hw.string() + "'").exit_code == 0);
+
+  const std::string base = "validate -m tiny-test -H '" + hw.string() +
+                           "' -b 1,2 -p 16 -g 6 --warmup-steps 2 --repeats 1";
+  const Run v = run(base + " --format json");
+  REQUIRE(v.exit_code == 0);
+  const json j = json::parse(v.out);
+  CHECK(j["method"] == "calibrated");
+  CHECK(j["warmup_steps"] == 2);
+  REQUIRE(j["points"].size() == 2);
+  for (const auto& p : j["points"]) {
+    CHECK(p["prefill"]["measured_s"].get<double>() > 0);
+    CHECK(p["decode"]["predicted_s"].get<double>() > 0);
+    CHECK(!p["decode_ops"].empty());
+  }
+  CHECK(j["summary"]["decode"]["median_abs_error"].get<double>() >= 0);
+  // No prediction is exact to 0%: tolerance 0 must fail with exit 4.
+  const Run strict = run(base + " --tolerance 0");
+  CHECK(strict.exit_code == 4);
+  CHECK(strict.err.find("tolerance") != std::string::npos);
+  // Warm-up steps must leave a timed step.
+  CHECK(run(base + " --warmup-steps 5").exit_code == 2);
 }

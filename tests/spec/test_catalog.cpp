@@ -68,6 +68,7 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       // The lecture's GQA what-if: 13,015,864,320 - 40 * 2 * 5120 * 32 * 128.
       {"llama2-13b-gqa8", {{11'338'142'720}, {}}},
       {"tiny-test", {{4'868'352}, {}}},
+      {"small-test", {{31'990'272}, {}}},
   };
   const Catalog catalog = repo_catalog();
   const auto files = catalog.list(SpecKind::model);

@@ -1,0 +1,68 @@
+// The interface every runtime backend implements: device memory and the kernels of a
+// Llama-style decoder step. Tensors are row-major float32 arrays in the backend's memory;
+// per-sequence metadata (positions, cached lengths) is passed from the host.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace streamspark::runtime {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  // Compute format of the kernels (this backend: fp32 weights, activations and KV cache).
+  virtual std::string dtype() const = 0;
+
+  // ---- memory ----
+  // `count` floats, zero-initialised, owned by the backend until release().
+  virtual float* allocate(int64_t count) = 0;
+  virtual void release(float* p) = 0;
+  virtual void upload(float* device, const float* host, int64_t count) = 0;
+  virtual void download(float* host, const float* device, int64_t count) = 0;
+  // Waits for queued work (a no-op for synchronous backends); timers call it.
+  virtual void synchronize() = 0;
+
+  // ---- kernels ----
+  // out (n, d) = rows `tokens` of table (V, d).
+  virtual void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,
+                         float* out) = 0;
+  // y (rows, d) = x / rms(x) * w.
+  virtual void rmsnorm(const float* x, const float* w, int64_t rows, int64_t d, float eps,
+                       float* y) = 0;
+  // y (m, n) = x (m, k) W^T, W stored (n, k): outputs by inputs, as torch.nn.Linear.
+  virtual void linear(const float* x, const float* w, int64_t m, int64_t n, int64_t k,
+                      float* y) = 0;
+  // Rotary embedding in place on the first `heads` heads of each row of x (rows, stride):
+  // row r is at position positions[r]; pairs (i, i + head_dim/2) rotate by pos * theta^(-2i/H).
+  virtual void rope(float* x, int64_t rows, int64_t stride, int64_t heads, int64_t head_dim,
+                    const int64_t* positions, float theta) = 0;
+  // Copies the new tokens' K and V from qkv (B*T, stride; K at column k_offset, V after it)
+  // into the caches, sequence b's tokens starting at position past[b]. Layouts: V (B, K,
+  // max_context, H); K in blocks of 8 positions, (B, K, max_context / 8, H, 8), so decode
+  // scores read eight keys of one head dimension as a vector and a block as one contiguous
+  // run. max_context is a multiple of 8.
+  virtual void kv_write(const float* qkv, int64_t batch, int64_t tokens, int64_t stride,
+                        int64_t k_offset, int64_t kv_heads, int64_t head_dim,
+                        const int64_t* past, float* k_cache, float* v_cache,
+                        int64_t max_context) = 0;
+  // Causal attention of the new tokens' queries (in qkv, N heads from column 0) over each
+  // sequence's cache (past[b] + T keys after kv_write); GQA: query head h uses KV head
+  // h / (N / K). out (B*T, N*H).
+  virtual void attention(const float* qkv, int64_t batch, int64_t tokens, int64_t stride,
+                         int64_t heads, int64_t kv_heads, int64_t head_dim, const int64_t* past,
+                         const float* k_cache, const float* v_cache, int64_t max_context,
+                         float* out) = 0;
+  // out = silu(gate) * up over n elements.
+  virtual void silu_mul(const float* gate, const float* up, int64_t n, float* out) = 0;
+  // out = a + b over n elements (out may alias a).
+  virtual void add(const float* a, const float* b, int64_t n, float* out) = 0;
+};
+
+// The CPU backend (Eigen, multi-threaded); `threads` 0 means all cores.
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+
+}  // namespace streamspark::runtime

@@ -1,0 +1,432 @@
+// CPU backend: fp32 kernels with Eigen for the matrix products, multi-threaded with a
+// persistent pool (work split over output features, rows or attention heads).
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "runtime/backend.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace streamspark::runtime {
+
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstRowMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+using RowMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+
+// Work below these sizes runs on one thread: splitting costs more than it saves.
+constexpr int64_t kElementGrain = 1 << 15;  // elementwise ops: elements per thread
+constexpr int64_t kLinearGrain = 1 << 14;   // linear: weights (n*k) per thread
+// Products with at most this many rows (decode steps of small batches) use the streaming
+// kernel below; Eigen's blocked GEMM packs the whole weight panel first, which costs several
+// times the weight read when there are only a few rows to amortise it over.
+constexpr int64_t kSkinnyRows = 16;
+
+// Eight floats, one AVX register (GCC/Clang vector extension; without AVX the compiler
+// splits it into narrower registers).
+using Float8 = float __attribute__((vector_size(32)));
+inline Float8 load8(const float* p) {
+  Float8 v;
+  std::memcpy(&v, p, sizeof v);  // unaligned load
+  return v;
+}
+
+// y[i, j] = dot(x[i, :], w[j, :]) for rows [0, R) of x and features j0 .. j0+C-1, over k.
+// R x C eight-lane accumulators live in registers (R * C = 8 of AVX2's 16 registers); the C
+// weight rows are adjacent in memory, so they stream as one block, prefetched kPrefetch
+// floats ahead.
+template <int R, int C>
+void skinny_block(const float* x, const float* w, int64_t k, int64_t j0, int64_t n, float* y) {
+  constexpr int64_t kPrefetch = 256;
+  Float8 acc[R][C] = {};
+  const float* wr = w + j0 * k;
+  int64_t kk = 0;
+  for (; kk + 8 <= k; kk += 8) {
+    Float8 wv[C];
+    for (int c = 0; c < C; ++c) {
+      __builtin_prefetch(wr + c * k + kk + kPrefetch);
+      wv[c] = load8(wr + c * k + kk);
+    }
+    for (int r = 0; r < R; ++r) {
+      const Float8 xv = load8(x + r * k + kk);
+      for (int c = 0; c < C; ++c) acc[r][c] += xv * wv[c];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      float s = 0;
+      for (int l = 0; l < 8; ++l) s += acc[r][c][l];
+      for (int64_t t = kk; t < k; ++t) s += x[r * k + t] * wr[c * k + t];
+      y[r * n + j0 + c] = s;
+    }
+  }
+}
+
+// Rows [0, R) of x against features [j0, j1): blocks of 8 / R features, then single ones.
+template <int R>
+void skinny_rows(const float* x, const float* w, int64_t k, int64_t j0, int64_t j1, int64_t n,
+                 float* y) {
+  constexpr int kColumns = 8 / R;
+  int64_t j = j0;
+  for (; j + kColumns <= j1; j += kColumns) skinny_block<R, kColumns>(x, w, k, j, n, y);
+  for (; j < j1; ++j) skinny_block<R, 1>(x, w, k, j, n, y);
+}
+
+// y[:, j0:j1] = x W[j0:j1]^T for m <= kSkinnyRows rows. Features outermost in chunks small
+// enough for L2, so a chunk of weight rows is read from memory once and the row groups after
+// the first find it in cache.
+void skinny_linear(const float* x, const float* w, int64_t m, int64_t k, int64_t j0, int64_t j1,
+                   int64_t n, float* y) {
+  const int64_t chunk = std::max<int64_t>(8, (int64_t{128} << 10) / (4 * k) / 8 * 8);
+  for (int64_t c0 = j0; c0 < j1; c0 += chunk) {
+    const int64_t c1 = std::min(j1, c0 + chunk);
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) skinny_rows<4>(x + i * k, w, k, c0, c1, n, y + i * n);
+    for (; i + 2 <= m; i += 2) skinny_rows<2>(x + i * k, w, k, c0, c1, n, y + i * n);
+    for (; i < m; ++i) skinny_rows<1>(x + i * k, w, k, c0, c1, n, y + i * n);
+  }
+}
+
+// Sum of the eight lanes.
+inline float sum8(Float8 v) {
+  float s = 0;
+  for (int l = 0; l < 8; ++l) s += v[l];
+  return s;
+}
+
+// Scores of `GC` query heads (rows of head_dim floats at q) against keys [0, keys) of one KV
+// head, whose keys are stored in blocks of 8 positions, each block head_dim x 8 (dimension
+// major): a block is one contiguous read, eight keys per vector, each query element
+// broadcast, and no horizontal sums.
+template <int GC>
+void decode_scores(const float* q, int64_t head_dim, const float* key_blocks, int64_t keys,
+                   float scale, float* scores, int64_t score_stride) {
+  for (int64_t t = 0; t < keys; t += 8) {
+    const float* block = key_blocks + t * head_dim;  // block t / 8 starts at (t / 8) * 8 * H
+    Float8 acc[GC] = {};
+    for (int64_t h = 0; h < head_dim; ++h) {
+      const Float8 k = load8(block + h * 8);
+      for (int j = 0; j < GC; ++j) acc[j] += q[j * head_dim + h] * k;
+    }
+    // The last block may hold positions past `keys` (zeros or older tokens): not stored.
+    const auto valid = static_cast<size_t>(std::min<int64_t>(8, keys - t));
+    for (int j = 0; j < GC; ++j) {
+      acc[j] *= scale;
+      std::memcpy(scores + j * score_stride + t, &acc[j], valid * sizeof(float));
+    }
+  }
+}
+
+// out rows (GC x head_dim) = probabilities (GC x keys) times values (keys x head_dim): two
+// eight-float column blocks of the output per pass, held in registers over all keys.
+template <int GC>
+void decode_values(const float* p, int64_t p_stride, const float* values, int64_t keys,
+                   int64_t head_dim, float* out) {
+  int64_t h = 0;
+  for (; h + 16 <= head_dim; h += 16) {
+    Float8 acc[GC][2] = {};
+    for (int64_t t = 0; t < keys; ++t) {
+      const Float8 v0 = load8(values + t * head_dim + h);
+      const Float8 v1 = load8(values + t * head_dim + h + 8);
+      for (int j = 0; j < GC; ++j) {
+        const float w = p[j * p_stride + t];
+        acc[j][0] += w * v0;
+        acc[j][1] += w * v1;
+      }
+    }
+    for (int j = 0; j < GC; ++j) std::memcpy(out + j * head_dim + h, acc[j], sizeof acc[j]);
+  }
+  for (; h < head_dim; ++h) {
+    for (int j = 0; j < GC; ++j) {
+      float o = 0;
+      for (int64_t t = 0; t < keys; ++t) o += p[j * p_stride + t] * values[t * head_dim + h];
+      out[j * head_dim + h] = o;
+    }
+  }
+}
+
+// Decode attention of one KV head: its `group` query heads (adjacent rows of head_dim floats
+// in q) against `keys` cached keys and values, in chunks of up to 4 query heads (the K and V
+// of the head are read once per chunk; they stay in L1/L2 between chunks).
+void decode_attention_group(const float* q, int64_t group, int64_t head_dim,
+                            const float* key_blocks, const float* values, int64_t keys,
+                            float scale, float* out, std::vector<float>& scores) {
+  scores.resize(static_cast<size_t>(group * keys));
+  for (int64_t g0 = 0; g0 < group; g0 += 4) {
+    const int64_t gc = std::min<int64_t>(4, group - g0);
+    const float* qg = q + g0 * head_dim;
+    float* sg = scores.data() + g0 * keys;
+    switch (gc) {
+      case 4: decode_scores<4>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
+      case 3: decode_scores<3>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
+      case 2: decode_scores<2>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
+      default: decode_scores<1>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
+    }
+  }
+  for (int64_t g = 0; g < group; ++g) {
+    Eigen::Map<Eigen::ArrayXf> row(scores.data() + g * keys, keys);
+    row = (row - row.maxCoeff()).exp();  // vectorised exp
+    row /= row.sum();
+  }
+  for (int64_t g0 = 0; g0 < group; g0 += 4) {
+    const int64_t gc = std::min<int64_t>(4, group - g0);
+    const float* pg = scores.data() + g0 * keys;
+    float* og = out + g0 * head_dim;
+    switch (gc) {
+      case 4: decode_values<4>(pg, keys, values, keys, head_dim, og); break;
+      case 3: decode_values<3>(pg, keys, values, keys, head_dim, og); break;
+      case 2: decode_values<2>(pg, keys, values, keys, head_dim, og); break;
+      default: decode_values<1>(pg, keys, values, keys, head_dim, og); break;
+    }
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads)
+      : pool_(threads > 0 ? threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
+    Eigen::setNbThreads(1);  // parallelism comes from the pool, one Eigen product per thread
+  }
+  ~CpuBackend() override {
+    for (float* p : allocations_) std::free(p);
+  }
+
+  std::string name() const override { return "cpu"; }
+  std::string dtype() const override { return "fp32"; }
+
+  float* allocate(int64_t count) override {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);
+    const size_t rounded = (bytes + 63) / 64 * 64;  // aligned_alloc wants a multiple
+    auto* p = static_cast<float*>(std::aligned_alloc(64, rounded));
+    if (!p) throw std::bad_alloc();
+    std::memset(p, 0, rounded);
+    std::lock_guard<std::mutex> lock(mutex_);
+    allocations_.insert(p);
+    return p;
+  }
+  void release(float* p) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (allocations_.erase(p)) std::free(p);
+  }
+  void upload(float* device, const float* host, int64_t count) override {
+    std::memcpy(device, host, static_cast<size_t>(count) * sizeof(float));
+  }
+  void download(float* host, const float* device, int64_t count) override {
+    std::memcpy(host, device, static_cast<size_t>(count) * sizeof(float));
+  }
+  void synchronize() override {}
+
+  void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,
+                 float* out) override {
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(out + i * d, table + static_cast<int64_t>(tokens[i]) * d,
+                  static_cast<size_t>(d) * sizeof(float));
+    }
+  }
+
+  void rmsnorm(const float* x, const float* w, int64_t rows, int64_t d, float eps,
+               float* y) override {
+    pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / d), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        Eigen::Map<const Eigen::VectorXf> in(x + r * d, d);
+        Eigen::Map<const Eigen::VectorXf> weight(w, d);
+        Eigen::Map<Eigen::VectorXf> out(y + r * d, d);
+        const float scale = 1.0f / std::sqrt(in.squaredNorm() / static_cast<float>(d) + eps);
+        out = (in * scale).cwiseProduct(weight);
+      }
+    });
+  }
+
+  void linear(const float* x, const float* w, int64_t m, int64_t n, int64_t k,
+              float* y) override {
+    // Each thread computes a block of output features: y[:, n0:n1] = x W[n0:n1]^T.
+    const int64_t grain = std::max<int64_t>(8, kLinearGrain / std::max<int64_t>(k, 1));
+    if (m > 1 && m <= kSkinnyRows) {
+      pool_.parallel_for(n, grain, [&](int64_t n0, int64_t n1) {
+        skinny_linear(x, w, m, k, n0, n1, n, y);
+      });
+      return;
+    }
+    pool_.parallel_for(n, grain,
+                       [&](int64_t n0, int64_t n1) {
+                         ConstRowMap X(x, m, k, Eigen::OuterStride<>(k));
+                         ConstRowMap W(w + n0 * k, n1 - n0, k, Eigen::OuterStride<>(k));
+                         RowMap Y(y + n0, m, n1 - n0, Eigen::OuterStride<>(n));
+                         Y.noalias() = X * W.transpose();
+                       });
+  }
+
+  void rope(float* x, int64_t rows, int64_t stride, int64_t heads, int64_t head_dim,
+            const int64_t* positions, float theta) override {
+    const int64_t half = head_dim / 2;
+    int64_t max_position = 0;
+    for (int64_t r = 0; r < rows; ++r) max_position = std::max(max_position, positions[r]);
+    const std::vector<float>& table = rope_table(max_position + 1, head_dim, theta);
+    pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / (heads * head_dim)),
+                       [&](int64_t r0, int64_t r1) {
+                         for (int64_t r = r0; r < r1; ++r) {
+                           const float* cs = table.data() + positions[r] * head_dim;  // cos|sin
+                           for (int64_t h = 0; h < heads; ++h) {
+                             float* v = x + r * stride + h * head_dim;
+                             for (int64_t i = 0; i < half; ++i) {
+                               const float c = cs[i], s = cs[half + i];
+                               const float a = v[i], b = v[i + half];
+                               v[i] = a * c - b * s;
+                               v[i + half] = a * s + b * c;
+                             }
+                           }
+                         }
+                       });
+  }
+
+  void kv_write(const float* qkv, int64_t batch, int64_t tokens, int64_t stride, int64_t k_offset,
+                int64_t kv_heads, int64_t head_dim, const int64_t* past, float* k_cache,
+                float* v_cache, int64_t max_context) override {
+    const int64_t kv_width = kv_heads * head_dim;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < tokens; ++t) {
+        const float* row = qkv + (b * tokens + t) * stride + k_offset;
+        const int64_t pos = past[b] + t;
+        for (int64_t g = 0; g < kv_heads; ++g) {
+          const int64_t head = (b * kv_heads + g) * max_context * head_dim;
+          const float* key = row + g * head_dim;
+          float* block = k_cache + head + pos / 8 * 8 * head_dim + pos % 8;
+          for (int64_t h = 0; h < head_dim; ++h) block[h * 8] = key[h];
+          std::memcpy(v_cache + head + pos * head_dim, row + kv_width + g * head_dim,
+                      static_cast<size_t>(head_dim) * 4);
+        }
+      }
+    }
+  }
+
+  void attention(const float* qkv, int64_t batch, int64_t tokens, int64_t stride, int64_t heads,
+                 int64_t kv_heads, int64_t head_dim, const int64_t* past, const float* k_cache,
+                 const float* v_cache, int64_t max_context, float* out) override {
+    const int64_t group = heads / kv_heads;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    if (tokens == 1) {
+      // Decode: the G query heads of one KV head are adjacent in the row, so one pass over
+      // the cached keys and values serves the whole group.
+      pool_.parallel_for(batch * kv_heads, 1, [&](int64_t p0, int64_t p1) {
+        thread_local std::vector<float> scores;
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t b = p / kv_heads, g = p % kv_heads;
+          const int64_t head = (b * kv_heads + g) * max_context * head_dim;
+          decode_attention_group(qkv + b * stride + g * group * head_dim, group, head_dim,
+                                 k_cache + head, v_cache + head, past[b] + 1, scale,
+                                 out + b * heads * head_dim + g * group * head_dim, scores);
+        }
+      });
+      return;
+    }
+    // One (sequence, head) pair per task; queries in blocks of kQueryBlock, each block
+    // multiplying only the keys its last query can see (causal), so the work tracks the
+    // unmasked pairs.
+    constexpr int64_t kQueryBlock = 64;
+    pool_.parallel_for(batch * heads, 1, [&](int64_t p0, int64_t p1) {
+      thread_local RowMatrix scores;
+      thread_local RowMatrix keys_rows;  // the head's keys unpacked to (positions, H)
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t b = p / heads, h = p % heads, g = h / group;
+        const int64_t at = (b * kv_heads + g) * max_context * head_dim;
+        const int64_t all_keys = past[b] + tokens;
+        keys_rows.resize(all_keys, head_dim);
+        for (int64_t t = 0; t < all_keys; ++t) {
+          const float* block = k_cache + at + t / 8 * 8 * head_dim + t % 8;
+          for (int64_t d = 0; d < head_dim; ++d) keys_rows(t, d) = block[d * 8];
+        }
+        for (int64_t t0 = 0; t0 < tokens; t0 += kQueryBlock) {
+          const int64_t rows = std::min(kQueryBlock, tokens - t0);
+          const int64_t keys = past[b] + t0 + rows;
+          ConstRowMap Q(qkv + (b * tokens + t0) * stride + h * head_dim, rows, head_dim,
+                        Eigen::OuterStride<>(stride));
+          const auto K = keys_rows.topRows(keys);
+          ConstRowMap V(v_cache + at, keys, head_dim, Eigen::OuterStride<>(head_dim));
+          scores.resize(rows, keys);
+          scores.noalias() = (Q * K.transpose()) * scale;
+          for (int64_t t = 0; t < rows; ++t) {
+            // Query t0 + t sees keys 0 .. past + t0 + t (causal); softmax over them.
+            const int64_t visible = past[b] + t0 + t + 1;
+            auto row = scores.row(t);
+            auto seen = row.head(visible).array();
+            seen = (seen - seen.maxCoeff()).exp();  // vectorised exp
+            seen /= seen.sum();
+            row.tail(keys - visible).setZero();
+          }
+          RowMap O(out + (b * tokens + t0) * heads * head_dim + h * head_dim, rows, head_dim,
+                   Eigen::OuterStride<>(heads * head_dim));
+          O.noalias() = scores * V;
+        }
+      }
+    });
+  }
+
+  void silu_mul(const float* gate, const float* up, int64_t n, float* out) override {
+    pool_.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
+      const int64_t len = i1 - i0;
+      Eigen::Map<const Eigen::ArrayXf> g(gate + i0, len), u(up + i0, len);
+      Eigen::Map<Eigen::ArrayXf> o(out + i0, len);
+      o = g / (1.0f + (-g).exp()) * u;  // vectorised exp
+    });
+  }
+
+  void add(const float* a, const float* b, int64_t n, float* out) override {
+    pool_.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
+      const int64_t len = i1 - i0;
+      Eigen::Map<Eigen::ArrayXf>(out + i0, len) =
+          Eigen::Map<const Eigen::ArrayXf>(a + i0, len) + Eigen::Map<const Eigen::ArrayXf>(b + i0, len);
+    });
+  }
+
+ private:
+  // cos and sin of pos * theta^(-2i/H) for positions [0, positions), i < H/2; row per
+  // position: H/2 cosines then H/2 sines. Grown on demand, kept across calls.
+  const std::vector<float>& rope_table(int64_t positions, int64_t head_dim, float theta) {
+    if (positions > rope_positions_ || head_dim != rope_head_dim_ || theta != rope_theta_) {
+      const int64_t half = head_dim / 2;
+      const int64_t grown = std::max(positions, rope_positions_ * 2);
+      rope_table_.assign(static_cast<size_t>(grown * head_dim), 0.0f);
+      for (int64_t pos = 0; pos < grown; ++pos) {
+        for (int64_t i = 0; i < half; ++i) {
+          const double angle = static_cast<double>(pos) *
+                               std::pow(static_cast<double>(theta),
+                                        -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+          rope_table_[static_cast<size_t>(pos * head_dim + i)] = static_cast<float>(std::cos(angle));
+          rope_table_[static_cast<size_t>(pos * head_dim + half + i)] =
+              static_cast<float>(std::sin(angle));
+        }
+      }
+      rope_positions_ = grown;
+      rope_head_dim_ = head_dim;
+      rope_theta_ = theta;
+    }
+    return rope_table_;
+  }
+
+  ThreadPool pool_;
+  std::mutex mutex_;
+  std::unordered_set<float*> allocations_;
+  std::vector<float> rope_table_;
+  int64_t rope_positions_ = 0;
+  int64_t rope_head_dim_ = 0;
+  float rope_theta_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+  return std::make_unique<CpuBackend>(threads);
+}
+
+}  // namespace streamspark::runtime

@@ -1,0 +1,325 @@
+// Llama-style decoder on a backend: prefill and decode passes, per-operator timing.
+#include "runtime/decoder.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace streamspark::runtime {
+
+namespace {
+
+constexpr float kRmsNormEps = 1e-5f;
+constexpr float kRopeTheta = 10000.0f;
+
+// splitmix64: a fast, portable stream of random bits (the same weights on every machine).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  float uniform(float limit) {  // in [-limit, limit)
+    const double u = static_cast<double>(next() >> 11) * 0x1.0p-53;
+    return static_cast<float>((2.0 * u - 1.0) * limit);
+  }
+};
+
+std::vector<float> uniform(SplitMix64& rng, int64_t count, float limit) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = rng.uniform(limit);
+  return v;
+}
+
+// Unit variance for unit-variance inputs: uniform(+-a) has variance a^2/3.
+float linear_limit(int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); }
+
+using Clock = std::chrono::steady_clock;
+
+// Times one operator when a timer is given.
+class Timed {
+ public:
+  Timed(Backend& backend, OpTimer* timer, std::string_view name)
+      : backend_(backend), timer_(timer), name_(name) {
+    if (timer_) {
+      backend_.synchronize();
+      start_ = Clock::now();
+    }
+  }
+  ~Timed() {
+    if (timer_) {
+      backend_.synchronize();
+      timer_->add(name_, std::chrono::duration<double>(Clock::now() - start_).count());
+    }
+  }
+
+ private:
+  Backend& backend_;
+  OpTimer* timer_;
+  std::string_view name_;
+  Clock::time_point start_;
+};
+
+}  // namespace
+
+void check_supported(const engine::Model& m) {
+  std::vector<std::string> problems;
+  if (m.layers.size() != 1) problems.push_back("more than one layer kind");
+  for (const engine::LayerKind& k : m.layers) {
+    if (k.mixer != engine::MixerKind::attention) {
+      problems.push_back(std::string(engine::mixer_kind_name(k.mixer)) + " layers");
+      continue;
+    }
+    const engine::Attention& a = k.attention;
+    if (a.kind == engine::AttentionKind::mla) problems.push_back("MLA attention");
+    if (k.local) problems.push_back("sliding-window attention");
+    if (a.kv_share != 1) problems.push_back("cross-layer KV sharing");
+    if (a.qkv_bias) problems.push_back("q/k/v biases");
+    if (!a.rope) problems.push_back("attention without RoPE");
+    if (a.head_dim % 2 != 0) problems.push_back("an odd head_dim (RoPE needs pairs)");
+    if (k.ffn != engine::FfnKind::dense) problems.push_back(std::string(engine::ffn_kind_name(k.ffn)) + " feed-forward");
+    if (k.ffn == engine::FfnKind::dense &&
+        (k.mlp.kind != engine::MlpKind::gated || k.mlp.activation != engine::Activation::silu)) {
+      problems.push_back("an MLP other than gated SiLU");
+    }
+    if (k.sandwich_norms) problems.push_back("sandwich norms");
+  }
+  if (m.norm != engine::NormKind::rmsnorm) problems.push_back("LayerNorm");
+  if (m.diffusion) problems.push_back("diffusion generation");
+  if (!problems.empty()) {
+    std::string list;
+    for (const auto& p : problems) list += (list.empty() ? "" : ", ") + p;
+    throw std::invalid_argument(
+        "the runtime executes Llama-style models (one attention+MLP layer kind: MHA/GQA/MQA with "
+        "RoPE, gated SiLU MLP, RMSNorm); " +
+        m.name + " has " + list + " (the engine still analyzes it)");
+  }
+}
+
+DecoderWeights random_weights(const engine::Model& m, uint64_t seed) {
+  check_supported(m);
+  const engine::LayerKind& k = m.layers.front();
+  const int64_t D = m.d_model, V = m.vocab_size, F = k.mlp.d_ff;
+  const int64_t N = k.attention.n_heads, K = k.attention.n_kv_heads, H = k.attention.head_dim;
+  SplitMix64 rng{seed};
+  DecoderWeights w;
+  w.embedding = uniform(rng, V * D, std::sqrt(3.0f));
+  for (int64_t l = 0; l < k.count; ++l) {
+    DecoderWeights::Layer layer;
+    layer.attn_norm.assign(static_cast<size_t>(D), 1.0f);
+    layer.qkv = uniform(rng, (N + 2 * K) * H * D, linear_limit(D));
+    layer.out = uniform(rng, D * N * H, linear_limit(N * H));
+    layer.mlp_norm.assign(static_cast<size_t>(D), 1.0f);
+    layer.gate = uniform(rng, F * D, linear_limit(D));
+    layer.up = uniform(rng, F * D, linear_limit(D));
+    layer.down = uniform(rng, D * F, linear_limit(F));
+    w.layers.push_back(std::move(layer));
+  }
+  w.final_norm.assign(static_cast<size_t>(D), 1.0f);
+  if (!m.tied_embeddings) w.lm_head = uniform(rng, V * D, linear_limit(D));
+  return w;
+}
+
+void OpTimer::add(std::string_view name, double seconds) {
+  for (auto& [n, s] : entries_) {
+    if (n == name) {
+      s += seconds;
+      return;
+    }
+  }
+  entries_.emplace_back(std::string(name), seconds);
+}
+
+double OpTimer::get(std::string_view name) const {
+  for (const auto& [n, s] : entries_) {
+    if (n == name) return s;
+  }
+  return 0;
+}
+
+Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
+                 int64_t max_batch, int64_t max_context)
+    : backend_(backend),
+      model_(model),
+      max_batch_(max_batch),
+      max_context_(max_context),
+      cache_context_((max_context + 7) / 8 * 8) {
+  check_supported(model);
+  const engine::LayerKind& k = model.layers.front();
+  D_ = model.d_model;
+  V_ = model.vocab_size;
+  N_ = k.attention.n_heads;
+  K_ = k.attention.n_kv_heads;
+  H_ = k.attention.head_dim;
+  F_ = k.mlp.d_ff;
+  L_ = k.count;
+  if (static_cast<int64_t>(weights.layers.size()) != L_) {
+    throw std::invalid_argument("weights have " + std::to_string(weights.layers.size()) +
+                                " layers, the model " + std::to_string(L_));
+  }
+  embedding_ = upload(weights.embedding);
+  lm_head_ = weights.lm_head.empty() ? embedding_ : upload(weights.lm_head);
+  final_norm_ = upload(weights.final_norm);
+  const int64_t cache = max_batch * K_ * cache_context_ * H_;
+  for (const auto& w : weights.layers) {
+    layers_.push_back(LayerBuffers{upload(w.attn_norm), upload(w.qkv), upload(w.out),
+                                   upload(w.mlp_norm), upload(w.gate), upload(w.up),
+                                   upload(w.down), backend_.allocate(cache),
+                                   backend_.allocate(cache)});
+  }
+  last_ = backend_.allocate(max_batch * D_);
+  logits_ = backend_.allocate(max_batch * V_);
+}
+
+Decoder::~Decoder() {
+  for (float* p : {x_, h_, qkv_, attn_, y_, gate_, up_, act_, last_, logits_, final_norm_,
+                   embedding_}) {
+    if (p) backend_.release(p);
+  }
+  if (lm_head_ != embedding_) backend_.release(lm_head_);
+  for (const LayerBuffers& b : layers_) {
+    for (float* p : {b.attn_norm, b.qkv, b.out, b.mlp_norm, b.gate, b.up, b.down, b.k_cache,
+                     b.v_cache}) {
+      backend_.release(p);
+    }
+  }
+}
+
+float* Decoder::upload(const std::vector<float>& host) {
+  float* p = backend_.allocate(static_cast<int64_t>(host.size()));
+  backend_.upload(p, host.data(), static_cast<int64_t>(host.size()));
+  return p;
+}
+
+void Decoder::ensure_work_buffers(int64_t rows) {
+  if (rows <= rows_capacity_) return;
+  for (float* p : {x_, h_, qkv_, attn_, y_, gate_, up_, act_}) {
+    if (p) backend_.release(p);
+  }
+  x_ = backend_.allocate(rows * D_);
+  h_ = backend_.allocate(rows * D_);
+  qkv_ = backend_.allocate(rows * (N_ + 2 * K_) * H_);
+  attn_ = backend_.allocate(rows * N_ * H_);
+  y_ = backend_.allocate(rows * D_);
+  gate_ = backend_.allocate(rows * F_);
+  up_ = backend_.allocate(rows * F_);
+  act_ = backend_.allocate(rows * F_);
+  rows_capacity_ = rows;
+}
+
+std::vector<float> Decoder::prefill(const std::vector<int32_t>& tokens, int64_t batch,
+                                    int64_t prompt, OpTimer* timer) {
+  if (batch < 1 || batch > max_batch_ || prompt < 1 || prompt > max_context_ ||
+      static_cast<int64_t>(tokens.size()) != batch * prompt) {
+    throw std::invalid_argument("prefill: batch " + std::to_string(batch) + " x prompt " +
+                                std::to_string(prompt) + " does not fit this decoder");
+  }
+  batch_ = batch;
+  context_ = 0;
+  return forward(tokens, batch, prompt, timer);
+}
+
+std::vector<float> Decoder::decode(const std::vector<int32_t>& tokens, OpTimer* timer) {
+  if (batch_ == 0) throw std::logic_error("decode before prefill");
+  if (static_cast<int64_t>(tokens.size()) != batch_ || context_ + 1 > max_context_) {
+    throw std::invalid_argument("decode: wrong batch or context full");
+  }
+  return forward(tokens, batch_, 1, timer);
+}
+
+std::vector<float> Decoder::forward(const std::vector<int32_t>& tokens, int64_t batch,
+                                    int64_t new_tokens, OpTimer* timer) {
+  Backend& be = backend_;
+  const int64_t rows = batch * new_tokens;
+  const int64_t q_width = N_ * H_;
+  const int64_t qkv_width = (N_ + 2 * K_) * H_;
+  ensure_work_buffers(rows);
+  positions_.resize(static_cast<size_t>(rows));
+  past_.assign(static_cast<size_t>(batch), context_);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < new_tokens; ++t) positions_[static_cast<size_t>(b * new_tokens + t)] = context_ + t;
+  }
+  {
+    Timed op(be, timer, "embedding");
+    be.embedding(embedding_, tokens.data(), rows, D_, x_);
+  }
+  for (const LayerBuffers& w : layers_) {
+    {
+      Timed op(be, timer, "attn_norm");
+      be.rmsnorm(x_, w.attn_norm, rows, D_, kRmsNormEps, h_);
+    }
+    {
+      Timed op(be, timer, "qkv_proj");  // (rows, D) -> (rows, (N+2K)*H)
+      be.linear(h_, w.qkv, rows, qkv_width, D_, qkv_);
+    }
+    {
+      Timed op(be, timer, "rope");  // q and k heads: the first N+K heads of each row
+      be.rope(qkv_, rows, qkv_width, N_ + K_, H_, positions_.data(), kRopeTheta);
+    }
+    {
+      Timed op(be, timer, "kv_cache_write");
+      be.kv_write(qkv_, batch, new_tokens, qkv_width, q_width, K_, H_, past_.data(), w.k_cache,
+                  w.v_cache, cache_context_);
+    }
+    {
+      // The engine's attn_scores and attn_values are one fused kernel: timed as attn_scores.
+      Timed op(be, timer, "attn_scores");
+      be.attention(qkv_, batch, new_tokens, qkv_width, N_, K_, H_, past_.data(), w.k_cache,
+                   w.v_cache, cache_context_, attn_);
+    }
+    {
+      Timed op(be, timer, "out_proj");  // (rows, N*H) -> (rows, D)
+      be.linear(attn_, w.out, rows, D_, q_width, y_);
+    }
+    {
+      Timed op(be, timer, "attn_residual");
+      be.add(x_, y_, rows * D_, x_);
+    }
+    {
+      Timed op(be, timer, "mlp_norm");
+      be.rmsnorm(x_, w.mlp_norm, rows, D_, kRmsNormEps, h_);
+    }
+    {
+      Timed op(be, timer, "mlp_gate");  // (rows, D) -> (rows, F)
+      be.linear(h_, w.gate, rows, F_, D_, gate_);
+    }
+    {
+      Timed op(be, timer, "mlp_up");
+      be.linear(h_, w.up, rows, F_, D_, up_);
+    }
+    {
+      Timed op(be, timer, "mlp_act");
+      be.silu_mul(gate_, up_, rows * F_, act_);
+    }
+    {
+      Timed op(be, timer, "mlp_down");  // (rows, F) -> (rows, D)
+      be.linear(act_, w.down, rows, D_, F_, y_);
+    }
+    {
+      Timed op(be, timer, "mlp_residual");
+      be.add(x_, y_, rows * D_, x_);
+    }
+  }
+  {
+    // Only each sequence's last position needs logits: gather those rows, then normalise.
+    Timed op(be, timer, "final_norm");
+    for (int64_t b = 0; b < batch; ++b) {
+      be.rmsnorm(x_ + ((b + 1) * new_tokens - 1) * D_, final_norm_, 1, D_, kRmsNormEps,
+                 last_ + b * D_);
+    }
+  }
+  {
+    Timed op(be, timer, "lm_head");  // (B, D) -> (B, V)
+    be.linear(last_, lm_head_, batch, V_, D_, logits_);
+  }
+  context_ += new_tokens;
+  std::vector<float> logits(static_cast<size_t>(batch * V_));
+  be.download(logits.data(), logits_, batch * V_);
+  return logits;
+}
+
+}  // namespace streamspark::runtime

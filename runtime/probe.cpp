@@ -1,0 +1,366 @@
+// The machine probe: bandwidth curve, GEMM curve, launch overhead, per-class kernel samples.
+#include "runtime/probe.hpp"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "engine/ops.hpp"
+#include "runtime/generation.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace streamspark::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string text = s.str();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+int64_t parse_size(const std::string& text) {  // "32K", "512K", "32768K", "8M"
+  if (text.empty()) return 0;
+  int64_t v = std::atoll(text.c_str());
+  const char unit = text.back();
+  if (unit == 'K') v *= 1024;
+  if (unit == 'M') v *= 1024 * 1024;
+  if (unit == 'G') v *= int64_t{1} << 30;
+  return v;
+}
+
+int64_t meminfo(const std::string& key) {
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> name >> kb >> unit) {
+    if (name == key + ":") return kb * 1024;
+  }
+  return 0;
+}
+
+// Seconds per call of `fn`: calls batched to at least `min_time`, median of `rounds`.
+template <typename F>
+double time_per_call(F&& fn, double min_time, int rounds = 5) {
+  fn();  // warm-up
+  int64_t calls = 1;
+  while (true) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) fn();
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (t >= min_time || calls >= (int64_t{1} << 20)) break;
+    calls *= t > 0 ? std::max<int64_t>(2, static_cast<int64_t>(min_time / t) + 1) : 16;
+  }
+  std::vector<double> per_call;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) fn();
+    per_call.push_back(std::chrono::duration<double>(Clock::now() - t0).count() /
+                       static_cast<double>(calls));
+  }
+  std::sort(per_call.begin(), per_call.end());
+  return per_call[per_call.size() / 2];
+}
+
+// Sum of a float array on all threads, `passes` times over (read bandwidth; repeated passes
+// inside one dispatch keep the pool's overhead out of small working sets); the result is kept
+// so the reads stay.
+float parallel_sum(ThreadPool& pool, const float* data, int64_t n, int64_t passes) {
+  std::vector<float> partial(static_cast<size_t>(pool.threads()), 0.0f);
+  pool.parallel_for(n, 4096, [&](int64_t i0, int64_t i1) {
+    // Eigen's vectorised reduction (several SIMD accumulators): the loads set the pace.
+    float s = 0;
+    for (int64_t p = 0; p < passes; ++p) {
+      s += Eigen::Map<const Eigen::ArrayXf>(data + i0, i1 - i0).sum();
+    }
+    const auto slot = static_cast<size_t>(i0 * pool.threads() / n);
+    partial[std::min(slot, partial.size() - 1)] += s;
+  });
+  float total = 0;
+  for (float p : partial) total += p;
+  return total;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> cpu_caches() {
+  // Instances of each cache: distinct shared_cpu_list values across CPUs.
+  std::map<std::pair<int, std::string>, std::set<std::string>> instances;  // (level, size)
+  std::error_code ec;
+  for (const auto& cpu : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
+    const std::string name = cpu.path().filename().string();
+    if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3]))) {
+      continue;
+    }
+    for (const auto& index : fs::directory_iterator(cpu.path() / "cache", ec)) {
+      const std::string type = read_file(index.path() / "type");
+      if (type != "Data" && type != "Unified") continue;
+      const int level = std::atoi(read_file(index.path() / "level").c_str());
+      instances[{level, read_file(index.path() / "size")}].insert(
+          read_file(index.path() / "shared_cpu_list"));
+    }
+  }
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [key, shared] : instances) {
+    out.emplace_back(fmt::format("l{}", key.first),
+                     parse_size(key.second) * static_cast<int64_t>(shared.size()));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return out;
+}
+
+int64_t total_memory_bytes() { return meminfo("MemTotal"); }
+int64_t available_memory_bytes() { return meminfo("MemAvailable"); }
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options) {
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  const bool quick = options.quick;
+  const double min_time = quick ? 0.002 : 0.02;
+  ProbeResult result;
+  engine::Hardware& hw = result.hardware;
+  hw.name = options.name;
+  hw.source = fmt::format("measured by streamspark probe on {}: {}, {} threads{}", today(),
+                          cpu_model_name(), threads, quick ? " (quick mode)" : "");
+  hw.provenance = {{"date", today()},
+                   {"machine", cpu_model_name()},
+                   {"threads", std::to_string(threads)},
+                   {"mode", quick ? "quick" : "full"},
+                   {"command", options.command},
+                   {"runtime", backend.name() + " backend, " + backend.dtype()}};
+
+  // ---- bandwidth across working sets: read a buffer of each size on all threads ----
+  say("bandwidth across working-set sizes");
+  ThreadPool pool(threads);
+  const int64_t largest = quick ? (int64_t{128} << 20) : (int64_t{1} << 30);
+  std::vector<float> buffer(static_cast<size_t>(largest / 4), 1.0f);
+  engine::ProbeCurves curves;
+  volatile float keep = 0;
+  for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= quick ? 4 : 2) {
+    const int64_t n = bytes / 4;
+    const int64_t passes = std::max<int64_t>(1, (int64_t{32} << 20) / bytes);  // >= 32 MB a call
+    const double t = time_per_call(
+        [&] { keep = keep + parallel_sum(pool, buffer.data(), n, passes); }, min_time,
+        quick ? 3 : 5);
+    curves.bandwidth.push_back(
+        {static_cast<double>(bytes), static_cast<double>(bytes * passes) / t});
+  }
+  // Memory levels: each cache at half its capacity (it fits, with room), DRAM at the largest
+  // working set.
+  auto bandwidth_at = [&](int64_t bytes) {
+    double best = curves.bandwidth.front()[1];
+    for (const auto& [b, bw] : curves.bandwidth) {
+      if (b <= static_cast<double>(bytes)) best = bw;
+    }
+    return best;
+  };
+  for (const auto& [name, capacity] : cpu_caches()) {
+    hw.memory.push_back({name, capacity, bandwidth_at(capacity / 2)});
+  }
+  hw.memory.push_back({"dram", total_memory_bytes(), curves.bandwidth.back()[1]});
+  buffer = {};
+
+  // ---- GEMM across shapes and memory levels (the runtime's own linear kernel) ----
+  // For each level past L1, the weights rotate through enough copies to overflow the level
+  // above and fit in half of this one, so every call reads its weights from this level, as a
+  // model whose working set lives there does.
+  say("GEMM FLOP/s across shapes, with the weights in each memory level");
+  std::vector<engine::CalibrationSample>& samples = result.samples;
+  const std::vector<int64_t> ms =
+      quick ? std::vector<int64_t>{1, 4, 16, 64, 256}
+            : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  // Output and input features: the short and long sides of a model's matrices (lm heads and
+  // MLPs are far from square).
+  const std::vector<int64_t> sides = quick ? std::vector<int64_t>{256, 2048}
+                                           : std::vector<int64_t>{256, 1024, 4096};
+  std::vector<std::pair<int64_t, int64_t>> gemm_shapes;  // n, k
+  for (const int64_t n : sides) {
+    for (const int64_t k : sides) gemm_shapes.emplace_back(n, k);
+  }
+  // Larger products add no information (the rate has saturated) and only time.
+  const double max_flops = quick ? 1e9 : 1e10;
+  const int64_t available = available_memory_bytes();
+  double peak = 0;
+  for (size_t level = 1; level < hw.memory.size(); ++level) {
+    const bool last = level + 1 == hw.memory.size();
+    const int64_t above = hw.memory[level - 1].capacity_bytes;
+    int64_t target = hw.memory[level].capacity_bytes / 2;
+    if (last) {
+      target = std::max<int64_t>(4 * above, int64_t{64} << 20);
+      if (available > 0) target = std::min(target, available / 4);
+    }
+    engine::GemmCurve curve{hw.memory[level].name, {}};
+    for (const auto& [n, k] : gemm_shapes) {
+      const int64_t weight_bytes = 4 * n * k;
+      if (weight_bytes > target) continue;
+      const int64_t copies = std::max<int64_t>(1, target / weight_bytes);
+      if (copies * weight_bytes <= 2 * above && !last) continue;
+      std::vector<float*> weights;
+      for (int64_t c = 0; c < copies; ++c) weights.push_back(backend.allocate(n * k));
+      for (const int64_t m : ms) {
+        if (2.0 * static_cast<double>(m * n * k) > max_flops && m > 1) break;
+        float* x = backend.allocate(m * k);
+        float* y = backend.allocate(m * n);
+        size_t next = 0;
+        const double t = time_per_call(
+            [&] {
+              backend.linear(x, weights[next], m, n, k, y);
+              next = (next + 1) % weights.size();
+            },
+            min_time, 3);
+        curve.points.push_back({static_cast<double>(m), static_cast<double>(n),
+                                static_cast<double>(k), t});
+        const int64_t bytes = 4 * (m * k + n * k + m * n);
+        samples.push_back({engine::OpKind::gemm, 2 * m * n * k, bytes,
+                           copies * weight_bytes + 4 * (m * k + m * n), t});
+        peak = std::max(peak, 2.0 * static_cast<double>(m * n * k) / t);
+        backend.release(x);
+        backend.release(y);
+      }
+      for (float* w : weights) backend.release(w);
+    }
+    if (!curve.points.empty()) curves.gemm.push_back(std::move(curve));
+  }
+  // On a CPU the matrix and vector units are the same FMA pipes: one measured fp32 peak.
+  hw.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = peak;
+
+  // ---- fixed per-kernel overhead: a one-element kernel ----
+  say("per-kernel overhead");
+  {
+    float* a = backend.allocate(16);
+    hw.kernel_overhead_s = time_per_call([&] { backend.add(a, a, 1, a); }, min_time, 9);
+    backend.release(a);
+  }
+
+  // ---- the runtime's kernels of every other class ----
+  say("norm, elementwise, attention, KV write, gather and sampling kernels");
+  auto sample = [&](engine::OpKind kind, int64_t flops, int64_t bytes, auto&& fn) {
+    samples.push_back({kind, flops, bytes, bytes, time_per_call(fn, min_time)});
+  };
+  const std::vector<int64_t> sizes =
+      quick ? std::vector<int64_t>{1 << 10, 1 << 16, 1 << 22}
+            : std::vector<int64_t>{1 << 10, 1 << 13, 1 << 16, 1 << 19, 1 << 22, 1 << 25};
+  for (int64_t n : sizes) {
+    float* a = backend.allocate(n);
+    float* b = backend.allocate(n);
+    float* c = backend.allocate(n);
+    sample(engine::OpKind::elementwise, n, 12 * n, [&] { backend.add(a, b, n, c); });
+    sample(engine::OpKind::elementwise, 5 * n, 12 * n, [&] { backend.silu_mul(a, b, n, c); });
+    const int64_t d = 1024, rows = std::max<int64_t>(1, n / d);
+    float* w = backend.allocate(d);
+    sample(engine::OpKind::norm, 4 * rows * d, 4 * (2 * rows * d + d),
+           [&] { backend.rmsnorm(a, w, rows, d, 1e-5f, c); });
+    std::vector<int64_t> positions(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = r % 4096;
+    sample(engine::OpKind::elementwise, 3 * rows * d, 8 * rows * d,
+           [&] { backend.rope(a, rows, d, d / 64, 64, positions.data(), 10000.0f); });
+    // Embedding rows gathered from a table of 4096 rows.
+    float* table = backend.allocate(4096 * d);
+    std::vector<int32_t> tokens(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) tokens[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7 % 4096);
+    sample(engine::OpKind::gather, 0, 8 * rows * d,
+           [&] { backend.embedding(table, tokens.data(), rows, d, c); });
+    for (float* p : {a, b, c, w, table}) backend.release(p);
+  }
+  // Attention (scores and values, one kernel) and the KV write, decode and prefill shapes.
+  struct AttentionShape {
+    int64_t batch, tokens, past, heads, kv_heads, head_dim;
+  };
+  std::vector<AttentionShape> shapes = {{1, 1, 128, 8, 2, 64},   {8, 1, 512, 8, 2, 64},
+                                        {1, 1, 2048, 32, 8, 128}, {16, 1, 512, 8, 2, 32},
+                                        {1, 128, 0, 8, 2, 64},   {4, 256, 0, 8, 4, 64}};
+  if (!quick) {
+    shapes.push_back({4, 1, 4096, 32, 8, 128});
+    shapes.push_back({2, 512, 0, 32, 8, 128});
+    shapes.push_back({16, 512, 0, 8, 2, 32});
+  }
+  for (const AttentionShape& s : shapes) {
+    const int64_t stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
+    const int64_t rows = s.batch * s.tokens;
+    const int64_t context = (s.past + s.tokens + 7) / 8 * 8;  // the K cache's 8-position blocks
+    float* qkv = backend.allocate(rows * stride);
+    float* kc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
+    float* vc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
+    float* out = backend.allocate(rows * s.heads * s.head_dim);
+    const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
+    const int64_t kv_elements = rows * 2 * s.kv_heads * s.head_dim;
+    sample(engine::OpKind::kv_write, 0, 8 * kv_elements, [&] {
+      backend.kv_write(qkv, s.batch, s.tokens, stride, s.heads * s.head_dim, s.kv_heads,
+                       s.head_dim, past.data(), kc, vc, context);
+    });
+    // The engine's convention (ops.cpp): 4*H FLOPs per (query, key) pair and head; Q, O and
+    // the new K/V as activations, the cached K/V read once.
+    const int64_t pairs = engine::attention_pairs(s.tokens, s.past, 0);
+    const int64_t flops = 4 * s.batch * s.heads * s.head_dim * pairs;
+    const int64_t bytes = 4 * (2 * rows * s.heads * s.head_dim + 2 * rows * s.kv_heads * s.head_dim +
+                               2 * s.batch * s.past * s.kv_heads * s.head_dim);
+    sample(engine::OpKind::attention, flops, bytes, [&] {
+      backend.attention(qkv, s.batch, s.tokens, stride, s.heads, s.kv_heads, s.head_dim,
+                        past.data(), kc, vc, context, out);
+    });
+    for (float* p : {qkv, kc, vc, out}) backend.release(p);
+  }
+  // Sampling: argmax over the logits of each sequence (the host-side sampler).
+  for (int64_t vocab : {4096, 32000, 128256}) {
+    for (int64_t batch : {1, 16}) {
+      std::vector<float> logits(static_cast<size_t>(batch * vocab));
+      for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>((i * 2654435761u) % 1000);
+      Sampler sampler({});
+      volatile int32_t token = 0;
+      sample(engine::OpKind::sampling, batch * vocab, 4 * batch * vocab, [&] {
+        for (int64_t b = 0; b < batch; ++b) token = sampler.sample(logits.data() + b * vocab, vocab);
+      });
+    }
+  }
+
+  // ---- fit ----
+  say("fitting per-class efficiencies");
+  engine::Calibration calibration = engine::fit_calibration(samples, hw);
+  calibration.source = fmt::format(
+      "fitted by streamspark probe on {} from {} kernel measurements (least squares on relative "
+      "error)",
+      today(), samples.size());
+  hw.calibration = calibration;
+  hw.probe = curves;
+  return result;
+}
+
+}  // namespace streamspark::runtime

@@ -1,0 +1,41 @@
+// Measuring the machine the runtime runs on (`streamspark probe`): memory bandwidth across
+// working-set sizes (an empirical roofline, in the spirit of LBNL's Empirical Roofline
+// Toolkit), GEMM FLOP/s across shapes, per-kernel overhead, and the runtime's own kernels of
+// every operator class, from which the calibrated method's efficiencies are fitted.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/calibration.hpp"
+#include "engine/hardware.hpp"
+#include "runtime/backend.hpp"
+
+namespace streamspark::runtime {
+
+struct ProbeOptions {
+  bool quick = false;  // fewer, smaller measurements (seconds, for tests)
+  std::string name = "local-cpu";
+  std::string command;  // recorded in the file's provenance
+  std::function<void(std::string_view)> progress;  // one line per stage; may be empty
+};
+
+struct ProbeResult {
+  engine::Hardware hardware;                        // levels, peaks, overhead, calibration
+  std::vector<engine::CalibrationSample> samples;  // every kernel measured
+};
+
+// Runs every measurement on `backend` (its threads, its kernels).
+ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options);
+
+// The cache hierarchy from sysfs: (name, total bytes over all instances), smallest first;
+// data and unified caches only.
+std::vector<std::pair<std::string, int64_t>> cpu_caches();
+// MemTotal and MemAvailable from /proc/meminfo, in bytes (0 when unknown).
+int64_t total_memory_bytes();
+int64_t available_memory_bytes();
+std::string cpu_model_name();
+
+}  // namespace streamspark::runtime

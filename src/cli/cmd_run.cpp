@@ -1,0 +1,145 @@
+// `streamspark run`: run a workload on the reference runtime and print what it measured.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "cli/commands.hpp"
+#include "cli/common_options.hpp"
+#include "cli/output_file.hpp"
+#include "report/table.hpp"
+#include "report/units.hpp"
+#include "runtime/decoder.hpp"
+#include "runtime/generation.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string backend = "cpu";
+  std::string threads = "0";
+  std::string batch = "1";
+  std::string prompt = "128";
+  std::string generate = "32";
+  std::string seed = "0";
+  double temperature = 0;
+  double top_p = 1.0;
+  bool per_op = false;
+  std::string format = "table";
+  std::string output = "-";
+};
+
+int run_run(const RunOptions& o, const AppContext& ctx) {
+  const int64_t B = parse_int(o.batch, "--batch", 1);
+  const int64_t S = parse_int(o.prompt, "--prompt", 1);
+  const int64_t G = parse_int(o.generate, "--generate", 1);
+  const int64_t seed = parse_int(o.seed, "--seed", 0);
+  if (!(o.temperature >= 0) || !(o.top_p > 0 && o.top_p <= 1)) {
+    throw UsageError("--temperature must be >= 0 and --top-p in (0, 1]");
+  }
+  const Format format = parse_format_option(o.format, true);
+  if (format == Format::csv) throw UsageError("--format: use table or json");
+  const engine::Model model = make_catalog(ctx).model(o.model);
+  runtime::check_supported(model);
+  check_fits_in_memory(model, {B, S, G});
+  const auto backend = make_backend(o.backend, o.threads);
+  const auto weights = runtime::random_weights(model, static_cast<uint64_t>(seed));
+  runtime::Decoder decoder(*backend, model, weights, B, S + G);
+  const auto prompts =
+      runtime::random_prompts(B, S, model.vocab_size, static_cast<uint64_t>(seed) + 1);
+  runtime::SamplingOptions sampling{o.temperature, o.top_p, static_cast<uint64_t>(seed) + 2};
+  runtime::OpTimer prefill_ops, decode_ops;
+  const runtime::Generation g =
+      runtime::generate(decoder, prompts, B, S, G, sampling, o.per_op ? &prefill_ops : nullptr,
+                        o.per_op ? &decode_ops : nullptr);
+  const double steps = static_cast<double>(g.step_s.size());
+  const double tpot =
+      g.step_s.empty() ? 0.0 : std::accumulate(g.step_s.begin(), g.step_s.end(), 0.0) / steps;
+  const double e2e = g.ttft_s + tpot * steps;
+
+  std::string text;
+  if (format == Format::json) {
+    nlohmann::json j{{"model", model.name},
+                     {"backend", backend->name()},
+                     {"dtype", backend->dtype()},
+                     {"threads", resolve_threads(o.threads)},
+                     {"batch", B},
+                     {"prompt", S},
+                     {"generate", G},
+                     {"ttft_s", g.ttft_s},
+                     {"tpot_s", tpot},
+                     {"e2e_s", e2e},
+                     {"decode_throughput_tok_s", tpot > 0 ? static_cast<double>(B) / tpot : 0.0},
+                     {"step_times_s", g.step_s},
+                     {"tokens", g.tokens}};
+    if (o.per_op) {
+      nlohmann::json ops = nlohmann::json::array();
+      for (const auto& [name, s] : prefill_ops.entries()) {
+        ops.push_back({{"phase", "prefill"}, {"name", name}, {"time_s", s}});
+      }
+      for (const auto& [name, s] : decode_ops.entries()) {
+        ops.push_back({{"phase", "decode"}, {"name", name}, {"time_s", steps > 0 ? s / steps : 0}});
+      }
+      j["ops"] = ops;
+    }
+    text = j.dump(2) + "\n";
+  } else {
+    text = fmt::format(
+        "{} on the {} backend ({}, {} threads) · batch {}, prompt {}, generate {} · seed {}\n"
+        "TTFT {} · TPOT {} · e2e {} · {} tokens/s\n",
+        model.name, backend->name(), backend->dtype(), resolve_threads(o.threads), B, S, G, seed,
+        report::format_time(g.ttft_s), report::format_time(tpot), report::format_time(e2e),
+        report::significant(tpot > 0 ? static_cast<double>(B) / tpot : 0.0));
+    std::string first;
+    for (size_t i = 0; i < std::min<size_t>(g.tokens[0].size(), 16); ++i) {
+      first += fmt::format("{} ", g.tokens[0][i]);
+    }
+    text += fmt::format("sequence 0 generated: {}{}\n", first, g.tokens[0].size() > 16 ? "..." : "");
+    if (o.per_op) {
+      report::Table t;
+      t.add_column("op", report::Align::left);
+      t.add_column("prefill");
+      t.add_column("decode / step");
+      for (const auto& [name, s] : prefill_ops.entries()) {
+        const double d = decode_ops.get(name);
+        t.add_row({name, report::format_time(s),
+                   steps > 0 ? report::format_time(d / steps) : std::string("-")});
+      }
+      text += "\n" + t.render();
+    }
+  }
+  OutputFile out(o.output);
+  out.write(text);
+  out.commit();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& root, const AppContext& ctx) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* app = root.add_subcommand(
+      "run", "Run a workload on the reference runtime (seeded random weights) and measure it");
+  app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path")->required();
+  app->add_option("--backend", o->backend, "cpu")->capture_default_str();
+  app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
+  app->add_option("--batch,-b", o->batch, "sequences")->capture_default_str();
+  app->add_option("--prompt,-p", o->prompt, "prompt tokens per sequence (random)")
+      ->capture_default_str();
+  app->add_option("--generate,-g", o->generate, "tokens to generate per sequence")
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "seed of weights, prompts and sampling")->capture_default_str();
+  app->add_option("--temperature", o->temperature, "0: greedy")->capture_default_str();
+  app->add_option("--top-p", o->top_p, "nucleus sampling threshold")->capture_default_str();
+  app->add_flag("--per-op", o->per_op, "time every operator");
+  app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
+  app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
+      ->capture_default_str();
+  return Command{app, [o, ctx] { return run_run(*o, ctx); }};
+}
+
+}  // namespace streamspark::cli

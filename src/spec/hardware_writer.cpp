@@ -1,0 +1,69 @@
+// Hardware YAML emission.
+#include "spec/hardware_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+namespace streamspark::spec {
+
+namespace {
+// A double-quoted YAML string.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+std::string hardware_yaml(const engine::Hardware& hw) {
+  std::string out;
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "# Measured by `streamspark probe`; see provenance. Not datasheet figures.\n");
+  fmt::format_to(o, "name: {}\n", quoted(hw.name));
+  fmt::format_to(o, "source: {}\n", quoted(hw.source));
+  fmt::format_to(o, "kind: cpu\n");
+  if (!hw.provenance.empty()) {
+    fmt::format_to(o, "provenance:\n");
+    for (const auto& [k, v] : hw.provenance) fmt::format_to(o, "  {}: {}\n", k, quoted(v));
+  }
+  fmt::format_to(o, "peak_flops:\n");
+  for (engine::PeakClass c : engine::kAllPeakClasses) {
+    if (hw.peak(c) > 0) fmt::format_to(o, "  {}: {:.6g} FLOP/s\n", engine::peak_class_name(c), hw.peak(c));
+  }
+  fmt::format_to(o, "memory:\n");
+  for (const auto& level : hw.memory) {
+    fmt::format_to(o, "  - {{name: {}, capacity: {} B, bandwidth: {:.6g} B/s}}\n", quoted(level.name),
+                   level.capacity_bytes, level.bandwidth);
+  }
+  fmt::format_to(o, "kernel_overhead: {:.6g} s\n", hw.kernel_overhead_s);
+  fmt::format_to(o, "kernel_overhead_source: \"measured: median time of a one-element kernel\"\n");
+  if (hw.calibration) {
+    fmt::format_to(o, "calibration:\n  source: {}\n", quoted(hw.calibration->source));
+    for (const auto& [kind, c] : hw.calibration->classes) {
+      fmt::format_to(o,
+                     "  {}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "
+                     "{:.6g} s}}\n",
+                     kind, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
+    }
+  }
+  if (hw.probe) {
+    fmt::format_to(o, "probe:\n  gemm:  # weights resident in the level: m, n, k, seconds per call\n");
+    for (const auto& curve : hw.probe->gemm) {
+      fmt::format_to(o, "    {}:\n", quoted(curve.level));
+      for (const auto& g : curve.points) {
+        fmt::format_to(o, "      - [{:.0f}, {:.0f}, {:.0f}, {:.6g}]\n", g[0], g[1], g[2], g[3]);
+      }
+    }
+    fmt::format_to(o, "  bandwidth:   # working-set bytes, bytes/s\n");
+    for (const auto& b : hw.probe->bandwidth) {
+      fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", b[0], b[1]);
+    }
+  }
+  return out;
+}
+
+}  // namespace streamspark::spec

@@ -1,0 +1,67 @@
+// The machine probe: a quick probe produces a hardware file the spec loader accepts, with
+// measured levels, an fp32 peak, per-level GEMM curves and a calibration the engine can use.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/analysis.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/probe.hpp"
+#include "spec/hardware_spec.hpp"
+#include "spec/hardware_writer.hpp"
+#include "spec/model_spec.hpp"
+
+namespace rt = streamspark::runtime;
+namespace engine = streamspark::engine;
+
+TEST_CASE("a quick probe writes a hardware file that loads and drives the calibrated method") {
+  auto backend = rt::make_cpu_backend(2);
+  rt::ProbeOptions options;
+  options.quick = true;
+  options.name = "probe-test";
+  options.command = "runtime_tests";
+  const rt::ProbeResult result = rt::probe_cpu(*backend, 2, options);
+
+  const auto path = std::filesystem::temp_directory_path() / "streamspark-probe-test.yaml";
+  {
+    std::ofstream out(path);
+    out << streamspark::spec::hardware_yaml(result.hardware);
+  }
+  const engine::Hardware hw = streamspark::spec::load_hardware(path.string());
+  std::filesystem::remove(path);
+
+  CHECK(hw.name == "probe-test");
+  REQUIRE(hw.memory.size() >= 2);
+  CHECK(hw.memory.back().name == "dram");
+  for (size_t i = 1; i < hw.memory.size(); ++i) {
+    CHECK(hw.memory[i].capacity_bytes > hw.memory[i - 1].capacity_bytes);
+  }
+  for (const auto& level : hw.memory) CHECK(level.bandwidth > 0);
+  CHECK(hw.peak(engine::PeakClass::fp32) > 0);
+  REQUIRE(hw.calibration);
+  for (const char* kind : {"gemm", "attention", "norm", "elementwise", "gather", "kv_write",
+                           "sampling"}) {
+    CAPTURE(kind);
+    REQUIRE(hw.calibration->classes.count(kind) == 1);
+    CHECK(hw.calibration->classes.at(kind).memory_efficiency > 0);
+  }
+  REQUIRE(hw.probe);
+  REQUIRE(!hw.probe->gemm.empty());
+  CHECK(hw.probe->gemm.back().level == "dram");
+  CHECK(!hw.probe->bandwidth.empty());
+  bool has_date = false;
+  for (const auto& [key, value] : hw.provenance) has_date = has_date || (key == "date" && !value.empty());
+  CHECK(has_date);
+
+  // The file drives the calibrated method for an fp32 workload.
+  const engine::Model model = streamspark::spec::load_model(std::string(STREAMSPARK_SOURCE_DIR) +
+                                                            "/model_zoo/tiny-test.yaml");
+  engine::AnalysisOptions o;
+  o.method = engine::Method::calibrated;
+  o.precision = engine::Precision::uniform(engine::DType::fp32);
+  engine::Analyzer analyzer(model, hw, o);
+  const auto r = analyzer.analyze({1, 64, 4});
+  CHECK(r.ttft_s > 0);
+  CHECK(r.tpot_s > 0);
+}

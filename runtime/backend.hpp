@@ -46,9 +46,8 @@ class Backend {
   // scores read eight keys of one head dimension as a vector and a block as one contiguous
   // run. max_context is a multiple of 8.
   virtual void kv_write(const float* qkv, int64_t batch, int64_t tokens, int64_t stride,
-                        int64_t k_offset, int64_t kv_heads, int64_t head_dim,
-                        const int64_t* past, float* k_cache, float* v_cache,
-                        int64_t max_context) = 0;
+                        int64_t k_offset, int64_t kv_heads, int64_t head_dim, const int64_t* past,
+                        float* k_cache, float* v_cache, int64_t max_context) = 0;
   // Causal attention of the new tokens' queries (in qkv, N heads from column 0) over each
   // sequence's cache (past[b] + T keys after kv_write); GQA: query head h uses KV head
   // h / (N / K). out (B*T, N*H).

@@ -36,7 +36,9 @@ std::vector<float> uniform(SplitMix64& rng, int64_t count, float limit) {
 }
 
 // Unit variance for unit-variance inputs: uniform(+-a) has variance a^2/3.
-float linear_limit(int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); }
+float linear_limit(int64_t fan_in) {
+  return std::sqrt(3.0f / static_cast<float>(fan_in));
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -81,7 +83,8 @@ void check_supported(const engine::Model& m) {
     if (a.qkv_bias) problems.push_back("q/k/v biases");
     if (!a.rope) problems.push_back("attention without RoPE");
     if (a.head_dim % 2 != 0) problems.push_back("an odd head_dim (RoPE needs pairs)");
-    if (k.ffn != engine::FfnKind::dense) problems.push_back(std::string(engine::ffn_kind_name(k.ffn)) + " feed-forward");
+    if (k.ffn != engine::FfnKind::dense)
+      problems.push_back(std::string(engine::ffn_kind_name(k.ffn)) + " feed-forward");
     if (k.ffn == engine::FfnKind::dense &&
         (k.mlp.kind != engine::MlpKind::gated || k.mlp.activation != engine::Activation::silu)) {
       problems.push_back("an MLP other than gated SiLU");
@@ -167,23 +170,22 @@ Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeig
   const int64_t cache = max_batch * K_ * cache_context_ * H_;
   for (const auto& w : weights.layers) {
     layers_.push_back(LayerBuffers{upload(w.attn_norm), upload(w.qkv), upload(w.out),
-                                   upload(w.mlp_norm), upload(w.gate), upload(w.up),
-                                   upload(w.down), backend_.allocate(cache),
-                                   backend_.allocate(cache)});
+                                   upload(w.mlp_norm), upload(w.gate), upload(w.up), upload(w.down),
+                                   backend_.allocate(cache), backend_.allocate(cache)});
   }
   last_ = backend_.allocate(max_batch * D_);
   logits_ = backend_.allocate(max_batch * V_);
 }
 
 Decoder::~Decoder() {
-  for (float* p : {x_, h_, qkv_, attn_, y_, gate_, up_, act_, last_, logits_, final_norm_,
-                   embedding_}) {
+  for (float* p :
+       {x_, h_, qkv_, attn_, y_, gate_, up_, act_, last_, logits_, final_norm_, embedding_}) {
     if (p) backend_.release(p);
   }
   if (lm_head_ != embedding_) backend_.release(lm_head_);
   for (const LayerBuffers& b : layers_) {
-    for (float* p : {b.attn_norm, b.qkv, b.out, b.mlp_norm, b.gate, b.up, b.down, b.k_cache,
-                     b.v_cache}) {
+    for (float* p :
+         {b.attn_norm, b.qkv, b.out, b.mlp_norm, b.gate, b.up, b.down, b.k_cache, b.v_cache}) {
       backend_.release(p);
     }
   }
@@ -241,7 +243,8 @@ std::vector<float> Decoder::forward(const std::vector<int32_t>& tokens, int64_t 
   positions_.resize(static_cast<size_t>(rows));
   past_.assign(static_cast<size_t>(batch), context_);
   for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t t = 0; t < new_tokens; ++t) positions_[static_cast<size_t>(b * new_tokens + t)] = context_ + t;
+    for (int64_t t = 0; t < new_tokens; ++t)
+      positions_[static_cast<size_t>(b * new_tokens + t)] = context_ + t;
   }
   {
     Timed op(be, timer, "embedding");

@@ -20,11 +20,13 @@ int32_t Sampler::sample(const float* logits, int64_t vocab) {
     scratch_[static_cast<size_t>(i)] = {p, static_cast<int32_t>(i)};
     total += p;
   }
-  std::sort(scratch_.begin(), scratch_.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::sort(scratch_.begin(), scratch_.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
   double kept = 0;
   size_t n = 0;
-  while (n < scratch_.size() && (n == 0 || kept < options_.top_p * total)) kept += scratch_[n++].first;
+  while (n < scratch_.size() && (n == 0 || kept < options_.top_p * total))
+    kept += scratch_[n++].first;
   std::uniform_real_distribution<double> u(0.0, kept);
   double x = u(rng_);
   for (size_t i = 0; i < n; ++i) {

@@ -114,7 +114,8 @@ std::vector<std::pair<std::string, int64_t>> cpu_caches() {
   std::error_code ec;
   for (const auto& cpu : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
     const std::string name = cpu.path().filename().string();
-    if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3]))) {
+    if (name.rfind("cpu", 0) != 0 || name.size() < 4 ||
+        !std::isdigit(static_cast<unsigned char>(name[3]))) {
       continue;
     }
     for (const auto& index : fs::directory_iterator(cpu.path() / "cache", ec)) {
@@ -130,12 +131,17 @@ std::vector<std::pair<std::string, int64_t>> cpu_caches() {
     out.emplace_back(fmt::format("l{}", key.first),
                      parse_size(key.second) * static_cast<int64_t>(shared.size()));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
   return out;
 }
 
-int64_t total_memory_bytes() { return meminfo("MemTotal"); }
-int64_t available_memory_bytes() { return meminfo("MemAvailable"); }
+int64_t total_memory_bytes() {
+  return meminfo("MemTotal");
+}
+int64_t available_memory_bytes() {
+  return meminfo("MemAvailable");
+}
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -177,9 +183,9 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= quick ? 4 : 2) {
     const int64_t n = bytes / 4;
     const int64_t passes = std::max<int64_t>(1, (int64_t{32} << 20) / bytes);  // >= 32 MB a call
-    const double t = time_per_call(
-        [&] { keep = keep + parallel_sum(pool, buffer.data(), n, passes); }, min_time,
-        quick ? 3 : 5);
+    const double t =
+        time_per_call([&] { keep = keep + parallel_sum(pool, buffer.data(), n, passes); }, min_time,
+                      quick ? 3 : 5);
     curves.bandwidth.push_back(
         {static_cast<double>(bytes), static_cast<double>(bytes * passes) / t});
   }
@@ -201,7 +207,9 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   // ---- GEMM across shapes and memory levels (the runtime's own linear kernel) ----
   // For each level past L1, the weights rotate through enough copies to overflow the level
   // above and fit in half of this one, so every call reads its weights from this level, as a
-  // model whose working set lives there does.
+  // model whose working set lives there does. The grid is measured in several passes and each
+  // point keeps its median: on a shared machine a burst of interference (a neighbour
+  // streaming through the shared cache) then spoils one pass's value, not the point.
   say("GEMM FLOP/s across shapes, with the weights in each memory level");
   std::vector<engine::CalibrationSample>& samples = result.samples;
   const std::vector<int64_t> ms =
@@ -209,53 +217,73 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
             : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
   // Output and input features: the short and long sides of a model's matrices (lm heads and
   // MLPs are far from square).
-  const std::vector<int64_t> sides = quick ? std::vector<int64_t>{256, 2048}
-                                           : std::vector<int64_t>{256, 1024, 4096};
+  const std::vector<int64_t> sides =
+      quick ? std::vector<int64_t>{256, 2048} : std::vector<int64_t>{256, 1024, 4096};
   std::vector<std::pair<int64_t, int64_t>> gemm_shapes;  // n, k
   for (const int64_t n : sides) {
     for (const int64_t k : sides) gemm_shapes.emplace_back(n, k);
   }
   // Larger products add no information (the rate has saturated) and only time.
   const double max_flops = quick ? 1e9 : 1e10;
+  const int passes = quick ? 1 : 3;
   const int64_t available = available_memory_bytes();
+  struct GemmPoint {
+    size_t level;
+    int64_t m, n, k, working_set;
+    std::vector<double> seconds;  // one per pass
+  };
+  std::vector<GemmPoint> points;
+  for (int pass = 0; pass < passes; ++pass) {
+    size_t index = 0;
+    for (size_t level = 1; level < hw.memory.size(); ++level) {
+      const bool last = level + 1 == hw.memory.size();
+      const int64_t above = hw.memory[level - 1].capacity_bytes;
+      int64_t target = hw.memory[level].capacity_bytes / 2;
+      if (last) {
+        target = std::max<int64_t>(4 * above, int64_t{64} << 20);
+        if (available > 0) target = std::min(target, available / 4);
+      }
+      for (const auto& [n, k] : gemm_shapes) {
+        const int64_t weight_bytes = 4 * n * k;
+        if (weight_bytes > target) continue;
+        const int64_t copies = std::max<int64_t>(1, target / weight_bytes);
+        if (copies * weight_bytes <= 2 * above && !last) continue;
+        std::vector<float*> weights;
+        for (int64_t c = 0; c < copies; ++c) weights.push_back(backend.allocate(n * k));
+        for (const int64_t m : ms) {
+          if (2.0 * static_cast<double>(m * n * k) > max_flops && m > 1) break;
+          float* x = backend.allocate(m * k);
+          float* y = backend.allocate(m * n);
+          size_t next = 0;
+          const double t = time_per_call(
+              [&] {
+                backend.linear(x, weights[next], m, n, k, y);
+                next = (next + 1) % weights.size();
+              },
+              min_time, quick ? 3 : 1);
+          if (pass == 0) {
+            points.push_back({level, m, n, k, copies * weight_bytes + 4 * (m * k + m * n), {}});
+          }
+          points[index++].seconds.push_back(t);
+          backend.release(x);
+          backend.release(y);
+        }
+        for (float* w : weights) backend.release(w);
+      }
+    }
+  }
   double peak = 0;
   for (size_t level = 1; level < hw.memory.size(); ++level) {
-    const bool last = level + 1 == hw.memory.size();
-    const int64_t above = hw.memory[level - 1].capacity_bytes;
-    int64_t target = hw.memory[level].capacity_bytes / 2;
-    if (last) {
-      target = std::max<int64_t>(4 * above, int64_t{64} << 20);
-      if (available > 0) target = std::min(target, available / 4);
-    }
     engine::GemmCurve curve{hw.memory[level].name, {}};
-    for (const auto& [n, k] : gemm_shapes) {
-      const int64_t weight_bytes = 4 * n * k;
-      if (weight_bytes > target) continue;
-      const int64_t copies = std::max<int64_t>(1, target / weight_bytes);
-      if (copies * weight_bytes <= 2 * above && !last) continue;
-      std::vector<float*> weights;
-      for (int64_t c = 0; c < copies; ++c) weights.push_back(backend.allocate(n * k));
-      for (const int64_t m : ms) {
-        if (2.0 * static_cast<double>(m * n * k) > max_flops && m > 1) break;
-        float* x = backend.allocate(m * k);
-        float* y = backend.allocate(m * n);
-        size_t next = 0;
-        const double t = time_per_call(
-            [&] {
-              backend.linear(x, weights[next], m, n, k, y);
-              next = (next + 1) % weights.size();
-            },
-            min_time, 3);
-        curve.points.push_back({static_cast<double>(m), static_cast<double>(n),
-                                static_cast<double>(k), t});
-        const int64_t bytes = 4 * (m * k + n * k + m * n);
-        samples.push_back({engine::OpKind::gemm, 2 * m * n * k, bytes,
-                           copies * weight_bytes + 4 * (m * k + m * n), t});
-        peak = std::max(peak, 2.0 * static_cast<double>(m * n * k) / t);
-        backend.release(x);
-        backend.release(y);
-      }
-      for (float* w : weights) backend.release(w);
+    for (GemmPoint& p : points) {
+      if (p.level != level) continue;
+      std::sort(p.seconds.begin(), p.seconds.end());
+      const double t = p.seconds[p.seconds.size() / 2];
+      curve.points.push_back(
+          {static_cast<double>(p.m), static_cast<double>(p.n), static_cast<double>(p.k), t});
+      const int64_t bytes = 4 * (p.m * p.k + p.n * p.k + p.m * p.n);
+      samples.push_back({engine::OpKind::gemm, 2 * p.m * p.n * p.k, bytes, p.working_set, t});
+      peak = std::max(peak, 2.0 * static_cast<double>(p.m * p.n * p.k) / t);
     }
     if (!curve.points.empty()) curves.gemm.push_back(std::move(curve));
   }
@@ -295,7 +323,8 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     // Embedding rows gathered from a table of 4096 rows.
     float* table = backend.allocate(4096 * d);
     std::vector<int32_t> tokens(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) tokens[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7 % 4096);
+    for (int64_t r = 0; r < rows; ++r)
+      tokens[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7 % 4096);
     sample(engine::OpKind::gather, 0, 8 * rows * d,
            [&] { backend.embedding(table, tokens.data(), rows, d, c); });
     for (float* p : {a, b, c, w, table}) backend.release(p);
@@ -304,9 +333,9 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   struct AttentionShape {
     int64_t batch, tokens, past, heads, kv_heads, head_dim;
   };
-  std::vector<AttentionShape> shapes = {{1, 1, 128, 8, 2, 64},   {8, 1, 512, 8, 2, 64},
+  std::vector<AttentionShape> shapes = {{1, 1, 128, 8, 2, 64},    {8, 1, 512, 8, 2, 64},
                                         {1, 1, 2048, 32, 8, 128}, {16, 1, 512, 8, 2, 32},
-                                        {1, 128, 0, 8, 2, 64},   {4, 256, 0, 8, 4, 64}};
+                                        {1, 128, 0, 8, 2, 64},    {4, 256, 0, 8, 4, 64}};
   if (!quick) {
     shapes.push_back({4, 1, 4096, 32, 8, 128});
     shapes.push_back({2, 512, 0, 32, 8, 128});
@@ -323,15 +352,16 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
     const int64_t kv_elements = rows * 2 * s.kv_heads * s.head_dim;
     sample(engine::OpKind::kv_write, 0, 8 * kv_elements, [&] {
-      backend.kv_write(qkv, s.batch, s.tokens, stride, s.heads * s.head_dim, s.kv_heads,
-                       s.head_dim, past.data(), kc, vc, context);
+      backend.kv_write(qkv, s.batch, s.tokens, stride, s.heads * s.head_dim, s.kv_heads, s.head_dim,
+                       past.data(), kc, vc, context);
     });
     // The engine's convention (ops.cpp): 4*H FLOPs per (query, key) pair and head; Q, O and
     // the new K/V as activations, the cached K/V read once.
     const int64_t pairs = engine::attention_pairs(s.tokens, s.past, 0);
     const int64_t flops = 4 * s.batch * s.heads * s.head_dim * pairs;
-    const int64_t bytes = 4 * (2 * rows * s.heads * s.head_dim + 2 * rows * s.kv_heads * s.head_dim +
-                               2 * s.batch * s.past * s.kv_heads * s.head_dim);
+    const int64_t bytes =
+        4 * (2 * rows * s.heads * s.head_dim + 2 * rows * s.kv_heads * s.head_dim +
+             2 * s.batch * s.past * s.kv_heads * s.head_dim);
     sample(engine::OpKind::attention, flops, bytes, [&] {
       backend.attention(qkv, s.batch, s.tokens, stride, s.heads, s.kv_heads, s.head_dim,
                         past.data(), kc, vc, context, out);
@@ -342,11 +372,13 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   for (int64_t vocab : {4096, 32000, 128256}) {
     for (int64_t batch : {1, 16}) {
       std::vector<float> logits(static_cast<size_t>(batch * vocab));
-      for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>((i * 2654435761u) % 1000);
+      for (size_t i = 0; i < logits.size(); ++i)
+        logits[i] = static_cast<float>((i * 2654435761u) % 1000);
       Sampler sampler({});
       volatile int32_t token = 0;
       sample(engine::OpKind::sampling, batch * vocab, 4 * batch * vocab, [&] {
-        for (int64_t b = 0; b < batch; ++b) token = sampler.sample(logits.data() + b * vocab, vocab);
+        for (int64_t b = 0; b < batch; ++b)
+          token = sampler.sample(logits.data() + b * vocab, vocab);
       });
     }
   }

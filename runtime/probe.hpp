@@ -18,12 +18,12 @@ namespace streamspark::runtime {
 struct ProbeOptions {
   bool quick = false;  // fewer, smaller measurements (seconds, for tests)
   std::string name = "local-cpu";
-  std::string command;  // recorded in the file's provenance
+  std::string command;                             // recorded in the file's provenance
   std::function<void(std::string_view)> progress;  // one line per stage; may be empty
 };
 
 struct ProbeResult {
-  engine::Hardware hardware;                        // levels, peaks, overhead, calibration
+  engine::Hardware hardware;                       // levels, peaks, overhead, calibration
   std::vector<engine::CalibrationSample> samples;  // every kernel measured
 };
 

@@ -159,18 +159,26 @@ void decode_values(const float* p, int64_t p_stride, const float* values, int64_
 // in q) against `keys` cached keys and values, in chunks of up to 4 query heads (the K and V
 // of the head are read once per chunk; they stay in L1/L2 between chunks).
 void decode_attention_group(const float* q, int64_t group, int64_t head_dim,
-                            const float* key_blocks, const float* values, int64_t keys,
-                            float scale, float* out, std::vector<float>& scores) {
+                            const float* key_blocks, const float* values, int64_t keys, float scale,
+                            float* out, std::vector<float>& scores) {
   scores.resize(static_cast<size_t>(group * keys));
   for (int64_t g0 = 0; g0 < group; g0 += 4) {
     const int64_t gc = std::min<int64_t>(4, group - g0);
     const float* qg = q + g0 * head_dim;
     float* sg = scores.data() + g0 * keys;
     switch (gc) {
-      case 4: decode_scores<4>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
-      case 3: decode_scores<3>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
-      case 2: decode_scores<2>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
-      default: decode_scores<1>(qg, head_dim, key_blocks, keys, scale, sg, keys); break;
+      case 4:
+        decode_scores<4>(qg, head_dim, key_blocks, keys, scale, sg, keys);
+        break;
+      case 3:
+        decode_scores<3>(qg, head_dim, key_blocks, keys, scale, sg, keys);
+        break;
+      case 2:
+        decode_scores<2>(qg, head_dim, key_blocks, keys, scale, sg, keys);
+        break;
+      default:
+        decode_scores<1>(qg, head_dim, key_blocks, keys, scale, sg, keys);
+        break;
     }
   }
   for (int64_t g = 0; g < group; ++g) {
@@ -183,10 +191,18 @@ void decode_attention_group(const float* q, int64_t group, int64_t head_dim,
     const float* pg = scores.data() + g0 * keys;
     float* og = out + g0 * head_dim;
     switch (gc) {
-      case 4: decode_values<4>(pg, keys, values, keys, head_dim, og); break;
-      case 3: decode_values<3>(pg, keys, values, keys, head_dim, og); break;
-      case 2: decode_values<2>(pg, keys, values, keys, head_dim, og); break;
-      default: decode_values<1>(pg, keys, values, keys, head_dim, og); break;
+      case 4:
+        decode_values<4>(pg, keys, values, keys, head_dim, og);
+        break;
+      case 3:
+        decode_values<3>(pg, keys, values, keys, head_dim, og);
+        break;
+      case 2:
+        decode_values<2>(pg, keys, values, keys, head_dim, og);
+        break;
+      default:
+        decode_values<1>(pg, keys, values, keys, head_dim, og);
+        break;
     }
   }
 }
@@ -248,23 +264,20 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void linear(const float* x, const float* w, int64_t m, int64_t n, int64_t k,
-              float* y) override {
+  void linear(const float* x, const float* w, int64_t m, int64_t n, int64_t k, float* y) override {
     // Each thread computes a block of output features: y[:, n0:n1] = x W[n0:n1]^T.
     const int64_t grain = std::max<int64_t>(8, kLinearGrain / std::max<int64_t>(k, 1));
     if (m > 1 && m <= kSkinnyRows) {
-      pool_.parallel_for(n, grain, [&](int64_t n0, int64_t n1) {
-        skinny_linear(x, w, m, k, n0, n1, n, y);
-      });
+      pool_.parallel_for(n, grain,
+                         [&](int64_t n0, int64_t n1) { skinny_linear(x, w, m, k, n0, n1, n, y); });
       return;
     }
-    pool_.parallel_for(n, grain,
-                       [&](int64_t n0, int64_t n1) {
-                         ConstRowMap X(x, m, k, Eigen::OuterStride<>(k));
-                         ConstRowMap W(w + n0 * k, n1 - n0, k, Eigen::OuterStride<>(k));
-                         RowMap Y(y + n0, m, n1 - n0, Eigen::OuterStride<>(n));
-                         Y.noalias() = X * W.transpose();
-                       });
+    pool_.parallel_for(n, grain, [&](int64_t n0, int64_t n1) {
+      ConstRowMap X(x, m, k, Eigen::OuterStride<>(k));
+      ConstRowMap W(w + n0 * k, n1 - n0, k, Eigen::OuterStride<>(k));
+      RowMap Y(y + n0, m, n1 - n0, Eigen::OuterStride<>(n));
+      Y.noalias() = X * W.transpose();
+    });
   }
 
   void rope(float* x, int64_t rows, int64_t stride, int64_t heads, int64_t head_dim,
@@ -384,8 +397,8 @@ class CpuBackend final : public Backend {
   void add(const float* a, const float* b, int64_t n, float* out) override {
     pool_.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
       const int64_t len = i1 - i0;
-      Eigen::Map<Eigen::ArrayXf>(out + i0, len) =
-          Eigen::Map<const Eigen::ArrayXf>(a + i0, len) + Eigen::Map<const Eigen::ArrayXf>(b + i0, len);
+      Eigen::Map<Eigen::ArrayXf>(out + i0, len) = Eigen::Map<const Eigen::ArrayXf>(a + i0, len) +
+                                                  Eigen::Map<const Eigen::ArrayXf>(b + i0, len);
     });
   }
 
@@ -399,10 +412,12 @@ class CpuBackend final : public Backend {
       rope_table_.assign(static_cast<size_t>(grown * head_dim), 0.0f);
       for (int64_t pos = 0; pos < grown; ++pos) {
         for (int64_t i = 0; i < half; ++i) {
-          const double angle = static_cast<double>(pos) *
-                               std::pow(static_cast<double>(theta),
-                                        -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-          rope_table_[static_cast<size_t>(pos * head_dim + i)] = static_cast<float>(std::cos(angle));
+          const double angle =
+              static_cast<double>(pos) *
+              std::pow(static_cast<double>(theta),
+                       -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+          rope_table_[static_cast<size_t>(pos * head_dim + i)] =
+              static_cast<float>(std::cos(angle));
           rope_table_[static_cast<size_t>(pos * head_dim + half + i)] =
               static_cast<float>(std::sin(angle));
         }

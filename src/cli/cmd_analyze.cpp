@@ -111,8 +111,9 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
   add_precision_options(app, o->precision);
   add_generation_options(app, o->generation);
   app->add_option("--method", o->method,
-                  "roofline (per-op max of compute and memory time) or "
-                  "bandwidth (the lecture's first-order model)")
+                  "roofline (per-op max of compute and memory time), bandwidth (the "
+                  "lecture's first-order model) or calibrated (the roofline with measured "
+                  "efficiencies: a probed hardware file, or its achievable fractions)")
       ->capture_default_str();
   app->add_flag("--per-op", o->per_op, "also list every operator of each phase");
   app->add_flag("--no-naive", o->no_naive,

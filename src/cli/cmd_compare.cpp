@@ -108,7 +108,9 @@ Command add_compare_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   add_precision_options(app, o->precision);
   add_generation_options(app, o->generation);
-  app->add_option("--method", o->method, "roofline or bandwidth")->capture_default_str();
+  app->add_option("--method", o->method,
+                  "roofline, bandwidth, or calibrated (needs a probed hardware file)")
+      ->capture_default_str();
   app->add_option("--prefill-batch", o->prefill_batch,
                   "sequences per prefill pass (0: the whole batch in one pass)")
       ->capture_default_str();

@@ -27,8 +27,9 @@ struct ProbeOptions {
 Command add_probe_command(CLI::App& root, const AppContext& ctx) {
   auto o = std::make_shared<ProbeOptions>();
   CLI::App* app = root.add_subcommand(
-      "probe", "Measure this machine (bandwidth per working set, GEMM FLOP/s, kernel overhead, "
-               "per-class efficiencies) and write a hardware file");
+      "probe",
+      "Measure this machine (bandwidth per working set, GEMM FLOP/s, kernel overhead, "
+      "per-class efficiencies) and write a hardware file");
   app->add_option("--backend", o->backend, "cpu (cuda: not built yet)")->capture_default_str();
   app->add_option("--output,-o", o->output, "hardware YAML to write (atomically); - for stdout")
       ->capture_default_str();
@@ -36,24 +37,22 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
   app->add_flag("--quick", o->quick, "fewer, smaller measurements (a few seconds)");
   app->add_flag("--quiet,-q", o->quiet, "no progress on stderr");
-  return Command{app, [o, ctx] {
-                   const auto backend = make_backend(o->backend, o->threads);
-                   runtime::ProbeOptions options;
-                   options.quick = o->quick;
-                   options.name = o->name;
-                   options.command = ctx.command_line;
-                   if (!o->quiet) {
-                     options.progress = [](std::string_view line) {
-                       fmt::print(stderr, "probe: {}\n", line);
-                     };
-                   }
-                   const auto result =
-                       runtime::probe_cpu(*backend, resolve_threads(o->threads), options);
-                   OutputFile out(o->output);
-                   out.write(spec::hardware_yaml(result.hardware));
-                   out.commit();
-                   return kExitOk;
-                 }};
+  return Command{
+      app, [o, ctx] {
+        const auto backend = make_backend(o->backend, o->threads);
+        runtime::ProbeOptions options;
+        options.quick = o->quick;
+        options.name = o->name;
+        options.command = ctx.command_line;
+        if (!o->quiet) {
+          options.progress = [](std::string_view line) { fmt::print(stderr, "probe: {}\n", line); };
+        }
+        const auto result = runtime::probe_cpu(*backend, resolve_threads(o->threads), options);
+        OutputFile out(o->output);
+        out.write(spec::hardware_yaml(result.hardware));
+        out.commit();
+        return kExitOk;
+      }};
 }
 
 }  // namespace streamspark::cli

@@ -98,7 +98,8 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
     for (size_t i = 0; i < std::min<size_t>(g.tokens[0].size(), 16); ++i) {
       first += fmt::format("{} ", g.tokens[0][i]);
     }
-    text += fmt::format("sequence 0 generated: {}{}\n", first, g.tokens[0].size() > 16 ? "..." : "");
+    text +=
+        fmt::format("sequence 0 generated: {}{}\n", first, g.tokens[0].size() > 16 ? "..." : "");
     if (o.per_op) {
       report::Table t;
       t.add_column("op", report::Align::left);
@@ -132,7 +133,8 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   app->add_option("--generate,-g", o->generate, "tokens to generate per sequence")
       ->capture_default_str();
-  app->add_option("--seed", o->seed, "seed of weights, prompts and sampling")->capture_default_str();
+  app->add_option("--seed", o->seed, "seed of weights, prompts and sampling")
+      ->capture_default_str();
   app->add_option("--temperature", o->temperature, "0: greedy")->capture_default_str();
   app->add_option("--top-p", o->top_p, "nucleus sampling threshold")->capture_default_str();
   app->add_flag("--per-op", o->per_op, "time every operator");

@@ -90,7 +90,9 @@ Command add_sweep_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--generate,-g", o->generate, "tokens generated per sequence")
       ->capture_default_str();
   add_precision_options(app, o->precision, true);
-  app->add_option("--method", o->method, "roofline or bandwidth")->capture_default_str();
+  app->add_option("--method", o->method,
+                  "roofline, bandwidth, or calibrated (needs a probed hardware file)")
+      ->capture_default_str();
   app->add_option("--format,-f", o->format, "csv or json (JSON lines)")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

@@ -36,6 +36,7 @@ struct ValidateOptions {
   bool per_op = false;
   std::string format = "table";
   std::string output = "-";
+  std::string json_output;  // also the JSON report, here
 };
 
 double median(std::vector<double> v) {
@@ -162,7 +163,8 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
         if (decode_kernels.empty()) {
           decode_kernels = step;
         } else {
-          for (size_t i = 0; i < step.size(); ++i) decode_kernels[i].predicted_s += step[i].predicted_s;
+          for (size_t i = 0; i < step.size(); ++i)
+            decode_kernels[i].predicted_s += step[i].predicted_s;
         }
       }
       for (const Kernel& k : decode_kernels) {
@@ -188,8 +190,13 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   out.write(format == Format::json ? report::validation_json(v).dump(2) + "\n"
                                    : report::validation_table(v, o.per_op));
   out.commit();
-  if (o.tolerance >= 0 &&
-      (v.prefill.median_abs_error * 100 > o.tolerance || v.decode.median_abs_error * 100 > o.tolerance)) {
+  if (!o.json_output.empty()) {
+    OutputFile json(o.json_output);
+    json.write(report::validation_json(v).dump(2) + "\n");
+    json.commit();
+  }
+  if (o.tolerance >= 0 && (v.prefill.median_abs_error * 100 > o.tolerance ||
+                           v.decode.median_abs_error * 100 > o.tolerance)) {
     fmt::print(stderr,
                "validate: median error above the {}% tolerance (prefill {:.1f}%, decode {:.1f}%)\n",
                o.tolerance, 100 * v.prefill.median_abs_error, 100 * v.decode.median_abs_error);
@@ -217,8 +224,10 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--warmup-steps", o->warmup_steps,
                   "decode steps after the prefill left out of the decode timing")
       ->capture_default_str();
-  app->add_option("--method", o->method, "calibrated, roofline or bandwidth")->capture_default_str();
-  app->add_option("--repeats,-r", o->repeats, "timed runs per point (median)")->capture_default_str();
+  app->add_option("--method", o->method, "calibrated, roofline or bandwidth")
+      ->capture_default_str();
+  app->add_option("--repeats,-r", o->repeats, "timed runs per point (median)")
+      ->capture_default_str();
   app->add_option("--seed", o->seed, "seed of weights and prompts")->capture_default_str();
   app->add_option("--tolerance", o->tolerance,
                   "exit 4 when a phase's median |error| exceeds this many percent");
@@ -226,6 +235,8 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();
+  app->add_option("--json", o->json_output,
+                  "also write the JSON report of the same run to this file (atomically)");
   return Command{app, [o, ctx] { return run_validate(*o, ctx); }};
 }
 

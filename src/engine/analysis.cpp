@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -53,10 +53,11 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
     build_ops(model_, options_.precision, decode_shape(1, 1), ops, options_.mla_form);
     for (const Op& op : ops) {
       if (rates_.classes[static_cast<size_t>(op.kind)].compute_efficiency <= 0) {
-        throw std::invalid_argument(
-            "the calibration of " + hardware_.name + " has no '" +
-            std::string(op_kind_name(op.kind)) + "' class (its probe measured no such kernel), "
-            "needed for " + std::string(op.name) + "; use --method roofline");
+        throw std::invalid_argument("the calibration of " + hardware_.name + " has no '" +
+                                    std::string(op_kind_name(op.kind)) +
+                                    "' class (its probe measured no such kernel), "
+                                    "needed for " +
+                                    std::string(op.name) + "; use --method roofline");
       }
     }
   }
@@ -183,7 +184,8 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
     build_ops(model_, options_.precision, decode_shape(batch, first), level_ops_,
               options_.mla_form);
     const double bandwidth = rates_.at_working_set(step_working_set(level_ops_)).bandwidth;
-    return static_cast<double>(count) * bandwidth_decode_time(batch, weights, mean_state, bandwidth);
+    return static_cast<double>(count) *
+           bandwidth_decode_time(batch, weights, mean_state, bandwidth);
   }
   double total = 0;
   for (const DecodeLine& l : decode_lines(batch, first)) {

@@ -64,8 +64,7 @@ ClassCalibration fit_class(const std::vector<const CalibrationSample*>& samples,
 
 }  // namespace
 
-double calibrated_time(const CalibrationSample& s, const ClassCalibration& c,
-                       const Hardware& hw) {
+double calibrated_time(const CalibrationSample& s, const ClassCalibration& c, const Hardware& hw) {
   const Ideal t = ideal(s, hw);
   return c.overhead_s + std::max(t.compute / c.compute_efficiency, t.memory / c.memory_efficiency);
 }

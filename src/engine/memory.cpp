@@ -18,8 +18,8 @@ int64_t step_working_set(const std::vector<Op>& ops) {
   int64_t largest_activations = 0;
   for (const Op& op : ops) {
     touched = checked_add(
-        touched, checked_mul(checked_add(op.bytes.weights, op.bytes.kv_read, op.bytes.kv_write),
-                             op.repeat));
+        touched,
+        checked_mul(checked_add(op.bytes.weights, op.bytes.kv_read, op.bytes.kv_write), op.repeat));
     largest_activations = std::max(largest_activations, op.bytes.activations);
   }
   return checked_add(touched, largest_activations);

@@ -74,7 +74,8 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
       if (hw.calibration) {
         // A class the probe did not measure stays at efficiency 0: the Analyzer refuses
         // models with such ops.
-        const auto it = hw.calibration->classes.find(std::string(op_kind_name(static_cast<OpKind>(k))));
+        const auto it =
+            hw.calibration->classes.find(std::string(op_kind_name(static_cast<OpKind>(k))));
         c = it != hw.calibration->classes.end() ? it->second : ClassCalibration{0, 0, 0};
       } else {
         c = ClassCalibration{hw.achievable->compute, hw.achievable->memory, hw.kernel_overhead_s};
@@ -127,7 +128,9 @@ double interpolate(const std::vector<T>& v, double x, Key key, Value value) {
   return value(v[i - 1]) + t * (value(v[i]) - value(v[i - 1]));
 }
 
-bool same(double a, double b) { return std::abs(a - b) < 1e-9; }
+bool same(double a, double b) {
+  return std::abs(a - b) < 1e-9;
+}
 
 }  // namespace
 

@@ -26,7 +26,9 @@ PhaseSummary summarize(const std::vector<double>& errors) {
   return s;
 }
 
-std::string percent(double e) { return fmt::format("{:+.1f}%", 100.0 * e); }
+std::string percent(double e) {
+  return fmt::format("{:+.1f}%", 100.0 * e);
+}
 
 json comparison_json(const Comparison& c) {
   return json{{"name", c.name},
@@ -79,13 +81,15 @@ std::string validation_table(const Validation& v, bool per_op) {
   e.add_column("prefill GEMM");
   e.add_column("of peak");
   for (const auto& p : v.points) {
-    e.add_row({std::to_string(p.batch), std::to_string(p.prompt), format_bandwidth(p.decode_bandwidth),
+    e.add_row({std::to_string(p.batch), std::to_string(p.prompt),
+               format_bandwidth(p.decode_bandwidth),
                fmt::format("{:.0f}% of {} {}", 100 * p.decode_bandwidth / p.level_bandwidth,
                            p.level, format_bandwidth(p.level_bandwidth)),
                format_flop_rate(p.prefill_gemm_flops),
                fmt::format("{:.0f}%", 100 * p.prefill_gemm_flops / p.peak_flops)});
   }
-  out += "\nruntime efficiency (engine-counted bytes and FLOPs per measured second):\n" + e.render();
+  out +=
+      "\nruntime efficiency (engine-counted bytes and FLOPs per measured second):\n" + e.render();
   if (per_op) {
     for (const auto& p : v.points) {
       Table o;
@@ -130,10 +134,12 @@ json validation_json(const Validation& v) {
               {"warmup_steps", v.warmup_steps},
               {"points", points},
               {"summary",
-               {{"prefill", {{"median_abs_error", v.prefill.median_abs_error},
-                             {"max_abs_error", v.prefill.max_abs_error}}},
-                {"decode", {{"median_abs_error", v.decode.median_abs_error},
-                            {"max_abs_error", v.decode.max_abs_error}}}}}};
+               {{"prefill",
+                 {{"median_abs_error", v.prefill.median_abs_error},
+                  {"max_abs_error", v.prefill.max_abs_error}}},
+                {"decode",
+                 {{"median_abs_error", v.decode.median_abs_error},
+                  {"max_abs_error", v.decode.max_abs_error}}}}}};
 }
 
 }  // namespace streamspark::report

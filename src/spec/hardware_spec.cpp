@@ -131,8 +131,8 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   if (auto cal = r.map("calibration", Presence::optional)) {
     engine::Calibration c;
     c.source = cal->string("source", Presence::required).value_or("");
-    for (const char* kind : {"gemm", "attention", "norm", "elementwise", "gather", "kv_write",
-                             "scan", "sampling"}) {
+    for (const char* kind :
+         {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
       auto k = cal->map(kind, Presence::optional);
       if (!k) continue;
       const Range efficiency{0, true, 10.0};
@@ -178,8 +178,9 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
       for (const std::string& level : gemm->undeclared_keys()) {
         engine::GemmCurve curve{level, {}};
         if (!read_rows(*gemm, level, "probe.gemm.", 4, curve.points)) continue;
-        const bool known = std::any_of(hw.memory.begin(), hw.memory.end(),
-                                       [&](const engine::MemoryLevel& m) { return m.name == level; });
+        const bool known =
+            std::any_of(hw.memory.begin(), hw.memory.end(),
+                        [&](const engine::MemoryLevel& m) { return m.name == level; });
         if (!known && !hw.memory.empty()) {
           gemm->error_at(level, "not a memory level of this hardware");
         }

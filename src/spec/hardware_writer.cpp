@@ -32,12 +32,13 @@ std::string hardware_yaml(const engine::Hardware& hw) {
   }
   fmt::format_to(o, "peak_flops:\n");
   for (engine::PeakClass c : engine::kAllPeakClasses) {
-    if (hw.peak(c) > 0) fmt::format_to(o, "  {}: {:.6g} FLOP/s\n", engine::peak_class_name(c), hw.peak(c));
+    if (hw.peak(c) > 0)
+      fmt::format_to(o, "  {}: {:.6g} FLOP/s\n", engine::peak_class_name(c), hw.peak(c));
   }
   fmt::format_to(o, "memory:\n");
   for (const auto& level : hw.memory) {
-    fmt::format_to(o, "  - {{name: {}, capacity: {} B, bandwidth: {:.6g} B/s}}\n", quoted(level.name),
-                   level.capacity_bytes, level.bandwidth);
+    fmt::format_to(o, "  - {{name: {}, capacity: {} B, bandwidth: {:.6g} B/s}}\n",
+                   quoted(level.name), level.capacity_bytes, level.bandwidth);
   }
   fmt::format_to(o, "kernel_overhead: {:.6g} s\n", hw.kernel_overhead_s);
   fmt::format_to(o, "kernel_overhead_source: \"measured: median time of a one-element kernel\"\n");
@@ -51,7 +52,8 @@ std::string hardware_yaml(const engine::Hardware& hw) {
     }
   }
   if (hw.probe) {
-    fmt::format_to(o, "probe:\n  gemm:  # weights resident in the level: m, n, k, seconds per call\n");
+    fmt::format_to(o,
+                   "probe:\n  gemm:  # weights resident in the level: m, n, k, seconds per call\n");
     for (const auto& curve : hw.probe->gemm) {
       fmt::format_to(o, "    {}:\n", quoted(curve.level));
       for (const auto& g : curve.points) {

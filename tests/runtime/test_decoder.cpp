@@ -50,7 +50,8 @@ using Vec = std::vector<double>;
 Vec matvec(const std::vector<float>& w, int64_t out, int64_t in, const Vec& x) {
   Vec y(static_cast<size_t>(out), 0.0);
   for (int64_t o = 0; o < out; ++o) {
-    for (int64_t i = 0; i < in; ++i) y[static_cast<size_t>(o)] += w[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < in; ++i)
+      y[static_cast<size_t>(o)] += w[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
   }
   return y;
 }
@@ -67,7 +68,8 @@ Vec rmsnorm(const Vec& x, const std::vector<float>& w) {
 // Llama's rotate-half RoPE with theta 10000 on one head.
 void rope(double* v, int64_t H, int64_t pos) {
   for (int64_t i = 0; i < H / 2; ++i) {
-    const double angle = static_cast<double>(pos) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(H));
+    const double angle = static_cast<double>(pos) *
+                         std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(H));
     const double a = v[i], b = v[i + H / 2];
     v[i] = a * std::cos(angle) - b * std::sin(angle);
     v[i + H / 2] = a * std::sin(angle) + b * std::cos(angle);
@@ -83,13 +85,15 @@ std::vector<double> reference_logits(const Model& m, const rt::DecoderWeights& w
   const auto T = static_cast<int64_t>(tokens.size());
   std::vector<Vec> x(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) {
-    x[static_cast<size_t>(t)].assign(w.embedding.begin() + tokens[static_cast<size_t>(t)] * D,
-                                     w.embedding.begin() + (tokens[static_cast<size_t>(t)] + 1) * D);
+    x[static_cast<size_t>(t)].assign(
+        w.embedding.begin() + tokens[static_cast<size_t>(t)] * D,
+        w.embedding.begin() + (tokens[static_cast<size_t>(t)] + 1) * D);
   }
   for (const auto& L : w.layers) {
     std::vector<Vec> qkv(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t) {
-      qkv[static_cast<size_t>(t)] = matvec(L.qkv, (N + 2 * K) * H, D, rmsnorm(x[static_cast<size_t>(t)], L.attn_norm));
+      qkv[static_cast<size_t>(t)] =
+          matvec(L.qkv, (N + 2 * K) * H, D, rmsnorm(x[static_cast<size_t>(t)], L.attn_norm));
       for (int64_t h = 0; h < N + K; ++h) rope(qkv[static_cast<size_t>(t)].data() + h * H, H, t);
     }
     for (int64_t t = 0; t < T; ++t) {
@@ -110,11 +114,13 @@ std::vector<double> reference_logits(const Model& m, const rt::DecoderWeights& w
         for (double& e : s) z += (e = std::exp(e - top));
         for (int64_t u = 0; u <= t; ++u) {
           const double* value = qkv[static_cast<size_t>(u)].data() + (N + K + g) * H;
-          for (int64_t i = 0; i < H; ++i) attn[static_cast<size_t>(h * H + i)] += s[static_cast<size_t>(u)] / z * value[i];
+          for (int64_t i = 0; i < H; ++i)
+            attn[static_cast<size_t>(h * H + i)] += s[static_cast<size_t>(u)] / z * value[i];
         }
       }
       const Vec o = matvec(L.out, D, N * H, attn);
-      for (int64_t i = 0; i < D; ++i) x[static_cast<size_t>(t)][static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < D; ++i)
+        x[static_cast<size_t>(t)][static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
     }
     for (int64_t t = 0; t < T; ++t) {
       const Vec h = rmsnorm(x[static_cast<size_t>(t)], L.mlp_norm);
@@ -125,7 +131,8 @@ std::vector<double> reference_logits(const Model& m, const rt::DecoderWeights& w
         act[static_cast<size_t>(i)] = gi / (1 + std::exp(-gi)) * up[static_cast<size_t>(i)];
       }
       const Vec d = matvec(L.down, D, F, act);
-      for (int64_t i = 0; i < D; ++i) x[static_cast<size_t>(t)][static_cast<size_t>(i)] += d[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < D; ++i)
+        x[static_cast<size_t>(t)][static_cast<size_t>(i)] += d[static_cast<size_t>(i)];
     }
   }
   const Vec last = rmsnorm(x.back(), w.final_norm);
@@ -139,11 +146,13 @@ double max_abs(const std::vector<double>& v) {
 }
 
 // max |a - b| over the logits of sequence `b` of a batch, against the tolerance scale.
-void check_close(const std::vector<float>& batch_logits, int64_t b, const std::vector<double>& ref) {
+void check_close(const std::vector<float>& batch_logits, int64_t b,
+                 const std::vector<double>& ref) {
   const auto V = static_cast<int64_t>(ref.size());
   double diff = 0;
   for (int64_t i = 0; i < V; ++i) {
-    diff = std::max(diff, std::abs(batch_logits[static_cast<size_t>(b * V + i)] - ref[static_cast<size_t>(i)]));
+    diff = std::max(
+        diff, std::abs(batch_logits[static_cast<size_t>(b * V + i)] - ref[static_cast<size_t>(i)]));
   }
   CHECK(diff <= 1e-4 * (1 + max_abs(ref)));
 }
@@ -197,10 +206,12 @@ TEST_CASE("prefill of S tokens equals S one-token steps") {
   const std::vector<float> once = whole.prefill(prompts, B, S);
   rt::Decoder stepped(*backend, m, w, B, S);
   std::vector<int32_t> first(B), next(B);
-  for (int64_t b = 0; b < B; ++b) first[static_cast<size_t>(b)] = prompts[static_cast<size_t>(b * S)];
+  for (int64_t b = 0; b < B; ++b)
+    first[static_cast<size_t>(b)] = prompts[static_cast<size_t>(b * S)];
   std::vector<float> logits = stepped.prefill(first, B, 1);
   for (int64_t t = 1; t < S; ++t) {
-    for (int64_t b = 0; b < B; ++b) next[static_cast<size_t>(b)] = prompts[static_cast<size_t>(b * S + t)];
+    for (int64_t b = 0; b < B; ++b)
+      next[static_cast<size_t>(b)] = prompts[static_cast<size_t>(b * S + t)];
     logits = stepped.decode(next);
   }
   double scale = 0, diff = 0;
@@ -266,7 +277,8 @@ TEST_CASE("the same seed gives the same tokens; greedy is the argmax") {
   const auto V = m.vocab_size;
   for (int64_t s = 0; s < 2; ++s) {
     const auto best = std::max_element(logits.begin() + s * V, logits.begin() + (s + 1) * V);
-    CHECK(g.tokens[static_cast<size_t>(s)][0] == static_cast<int32_t>(best - (logits.begin() + s * V)));
+    CHECK(g.tokens[static_cast<size_t>(s)][0] ==
+          static_cast<int32_t>(best - (logits.begin() + s * V)));
   }
 }
 
@@ -299,9 +311,11 @@ TEST_CASE("linear matches a naive product for every row count and odd sizes") {
   // Rows 1..20 cover the single-row, streaming (<= 16 rows) and blocked paths; k = 37 leaves
   // a tail past the 8-float vectors, n = 13 a tail past the feature blocks.
   auto backend = rt::make_cpu_backend(2);
-  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{13, 37}, {64, 256}, {300, 64}}) {
+  for (const auto& [n, k] :
+       std::vector<std::pair<int64_t, int64_t>>{{13, 37}, {64, 256}, {300, 64}}) {
     for (int64_t m = 1; m <= 20; ++m) {
-      std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)), y(static_cast<size_t>(m * n));
+      std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)),
+          y(static_cast<size_t>(m * n));
       for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
       for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11f * static_cast<float>(i));
       float* dx = backend->allocate(m * k);
@@ -315,7 +329,9 @@ TEST_CASE("linear matches a naive product for every row count and odd sizes") {
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
           double s = 0;
-          for (int64_t t = 0; t < k; ++t) s += static_cast<double>(x[static_cast<size_t>(i * k + t)]) * w[static_cast<size_t>(j * k + t)];
+          for (int64_t t = 0; t < k; ++t)
+            s += static_cast<double>(x[static_cast<size_t>(i * k + t)]) *
+                 w[static_cast<size_t>(j * k + t)];
           worst = std::max(worst, std::abs(s - y[static_cast<size_t>(i * n + j)]));
         }
       }

@@ -40,8 +40,8 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   for (const auto& level : hw.memory) CHECK(level.bandwidth > 0);
   CHECK(hw.peak(engine::PeakClass::fp32) > 0);
   REQUIRE(hw.calibration);
-  for (const char* kind : {"gemm", "attention", "norm", "elementwise", "gather", "kv_write",
-                           "sampling"}) {
+  for (const char* kind :
+       {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "sampling"}) {
     CAPTURE(kind);
     REQUIRE(hw.calibration->classes.count(kind) == 1);
     CHECK(hw.calibration->classes.at(kind).memory_efficiency > 0);
@@ -51,7 +51,8 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   CHECK(hw.probe->gemm.back().level == "dram");
   CHECK(!hw.probe->bandwidth.empty());
   bool has_date = false;
-  for (const auto& [key, value] : hw.provenance) has_date = has_date || (key == "date" && !value.empty());
+  for (const auto& [key, value] : hw.provenance)
+    has_date = has_date || (key == "date" && !value.empty());
   CHECK(has_date);
 
   // The file drives the calibrated method for an fp32 workload.

@@ -239,6 +239,12 @@ std::vector<float> Decoder::forward(const std::vector<int32_t>& tokens, int64_t 
   const int64_t rows = batch * new_tokens;
   const int64_t q_width = N_ * H_;
   const int64_t qkv_width = (N_ + 2 * K_) * H_;
+  for (const int32_t t : tokens) {
+    if (t < 0 || t >= V_) {
+      throw std::invalid_argument("token " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                  std::to_string(V_) + ")");
+    }
+  }
   ensure_work_buffers(rows);
   positions_.resize(static_cast<size_t>(rows));
   past_.assign(static_cast<size_t>(batch), context_);
@@ -310,9 +316,13 @@ std::vector<float> Decoder::forward(const std::vector<int32_t>& tokens, int64_t 
   {
     // Only each sequence's last position needs logits: gather those rows, then normalise.
     Timed op(be, timer, "final_norm");
-    for (int64_t b = 0; b < batch; ++b) {
-      be.rmsnorm(x_ + ((b + 1) * new_tokens - 1) * D_, final_norm_, 1, D_, kRmsNormEps,
-                 last_ + b * D_);
+    if (new_tokens == 1) {  // decode: the rows are the last positions already
+      be.rmsnorm(x_, final_norm_, batch, D_, kRmsNormEps, last_);
+    } else {
+      for (int64_t b = 0; b < batch; ++b) {
+        be.rmsnorm(x_ + ((b + 1) * new_tokens - 1) * D_, final_norm_, 1, D_, kRmsNormEps,
+                   last_ + b * D_);
+      }
     }
   }
   {

@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -84,18 +86,17 @@ double time_per_call(F&& fn, double min_time, int rounds = 5) {
 // inside one dispatch keep the pool's overhead out of small working sets); the result is kept
 // so the reads stay.
 float parallel_sum(ThreadPool& pool, const float* data, int64_t n, int64_t passes) {
-  std::vector<float> partial(static_cast<size_t>(pool.threads()), 0.0f);
+  std::mutex mutex;
+  float total = 0;
   pool.parallel_for(n, 4096, [&](int64_t i0, int64_t i1) {
     // Eigen's vectorised reduction (several SIMD accumulators): the loads set the pace.
     float s = 0;
     for (int64_t p = 0; p < passes; ++p) {
       s += Eigen::Map<const Eigen::ArrayXf>(data + i0, i1 - i0).sum();
     }
-    const auto slot = static_cast<size_t>(i0 * pool.threads() / n);
-    partial[std::min(slot, partial.size() - 1)] += s;
+    const std::lock_guard<std::mutex> lock(mutex);
+    total += s;
   });
-  float total = 0;
-  for (float p : partial) total += p;
   return total;
 }
 
@@ -108,9 +109,10 @@ std::string today() {
 
 }  // namespace
 
-std::vector<std::pair<std::string, int64_t>> cpu_caches() {
-  // Instances of each cache: distinct shared_cpu_list values across CPUs.
-  std::map<std::pair<int, std::string>, std::set<std::string>> instances;  // (level, size)
+std::vector<CacheLevel> cpu_caches() {
+  // Instances of each cache: distinct shared_cpu_list values across CPUs, per level and size
+  // (a hybrid CPU has cores with different caches at the same level).
+  std::map<int, std::map<std::string, std::set<std::string>>> instances;  // level, size
   std::error_code ec;
   for (const auto& cpu : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
     const std::string name = cpu.path().filename().string();
@@ -122,17 +124,21 @@ std::vector<std::pair<std::string, int64_t>> cpu_caches() {
       const std::string type = read_file(index.path() / "type");
       if (type != "Data" && type != "Unified") continue;
       const int level = std::atoi(read_file(index.path() / "level").c_str());
-      instances[{level, read_file(index.path() / "size")}].insert(
+      instances[level][read_file(index.path() / "size")].insert(
           read_file(index.path() / "shared_cpu_list"));
     }
   }
-  std::vector<std::pair<std::string, int64_t>> out;
-  for (const auto& [key, shared] : instances) {
-    out.emplace_back(fmt::format("l{}", key.first),
-                     parse_size(key.second) * static_cast<int64_t>(shared.size()));
+  std::vector<CacheLevel> out;
+  for (const auto& [level, by_size] : instances) {
+    CacheLevel c{fmt::format("l{}", level), 0, 0};
+    for (const auto& [size, shared] : by_size) {
+      c.bytes += parse_size(size) * static_cast<int64_t>(shared.size());
+      c.instances += static_cast<int64_t>(shared.size());
+    }
+    if (c.bytes > 0) out.push_back(c);
   }
   std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.second < b.second; });
+            [](const CacheLevel& a, const CacheLevel& b) { return a.bytes < b.bytes; });
   return out;
 }
 
@@ -198,8 +204,11 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     }
     return best;
   };
-  for (const auto& [name, capacity] : cpu_caches()) {
-    hw.memory.push_back({name, capacity, bandwidth_at(capacity / 2)});
+  // A level whose instances outnumber the threads is only partly usable: with 1 thread on a
+  // 16-core machine, one core's L2, not sixteen.
+  for (const CacheLevel& c : cpu_caches()) {
+    const int64_t usable = c.bytes * std::min<int64_t>(threads, c.instances) / c.instances;
+    hw.memory.push_back({c.name, usable, bandwidth_at(usable / 2)});
   }
   hw.memory.push_back({"dram", total_memory_bytes(), curves.bandwidth.back()[1]});
   buffer = {};
@@ -225,7 +234,7 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   }
   // Larger products add no information (the rate has saturated) and only time.
   const double max_flops = quick ? 1e9 : 1e10;
-  const int passes = quick ? 1 : 3;
+  const int passes = 3;
   const int64_t available = available_memory_bytes();
   struct GemmPoint {
     size_t level;
@@ -233,11 +242,14 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     std::vector<double> seconds;  // one per pass
   };
   std::vector<GemmPoint> points;
+  // Every level but L1 (no model's working set fits there), or DRAM alone when sysfs lists
+  // no caches.
+  const size_t first_gemm_level = hw.memory.size() > 1 ? 1 : 0;
   for (int pass = 0; pass < passes; ++pass) {
     size_t index = 0;
-    for (size_t level = 1; level < hw.memory.size(); ++level) {
+    for (size_t level = first_gemm_level; level < hw.memory.size(); ++level) {
       const bool last = level + 1 == hw.memory.size();
-      const int64_t above = hw.memory[level - 1].capacity_bytes;
+      const int64_t above = level > 0 ? hw.memory[level - 1].capacity_bytes : 0;
       int64_t target = hw.memory[level].capacity_bytes / 2;
       if (last) {
         target = std::max<int64_t>(4 * above, int64_t{64} << 20);
@@ -260,7 +272,7 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
                 backend.linear(x, weights[next], m, n, k, y);
                 next = (next + 1) % weights.size();
               },
-              min_time, quick ? 3 : 1);
+              min_time, 1);
           if (pass == 0) {
             points.push_back({level, m, n, k, copies * weight_bytes + 4 * (m * k + m * n), {}});
           }
@@ -273,7 +285,7 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     }
   }
   double peak = 0;
-  for (size_t level = 1; level < hw.memory.size(); ++level) {
+  for (size_t level = first_gemm_level; level < hw.memory.size(); ++level) {
     engine::GemmCurve curve{hw.memory[level].name, {}};
     for (GemmPoint& p : points) {
       if (p.level != level) continue;
@@ -287,6 +299,8 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     }
     if (!curve.points.empty()) curves.gemm.push_back(std::move(curve));
   }
+  if (!(peak > 0))
+    throw std::runtime_error("probe: no GEMM was measured (no memory level fits one)");
   // On a CPU the matrix and vector units are the same FMA pipes: one measured fp32 peak.
   hw.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = peak;
 

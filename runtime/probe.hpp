@@ -30,9 +30,14 @@ struct ProbeResult {
 // Runs every measurement on `backend` (its threads, its kernels).
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options);
 
-// The cache hierarchy from sysfs: (name, total bytes over all instances), smallest first;
-// data and unified caches only.
-std::vector<std::pair<std::string, int64_t>> cpu_caches();
+// One level of the cache hierarchy from sysfs (data and unified caches only).
+struct CacheLevel {
+  std::string name;   // "l1", "l2", ...
+  int64_t bytes = 0;  // summed over all instances (hybrid CPUs: over every core type)
+  int64_t instances = 0;
+};
+// Smallest first.
+std::vector<CacheLevel> cpu_caches();
 // MemTotal and MemAvailable from /proc/meminfo, in bytes (0 when unknown).
 int64_t total_memory_bytes();
 int64_t available_memory_bytes();

@@ -47,8 +47,9 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
   runtime::check_supported(model);
   check_fits_in_memory(model, {B, S, G});
   const auto backend = make_backend(o.backend, o.threads);
-  const auto weights = runtime::random_weights(model, static_cast<uint64_t>(seed));
-  runtime::Decoder decoder(*backend, model, weights, B, S + G);
+  // The host weights are a temporary: freed once the decoder has uploaded them.
+  runtime::Decoder decoder(*backend, model,
+                           runtime::random_weights(model, static_cast<uint64_t>(seed)), B, S + G);
   const auto prompts =
       runtime::random_prompts(B, S, model.vocab_size, static_cast<uint64_t>(seed) + 1);
   runtime::SamplingOptions sampling{o.temperature, o.top_p, static_cast<uint64_t>(seed) + 2};

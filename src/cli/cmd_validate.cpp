@@ -28,7 +28,7 @@ struct ValidateOptions {
   std::string batch = "1,4";
   std::string prompt = "128";
   std::string generate = "32";
-  std::string warmup_steps = "8";
+  std::string warmup_steps = "auto";  // min(8, generate - 2)
   std::string method = "calibrated";
   std::string repeats = "3";
   std::string seed = "0";
@@ -71,7 +71,8 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   const auto batches = parse_int_list(o.batch, "--batch");
   const auto prompts = parse_int_list(o.prompt, "--prompt");
   const int64_t G = parse_int(o.generate, "--generate", 2);
-  const int64_t W = parse_int(o.warmup_steps, "--warmup-steps", 0);
+  const int64_t W = o.warmup_steps == "auto" ? std::min<int64_t>(8, G - 2)
+                                             : parse_int(o.warmup_steps, "--warmup-steps", 0);
   if (W > G - 2) {
     throw UsageError(fmt::format(
         "--warmup-steps {} leaves no timed decode step: use at most --generate - 2 = {}", W,
@@ -95,8 +96,10 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   const int64_t max_prompt = *std::max_element(prompts.begin(), prompts.end());
   check_fits_in_memory(model, {max_batch, max_prompt, G});
   const auto backend = make_backend(o.backend, o.threads);
-  const auto weights = runtime::random_weights(model, static_cast<uint64_t>(seed));
-  runtime::Decoder decoder(*backend, model, weights, max_batch, max_prompt + G);
+  // The host weights are a temporary: freed once the decoder has uploaded them.
+  runtime::Decoder decoder(*backend, model,
+                           runtime::random_weights(model, static_cast<uint64_t>(seed)), max_batch,
+                           max_prompt + G);
 
   report::Validation v;
   v.model = model.name;
@@ -222,7 +225,8 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--generate,-g", o->generate, "tokens per sequence (>= 2: decode is measured)")
       ->capture_default_str();
   app->add_option("--warmup-steps", o->warmup_steps,
-                  "decode steps after the prefill left out of the decode timing")
+                  "decode steps after the prefill left out of the decode timing (auto: 8, or "
+                  "generate - 2 when that is fewer)")
       ->capture_default_str();
   app->add_option("--method", o->method, "calibrated, roofline or bandwidth")
       ->capture_default_str();

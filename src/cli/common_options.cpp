@@ -160,12 +160,15 @@ std::unique_ptr<runtime::Backend> make_backend(const std::string& name,
 
 void check_fits_in_memory(const engine::Model& model, const engine::Workload& w) {
   const engine::Precision fp32 = engine::Precision::uniform(engine::DType::fp32);
-  const int64_t needed = engine::estimate_memory_bytes(model, fp32, w);
+  // Plus a second copy of the weights: the host copy exists while the decoder uploads it.
+  const int64_t needed = engine::checked_add(engine::estimate_memory_bytes(model, fp32, w),
+                                             engine::weight_bytes(model, fp32));
   const int64_t available = runtime::available_memory_bytes();
   if (available > 0 && needed > available) {
     throw RuntimeFailure(fmt::format(
-        "{} at batch {}, prompt {}, generate {} needs {} bytes (fp32 weights, KV cache and "
-        "activations) but {} bytes are available; nothing was allocated",
+        "{} at batch {}, prompt {}, generate {} needs {} bytes (fp32 weights twice while they "
+        "are uploaded, KV cache and activations) but {} bytes are available; nothing was "
+        "allocated",
         model.name, w.batch, w.prompt, w.generate, needed, available));
   }
 }

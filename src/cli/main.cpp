@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
   } catch (const RuntimeFailure& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitRuntime;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: out of memory\n");
+    return kExitRuntime;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitInternal;

@@ -53,10 +53,12 @@ ClassCalibration fit_class(const std::vector<const CalibrationSample*>& samples,
     }
     const Eigen::VectorXd x = A.colPivHouseholderQr().solve(b);
     c.overhead_s = std::max(0.0, x(0));
-    if (any_compute && x(1) > 0) c.compute_efficiency = 1.0 / x(1);
+    // Efficiencies stay within what hardware files accept, (0, 10]: a fit beyond 10 means the
+    // class's time is all overhead, which the overhead term already carries.
+    if (any_compute && x(1) > 0) c.compute_efficiency = std::min(kMaxEfficiency, 1.0 / x(1));
     if (any_memory) {
       const double inverse = x(any_compute ? 2 : 1);
-      if (inverse > 0) c.memory_efficiency = 1.0 / inverse;
+      if (inverse > 0) c.memory_efficiency = std::min(kMaxEfficiency, 1.0 / inverse);
     }
   }
   return c;

@@ -26,6 +26,9 @@ struct CalibrationSample {
 // compute- and memory-bound by the current fit and the three unknowns (overhead, 1/ce, 1/me)
 // solved by least squares on relative error (each row divided by its measured time), repeated
 // until the split is stable. A regime without samples keeps efficiency 1.
+// The largest efficiency a fit reports (and hardware files accept).
+inline constexpr double kMaxEfficiency = 10.0;
+
 Calibration fit_calibration(const std::vector<CalibrationSample>& samples, const Hardware& hw);
 
 // The fitted model's time for a sample (used to report the fit's residuals).

@@ -21,6 +21,8 @@
 //   provenance: {date, machine, threads, command, ...}    strings, for measured files
 #include "spec/hardware_spec.hpp"
 
+#include "engine/calibration.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -135,7 +137,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
          {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
       auto k = cal->map(kind, Presence::optional);
       if (!k) continue;
-      const Range efficiency{0, true, 10.0};
+      const Range efficiency{0, true, engine::kMaxEfficiency};
       const auto ce =
           k->quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
       const auto me =

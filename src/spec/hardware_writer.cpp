@@ -9,9 +9,16 @@ namespace streamspark::spec {
 
 namespace {
 // A double-quoted YAML string.
+// A YAML double-quoted scalar. Control characters (a tab or newline in --name or the command
+// line) become spaces: the loader accepts printable text only.
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f) {
+      out += ' ';
+      continue;
+    }
     if (ch == '"' || ch == '\\') out += '\\';
     out += ch;
   }
@@ -51,16 +58,20 @@ std::string hardware_yaml(const engine::Hardware& hw) {
                      kind, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
     }
   }
-  if (hw.probe) {
-    fmt::format_to(o,
-                   "probe:\n  gemm:  # weights resident in the level: m, n, k, seconds per call\n");
+  if (hw.probe && (!hw.probe->gemm.empty() || !hw.probe->bandwidth.empty())) {
+    fmt::format_to(o, "probe:\n");
+    if (!hw.probe->gemm.empty()) {
+      fmt::format_to(o, "  gemm:  # weights resident in the level: m, n, k, seconds per call\n");
+    }
     for (const auto& curve : hw.probe->gemm) {
       fmt::format_to(o, "    {}:\n", quoted(curve.level));
       for (const auto& g : curve.points) {
         fmt::format_to(o, "      - [{:.0f}, {:.0f}, {:.0f}, {:.6g}]\n", g[0], g[1], g[2], g[3]);
       }
     }
-    fmt::format_to(o, "  bandwidth:   # working-set bytes, bytes/s\n");
+    if (!hw.probe->bandwidth.empty()) {
+      fmt::format_to(o, "  bandwidth:   # working-set bytes, bytes/s\n");
+    }
     for (const auto& b : hw.probe->bandwidth) {
       fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", b[0], b[1]);
     }

@@ -157,15 +157,27 @@ void check_close(const std::vector<float>& batch_logits, int64_t b,
   CHECK(diff <= 1e-4 * (1 + max_abs(ref)));
 }
 
+// Two runtime results, `expected` the reference, within the tolerance above.
+void check_same_logits(const std::vector<float>& actual, const std::vector<float>& expected) {
+  REQUIRE(actual.size() == expected.size());
+  double scale = 0, diff = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::abs(expected[i])));
+    diff = std::max(diff, static_cast<double>(std::abs(actual[i] - expected[i])));
+  }
+  CHECK(diff <= 1e-4 * (1 + scale));
+}
+
 }  // namespace
 
 TEST_CASE("prefill and every KV-cache decode step match naive recomputation of the prefix") {
-  // MHA, GQA and MQA; head_dim 12 takes the attention kernels' generic path (not a multiple
-  // of the 8-float vectors).
+  // MHA, GQA and MQA; groups of 3 and 6 (decode attention takes query heads 4 at a time);
+  // head dims 12, 20 and 24 leave tails past the value kernel's 16-float blocks.
   struct Case {
     int64_t n, kv, head_dim;
   };
-  for (const Case c : {Case{4, 4, 16}, Case{4, 2, 16}, Case{4, 1, 16}, Case{4, 2, 12}}) {
+  for (const Case c : {Case{4, 4, 16}, Case{4, 2, 16}, Case{4, 1, 16}, Case{4, 2, 12},
+                       Case{6, 2, 24}, Case{6, 1, 20}}) {
     CAPTURE(c.n);
     CAPTURE(c.kv);
     CAPTURE(c.head_dim);
@@ -214,12 +226,7 @@ TEST_CASE("prefill of S tokens equals S one-token steps") {
       next[static_cast<size_t>(b)] = prompts[static_cast<size_t>(b * S + t)];
     logits = stepped.decode(next);
   }
-  double scale = 0, diff = 0;
-  for (size_t i = 0; i < once.size(); ++i) {
-    scale = std::max(scale, static_cast<double>(std::abs(once[i])));
-    diff = std::max(diff, static_cast<double>(std::abs(once[i] - logits[i])));
-  }
-  CHECK(diff <= 1e-4 * (1 + scale));
+  check_same_logits(logits, once);
 }
 
 TEST_CASE("GQA with K < N matches MHA whose KV heads repeat each group's") {
@@ -249,12 +256,7 @@ TEST_CASE("GQA with K < N matches MHA whose KV heads repeat each group's") {
     const std::vector<int32_t> next = {1, 2};
     const std::vector<float> la = pass == 0 ? a.prefill(prompts, B, S) : a.decode(next);
     const std::vector<float> lb = pass == 0 ? b.prefill(prompts, B, S) : b.decode(next);
-    double scale = 0, diff = 0;
-    for (size_t i = 0; i < la.size(); ++i) {
-      scale = std::max(scale, static_cast<double>(std::abs(lb[i])));
-      diff = std::max(diff, static_cast<double>(std::abs(la[i] - lb[i])));
-    }
-    CHECK(diff <= 1e-4 * (1 + scale));
+    check_same_logits(la, lb);
   }
 }
 
@@ -309,10 +311,11 @@ TEST_CASE("models the runtime cannot execute are refused by name") {
 
 TEST_CASE("linear matches a naive product for every row count and odd sizes") {
   // Rows 1..20 cover the single-row, streaming (<= 16 rows) and blocked paths; k = 37 leaves
-  // a tail past the 8-float vectors, n = 13 a tail past the feature blocks.
+  // a tail past the 8-float vectors, n = 13 a tail past the feature blocks; n = 1000 splits
+  // the features over both threads.
   auto backend = rt::make_cpu_backend(2);
   for (const auto& [n, k] :
-       std::vector<std::pair<int64_t, int64_t>>{{13, 37}, {64, 256}, {300, 64}}) {
+       std::vector<std::pair<int64_t, int64_t>>{{13, 37}, {64, 256}, {300, 64}, {1000, 64}}) {
     for (int64_t m = 1; m <= 20; ++m) {
       std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)),
           y(static_cast<size_t>(m * n));

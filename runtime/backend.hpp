@@ -9,6 +9,29 @@
 
 namespace streamspark::runtime {
 
+// A batch of sequences whose new tokens are concatenated, one row each: sequence s owns rows
+// [row_offsets[s], row_offsets[s + 1]) at positions past[s], past[s] + 1, ... Host arrays.
+struct SequenceBatch {
+  int64_t sequences = 0;
+  const int64_t* row_offsets = nullptr;  // sequences + 1 entries, row_offsets[0] = 0
+  const int64_t* past = nullptr;         // tokens already cached per sequence
+};
+
+// One layer's KV cache: a pool of blocks of block_size positions (a multiple of 8) of every
+// KV head. Layouts: K (blocks, K, block_size / 8, H, 8), so decode scores read eight keys of
+// one head dimension as a vector and eight positions as one contiguous run; V (blocks, K,
+// block_size, H). Position p of sequence s lives in block
+// block_tables[s * table_stride + p / block_size] (a host array). A contiguous cache is the
+// special case of one block of max_context positions per sequence (PagedAttention, Kwon et
+// al. SOSP 2023, is the general one).
+struct KvCacheView {
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t block_size = 0;
+  const int32_t* block_tables = nullptr;
+  int64_t table_stride = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -25,6 +48,8 @@ class Backend {
   virtual void download(float* host, const float* device, int64_t count) = 0;
   // Waits for queued work (a no-op for synchronous backends); timers call it.
   virtual void synchronize() = 0;
+  // dst = src, `count` floats, both in the backend's memory (copy-on-write of a KV block).
+  virtual void copy(float* dst, const float* src, int64_t count) = 0;
 
   // ---- kernels ----
   // out (n, d) = rows `tokens` of table (V, d).
@@ -40,20 +65,17 @@ class Backend {
   // row r is at position positions[r]; pairs (i, i + head_dim/2) rotate by pos * theta^(-2i/H).
   virtual void rope(float* x, int64_t rows, int64_t stride, int64_t heads, int64_t head_dim,
                     const int64_t* positions, float theta) = 0;
-  // Copies the new tokens' K and V from qkv (B*T, stride; K at column k_offset, V after it)
-  // into the caches, sequence b's tokens starting at position past[b]. Layouts: V (B, K,
-  // max_context, H); K in blocks of 8 positions, (B, K, max_context / 8, H, 8), so decode
-  // scores read eight keys of one head dimension as a vector and a block as one contiguous
-  // run. max_context is a multiple of 8.
-  virtual void kv_write(const float* qkv, int64_t batch, int64_t tokens, int64_t stride,
-                        int64_t k_offset, int64_t kv_heads, int64_t head_dim, const int64_t* past,
-                        float* k_cache, float* v_cache, int64_t max_context) = 0;
+  // Copies the new tokens' K and V from qkv (one row per new token; K at column k_offset, V
+  // after it) into the cache at each row's position.
+  virtual void kv_write(const float* qkv, int64_t stride, int64_t k_offset, int64_t kv_heads,
+                        int64_t head_dim, const SequenceBatch& batch, const KvCacheView& cache) = 0;
   // Causal attention of the new tokens' queries (in qkv, N heads from column 0) over each
-  // sequence's cache (past[b] + T keys after kv_write); GQA: query head h uses KV head
-  // h / (N / K). out (B*T, N*H).
-  virtual void attention(const float* qkv, int64_t batch, int64_t tokens, int64_t stride,
-                         int64_t heads, int64_t kv_heads, int64_t head_dim, const int64_t* past,
-                         const float* k_cache, const float* v_cache, int64_t max_context,
+  // sequence's cache (past + its new tokens, after kv_write); GQA: query head h uses KV head
+  // h / (N / K). out (rows, N*H). A sequence with one new token (decode) and one with many
+  // (a prompt or a chunk of it) may share a batch. The result does not depend on the block
+  // size: keys are reduced in the same order whatever blocks hold them.
+  virtual void attention(const float* qkv, int64_t stride, int64_t heads, int64_t kv_heads,
+                         int64_t head_dim, const SequenceBatch& batch, const KvCacheView& cache,
                          float* out) = 0;
   // out = silu(gate) * up over n elements.
   virtual void silu_mul(const float* gate, const float* up, int64_t n, float* out) = 0;

@@ -150,11 +150,35 @@ Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeig
       model_(model),
       max_batch_(max_batch),
       max_context_(max_context),
-      cache_context_((max_context + 7) / 8 * 8) {
-  check_supported(model);
-  const engine::LayerKind& k = model.layers.front();
-  D_ = model.d_model;
-  V_ = model.vocab_size;
+      block_size_((max_context + 7) / 8 * 8),
+      blocks_(max_batch) {
+  load(weights, max_batch);
+  for (int32_t b = 0; b < max_batch; ++b) contiguous_tables_.push_back({b});
+}
+
+Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
+                 PagedKvConfig paged, int64_t max_context)
+    : backend_(backend),
+      model_(model),
+      max_batch_(0),
+      max_context_(max_context),
+      paged_(true),
+      block_size_(paged.block_size),
+      blocks_(paged.blocks) {
+  if (paged.block_size < 8 || paged.block_size % 8 != 0 || paged.blocks < 1) {
+    throw std::invalid_argument(
+        "paged KV cache: the block size must be a positive multiple of 8 "
+        "(got " +
+        std::to_string(paged.block_size) + ") and blocks >= 1");
+  }
+  load(weights, paged.blocks);
+}
+
+void Decoder::load(const DecoderWeights& weights, int64_t blocks) {
+  check_supported(model_);
+  const engine::LayerKind& k = model_.layers.front();
+  D_ = model_.d_model;
+  V_ = model_.vocab_size;
   N_ = k.attention.n_heads;
   K_ = k.attention.n_kv_heads;
   H_ = k.attention.head_dim;
@@ -167,14 +191,12 @@ Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeig
   embedding_ = upload(weights.embedding);
   lm_head_ = weights.lm_head.empty() ? embedding_ : upload(weights.lm_head);
   final_norm_ = upload(weights.final_norm);
-  const int64_t cache = max_batch * K_ * cache_context_ * H_;
+  const int64_t cache = blocks * K_ * block_size_ * H_;
   for (const auto& w : weights.layers) {
     layers_.push_back(LayerBuffers{upload(w.attn_norm), upload(w.qkv), upload(w.out),
                                    upload(w.mlp_norm), upload(w.gate), upload(w.up), upload(w.down),
                                    backend_.allocate(cache), backend_.allocate(cache)});
   }
-  last_ = backend_.allocate(max_batch * D_);
-  logits_ = backend_.allocate(max_batch * V_);
 }
 
 Decoder::~Decoder() {
@@ -197,24 +219,34 @@ float* Decoder::upload(const std::vector<float>& host) {
   return p;
 }
 
-void Decoder::ensure_work_buffers(int64_t rows) {
-  if (rows <= rows_capacity_) return;
-  for (float* p : {x_, h_, qkv_, attn_, y_, gate_, up_, act_}) {
-    if (p) backend_.release(p);
+void Decoder::ensure_work_buffers(int64_t rows, int64_t logit_rows) {
+  if (rows > rows_capacity_) {
+    for (float* p : {x_, h_, qkv_, attn_, y_, gate_, up_, act_}) {
+      if (p) backend_.release(p);
+    }
+    x_ = backend_.allocate(rows * D_);
+    h_ = backend_.allocate(rows * D_);
+    qkv_ = backend_.allocate(rows * (N_ + 2 * K_) * H_);
+    attn_ = backend_.allocate(rows * N_ * H_);
+    y_ = backend_.allocate(rows * D_);
+    gate_ = backend_.allocate(rows * F_);
+    up_ = backend_.allocate(rows * F_);
+    act_ = backend_.allocate(rows * F_);
+    rows_capacity_ = rows;
   }
-  x_ = backend_.allocate(rows * D_);
-  h_ = backend_.allocate(rows * D_);
-  qkv_ = backend_.allocate(rows * (N_ + 2 * K_) * H_);
-  attn_ = backend_.allocate(rows * N_ * H_);
-  y_ = backend_.allocate(rows * D_);
-  gate_ = backend_.allocate(rows * F_);
-  up_ = backend_.allocate(rows * F_);
-  act_ = backend_.allocate(rows * F_);
-  rows_capacity_ = rows;
+  if (logit_rows > logit_capacity_) {
+    for (float* p : {last_, logits_}) {
+      if (p) backend_.release(p);
+    }
+    last_ = backend_.allocate(logit_rows * D_);
+    logits_ = backend_.allocate(logit_rows * V_);
+    logit_capacity_ = logit_rows;
+  }
 }
 
 std::vector<float> Decoder::prefill(const std::vector<int32_t>& tokens, int64_t batch,
                                     int64_t prompt, OpTimer* timer) {
+  if (paged_) throw std::logic_error("prefill on a paged decoder (use step)");
   if (batch < 1 || batch > max_batch_ || prompt < 1 || prompt > max_context_ ||
       static_cast<int64_t>(tokens.size()) != batch * prompt) {
     throw std::invalid_argument("prefill: batch " + std::to_string(batch) + " x prompt " +
@@ -222,7 +254,14 @@ std::vector<float> Decoder::prefill(const std::vector<int32_t>& tokens, int64_t 
   }
   batch_ = batch;
   context_ = 0;
-  return forward(tokens, batch, prompt, timer);
+  std::vector<SequenceStep> steps;
+  for (int64_t b = 0; b < batch; ++b) {
+    steps.push_back(
+        {tokens.data() + b * prompt, prompt, 0, &contiguous_tables_[static_cast<size_t>(b)], true});
+  }
+  std::vector<float> logits = forward(steps, timer);
+  context_ = prompt;
+  return logits;
 }
 
 std::vector<float> Decoder::decode(const std::vector<int32_t>& tokens, OpTimer* timer) {
@@ -230,33 +269,91 @@ std::vector<float> Decoder::decode(const std::vector<int32_t>& tokens, OpTimer* 
   if (static_cast<int64_t>(tokens.size()) != batch_ || context_ + 1 > max_context_) {
     throw std::invalid_argument("decode: wrong batch or context full");
   }
-  return forward(tokens, batch_, 1, timer);
+  std::vector<SequenceStep> steps;
+  for (int64_t b = 0; b < batch_; ++b) {
+    steps.push_back(
+        {tokens.data() + b, 1, context_, &contiguous_tables_[static_cast<size_t>(b)], true});
+  }
+  std::vector<float> logits = forward(steps, timer);
+  context_ += 1;
+  return logits;
 }
 
-std::vector<float> Decoder::forward(const std::vector<int32_t>& tokens, int64_t batch,
-                                    int64_t new_tokens, OpTimer* timer) {
-  Backend& be = backend_;
-  const int64_t rows = batch * new_tokens;
-  const int64_t q_width = N_ * H_;
-  const int64_t qkv_width = (N_ + 2 * K_) * H_;
-  for (const int32_t t : tokens) {
-    if (t < 0 || t >= V_) {
-      throw std::invalid_argument("token " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                  std::to_string(V_) + ")");
+std::vector<float> Decoder::step(const std::vector<SequenceStep>& batch, OpTimer* timer) {
+  if (!paged_) throw std::logic_error("step on a contiguous decoder (use prefill and decode)");
+  for (const SequenceStep& s : batch) {
+    const int64_t end = s.past + s.new_tokens;
+    if (s.new_tokens < 1 || s.past < 0 || end > max_context_ || !s.blocks || !s.tokens) {
+      throw std::invalid_argument("step: a sequence needs new tokens, a block table and at most " +
+                                  std::to_string(max_context_) + " positions");
+    }
+    if (static_cast<int64_t>(s.blocks->size()) * block_size_ < end) {
+      throw std::invalid_argument("step: a block table of " + std::to_string(s.blocks->size()) +
+                                  " blocks cannot hold " + std::to_string(end) + " positions");
+    }
+    for (const int32_t b : *s.blocks) {
+      if (b < 0 || b >= blocks_) {
+        throw std::invalid_argument("step: block " + std::to_string(b) + " outside the pool of " +
+                                    std::to_string(blocks_));
+      }
     }
   }
-  ensure_work_buffers(rows);
-  positions_.resize(static_cast<size_t>(rows));
-  past_.assign(static_cast<size_t>(batch), context_);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t t = 0; t < new_tokens; ++t)
-      positions_[static_cast<size_t>(b * new_tokens + t)] = context_ + t;
+  return forward(batch, timer);
+}
+
+void Decoder::copy_block(int32_t from, int32_t to) {
+  if (!paged_ || from < 0 || to < 0 || from >= blocks_ || to >= blocks_) {
+    throw std::invalid_argument("copy_block: no such KV blocks");
   }
+  const int64_t block = K_ * block_size_ * H_;
+  for (const LayerBuffers& w : layers_) {
+    backend_.copy(w.k_cache + to * block, w.k_cache + from * block, block);
+    backend_.copy(w.v_cache + to * block, w.v_cache + from * block, block);
+  }
+}
+
+std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTimer* timer) {
+  Backend& be = backend_;
+  const auto sequences = static_cast<int64_t>(batch.size());
+  const int64_t q_width = N_ * H_;
+  const int64_t qkv_width = (N_ + 2 * K_) * H_;
+  // Host metadata: concatenated tokens, positions, row ranges, block tables.
+  tokens_.clear();
+  positions_.clear();
+  row_offsets_.assign(1, 0);
+  past_.clear();
+  int64_t table_stride = 1, logit_rows = 0;
+  bool all_single = true;
+  for (const SequenceStep& s : batch) {
+    for (int64_t t = 0; t < s.new_tokens; ++t) {
+      const int32_t token = s.tokens[t];
+      if (token < 0 || token >= V_) {
+        throw std::invalid_argument("token " + std::to_string(token) +
+                                    " is outside the vocabulary [0, " + std::to_string(V_) + ")");
+      }
+      tokens_.push_back(token);
+      positions_.push_back(s.past + t);
+    }
+    row_offsets_.push_back(row_offsets_.back() + s.new_tokens);
+    past_.push_back(s.past);
+    table_stride = std::max(table_stride, static_cast<int64_t>(s.blocks->size()));
+    logit_rows += s.logits ? 1 : 0;
+    all_single = all_single && s.new_tokens == 1 && s.logits;
+  }
+  tables_.assign(static_cast<size_t>(sequences * table_stride), 0);
+  for (int64_t i = 0; i < sequences; ++i) {
+    const std::vector<int32_t>& blocks = *batch[static_cast<size_t>(i)].blocks;
+    std::copy(blocks.begin(), blocks.end(), tables_.begin() + i * table_stride);
+  }
+  const int64_t rows = row_offsets_.back();
+  ensure_work_buffers(rows, std::max<int64_t>(logit_rows, 1));
+  const SequenceBatch seqs{sequences, row_offsets_.data(), past_.data()};
   {
     Timed op(be, timer, "embedding");
-    be.embedding(embedding_, tokens.data(), rows, D_, x_);
+    be.embedding(embedding_, tokens_.data(), rows, D_, x_);
   }
   for (const LayerBuffers& w : layers_) {
+    const KvCacheView cache{w.k_cache, w.v_cache, block_size_, tables_.data(), table_stride};
     {
       Timed op(be, timer, "attn_norm");
       be.rmsnorm(x_, w.attn_norm, rows, D_, kRmsNormEps, h_);
@@ -271,14 +368,12 @@ std::vector<float> Decoder::forward(const std::vector<int32_t>& tokens, int64_t 
     }
     {
       Timed op(be, timer, "kv_cache_write");
-      be.kv_write(qkv_, batch, new_tokens, qkv_width, q_width, K_, H_, past_.data(), w.k_cache,
-                  w.v_cache, cache_context_);
+      be.kv_write(qkv_, qkv_width, q_width, K_, H_, seqs, cache);
     }
     {
       // The engine's attn_scores and attn_values are one fused kernel: timed as attn_scores.
       Timed op(be, timer, "attn_scores");
-      be.attention(qkv_, batch, new_tokens, qkv_width, N_, K_, H_, past_.data(), w.k_cache,
-                   w.v_cache, cache_context_, attn_);
+      be.attention(qkv_, qkv_width, N_, K_, H_, seqs, cache, attn_);
     }
     {
       Timed op(be, timer, "out_proj");  // (rows, N*H) -> (rows, D)
@@ -314,24 +409,27 @@ std::vector<float> Decoder::forward(const std::vector<int32_t>& tokens, int64_t 
     }
   }
   {
-    // Only each sequence's last position needs logits: gather those rows, then normalise.
+    // Only the last positions of the sequences that ask need logits: gather those rows, then
+    // normalise.
     Timed op(be, timer, "final_norm");
-    if (new_tokens == 1) {  // decode: the rows are the last positions already
-      be.rmsnorm(x_, final_norm_, batch, D_, kRmsNormEps, last_);
+    if (all_single) {  // decode: the rows are the last positions already
+      be.rmsnorm(x_, final_norm_, rows, D_, kRmsNormEps, last_);
     } else {
-      for (int64_t b = 0; b < batch; ++b) {
-        be.rmsnorm(x_ + ((b + 1) * new_tokens - 1) * D_, final_norm_, 1, D_, kRmsNormEps,
-                   last_ + b * D_);
+      int64_t out = 0;
+      for (int64_t i = 0; i < sequences; ++i) {
+        if (!batch[static_cast<size_t>(i)].logits) continue;
+        be.rmsnorm(x_ + (row_offsets_[static_cast<size_t>(i) + 1] - 1) * D_, final_norm_, 1, D_,
+                   kRmsNormEps, last_ + out++ * D_);
       }
     }
   }
+  std::vector<float> logits(static_cast<size_t>(logit_rows * V_));
+  if (logit_rows == 0) return logits;
   {
     Timed op(be, timer, "lm_head");  // (B, D) -> (B, V)
-    be.linear(last_, lm_head_, batch, V_, D_, logits_);
+    be.linear(last_, lm_head_, logit_rows, V_, D_, logits_);
   }
-  context_ += new_tokens;
-  std::vector<float> logits(static_cast<size_t>(batch * V_));
-  be.download(logits.data(), logits_, batch * V_);
+  be.download(logits.data(), logits_, logit_rows * V_);
   return logits;
 }
 

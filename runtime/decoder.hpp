@@ -51,28 +51,55 @@ class OpTimer {
   std::vector<std::pair<std::string, double>> entries_;
 };
 
+// Paged KV cache of a decoder: `blocks` blocks of `block_size` positions (a multiple of 8) per
+// layer, handed out by the caller's block tables (engine::BlockAllocator).
+struct PagedKvConfig {
+  int64_t blocks = 0;
+  int64_t block_size = 16;
+};
+
+// One sequence's part of a mixed batch: `new_tokens` tokens after `past` cached ones.
+struct SequenceStep {
+  const int32_t* tokens = nullptr;  // new_tokens token ids
+  int64_t new_tokens = 0;
+  int64_t past = 0;
+  const std::vector<int32_t>* blocks = nullptr;  // its block table (paged decoders)
+  bool logits = true;                            // return the logits of its last position
+};
+
 class Decoder {
  public:
-  // Allocates weights, a KV cache for max_batch sequences of max_context tokens, and work
-  // buffers on the backend.
+  // Allocates weights, a contiguous KV cache for max_batch sequences of max_context tokens,
+  // and work buffers on the backend.
   Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
           int64_t max_batch, int64_t max_context);
+  // The same with a paged KV cache; sequences are stepped with step().
+  Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
+          PagedKvConfig paged, int64_t max_context);
   ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
-  // Runs `batch` prompts of `prompt` tokens each (tokens row-major, batch x prompt) from an
-  // empty cache, all in one pass. Returns the logits of each sequence's last position
-  // (batch x V). With a timer, every operator is timed (the backend is synchronised around
-  // each, so the sum exceeds an untimed pass only by the timer's own cost).
+  // Contiguous cache. Runs `batch` prompts of `prompt` tokens each (tokens row-major, batch x
+  // prompt) from an empty cache, all in one pass. Returns the logits of each sequence's last
+  // position (batch x V). With a timer, every operator is timed (the backend is synchronised
+  // around each, so the sum exceeds an untimed pass only by the timer's own cost).
   std::vector<float> prefill(const std::vector<int32_t>& tokens, int64_t batch, int64_t prompt,
                              OpTimer* timer = nullptr);
   // Feeds one token per sequence at the current context; returns logits (batch x V).
   std::vector<float> decode(const std::vector<int32_t>& tokens, OpTimer* timer = nullptr);
 
+  // Paged cache. One pass over a mixed batch (prompts, prompt chunks and decode tokens, the
+  // non-attention work on all their tokens at once); returns the logits (rows of V) of the
+  // sequences that ask for them, in order.
+  std::vector<float> step(const std::vector<SequenceStep>& batch, OpTimer* timer = nullptr);
+  // Copies KV block `from` to block `to` in every layer (copy-on-write of a shared block).
+  void copy_block(int32_t from, int32_t to);
+
   int64_t batch() const { return batch_; }
-  int64_t context() const { return context_; }  // tokens cached per sequence
+  int64_t context() const { return context_; }  // tokens cached per sequence (contiguous)
   const engine::Model& model() const { return model_; }
+  bool paged() const { return paged_; }
 
  private:
   struct LayerBuffers {
@@ -86,26 +113,27 @@ class Decoder {
     float* k_cache;
     float* v_cache;
   };
-  // One forward pass of `tokens` new tokens per sequence; fills logits for the positions
-  // listed by last_rows (one per sequence).
-  std::vector<float> forward(const std::vector<int32_t>& tokens, int64_t batch, int64_t new_tokens,
-                             OpTimer* timer);
-  void ensure_work_buffers(int64_t rows);
+  void load(const DecoderWeights& weights, int64_t cache_floats);
+  std::vector<float> forward(const std::vector<SequenceStep>& batch, OpTimer* timer);
+  void ensure_work_buffers(int64_t rows, int64_t logit_rows);
   float* upload(const std::vector<float>& host);
 
   Backend& backend_;
   engine::Model model_;
   int64_t D_, V_, N_, K_, H_, F_, L_;
   int64_t max_batch_, max_context_;
-  int64_t cache_context_;  // max_context_ rounded up to the K cache's 8-position blocks
+  bool paged_ = false;
+  int64_t block_size_ = 0;  // positions per KV block (contiguous: max_context, rounded to 8)
+  int64_t blocks_ = 0;      // KV blocks per layer
   int64_t batch_ = 0;
   int64_t context_ = 0;
   float* embedding_ = nullptr;
   float* lm_head_ = nullptr;
   float* final_norm_ = nullptr;
   std::vector<LayerBuffers> layers_;
-  // Work buffers, sized for rows_capacity_ rows.
+  // Work buffers, sized for rows_capacity_ rows and logit_capacity_ sequences.
   int64_t rows_capacity_ = 0;
+  int64_t logit_capacity_ = 0;
   float* x_ = nullptr;  // residual stream (rows, D)
   float* h_ = nullptr;  // normed (rows, D)
   float* qkv_ = nullptr;
@@ -114,10 +142,15 @@ class Decoder {
   float* gate_ = nullptr;
   float* up_ = nullptr;
   float* act_ = nullptr;
-  float* last_ = nullptr;    // (max_batch, D)
-  float* logits_ = nullptr;  // (max_batch, V)
+  float* last_ = nullptr;    // (logit rows, D)
+  float* logits_ = nullptr;  // (logit rows, V)
+  // Host metadata of the current pass.
+  std::vector<std::vector<int32_t>> contiguous_tables_;  // sequence b: block b
+  std::vector<int32_t> tokens_;
   std::vector<int64_t> positions_;
+  std::vector<int64_t> row_offsets_;
   std::vector<int64_t> past_;
+  std::vector<int32_t> tables_;
 };
 
 }  // namespace streamspark::runtime

@@ -363,11 +363,17 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     float* kc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
     float* vc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
     float* out = backend.allocate(rows * s.heads * s.head_dim);
+    // A contiguous cache: one block of `context` positions per sequence.
     const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
+    std::vector<int64_t> row_offsets;
+    std::vector<int32_t> tables;
+    for (int64_t b = 0; b <= s.batch; ++b) row_offsets.push_back(b * s.tokens);
+    for (int64_t b = 0; b < s.batch; ++b) tables.push_back(static_cast<int32_t>(b));
+    const SequenceBatch batch{s.batch, row_offsets.data(), past.data()};
+    const KvCacheView cache{kc, vc, context, tables.data(), 1};
     const int64_t kv_elements = rows * 2 * s.kv_heads * s.head_dim;
     sample(engine::OpKind::kv_write, 0, 8 * kv_elements, [&] {
-      backend.kv_write(qkv, s.batch, s.tokens, stride, s.heads * s.head_dim, s.kv_heads, s.head_dim,
-                       past.data(), kc, vc, context);
+      backend.kv_write(qkv, stride, s.heads * s.head_dim, s.kv_heads, s.head_dim, batch, cache);
     });
     // The engine's convention (ops.cpp): 4*H FLOPs per (query, key) pair and head; Q, O and
     // the new K/V as activations, the cached K/V read once.
@@ -377,8 +383,7 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
         4 * (2 * rows * s.heads * s.head_dim + 2 * rows * s.kv_heads * s.head_dim +
              2 * s.batch * s.past * s.kv_heads * s.head_dim);
     sample(engine::OpKind::attention, flops, bytes, [&] {
-      backend.attention(qkv, s.batch, s.tokens, stride, s.heads, s.kv_heads, s.head_dim,
-                        past.data(), kc, vc, context, out);
+      backend.attention(qkv, stride, s.heads, s.kv_heads, s.head_dim, batch, cache, out);
     });
     for (float* p : {qkv, kc, vc, out}) backend.release(p);
   }

@@ -127,58 +127,78 @@ void decode_scores(const float* q, int64_t head_dim, const float* key_blocks, in
   }
 }
 
-// out rows (GC x head_dim) = probabilities (GC x keys) times values (keys x head_dim): two
-// eight-float column blocks of the output per pass, held in registers over all keys.
+// Cached positions stored one after another: the part of a sequence's cache in one block,
+// for one KV head (keys in blocks of 8 positions, values a row per position).
+struct KvRun {
+  const float* keys;
+  const float* values;
+  int64_t count;
+};
+
+// out rows (GC x head_dim) = probabilities (GC x keys) times values (keys x head_dim, in runs):
+// two eight-float column blocks of the output per pass, held in registers over all keys, which
+// are summed in position order whatever the runs.
 template <int GC>
-void decode_values(const float* p, int64_t p_stride, const float* values, int64_t keys,
+void decode_values(const float* p, int64_t p_stride, const std::vector<KvRun>& runs,
                    int64_t head_dim, float* out) {
   int64_t h = 0;
   for (; h + 16 <= head_dim; h += 16) {
     Float8 acc[GC][2] = {};
-    for (int64_t t = 0; t < keys; ++t) {
-      const Float8 v0 = load8(values + t * head_dim + h);
-      const Float8 v1 = load8(values + t * head_dim + h + 8);
-      for (int j = 0; j < GC; ++j) {
-        const float w = p[j * p_stride + t];
-        acc[j][0] += w * v0;
-        acc[j][1] += w * v1;
+    const float* pr = p;
+    for (const KvRun& run : runs) {
+      for (int64_t t = 0; t < run.count; ++t) {
+        const Float8 v0 = load8(run.values + t * head_dim + h);
+        const Float8 v1 = load8(run.values + t * head_dim + h + 8);
+        for (int j = 0; j < GC; ++j) {
+          const float w = pr[j * p_stride + t];
+          acc[j][0] += w * v0;
+          acc[j][1] += w * v1;
+        }
       }
+      pr += run.count;
     }
     for (int j = 0; j < GC; ++j) std::memcpy(out + j * head_dim + h, acc[j], sizeof acc[j]);
   }
   for (; h < head_dim; ++h) {
     for (int j = 0; j < GC; ++j) {
       float o = 0;
-      for (int64_t t = 0; t < keys; ++t) o += p[j * p_stride + t] * values[t * head_dim + h];
+      const float* pr = p + j * p_stride;
+      for (const KvRun& run : runs) {
+        for (int64_t t = 0; t < run.count; ++t) o += pr[t] * run.values[t * head_dim + h];
+        pr += run.count;
+      }
       out[j * head_dim + h] = o;
     }
   }
 }
 
 // Decode attention of one KV head: its `group` query heads (adjacent rows of head_dim floats
-// in q) against `keys` cached keys and values, in chunks of up to 4 query heads (the K and V
-// of the head are read once per chunk; they stay in L1/L2 between chunks).
+// in q) against the `keys` cached keys and values in `runs`, in chunks of up to 4 query heads
+// (the K and V of the head are read once per chunk; they stay in L1/L2 between chunks).
 void decode_attention_group(const float* q, int64_t group, int64_t head_dim,
-                            const float* key_blocks, const float* values, int64_t keys, float scale,
-                            float* out, std::vector<float>& scores) {
+                            const std::vector<KvRun>& runs, int64_t keys, float scale, float* out,
+                            std::vector<float>& scores) {
   scores.resize(static_cast<size_t>(group * keys));
   for (int64_t g0 = 0; g0 < group; g0 += 4) {
     const int64_t gc = std::min<int64_t>(4, group - g0);
     const float* qg = q + g0 * head_dim;
     float* sg = scores.data() + g0 * keys;
-    switch (gc) {
-      case 4:
-        decode_scores<4>(qg, head_dim, key_blocks, keys, scale, sg, keys);
-        break;
-      case 3:
-        decode_scores<3>(qg, head_dim, key_blocks, keys, scale, sg, keys);
-        break;
-      case 2:
-        decode_scores<2>(qg, head_dim, key_blocks, keys, scale, sg, keys);
-        break;
-      default:
-        decode_scores<1>(qg, head_dim, key_blocks, keys, scale, sg, keys);
-        break;
+    for (const KvRun& run : runs) {  // runs hold multiples of 8 positions but the last
+      switch (gc) {
+        case 4:
+          decode_scores<4>(qg, head_dim, run.keys, run.count, scale, sg, keys);
+          break;
+        case 3:
+          decode_scores<3>(qg, head_dim, run.keys, run.count, scale, sg, keys);
+          break;
+        case 2:
+          decode_scores<2>(qg, head_dim, run.keys, run.count, scale, sg, keys);
+          break;
+        default:
+          decode_scores<1>(qg, head_dim, run.keys, run.count, scale, sg, keys);
+          break;
+      }
+      sg += run.count;
     }
   }
   for (int64_t g = 0; g < group; ++g) {
@@ -192,18 +212,30 @@ void decode_attention_group(const float* q, int64_t group, int64_t head_dim,
     float* og = out + g0 * head_dim;
     switch (gc) {
       case 4:
-        decode_values<4>(pg, keys, values, keys, head_dim, og);
+        decode_values<4>(pg, keys, runs, head_dim, og);
         break;
       case 3:
-        decode_values<3>(pg, keys, values, keys, head_dim, og);
+        decode_values<3>(pg, keys, runs, head_dim, og);
         break;
       case 2:
-        decode_values<2>(pg, keys, values, keys, head_dim, og);
+        decode_values<2>(pg, keys, runs, head_dim, og);
         break;
       default:
-        decode_values<1>(pg, keys, values, keys, head_dim, og);
+        decode_values<1>(pg, keys, runs, head_dim, og);
         break;
     }
+  }
+}
+
+// The runs holding positions [0, keys) of sequence s, KV head g.
+void kv_runs(const KvCacheView& cache, int64_t s, int64_t g, int64_t kv_heads, int64_t head_dim,
+             int64_t keys, std::vector<KvRun>& runs) {
+  runs.clear();
+  const int64_t bs = cache.block_size;
+  for (int64_t i = 0; i * bs < keys; ++i) {
+    const int64_t block = cache.block_tables[s * cache.table_stride + i];
+    const int64_t base = (block * kv_heads + g) * bs * head_dim;
+    runs.push_back({cache.k + base, cache.v + base, std::min(bs, keys - i * bs)});
   }
 }
 
@@ -242,6 +274,9 @@ class CpuBackend final : public Backend {
     std::memcpy(host, device, static_cast<size_t>(count) * sizeof(float));
   }
   void synchronize() override {}
+  void copy(float* dst, const float* src, int64_t count) override {
+    std::memmove(dst, src, static_cast<size_t>(count) * sizeof(float));
+  }
 
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,
                  float* out) override {
@@ -303,81 +338,96 @@ class CpuBackend final : public Backend {
                        });
   }
 
-  void kv_write(const float* qkv, int64_t batch, int64_t tokens, int64_t stride, int64_t k_offset,
-                int64_t kv_heads, int64_t head_dim, const int64_t* past, float* k_cache,
-                float* v_cache, int64_t max_context) override {
+  void kv_write(const float* qkv, int64_t stride, int64_t k_offset, int64_t kv_heads,
+                int64_t head_dim, const SequenceBatch& batch, const KvCacheView& cache) override {
     const int64_t kv_width = kv_heads * head_dim;
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t t = 0; t < tokens; ++t) {
-        const float* row = qkv + (b * tokens + t) * stride + k_offset;
-        const int64_t pos = past[b] + t;
+    const int64_t bs = cache.block_size;
+    for (int64_t s = 0; s < batch.sequences; ++s) {
+      for (int64_t r = batch.row_offsets[s]; r < batch.row_offsets[s + 1]; ++r) {
+        const float* row = qkv + r * stride + k_offset;
+        const int64_t pos = batch.past[s] + (r - batch.row_offsets[s]);
+        const int64_t block = cache.block_tables[s * cache.table_stride + pos / bs];
+        const int64_t offset = pos % bs;
         for (int64_t g = 0; g < kv_heads; ++g) {
-          const int64_t head = (b * kv_heads + g) * max_context * head_dim;
+          const int64_t head = (block * kv_heads + g) * bs * head_dim;
           const float* key = row + g * head_dim;
-          float* block = k_cache + head + pos / 8 * 8 * head_dim + pos % 8;
-          for (int64_t h = 0; h < head_dim; ++h) block[h * 8] = key[h];
-          std::memcpy(v_cache + head + pos * head_dim, row + kv_width + g * head_dim,
+          float* k8 = cache.k + head + offset / 8 * 8 * head_dim + offset % 8;
+          for (int64_t h = 0; h < head_dim; ++h) k8[h * 8] = key[h];
+          std::memcpy(cache.v + head + offset * head_dim, row + kv_width + g * head_dim,
                       static_cast<size_t>(head_dim) * 4);
         }
       }
     }
   }
 
-  void attention(const float* qkv, int64_t batch, int64_t tokens, int64_t stride, int64_t heads,
-                 int64_t kv_heads, int64_t head_dim, const int64_t* past, const float* k_cache,
-                 const float* v_cache, int64_t max_context, float* out) override {
+  void attention(const float* qkv, int64_t stride, int64_t heads, int64_t kv_heads,
+                 int64_t head_dim, const SequenceBatch& batch, const KvCacheView& cache,
+                 float* out) override {
     const int64_t group = heads / kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    if (tokens == 1) {
-      // Decode: the G query heads of one KV head are adjacent in the row, so one pass over
-      // the cached keys and values serves the whole group.
-      pool_.parallel_for(batch * kv_heads, 1, [&](int64_t p0, int64_t p1) {
-        thread_local std::vector<float> scores;
-        for (int64_t p = p0; p < p1; ++p) {
-          const int64_t b = p / kv_heads, g = p % kv_heads;
-          const int64_t head = (b * kv_heads + g) * max_context * head_dim;
-          decode_attention_group(qkv + b * stride + g * group * head_dim, group, head_dim,
-                                 k_cache + head, v_cache + head, past[b] + 1, scale,
-                                 out + b * heads * head_dim + g * group * head_dim, scores);
-        }
-      });
-      return;
+    // Tasks: a decode sequence's KV heads (the G query heads of one KV head are adjacent in
+    // the row, so one pass over its cached keys and values serves the whole group), and a
+    // prompt's (sequence, query head) pairs.
+    tasks_.clear();
+    for (int64_t s = 0; s < batch.sequences; ++s) {
+      const bool decode = batch.row_offsets[s + 1] - batch.row_offsets[s] == 1;
+      for (int64_t h = 0; h < (decode ? kv_heads : heads); ++h) tasks_.push_back({s, h, decode});
     }
-    // One (sequence, head) pair per task; queries in blocks of kQueryBlock, each block
-    // multiplying only the keys its last query can see (causal), so the work tracks the
-    // unmasked pairs.
     constexpr int64_t kQueryBlock = 64;
-    pool_.parallel_for(batch * heads, 1, [&](int64_t p0, int64_t p1) {
+    pool_.parallel_for(static_cast<int64_t>(tasks_.size()), 1, [&](int64_t p0, int64_t p1) {
+      thread_local std::vector<float> decode_scores_buffer;
+      thread_local std::vector<KvRun> runs;
       thread_local RowMatrix scores;
-      thread_local RowMatrix keys_rows;  // the head's keys unpacked to (positions, H)
+      thread_local RowMatrix keys_rows;    // the head's keys unpacked to (positions, H)
+      thread_local RowMatrix values_rows;  // and its values
       for (int64_t p = p0; p < p1; ++p) {
-        const int64_t b = p / heads, h = p % heads, g = h / group;
-        const int64_t at = (b * kv_heads + g) * max_context * head_dim;
-        const int64_t all_keys = past[b] + tokens;
+        const AttentionTask& task = tasks_[static_cast<size_t>(p)];
+        const int64_t s = task.sequence;
+        const int64_t first = batch.row_offsets[s];
+        const int64_t tokens = batch.row_offsets[s + 1] - first;
+        const int64_t all_keys = batch.past[s] + tokens;
+        if (task.decode) {
+          const int64_t g = task.head;
+          kv_runs(cache, s, g, kv_heads, head_dim, all_keys, runs);
+          decode_attention_group(
+              qkv + first * stride + g * group * head_dim, group, head_dim, runs, all_keys, scale,
+              out + first * heads * head_dim + g * group * head_dim, decode_scores_buffer);
+          continue;
+        }
+        // Queries in blocks of kQueryBlock, each block multiplying only the keys its last
+        // query can see (causal), so the work tracks the unmasked pairs.
+        const int64_t h = task.head, g = h / group;
+        kv_runs(cache, s, g, kv_heads, head_dim, all_keys, runs);
         keys_rows.resize(all_keys, head_dim);
-        for (int64_t t = 0; t < all_keys; ++t) {
-          const float* block = k_cache + at + t / 8 * 8 * head_dim + t % 8;
-          for (int64_t d = 0; d < head_dim; ++d) keys_rows(t, d) = block[d * 8];
+        values_rows.resize(all_keys, head_dim);
+        int64_t t = 0;
+        for (const KvRun& run : runs) {
+          for (int64_t i = 0; i < run.count; ++i, ++t) {
+            const float* k8 = run.keys + i / 8 * 8 * head_dim + i % 8;
+            for (int64_t d = 0; d < head_dim; ++d) keys_rows(t, d) = k8[d * 8];
+          }
+          std::memcpy(&values_rows(t - run.count, 0), run.values,
+                      static_cast<size_t>(run.count * head_dim) * sizeof(float));
         }
         for (int64_t t0 = 0; t0 < tokens; t0 += kQueryBlock) {
           const int64_t rows = std::min(kQueryBlock, tokens - t0);
-          const int64_t keys = past[b] + t0 + rows;
-          ConstRowMap Q(qkv + (b * tokens + t0) * stride + h * head_dim, rows, head_dim,
+          const int64_t keys = batch.past[s] + t0 + rows;
+          ConstRowMap Q(qkv + (first + t0) * stride + h * head_dim, rows, head_dim,
                         Eigen::OuterStride<>(stride));
           const auto K = keys_rows.topRows(keys);
-          ConstRowMap V(v_cache + at, keys, head_dim, Eigen::OuterStride<>(head_dim));
+          const auto V = values_rows.topRows(keys);
           scores.resize(rows, keys);
           scores.noalias() = (Q * K.transpose()) * scale;
-          for (int64_t t = 0; t < rows; ++t) {
-            // Query t0 + t sees keys 0 .. past + t0 + t (causal); softmax over them.
-            const int64_t visible = past[b] + t0 + t + 1;
-            auto row = scores.row(t);
+          for (int64_t r = 0; r < rows; ++r) {
+            // Query t0 + r sees keys 0 .. past + t0 + r (causal); softmax over them.
+            const int64_t visible = batch.past[s] + t0 + r + 1;
+            auto row = scores.row(r);
             auto seen = row.head(visible).array();
             seen = (seen - seen.maxCoeff()).exp();  // vectorised exp
             seen /= seen.sum();
             row.tail(keys - visible).setZero();
           }
-          RowMap O(out + (b * tokens + t0) * heads * head_dim + h * head_dim, rows, head_dim,
+          RowMap O(out + (first + t0) * heads * head_dim + h * head_dim, rows, head_dim,
                    Eigen::OuterStride<>(heads * head_dim));
           O.noalias() = scores * V;
         }
@@ -429,7 +479,14 @@ class CpuBackend final : public Backend {
     return rope_table_;
   }
 
+  struct AttentionTask {
+    int64_t sequence;
+    int64_t head;  // a KV head for decode tasks, a query head for prompt tasks
+    bool decode;
+  };
+
   ThreadPool pool_;
+  std::vector<AttentionTask> tasks_;
   std::mutex mutex_;
   std::unordered_set<float*> allocations_;
   std::vector<float> rope_table_;

@@ -7,7 +7,7 @@ namespace streamspark::spec {
 
 std::string Diagnostic::format() const {
   std::string out = file;
-  if (line > 0) out += fmt::format(":{}:{}", line, column);
+  if (line > 0) out += column > 0 ? fmt::format(":{}:{}", line, column) : fmt::format(":{}", line);
   out += ": ";
   if (!key_path.empty()) out += key_path + ": ";
   out += message;

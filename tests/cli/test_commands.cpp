@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -400,4 +401,102 @@ TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance 
   CHECK(strict.err.find("tolerance") != std::string::npos);
   // Warm-up steps must leave a timed step.
   CHECK(run(base + " --warmup-steps 5").exit_code == 2);
+}
+
+TEST_CASE("serve-sim: JSON keys, percentiles in order, a CSV row per request, deterministic") {
+  const fs::path csv = scratch_dir() / "requests.csv";
+  const std::string args =
+      "serve-sim -m llama2-13b -H a100-80gb -n 40 --rate 4 --output-len uniform:8:200 "
+      "--slo-ttft '200 ms' -f json";
+  const Run r = run(args + " --requests-csv '" + csv.string() + "'");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["requests"] == 40);
+  CHECK(j["scheduler"]["policy"] == "continuous");
+  CHECK(j["scheduler"]["kv"] == "paged");
+  CHECK(j["slo"]["ttft_s"] == 0.2);
+  CHECK(j["slo"]["tpot_s"].is_null());  // not given: every request meets it
+  for (const char* key : {"ttft_s", "tpot_s", "e2e_s"}) {
+    CAPTURE(key);
+    CHECK(j[key]["p50"].get<double>() > 0);
+    CHECK(j[key]["p50"].get<double>() <= j[key]["p90"].get<double>());
+    CHECK(j[key]["p90"].get<double>() <= j[key]["p99"].get<double>());
+  }
+  CHECK(j["goodput"].get<double>() <= j["request_rate"].get<double>());
+  CHECK(j["kv"]["waste_fraction"].get<double>() < 0.04);
+  const std::string rows = slurp(csv);
+  CHECK(std::count(rows.begin(), rows.end(), '\n') == 41);
+  CHECK(rows.rfind("id,arrival_s,prompt_tokens,output_tokens,", 0) == 0);
+  CHECK(run(args).out == r.out);  // seeded: the same numbers again
+}
+
+TEST_CASE("serve-sim: request traces, and what it refuses") {
+  const std::string serving = std::string(STREAMSPARK_TEST_DATA_DIR) + "/serving/";
+  const std::string base = "serve-sim -m llama2-13b -H a100-80gb -f json --trace '" + serving;
+  const Run from_csv = run(base + "trace.csv'");
+  const Run from_jsonl = run(base + "trace.jsonl'");
+  REQUIRE(from_csv.exit_code == 0);
+  REQUIRE(from_jsonl.exit_code == 0);
+  CHECK(json::parse(from_csv.out)["requests"] == 3);
+  CHECK(json::parse(from_csv.out)["ttft_s"] == json::parse(from_jsonl.out)["ttft_s"]);
+
+  const Run negative = run(base + "bad_negative.csv'");
+  CHECK(negative.exit_code == 2);
+  CHECK(negative.err == serving +
+                            "bad_negative.csv:3: prompt_tokens: expected a whole number >= 1, "
+                            "got -3\n");
+  const Run missing = run(base + "bad_missing.jsonl'");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err == serving + "bad_missing.jsonl:1: output_tokens: missing\n");
+
+  const Run static_paged =
+      run("serve-sim -m llama2-13b -H a100-80gb -n 4 --policy static --kv paged");
+  CHECK(static_paged.exit_code == 2);
+  CHECK(static_paged.err.find("static batching reserves contiguous KV") != std::string::npos);
+  const Run too_long =
+      run("serve-sim -m llama2-13b -H a100-80gb -n 4 --prompt-len 4000 "
+          "--output-len 200");
+  CHECK(too_long.exit_code == 2);
+  CHECK(too_long.err.find("request 0: prompt 4000 + output 200 uses 4199 positions") !=
+        std::string::npos);
+  const Run ssm = run("serve-sim -m mamba-2.8b -H a100-80gb -n 4");
+  CHECK(ssm.exit_code == 2);
+  CHECK(ssm.err.find("recurrent-state") != std::string::npos);
+  CHECK(run("serve-sim -m llama2-13b -H a100-80gb --prompt-len lognormal:512").exit_code == 2);
+}
+
+TEST_CASE(
+    "serve-bench: paged KV with sharing, copy-on-write and preemption gives the tokens "
+    "of each request alone") {
+  // 256 KiB of fp32 KV is 128 tokens of tiny-test (2,048 bytes per token): 8 blocks of 16 for
+  // 10 requests of up to 64 positions, so sequences are preempted and recomputed; half share
+  // a 20-token prefix whose second block is partly filled, so appending copies it. The
+  // prediction uses a datasheet device (the probe-made file is tested with validate).
+  const Run r =
+      run("serve-bench -m tiny-test -H l40s --method roofline -j 1 -n 10 --rate 0 "
+          "--prompt-len uniform:16:40 --output-len uniform:4:24 "
+          "--shared-prefix-fraction 0.5 --prefix-tokens 20 --kv-memory '256 KiB' -f json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["verified_requests"] == 10);
+  CHECK(j["token_mismatches"] == 0);
+  const json& m = j["measured"];
+  CHECK(m["method"] == "measured");
+  CHECK(m["requests"] == 10);
+  CHECK(m["preemptions"].get<int64_t>() > 0);
+  CHECK(m["kv"]["copy_on_writes"].get<int64_t>() > 0);
+  CHECK(m["kv"]["shared_fraction"].get<double>() > 0);
+  CHECK(m["scheduler"]["kv_capacity_tokens"] == 128);
+  CHECK(j["predicted"]["scheduler"]["kv_capacity_tokens"] == 128);
+  CHECK(j["comparison"].size() == 10);
+  CHECK(j["iterations_compared"].size() == 2);
+
+  const Run swap =
+      run("serve-bench -m tiny-test -H l40s --preemption swap --host-bandwidth "
+          "'10 GB/s'");
+  CHECK(swap.exit_code == 2);
+  CHECK(swap.err.find("use --preemption recompute") != std::string::npos);
+  const Run odd_block = run("serve-bench -m tiny-test -H l40s --block-size 12");
+  CHECK(odd_block.exit_code == 2);
+  CHECK(odd_block.err.find("multiples of 8") != std::string::npos);
 }

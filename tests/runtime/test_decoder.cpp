@@ -345,3 +345,92 @@ TEST_CASE("linear matches a naive product for every row count and odd sizes") {
     }
   }
 }
+
+TEST_CASE("paged KV: block tables give the contiguous cache's logits bit for bit") {
+  // The same batch (3 prompts of 21 tokens, then 12 decode steps) through a contiguous
+  // cache and through 8-position blocks scattered over the pool in reverse order: attention
+  // reduces keys in position order whatever blocks hold them, and every other operator sees
+  // the same rows, so the logits are identical, not merely close.
+  for (const int64_t n_kv : {int64_t{1}, int64_t{2}}) {
+    CAPTURE(n_kv);
+    const Model m = micro(4, n_kv, 20);
+    const auto w = rt::random_weights(m, 21);
+    auto backend = rt::make_cpu_backend(2);
+    const int64_t B = 3, S = 21, steps = 12, block = 8, per_seq = (S + steps + block - 1) / block;
+    const auto prompts = rt::random_prompts(B, S, m.vocab_size, 4);
+    rt::Decoder contiguous(*backend, m, w, B, S + steps);
+    rt::Decoder paged(*backend, m, w, rt::PagedKvConfig{B * per_seq + 2, block}, S + steps);
+    std::vector<std::vector<int32_t>> tables(B);
+    int32_t next_block = static_cast<int32_t>(B * per_seq + 1);
+    for (auto& t : tables) {
+      for (int64_t i = 0; i < per_seq; ++i) t.push_back(next_block--);
+    }
+    std::vector<rt::SequenceStep> steps_in(B);
+    for (int64_t b = 0; b < B; ++b) {
+      steps_in[static_cast<size_t>(b)] = {prompts.data() + b * S, S, 0,
+                                          &tables[static_cast<size_t>(b)], true};
+    }
+    std::vector<float> expected = contiguous.prefill(prompts, B, S);
+    std::vector<float> actual = paged.step(steps_in);
+    CHECK(actual == expected);
+    rt::Sampler greedy({});
+    for (int64_t step = 0; step < steps; ++step) {
+      std::vector<int32_t> next(B);
+      for (int64_t b = 0; b < B; ++b) {
+        next[static_cast<size_t>(b)] =
+            greedy.sample(expected.data() + b * m.vocab_size, m.vocab_size);
+        steps_in[static_cast<size_t>(b)] = {&next[static_cast<size_t>(b)], 1, S + step,
+                                            &tables[static_cast<size_t>(b)], true};
+      }
+      expected = contiguous.decode(next);
+      actual = paged.step(steps_in);
+      REQUIRE(actual == expected);
+    }
+  }
+}
+
+TEST_CASE("paged KV: a mixed batch, a shared prefix with copy-on-write, and prompt chunks") {
+  const Model m = micro(4, 2, 16);
+  const auto w = rt::random_weights(m, 5);
+  auto backend = rt::make_cpu_backend(2);
+  const int64_t block = 8, prefix = 12;  // the prefix ends inside its second block
+  const auto prompt_a = rt::random_prompts(1, 30, m.vocab_size, 1);
+  auto prompt_b = rt::random_prompts(1, 17, m.vocab_size, 2);
+  std::copy(prompt_a.begin(), prompt_a.begin() + prefix, prompt_b.begin());  // shared prefix
+  // Reference: each prompt alone, contiguous cache.
+  const auto alone = [&](const std::vector<int32_t>& prompt) {
+    rt::Decoder d(*backend, m, w, 1, 64);
+    return d.prefill(prompt, 1, static_cast<int64_t>(prompt.size()));
+  };
+  const std::vector<float> ref_a = alone(prompt_a), ref_b = alone(prompt_b);
+
+  rt::Decoder d(*backend, m, w, rt::PagedKvConfig{16, block}, 64);
+  // A computes its first 20 tokens (a chunk: no logits); B shares A's first 12 positions,
+  // blocks 0 and 1, and must copy block 1 (half full) before writing position 12.
+  std::vector<int32_t> table_a = {0, 1, 2, 3}, table_b = {0, 4, 5};
+  std::vector<rt::SequenceStep> batch = {{prompt_a.data(), 20, 0, &table_a, false}};
+  CHECK(d.step(batch).empty());
+  d.copy_block(1, 4);
+  // One pass: the rest of A's prompt (10 tokens after 20) and B's prompt after the prefix.
+  batch = {{prompt_a.data() + 20, 10, 20, &table_a, true},
+           {prompt_b.data() + prefix, 17 - prefix, prefix, &table_b, true}};
+  const std::vector<float> both = d.step(batch);
+  REQUIRE(both.size() == static_cast<size_t>(2 * m.vocab_size));
+  check_same_logits({both.begin(), both.begin() + m.vocab_size}, ref_a);
+  check_same_logits({both.begin() + m.vocab_size, both.end()}, ref_b);
+  // A's cache was not disturbed by B's writes (B wrote to its copy, block 4): a decode step of
+  // A equals the contiguous cache's.
+  rt::Decoder c(*backend, m, w, 1, 64);
+  c.prefill(prompt_a, 1, 30);
+  const std::vector<int32_t> token = {7};
+  batch = {{token.data(), 1, 30, &table_a, true}};
+  check_same_logits(d.step(batch), c.decode(token));
+  // Bad block tables are refused.
+  std::vector<int32_t> outside = {0, 99};
+  batch = {{token.data(), 1, 9, &outside, true}};
+  CHECK_THROWS_AS(d.step(batch), std::invalid_argument);
+  std::vector<int32_t> short_table = {0};
+  batch = {{token.data(), 1, 8, &short_table, true}};
+  CHECK_THROWS_AS(d.step(batch), std::invalid_argument);
+  CHECK_THROWS_AS(rt::Decoder(*backend, m, w, rt::PagedKvConfig{4, 12}, 64), std::invalid_argument);
+}

@@ -1,0 +1,122 @@
+// serve-bench's executor: the scheduler's iterations on a paged decoder, on the wall clock.
+#include "runtime/serving_runtime.hpp"
+
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "engine/model.hpp"
+#include "runtime/generation.hpp"
+
+namespace streamspark::runtime {
+
+std::vector<std::vector<int32_t>> workload_prompts(const std::vector<engine::Request>& requests,
+                                                   int64_t vocab, uint64_t seed) {
+  int64_t prefix = 0;
+  for (const engine::Request& r : requests) prefix = std::max(prefix, r.shared_prefix);
+  const std::vector<int32_t> shared = random_prompts(1, std::max<int64_t>(prefix, 1), vocab, seed);
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const engine::Request& r = requests[i];
+    std::vector<int32_t> p = random_prompts(1, r.prompt, vocab, seed + 1 + i);
+    std::copy(shared.begin(), shared.begin() + r.shared_prefix, p.begin());
+    prompts.push_back(std::move(p));
+  }
+  return prompts;
+}
+
+RuntimeIterations::RuntimeIterations(Decoder& decoder, const std::vector<engine::Request>& requests,
+                                     std::vector<std::vector<int32_t>> prompts)
+    : decoder_(decoder), requests_(requests), tokens_(std::move(prompts)) {
+  if (!decoder.paged()) throw std::invalid_argument("serving runs a paged decoder");
+  if (tokens_.size() != requests.size()) {
+    throw std::invalid_argument("serving: one prompt per request");
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (static_cast<int64_t>(tokens_[i].size()) != requests[i].prompt) {
+      throw std::invalid_argument("serving: request " + std::to_string(i) + "'s prompt has " +
+                                  std::to_string(tokens_[i].size()) + " tokens, not " +
+                                  std::to_string(requests[i].prompt));
+    }
+    prompt_lengths_.push_back(requests[i].prompt);
+    tokens_[i].reserve(static_cast<size_t>(requests[i].prompt + requests[i].output));
+  }
+}
+
+void RuntimeIterations::prepare(const engine::Scheduler& scheduler) {
+  const engine::BlockAllocator* blocks = scheduler.paged();
+  if (!blocks) throw std::invalid_argument("serving on the runtime needs the paged KV cache");
+  // The shared prefix is cached before the first request arrives (the scheduler allocated
+  // its blocks as sequence requests.size()); computed here, untimed, like a warm prompt cache.
+  const auto prefix_id = static_cast<int64_t>(requests_.size());
+  if (blocks->has(prefix_id)) {
+    const int64_t n = blocks->tokens(prefix_id);
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      if (requests_[i].shared_prefix == n) {
+        decoder_.step({{tokens_[i].data(), n, 0, &blocks->block_table(prefix_id), false}});
+        break;
+      }
+    }
+  }
+  start_ = Clock::now();
+}
+
+double RuntimeIterations::seconds(const engine::Iteration& it, const engine::Scheduler& scheduler) {
+  const auto t0 = Clock::now();
+  const engine::BlockAllocator* blocks = scheduler.paged();
+  if (!blocks) throw std::invalid_argument("serving on the runtime needs the paged KV cache");
+  if (it.swap_in_tokens > 0 || it.swap_out_tokens > 0) {
+    throw std::invalid_argument("the runtime does not swap KV blocks to the host; use recompute");
+  }
+  for (const engine::BlockCopy& c : blocks->copies()) decoder_.copy_block(c.from, c.to);
+  steps_.clear();
+  emitting_.clear();
+  for (const engine::IterationItem& item : it.items) {
+    const auto i = static_cast<size_t>(item.request);
+    const bool emits = item.emits_token && !item.padding;
+    if (item.past + item.new_tokens > static_cast<int64_t>(tokens_[i].size())) {
+      throw std::logic_error("serving: an iteration feeds tokens not generated yet");
+    }
+    steps_.push_back({tokens_[i].data() + item.past, item.new_tokens, item.past,
+                      &blocks->block_table(item.request), emits});
+    if (emits) emitting_.push_back(item.request);
+  }
+  const std::vector<float> logits = decoder_.step(steps_);
+  const int64_t V = decoder_.model().vocab_size;
+  Sampler greedy({});
+  for (size_t k = 0; k < emitting_.size(); ++k) {
+    const auto i = static_cast<size_t>(emitting_[k]);
+    tokens_[i].push_back(greedy.sample(logits.data() + static_cast<int64_t>(k) * V, V));
+  }
+  ++iterations_;
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int64_t RuntimeIterations::kv_bytes_per_token() const {
+  return engine::kv_bytes_per_token(decoder_.model(), engine::DType::fp32);  // fp32 cache
+}
+
+double RuntimeIterations::now() {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+void RuntimeIterations::wait_until(double seconds) {
+  std::this_thread::sleep_until(
+      start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+}
+
+std::vector<int32_t> RuntimeIterations::output(int64_t i) const {
+  const auto& all = tokens_[static_cast<size_t>(i)];
+  return {all.begin() + prompt_lengths_[static_cast<size_t>(i)], all.end()};
+}
+
+std::vector<int32_t> generate_alone(Decoder& contiguous, const std::vector<int32_t>& prompt,
+                                    int64_t output) {
+  const Generation g =
+      generate(contiguous, prompt, 1, static_cast<int64_t>(prompt.size()), output, {});
+  return g.tokens.front();
+}
+
+}  // namespace streamspark::runtime

@@ -1,0 +1,148 @@
+// `streamspark serve-sim`: a workload of requests served by a batch scheduler over a paged or
+// contiguous KV cache, each iteration timed by the engine (discrete-event simulation).
+#include <fmt/format.h>
+
+#include <memory>
+#include <variant>
+
+#include "cli/commands.hpp"
+#include "cli/common_options.hpp"
+#include "cli/output_file.hpp"
+#include "cli/serving_options.hpp"
+#include "engine/overflow.hpp"
+#include "report/serving_report.hpp"
+#include "spec/quantity.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+
+struct ServeSimOptions {
+  std::string model;
+  std::string hardware;
+  PrecisionOptions precision;
+  std::string method = "roofline";
+  std::string kv_memory;  // bytes for the KV cache; empty: from --memory-fraction
+  std::string memory_fraction = "0.9";
+  ServingCliOptions serving;
+  std::string format = "table";
+  std::string output = "-";
+  std::string requests_csv;
+};
+
+}  // namespace
+
+int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memory_fraction,
+                           const engine::Hardware& hw, engine::IterationCost& cost,
+                           int64_t max_tokens) {
+  double bytes = 0;
+  if (!kv_memory.empty()) {
+    const auto v = spec::parse_quantity(kv_memory, spec::Dimension::bytes);
+    if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
+      throw UsageError("--kv-memory: " + e->message);
+    }
+    bytes = std::get<double>(v);
+  } else {
+    double fraction = 0;
+    try {
+      fraction = std::stod(memory_fraction);
+    } catch (const std::exception&) {
+      fraction = -1;
+    }
+    if (!(fraction > 0 && fraction <= 1)) {
+      throw UsageError("--memory-fraction: expected a fraction in (0, 1], got '" + memory_fraction +
+                       "'");
+    }
+    // What is left of the device memory for the KV cache: the usable fraction, minus the
+    // weights, minus the activations of the largest iteration.
+    bytes = fraction * static_cast<double>(hw.device_memory().capacity_bytes) -
+            static_cast<double>(cost.weight_bytes()) -
+            static_cast<double>(cost.activation_bytes(max_tokens));
+    if (bytes <= 0) {
+      throw UsageError(fmt::format(
+          "{:.4g} GB of weights and activations leave no room for the KV cache in {:.4g} GB ({} "
+          "of {}); pass --kv-memory",
+          (static_cast<double>(cost.weight_bytes()) +
+           static_cast<double>(cost.activation_bytes(max_tokens))) /
+              1e9,
+          fraction * static_cast<double>(hw.device_memory().capacity_bytes) / 1e9, memory_fraction,
+          hw.name));
+    }
+  }
+  const double tokens = bytes / static_cast<double>(cost.kv_bytes_per_token());
+  if (tokens < 1) throw UsageError("the KV memory holds less than one token");
+  return tokens > 4e18 ? INT64_MAX / 4 : static_cast<int64_t>(tokens);
+}
+
+namespace {
+
+int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
+  const Format format = parse_format_option(o.format, true);
+  if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");
+  engine::AnalysisOptions analysis;
+  analysis.method = parse_method_option(o.method);
+  analysis.precision = parse_precision(o.precision);
+  const spec::Catalog catalog = make_catalog(ctx);
+  const engine::Model model = catalog.model(o.model);
+  const engine::Hardware hardware = catalog.hardware(o.hardware);
+  std::string workload;
+  const auto requests = serving_requests(o.serving, &workload);
+  check_requests_context(requests, model);
+  engine::ServingOptions options = serving_options(o.serving, model.max_context);
+  engine::IterationCost cost(model, hardware, analysis);
+  options.scheduler.kv_capacity_tokens = kv_capacity_tokens(
+      o.kv_memory, o.memory_fraction, hardware, cost, options.scheduler.max_tokens);
+  const engine::SimulationResult result = engine::simulate(requests, options, cost);
+
+  report::ServingRun run;
+  run.model = model.name;
+  run.hardware = hardware.name;
+  run.method = std::string(engine::method_name(analysis.method));
+  run.workload = workload;
+  run.scheduler = options.scheduler;
+  run.slo_ttft_s = options.slo_ttft_s;
+  run.slo_tpot_s = options.slo_tpot_s;
+  run.kv_capacity_tokens = result.kv_capacity_tokens;
+  run.metrics = result.metrics;
+  OutputFile out(o.output);
+  out.write(format == Format::json ? report::serving_json(run).dump(2) + "\n"
+                                   : report::serving_table(run));
+  if (!o.requests_csv.empty()) {
+    OutputFile csv(o.requests_csv);
+    csv.write(report::requests_csv(result.outcomes));
+    csv.commit();
+  }
+  out.commit();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_serve_sim_command(CLI::App& root, const AppContext& ctx) {
+  auto o = std::make_shared<ServeSimOptions>();
+  CLI::App* app = root.add_subcommand(
+      "serve-sim",
+      "Simulate serving a workload: batching policy, paged or contiguous KV cache, latency "
+      "percentiles, throughput, goodput, KV use");
+  app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path")->required();
+  app->add_option("--hardware,-H", o->hardware, "hardware name in hardware/ or a YAML path")
+      ->required();
+  add_precision_options(app, o->precision);
+  app->add_option("--method", o->method,
+                  "iteration cost: roofline, bandwidth or calibrated (see analyze)")
+      ->capture_default_str();
+  app->add_option("--kv-memory", o->kv_memory,
+                  "bytes for the KV cache, e.g. '40 GB' (default: see --memory-fraction)");
+  app->add_option("--memory-fraction", o->memory_fraction,
+                  "usable fraction of device memory; the KV cache gets it minus weights and "
+                  "activations")
+      ->capture_default_str();
+  add_serving_options(app, o->serving);
+  app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
+  app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
+      ->capture_default_str();
+  app->add_option("--requests-csv", o->requests_csv, "also write one CSV row per request");
+  return Command{app, [o, ctx] { return run_serve_sim(*o, ctx); }};
+}
+
+}  // namespace streamspark::cli

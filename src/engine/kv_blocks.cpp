@@ -1,0 +1,231 @@
+// Paged and contiguous KV-cache bookkeeping.
+#include "engine/kv_blocks.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace streamspark::engine {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+}  // namespace
+
+BlockAllocator::BlockAllocator(int64_t num_blocks, int64_t block_size) : block_size_(block_size) {
+  if (num_blocks < 0 || num_blocks > INT32_MAX || block_size < 1) {
+    throw std::invalid_argument("KV blocks: need 0 <= blocks < 2^31 and block size >= 1");
+  }
+  refcount_.assign(static_cast<size_t>(num_blocks), 0);
+  fill_.assign(static_cast<size_t>(num_blocks), 0);
+  free_.reserve(static_cast<size_t>(num_blocks));
+  // Handed out lowest first.
+  for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+}
+
+bool BlockAllocator::has(SequenceId id) const {
+  return id >= 0 && id < static_cast<SequenceId>(sequences_.size()) &&
+         sequences_[static_cast<size_t>(id)].live;
+}
+
+int64_t BlockAllocator::tokens(SequenceId id) const {
+  return has(id) ? sequences_[static_cast<size_t>(id)].tokens : 0;
+}
+
+const std::vector<int32_t>& BlockAllocator::block_table(SequenceId id) const {
+  static const std::vector<int32_t> kEmpty;
+  return has(id) ? sequences_[static_cast<size_t>(id)].blocks : kEmpty;
+}
+
+BlockAllocator::Sequence& BlockAllocator::slot(SequenceId id) {
+  if (id < 0) throw std::invalid_argument("KV blocks: negative sequence id");
+  if (id >= static_cast<SequenceId>(sequences_.size())) {
+    sequences_.resize(static_cast<size_t>(id) + 1);
+  }
+  return sequences_[static_cast<size_t>(id)];
+}
+
+int32_t BlockAllocator::take_block() {
+  const int32_t b = free_.back();
+  free_.pop_back();
+  refcount_[static_cast<size_t>(b)] = 1;
+  fill_[static_cast<size_t>(b)] = 0;
+  return b;
+}
+
+void BlockAllocator::drop_block(int32_t b) {
+  int32_t& r = refcount_[static_cast<size_t>(b)];
+  if (--r == 0) {
+    stored_tokens_ -= fill_[static_cast<size_t>(b)];
+    fill_[static_cast<size_t>(b)] = 0;
+    free_.push_back(b);
+  }
+}
+
+int64_t BlockAllocator::blocks_to_append(SequenceId id, int64_t tokens) const {
+  const int64_t have = this->tokens(id);
+  const int64_t offset = have % block_size_;
+  int64_t copies = 0, room = 0;
+  if (offset != 0) {
+    room = block_size_ - offset;
+    const int32_t last = sequences_[static_cast<size_t>(id)].blocks.back();
+    if (tokens > 0 && refcount_[static_cast<size_t>(last)] > 1) copies = 1;
+  }
+  return copies + ceil_div(std::max<int64_t>(0, tokens - room), block_size_);
+}
+
+bool BlockAllocator::append(SequenceId id, int64_t tokens) {
+  if (tokens < 0) throw std::invalid_argument("KV blocks: negative token count");
+  if (blocks_to_append(id, tokens) > free_blocks()) return false;
+  Sequence& s = slot(id);
+  s.live = true;
+  int64_t left = tokens;
+  const int64_t offset = s.tokens % block_size_;
+  if (offset != 0 && left > 0) {
+    int32_t last = s.blocks.back();
+    if (refcount_[static_cast<size_t>(last)] > 1) {  // copy-on-write of the shared tail
+      const int32_t copy = take_block();
+      fill_[static_cast<size_t>(copy)] = static_cast<int32_t>(offset);
+      stored_tokens_ += offset;
+      ++copy_on_writes_;
+      copies_.push_back({last, copy});
+      drop_block(last);
+      s.blocks.back() = copy;
+      last = copy;
+    }
+    const int64_t written = std::min(left, block_size_ - offset);
+    int32_t& fill = fill_[static_cast<size_t>(last)];
+    const int64_t end = offset + written;
+    if (end > fill) {
+      stored_tokens_ += end - fill;
+      fill = static_cast<int32_t>(end);
+    }
+    left -= written;
+  }
+  while (left > 0) {
+    const int32_t b = take_block();
+    const int64_t written = std::min(left, block_size_);
+    fill_[static_cast<size_t>(b)] = static_cast<int32_t>(written);
+    stored_tokens_ += written;
+    s.blocks.push_back(b);
+    ++logical_blocks_;
+    left -= written;
+  }
+  s.tokens += tokens;
+  logical_tokens_ += tokens;
+  return true;
+}
+
+void BlockAllocator::share(SequenceId parent, SequenceId child, int64_t tokens) {
+  if (!has(parent)) throw std::invalid_argument("KV blocks: sharing from an unknown sequence");
+  if (has(child)) throw std::invalid_argument("KV blocks: sharing into a live sequence");
+  const int64_t parent_tokens = sequences_[static_cast<size_t>(parent)].tokens;
+  if (tokens < 0) tokens = parent_tokens;
+  if (tokens > parent_tokens) {
+    throw std::invalid_argument("KV blocks: sharing " + std::to_string(tokens) + " tokens of a " +
+                                std::to_string(parent_tokens) + "-token sequence");
+  }
+  Sequence& c = slot(child);  // may reallocate sequences_: look the parent up afterwards
+  const Sequence& p = sequences_[static_cast<size_t>(parent)];
+  const auto n = static_cast<size_t>(ceil_div(tokens, block_size_));
+  c.live = true;
+  c.tokens = tokens;
+  c.blocks.assign(p.blocks.begin(), p.blocks.begin() + static_cast<std::ptrdiff_t>(n));
+  for (const int32_t b : c.blocks) ++refcount_[static_cast<size_t>(b)];
+  logical_tokens_ += tokens;
+  logical_blocks_ += static_cast<int64_t>(n);
+}
+
+void BlockAllocator::release(SequenceId id) {
+  if (!has(id)) return;
+  Sequence& s = sequences_[static_cast<size_t>(id)];
+  for (const int32_t b : s.blocks) drop_block(b);
+  logical_tokens_ -= s.tokens;
+  logical_blocks_ -= static_cast<int64_t>(s.blocks.size());
+  s.live = false;
+  s.tokens = 0;
+  s.blocks.clear();
+}
+
+KvBlockStats BlockAllocator::stats() const {
+  KvBlockStats st;
+  st.total_blocks = num_blocks();
+  st.used_blocks = used_blocks();
+  st.logical_blocks = logical_blocks_;
+  st.stored_tokens = stored_tokens_;
+  st.logical_tokens = logical_tokens_;
+  st.copy_on_writes = copy_on_writes_;
+  return st;
+}
+
+void BlockAllocator::check_invariants() const {
+  auto fail = [](const std::string& what) { throw std::logic_error("KV blocks: " + what); };
+  std::vector<int32_t> references(refcount_.size(), 0);
+  int64_t logical_tokens = 0, logical_blocks = 0;
+  for (const Sequence& s : sequences_) {
+    if (!s.live) {
+      if (!s.blocks.empty() || s.tokens != 0) fail("a released sequence keeps blocks");
+      continue;
+    }
+    if (static_cast<int64_t>(s.blocks.size()) != ceil_div(s.tokens, block_size_)) {
+      fail("a block table does not match its token count");
+    }
+    for (const int32_t b : s.blocks) ++references[static_cast<size_t>(b)];
+    logical_tokens += s.tokens;
+    logical_blocks += static_cast<int64_t>(s.blocks.size());
+  }
+  if (references != refcount_) fail("reference counts differ from the block tables");
+  std::vector<bool> is_free(refcount_.size(), false);
+  for (const int32_t b : free_) {
+    if (is_free[static_cast<size_t>(b)]) fail("a block is on the free list twice");
+    is_free[static_cast<size_t>(b)] = true;
+    if (refcount_[static_cast<size_t>(b)] != 0) fail("a referenced block is on the free list");
+  }
+  int64_t stored = 0;
+  for (size_t b = 0; b < refcount_.size(); ++b) {
+    if (refcount_[b] == 0 && !is_free[b]) fail("an unreferenced block is not free (leaked)");
+    if (fill_[b] < 0 || fill_[b] > block_size_) fail("a block's fill is out of range");
+    stored += fill_[b];
+  }
+  if (stored != stored_tokens_) fail("stored token count drifted");
+  if (logical_tokens != logical_tokens_ || logical_blocks != logical_blocks_) {
+    fail("logical counts drifted");
+  }
+}
+
+bool ContiguousKvCache::has(SequenceId id) const {
+  return id >= 0 && id < static_cast<SequenceId>(sequences_.size()) &&
+         sequences_[static_cast<size_t>(id)].live;
+}
+
+bool ContiguousKvCache::reserve(SequenceId id, int64_t max_tokens) {
+  if (id < 0 || max_tokens < 0) throw std::invalid_argument("KV reservation: negative value");
+  if (has(id)) throw std::invalid_argument("KV reservation: sequence already reserved");
+  if (reserved_ + max_tokens > capacity_) return false;
+  if (id >= static_cast<SequenceId>(sequences_.size())) {
+    sequences_.resize(static_cast<size_t>(id) + 1);
+  }
+  sequences_[static_cast<size_t>(id)] = {true, max_tokens, 0};
+  reserved_ += max_tokens;
+  return true;
+}
+
+bool ContiguousKvCache::append(SequenceId id, int64_t tokens) {
+  if (!has(id)) throw std::invalid_argument("KV reservation: unknown sequence");
+  Reservation& r = sequences_[static_cast<size_t>(id)];
+  if (r.stored + tokens > r.reserved) return false;
+  r.stored += tokens;
+  stored_ += tokens;
+  return true;
+}
+
+void ContiguousKvCache::release(SequenceId id) {
+  if (!has(id)) return;
+  Reservation& r = sequences_[static_cast<size_t>(id)];
+  reserved_ -= r.reserved;
+  stored_ -= r.stored;
+  r = {};
+}
+
+}  // namespace streamspark::engine

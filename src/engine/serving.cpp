@@ -1,0 +1,684 @@
+// Workloads, the batch scheduler, iteration costs and the serving simulation.
+#include "engine/serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "engine/memory.hpp"
+
+namespace streamspark::engine {
+
+// ---- workloads ----
+
+namespace {
+
+// splitmix64 (Steele, Lea, Flood 2014): the same stream on every platform.
+struct Random {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double open_uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
+  // Box-Muller.
+  double normal() {
+    return std::sqrt(-2.0 * std::log(open_uniform())) *
+           std::cos(2.0 * std::numbers::pi * uniform());
+  }
+};
+
+int64_t sample_length(const LengthDistribution& d, Random& rng) {
+  double x = d.a;
+  switch (d.kind) {
+    case LengthKind::fixed:
+      break;
+    case LengthKind::uniform:
+      x = std::floor(d.a + rng.uniform() * (d.b - d.a + 1));
+      break;
+    case LengthKind::lognormal:
+      x = std::exp(std::log(d.a) + d.b * rng.normal());
+      break;
+  }
+  auto n = std::max<int64_t>(1, std::llround(x));
+  if (d.max > 0) n = std::min(n, d.max);
+  return n;
+}
+
+}  // namespace
+
+std::string describe(const LengthDistribution& d) {
+  std::string s;
+  switch (d.kind) {
+    case LengthKind::fixed:
+      s = "fixed " + std::to_string(std::llround(d.a));
+      break;
+    case LengthKind::uniform:
+      s = "uniform " + std::to_string(std::llround(d.a)) + ".." + std::to_string(std::llround(d.b));
+      break;
+    case LengthKind::lognormal: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "lognormal median %g sigma %g", d.a, d.b);
+      s = buf;
+      break;
+    }
+  }
+  if (d.max > 0) s += " (max " + std::to_string(d.max) + ")";
+  return s;
+}
+
+std::vector<Request> generate_requests(const WorkloadSpec& spec) {
+  Random rng{spec.seed};
+  std::vector<Request> out;
+  out.reserve(static_cast<size_t>(spec.requests));
+  double t = 0;
+  for (int64_t i = 0; i < spec.requests; ++i) {
+    Request r;
+    if (spec.rate > 0) {
+      t = spec.arrivals == ArrivalProcess::poisson
+              ? t - std::log(1.0 - rng.uniform()) / spec.rate  // exponential gaps
+              : static_cast<double>(i) / spec.rate;
+    }
+    r.arrival_s = t;
+    r.prompt = sample_length(spec.prompt, rng);
+    r.output = sample_length(spec.output, rng);
+    if (spec.prefix_tokens > 0 && rng.uniform() < spec.shared_prefix_fraction) {
+      r.shared_prefix = spec.prefix_tokens;
+      r.prompt += spec.prefix_tokens;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ---- scheduling ----
+
+std::string_view policy_name(BatchingPolicy p) {
+  return p == BatchingPolicy::continuous ? "continuous" : "static";
+}
+std::string_view kv_layout_name(KvLayout k) {
+  return k == KvLayout::paged ? "paged" : "contiguous";
+}
+std::string_view preemption_name(Preemption p) {
+  return p == Preemption::recompute ? "recompute" : "swap";
+}
+
+Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>& requests)
+    : options_(options), requests_(requests) {
+  if (options_.max_batch < 1 || options_.max_tokens < 1 || options_.block_size < 1 ||
+      options_.kv_capacity_tokens < 1) {
+    throw std::invalid_argument(
+        "scheduler: max batch, max tokens, block size and KV capacity must be >= 1");
+  }
+  if (options_.policy == BatchingPolicy::static_batching && options_.kv == KvLayout::paged) {
+    throw std::invalid_argument(
+        "static batching reserves contiguous KV per batch; use the contiguous layout with it");
+  }
+  sequences_.resize(requests.size());
+  records_.resize(requests.size());
+  for (const Request& r : requests) {
+    if (r.prompt < 1 || r.output < 1 || r.shared_prefix < 0 || r.shared_prefix > r.prompt) {
+      throw std::invalid_argument(
+          "a request needs prompt >= 1, output >= 1 and a shared "
+          "prefix within its prompt");
+    }
+    if (r.shared_prefix > 0) {
+      if (prefix_tokens_ != 0 && prefix_tokens_ != r.shared_prefix) {
+        throw std::invalid_argument(
+            "requests share prefixes of different lengths (" + std::to_string(prefix_tokens_) +
+            " and " + std::to_string(r.shared_prefix) + "); one shared prefix is supported");
+      }
+      prefix_tokens_ = r.shared_prefix;
+    }
+  }
+  if (options_.kv == KvLayout::paged) {
+    paged_.emplace(options_.kv_capacity_tokens / options_.block_size, options_.block_size);
+    // The shared prefix is cached once, as its own sequence, before any request arrives.
+    if (prefix_tokens_ > 0 &&
+        !paged_->append(static_cast<int64_t>(requests.size()), prefix_tokens_)) {
+      throw std::invalid_argument("the shared prefix does not fit in the KV cache");
+    }
+  } else {
+    contiguous_.emplace(options_.kv_capacity_tokens);
+    prefix_tokens_ = 0;  // no sharing: every request computes and stores its prefix
+  }
+}
+
+int64_t Scheduler::known(int64_t i) const {
+  return requests_[static_cast<size_t>(i)].prompt + sequences_[static_cast<size_t>(i)].generated;
+}
+
+int64_t Scheduler::reservation(int64_t i) const {
+  const Request& r = requests_[static_cast<size_t>(i)];
+  int64_t want = r.prompt + (options_.max_output > 0 ? options_.max_output : r.output);
+  if (options_.policy == BatchingPolicy::static_batching) {
+    want = batch_prompt_ + (options_.max_output > 0 ? options_.max_output : r.output);
+  }
+  if (options_.max_context > 0) want = std::min(want, options_.max_context);
+  return want;
+}
+
+void Scheduler::arrive(int64_t index) {
+  sequences_[static_cast<size_t>(index)].state = State::waiting;
+  waiting_.push_back(index);
+}
+
+bool Scheduler::admit_kv(int64_t i) {
+  Sequence& s = sequences_[static_cast<size_t>(i)];
+  if (paged_) {
+    if (requests_[static_cast<size_t>(i)].shared_prefix > 0) {
+      paged_->share(static_cast<int64_t>(requests_.size()), i, prefix_tokens_);
+      s.cached = prefix_tokens_;
+    }
+    return true;
+  }
+  return contiguous_->reserve(i, reservation(i));
+}
+
+bool Scheduler::grow_kv(int64_t i, int64_t tokens) {
+  if (paged_) return paged_->append(i, tokens);
+  return contiguous_->append(i, tokens);
+}
+
+void Scheduler::release_kv(int64_t i) {
+  if (paged_) {
+    paged_->release(i);
+  } else {
+    contiguous_->release(i);
+  }
+}
+
+void Scheduler::preempt(int64_t i, Iteration& it) {
+  Sequence& s = sequences_[static_cast<size_t>(i)];
+  ++records_[static_cast<size_t>(i)].preemptions;
+  const int64_t shared = requests_[static_cast<size_t>(i)].shared_prefix > 0 ? prefix_tokens_ : 0;
+  if (options_.preemption == Preemption::swap) {
+    s.swapped_tokens = s.cached - shared;
+    it.swap_out_tokens += s.swapped_tokens;
+    s.state = State::swapped;
+    swapped_.push_back(i);
+  } else {
+    s.state = State::waiting;
+    waiting_.push_front(i);  // first in line again; recomputes prompt + generated tokens
+  }
+  release_kv(i);
+  s.cached = 0;
+}
+
+Iteration Scheduler::next() {
+  Iteration it;
+  next(it);
+  return it;
+}
+
+void Scheduler::next(Iteration& it) {
+  if (paged_) paged_->clear_copies();
+  it.items.clear();
+  it.swap_in_tokens = 0;
+  it.swap_out_tokens = 0;
+  if (options_.policy == BatchingPolicy::continuous) {
+    next_continuous(it);
+  } else {
+    next_static(it);
+  }
+  if (it.empty() && running_.empty() && batch_.empty() && swapped_.empty() && !waiting_.empty() &&
+      (no_more_arrivals_ || options_.policy == BatchingPolicy::continuous)) {
+    const int64_t i = waiting_.front();
+    throw std::invalid_argument("request " + std::to_string(i) + " (prompt " +
+                                std::to_string(requests_[static_cast<size_t>(i)].prompt) +
+                                " tokens) cannot be admitted even into an empty KV cache of " +
+                                std::to_string(kv_capacity_tokens()) +
+                                " tokens, or exceeds the token budget");
+  }
+}
+
+void Scheduler::next_continuous(Iteration& it) {
+  int64_t budget = options_.max_tokens;
+  bool any_prefill = false;
+  // Running sequences first, in admission order; when the cache is full, the most recently
+  // admitted one is preempted (vLLM's policy).
+  for (size_t r = 0; r < running_.size() && budget > 0; ++r) {
+    const int64_t i = running_[r];
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    const int64_t remaining = known(i) - s.cached;
+    const int64_t tokens = std::min(remaining, budget);
+    bool preempted_self = false;
+    while (!grow_kv(i, tokens)) {
+      const int64_t victim = running_.back();
+      running_.pop_back();
+      preempt(victim, it);
+      if (victim == i) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;
+    it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
+    any_prefill = any_prefill || tokens > 1;
+    budget -= tokens;
+  }
+  // Swapped-out sequences come back before new requests are admitted; they run from the
+  // next iteration.
+  while (!swapped_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch) {
+    const int64_t i = swapped_.front();
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    admit_kv(i);
+    if (!grow_kv(i, s.swapped_tokens)) {
+      release_kv(i);
+      s.cached = 0;
+      break;
+    }
+    s.cached += s.swapped_tokens;
+    it.swap_in_tokens += s.swapped_tokens;
+    s.swapped_tokens = 0;
+    s.state = State::running;
+    swapped_.pop_front();
+    running_.push_back(i);
+  }
+  if (!swapped_.empty()) return;
+  // New requests, first come first served.
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch &&
+         budget > 0) {
+    const int64_t i = waiting_.front();
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    if (!admit_kv(i)) break;  // contiguous: no room for its reservation yet
+    const int64_t remaining = known(i) - s.cached;
+    int64_t tokens = remaining;
+    if (options_.chunked_prefill) {
+      tokens = std::min(remaining, budget);
+    } else if (remaining > budget && (any_prefill || budget < options_.max_tokens)) {
+      // A whole prompt that does not fit the budget waits for an iteration of its own
+      // (where it may exceed the budget: nothing else would ever let it run).
+      release_kv(i);
+      s.cached = 0;
+      break;
+    }
+    if (!grow_kv(i, tokens)) {
+      release_kv(i);
+      s.cached = 0;
+      break;
+    }
+    waiting_.pop_front();
+    s.state = State::running;
+    running_.push_back(i);
+    it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
+    any_prefill = true;
+    budget -= tokens;
+  }
+}
+
+void Scheduler::next_static(Iteration& it) {
+  if (batch_.empty()) {
+    if (waiting_.empty()) return;
+    if (static_cast<int64_t>(waiting_.size()) < options_.max_batch && !no_more_arrivals_) {
+      return;  // wait for a full batch
+    }
+    // The batch: the first max_batch waiting requests, padded to the longest prompt, each
+    // reserving the padded prompt plus the longest output allowed.
+    const auto n = std::min<size_t>(static_cast<size_t>(options_.max_batch), waiting_.size());
+    batch_prompt_ = 0;
+    for (size_t k = 0; k < n; ++k) {
+      batch_prompt_ = std::max(batch_prompt_, requests_[static_cast<size_t>(waiting_[k])].prompt);
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t i = waiting_.front();
+      if (!admit_kv(i)) break;
+      grow_kv(i, batch_prompt_);
+      waiting_.pop_front();
+      sequences_[static_cast<size_t>(i)].state = State::running;
+      batch_.push_back(i);
+      it.items.push_back({i, batch_prompt_, 0, true, false});
+    }
+    return;
+  }
+  // One decode step for the whole batch; finished sequences are padding.
+  for (const int64_t i : batch_) {
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    const bool done = s.state == State::finished;
+    if (!grow_kv(i, 1)) {
+      throw std::invalid_argument(
+          "static batching: an output longer than the reservation (raise --max-output)");
+    }
+    it.items.push_back({i, 1, s.cached, !done, done});
+  }
+}
+
+void Scheduler::complete(const Iteration& it, double now) {
+  bool any_finished = false;
+  for (const IterationItem& item : it.items) {
+    const auto idx = static_cast<size_t>(item.request);
+    Sequence& s = sequences_[idx];
+    s.cached += item.new_tokens;
+    if (!item.emits_token || item.padding) continue;
+    ++s.generated;
+    SequenceRecord& rec = records_[idx];
+    if (rec.first_token_s < 0) rec.first_token_s = now;
+    if (s.generated == requests_[idx].output) {
+      rec.finish_s = now;
+      s.state = State::finished;
+      ++finished_;
+      any_finished = true;
+      if (options_.policy == BatchingPolicy::continuous) release_kv(item.request);
+    }
+  }
+  if (!any_finished) return;
+  if (options_.policy == BatchingPolicy::continuous) {
+    running_.erase(
+        std::remove_if(
+            running_.begin(), running_.end(),
+            [&](int64_t i) { return sequences_[static_cast<size_t>(i)].state == State::finished; }),
+        running_.end());
+  } else if (std::all_of(batch_.begin(), batch_.end(), [&](int64_t i) {
+               return sequences_[static_cast<size_t>(i)].state == State::finished;
+             })) {
+    for (const int64_t i : batch_) release_kv(i);
+    batch_.clear();
+  }
+}
+
+int64_t Scheduler::kv_allocated_tokens() const {
+  return paged_ ? paged_->used_blocks() * paged_->block_size() : contiguous_->reserved_tokens();
+}
+int64_t Scheduler::kv_stored_tokens() const {
+  return paged_ ? paged_->stats().stored_tokens : contiguous_->stored_tokens();
+}
+int64_t Scheduler::kv_capacity_tokens() const {
+  return paged_ ? paged_->num_blocks() * paged_->block_size() : contiguous_->capacity_tokens();
+}
+
+// ---- iteration cost ----
+
+namespace {
+bool is_head_op(std::string_view name) {
+  return name == "final_norm" || name == "lm_head" || name == "sampling";
+}
+}  // namespace
+
+IterationCost::IterationCost(const Model& model, const Hardware& hardware,
+                             const AnalysisOptions& options)
+    : model_(model), hardware_(hardware), options_(options) {
+  for (const LayerKind& k : model.layers) {
+    if (k.mixer != MixerKind::attention || k.local) {
+      throw std::invalid_argument(
+          "serving needs a KV cache that grows by the same bytes every token; " + model.name +
+          " has " + (k.mixer != MixerKind::attention ? "recurrent-state" : "sliding-window") +
+          " layers");
+    }
+  }
+  if (model.diffusion) {
+    throw std::invalid_argument("serving simulates autoregressive decoding; " + model.name +
+                                " is a diffusion model");
+  }
+  // One MLA form for every token, so prefill chunks and decode tokens share one op list.
+  if (options_.mla_form == MlaForm::automatic) options_.mla_form = MlaForm::absorbed;
+  const Analyzer validated(model_, hardware_, options_);  // device, dtype, calibration checks
+  rates_ = validated.rates();
+  kv_bytes_per_token_ = engine::kv_bytes_per_token(model_, options_.precision.kv_cache);
+  weight_bytes_ = engine::weight_bytes(model_, options_.precision);
+  // Context-dependent ops: those whose work changes with the cached context.
+  std::vector<Op> a, b;
+  build_ops(model_, options_.precision, {Phase::prefill, 1, 2, 0, 1}, a, options_.mla_form);
+  build_ops(model_, options_.precision, {Phase::prefill, 1, 2, 7, 1}, b, options_.mla_form);
+  std::vector<Op> d;
+  build_ops(model_, options_.precision, {Phase::decode, 1, 1, 7, 1}, d, options_.mla_form);
+  if (a.size() != b.size() || a.size() != d.size()) {
+    throw std::logic_error("serving: prefill and decode op lists differ for " + model_.name);
+  }
+  context_dependent_.resize(a.size());
+  for (size_t j = 0; j < a.size(); ++j) {
+    context_dependent_[j] = a[j].flops != b[j].flops || a[j].bytes.total() != b[j].bytes.total();
+  }
+}
+
+size_t IterationCost::level_for(int64_t resident_kv_tokens) const {
+  if (hardware_.memory.size() == 1) return 0;
+  const double ws =
+      static_cast<double>(weight_bytes_) +
+      static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token_);
+  return hardware_.level_for(ws > 9e18 ? INT64_MAX : static_cast<int64_t>(ws));
+}
+
+IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64_t logits,
+                                         size_t level) {
+  DeviceRates rates = rates_;
+  if (!rates.level_capacity.empty()) {
+    rates.bandwidth = rates.level_bandwidth[level];
+    rates.level = level;
+  }
+  const StepShape shape{new_tokens > 1 ? Phase::prefill : Phase::decode, 1, new_tokens, past,
+                        std::max<int64_t>(1, logits)};
+  build_ops(model_, options_.precision, shape, ops_, options_.mla_form);
+  Split s;
+  for (size_t j = 0; j < ops_.size(); ++j) {
+    const Op& op = ops_[j];
+    if (logits == 0 && is_head_op(op.name)) continue;
+    const OpCost c = roofline_cost(op, rates);
+    const auto n = static_cast<double>(op.repeat);
+    if (context_dependent_[j]) {
+      s.per_sequence_s += n * (c.time_s - c.overhead_s);
+      s.per_sequence_overhead_s += n * c.overhead_s;
+    } else {
+      s.shared_s += n * c.time_s;
+    }
+  }
+  return s;
+}
+
+// Contexts up to this many tokens use the flat decode memo (16 M entries at most per level).
+constexpr int64_t kDecodeMemoLimit = int64_t{1} << 24;
+
+double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
+  return seconds(it, scheduler.kv_stored_tokens());
+}
+
+double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
+  const size_t level = level_for(resident_kv_tokens);
+  int64_t tokens = 0, logits = 0;
+  double per_sequence = 0, overhead = 0;
+  for (const IterationItem& item : it.items) {
+    tokens += item.new_tokens;
+    logits += (item.emits_token || item.padding) ? 1 : 0;
+    // Memoised by (level, new tokens, past) when they pack into 64 bits.
+    const bool packable = item.new_tokens < (int64_t{1} << 24) && item.past < (int64_t{1} << 36);
+    const uint64_t key = (static_cast<uint64_t>(level) << 60) |
+                         (static_cast<uint64_t>(item.new_tokens) << 36) |
+                         static_cast<uint64_t>(item.past);
+    Split s;
+    if (item.new_tokens == 1 && item.past < kDecodeMemoLimit) {
+      if (decode_memo_.size() <= level) decode_memo_.resize(level + 1);
+      std::vector<Split>& memo = decode_memo_[level];
+      const auto past = static_cast<size_t>(item.past);
+      if (memo.size() <= past) {
+        memo.resize(std::max(past + 1, memo.size() * 2),
+                    Split{std::numeric_limits<double>::quiet_NaN(), 0, 0});
+      }
+      if (std::isnan(memo[past].shared_s)) memo[past] = cost(1, item.past, 1, level);
+      s = memo[past];
+    } else if (packable) {
+      const auto found = sequence_memo_.find(key);
+      if (found != sequence_memo_.end()) {
+        s = found->second;
+      } else {
+        s = cost(item.new_tokens, item.past, 1, level);
+        sequence_memo_.emplace(key, s);
+      }
+    } else {
+      s = cost(item.new_tokens, item.past, 1, level);
+    }
+    per_sequence += s.per_sequence_s;
+    overhead = s.per_sequence_overhead_s;  // one launch per op for all sequences
+  }
+  if (tokens == 0) return 0;
+  double shared = 0;
+  if (tokens < (int64_t{1} << 30) && logits < (int64_t{1} << 30)) {
+    const uint64_t key = (static_cast<uint64_t>(level) << 60) |
+                         (static_cast<uint64_t>(tokens) << 30) | static_cast<uint64_t>(logits);
+    const auto found = shared_memo_.find(key);
+    if (found != shared_memo_.end()) {
+      shared = found->second;
+    } else {
+      shared = cost(tokens, 0, logits, level).shared_s;
+      shared_memo_.emplace(key, shared);
+    }
+  } else {
+    shared = cost(tokens, 0, logits, level).shared_s;
+  }
+  return shared + per_sequence + overhead;
+}
+
+int64_t IterationCost::activation_bytes(int64_t tokens) {
+  build_ops(model_, options_.precision, {Phase::prefill, 1, tokens, 0, 1}, ops_, options_.mla_form);
+  return step_activation_peak(
+      ops_, storage_bytes(checked_mul(tokens, model_.d_model), options_.precision.activations));
+}
+
+// ---- simulation ----
+
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  const auto rank = [&](double q) {
+    const auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::max<size_t>(k, 1) - 1];
+  };
+  p.p50 = rank(0.50);
+  p.p90 = rank(0.90);
+  p.p99 = rank(0.99);
+  p.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  return p;
+}
+
+ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o) {
+  ServingMetrics m;
+  m.requests = static_cast<int64_t>(outcomes.size());
+  if (outcomes.empty()) return m;
+  std::vector<double> ttft, tpot, e2e;
+  double start = outcomes.front().request.arrival_s, end = 0, tokens = 0;
+  int64_t good = 0;
+  for (const RequestOutcome& r : outcomes) {
+    ttft.push_back(r.ttft_s());
+    e2e.push_back(r.e2e_s());
+    if (r.request.output > 1) tpot.push_back(r.tpot_s());
+    start = std::min(start, r.request.arrival_s);
+    end = std::max(end, r.finish_s);
+    tokens += static_cast<double>(r.request.output);
+    m.preemptions += r.preemptions;
+    const bool ttft_ok = o.slo_ttft_s <= 0 || r.ttft_s() <= o.slo_ttft_s;
+    const bool tpot_ok = o.slo_tpot_s <= 0 || r.tpot_s() <= o.slo_tpot_s;
+    good += (ttft_ok && tpot_ok) ? 1 : 0;
+  }
+  m.ttft_s = percentiles(std::move(ttft));
+  m.tpot_s = percentiles(std::move(tpot));
+  m.e2e_s = percentiles(std::move(e2e));
+  m.duration_s = end - start;
+  if (m.duration_s > 0) {
+    m.throughput_tok_s = tokens / m.duration_s;
+    m.request_rate = static_cast<double>(m.requests) / m.duration_s;
+    m.goodput = static_cast<double>(good) / m.duration_s;
+  }
+  m.slo_attainment = static_cast<double>(good) / static_cast<double>(m.requests);
+  return m;
+}
+
+void KvUsage::add(const Scheduler& s, double seconds) {
+  const auto allocated = static_cast<double>(s.kv_allocated_tokens());
+  const auto capacity = static_cast<double>(s.kv_capacity_tokens());
+  time_ += seconds;
+  allocated_ += seconds * allocated;
+  stored_ += seconds * static_cast<double>(s.kv_stored_tokens());
+  capacity_ += seconds * capacity;
+  if (const BlockAllocator* p = s.paged()) {
+    const KvBlockStats st = p->stats();
+    logical_ += seconds * static_cast<double>(st.logical_blocks * p->block_size());
+    copy_on_writes_ = st.copy_on_writes;
+  } else {
+    logical_ += seconds * allocated;
+  }
+  peak_ = std::max(peak_, capacity > 0 ? allocated / capacity : 0.0);
+}
+
+void KvUsage::fill(ServingMetrics& m) const {
+  if (capacity_ > 0) m.kv_allocated_fraction = allocated_ / capacity_;
+  if (allocated_ > 0) m.kv_waste_fraction = 1.0 - stored_ / allocated_;
+  if (logical_ > 0) m.kv_shared_fraction = 1.0 - allocated_ / logical_;
+  m.kv_peak_allocated_fraction = peak_;
+  m.copy_on_writes = copy_on_writes_;
+}
+
+SimulationResult simulate(const std::vector<Request>& requests, const ServingOptions& options,
+                          IterationTimer& cost) {
+  if (!std::is_sorted(requests.begin(), requests.end(), [](const Request& a, const Request& b) {
+        return a.arrival_s < b.arrival_s;
+      })) {
+    throw std::invalid_argument("requests must be in arrival order");
+  }
+  Scheduler scheduler(options.scheduler, requests);
+  KvUsage usage;
+  const double swap_seconds_per_token =
+      options.host_bandwidth > 0
+          ? static_cast<double>(cost.kv_bytes_per_token()) / options.host_bandwidth
+          : 0.0;
+  size_t next = 0;
+  const bool real_time = cost.real_time();
+  cost.prepare(scheduler);
+  double now = real_time ? cost.now() : 0;
+  int64_t iterations = 0;
+  Iteration it;
+  while (!scheduler.all_finished()) {
+    while (next < requests.size() && requests[next].arrival_s <= now) {
+      scheduler.arrive(static_cast<int64_t>(next++));
+    }
+    if (next == requests.size()) scheduler.no_more_arrivals();
+    scheduler.next(it);
+    if (it.empty()) {
+      if (next < requests.size()) {
+        if (real_time) {
+          cost.wait_until(requests[next].arrival_s);
+          now = cost.now();
+        } else {
+          now = std::max(now, requests[next].arrival_s);
+        }
+        continue;
+      }
+      throw std::logic_error("serving: the scheduler is idle with requests unfinished");
+    }
+    double dt = cost.seconds(it, scheduler);
+    const int64_t swapped = it.swap_in_tokens + it.swap_out_tokens;
+    if (swapped > 0) {
+      if (swap_seconds_per_token <= 0) {
+        throw std::invalid_argument("swap preemption needs the host link's bandwidth");
+      }
+      dt += static_cast<double>(swapped) * swap_seconds_per_token;
+    }
+    if (real_time) {  // the iteration and the scheduling around it, as the clock saw them
+      const double end = cost.now();
+      dt = end - now;
+    }
+    usage.add(scheduler, dt);
+    now += dt;
+    scheduler.complete(it, now);
+    ++iterations;
+  }
+  SimulationResult result;
+  result.kv_capacity_tokens = scheduler.kv_capacity_tokens();
+  result.outcomes.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const SequenceRecord& rec = scheduler.records()[i];
+    result.outcomes.push_back({requests[i], rec.first_token_s, rec.finish_s, rec.preemptions});
+  }
+  result.metrics = summarize(result.outcomes, options);
+  usage.fill(result.metrics);
+  result.metrics.iterations = iterations;
+  return result;
+}
+
+}  // namespace streamspark::engine

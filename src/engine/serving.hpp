@@ -1,0 +1,316 @@
+// Serving: request workloads, the batch scheduler (static batching, or continuous
+// iteration-level batching as in Orca, Yu et al. OSDI 2022, with optional chunked prefill as
+// in Sarathi, Agrawal et al. 2023), the KV cache it manages (paged or contiguous, see
+// kv_blocks.hpp), the engine's cost of one iteration's mixed batch, and a discrete-event
+// simulation of a workload (`streamspark serve-sim`). The scheduler does not know where time
+// comes from: the simulation advances a clock by the engine's iteration cost, the runtime's
+// serve-bench by running the iteration.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/analysis.hpp"
+#include "engine/kv_blocks.hpp"
+
+namespace streamspark::engine {
+
+// ---- workloads ----
+
+// A request: it arrives, brings `prompt` tokens (the first `shared_prefix` of which are a
+// prompt prefix common to many requests, e.g. a system prompt) and generates `output` tokens.
+struct Request {
+  double arrival_s = 0;
+  int64_t prompt = 1;
+  int64_t output = 1;
+  int64_t shared_prefix = 0;
+};
+
+// fixed: a. uniform: integers in [a, b]. lognormal: exp(N(ln a, b^2)) rounded (a is the
+// median, b the sigma of the log), at least 1, at most `max` when max > 0.
+enum class LengthKind { fixed, uniform, lognormal };
+struct LengthDistribution {
+  LengthKind kind = LengthKind::fixed;
+  double a = 1;
+  double b = 0;
+  int64_t max = 0;
+};
+std::string describe(const LengthDistribution& d);
+
+enum class ArrivalProcess { poisson, constant };
+
+struct WorkloadSpec {
+  int64_t requests = 1000;
+  double rate = 0;  // requests per second; 0: all arrive at time 0
+  ArrivalProcess arrivals = ArrivalProcess::poisson;
+  LengthDistribution prompt{LengthKind::fixed, 512, 0, 0};
+  LengthDistribution output{LengthKind::fixed, 128, 0, 0};
+  // This fraction of requests starts with the same `prefix_tokens` tokens (added to their
+  // sampled prompt length).
+  double shared_prefix_fraction = 0;
+  int64_t prefix_tokens = 0;
+  uint64_t seed = 0;
+};
+
+// Deterministic for a seed on every platform (splitmix64 and explicit transforms, not the
+// standard library's distributions, whose algorithms are implementation-defined).
+std::vector<Request> generate_requests(const WorkloadSpec& spec);
+
+// ---- scheduling ----
+
+enum class BatchingPolicy { static_batching, continuous };
+enum class KvLayout { paged, contiguous };
+enum class Preemption { recompute, swap };
+std::string_view policy_name(BatchingPolicy p);
+std::string_view kv_layout_name(KvLayout k);
+std::string_view preemption_name(Preemption p);
+
+struct SchedulerOptions {
+  BatchingPolicy policy = BatchingPolicy::continuous;
+  // Defaults as vLLM's (max_num_seqs 256, block size 16).
+  int64_t max_batch = 256;    // sequences per iteration; static batching: the batch it waits for
+  int64_t max_tokens = 8192;  // tokens per iteration (prefill chunks + decode tokens)
+  bool chunked_prefill = false;
+  KvLayout kv = KvLayout::paged;
+  int64_t block_size = 16;
+  int64_t kv_capacity_tokens = 0;  // KV slots the cache holds (paged: whole blocks of them)
+  // Contiguous KV (and static batching) reserve prompt + max_output tokens, capped at
+  // max_context, when a request is admitted: its real output length is unknown then.
+  int64_t max_output = 0;
+  int64_t max_context = 0;
+  Preemption preemption = Preemption::recompute;
+};
+
+// One sequence's work in an iteration: `new_tokens` tokens after `past` cached ones.
+struct IterationItem {
+  int64_t request = 0;
+  int64_t new_tokens = 0;
+  int64_t past = 0;
+  bool emits_token = false;  // the item's last position yields the request's next token
+  bool padding = false;      // static batching: work on padding only (a finished sequence)
+};
+
+struct Iteration {
+  std::vector<IterationItem> items;
+  int64_t swap_in_tokens = 0;   // KV moved back from host memory before the iteration
+  int64_t swap_out_tokens = 0;  // KV moved to host memory (preempted by swapping)
+  bool empty() const { return items.empty(); }
+};
+
+struct SequenceRecord {
+  double first_token_s = -1;
+  double finish_s = -1;
+  int64_t preemptions = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerOptions& options, const std::vector<Request>& requests);
+
+  // Request `index` (into the constructor's vector) is waiting from now on; arrivals come in
+  // index order.
+  void arrive(int64_t index);
+  // No request arrives after the ones passed to arrive() (static batching then runs a
+  // partial batch instead of waiting for a full one).
+  void no_more_arrivals() { no_more_arrivals_ = true; }
+  // The next iteration's batch (admissions, prefill chunks, decode tokens, preemptions);
+  // empty when nothing can run until another request arrives. KV slots for the iteration's
+  // tokens are allocated here.
+  Iteration next();
+  // The same, filling `it` (its storage is reused: the simulator's loop allocates nothing).
+  void next(Iteration& it);
+  // The iteration finished at time `now`: its tokens are cached, emitted tokens counted,
+  // finished requests release their KV cache.
+  void complete(const Iteration& it, double now);
+
+  bool all_finished() const { return finished_ == static_cast<int64_t>(requests_.size()); }
+  int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  const std::vector<SequenceRecord>& records() const { return records_; }
+  // KV token slots allocated (paged: used blocks x block size; contiguous: reserved) and
+  // written (tokens cached), and the capacity.
+  int64_t kv_allocated_tokens() const;
+  int64_t kv_stored_tokens() const;
+  int64_t kv_capacity_tokens() const;
+  // KV tokens resident: the tokens every running sequence reads (shared ones once).
+  const BlockAllocator* paged() const { return paged_ ? &*paged_ : nullptr; }
+  const ContiguousKvCache* contiguous() const { return contiguous_ ? &*contiguous_ : nullptr; }
+
+ private:
+  enum class State { pending, waiting, running, swapped, finished };
+  struct Sequence {
+    State state = State::pending;
+    int64_t cached = 0;     // tokens in the KV cache
+    int64_t generated = 0;  // output tokens produced
+    int64_t swapped_tokens = 0;
+  };
+  int64_t known(int64_t i) const;  // prompt + generated: tokens whose identity is known
+  void next_continuous(Iteration& it);
+  void next_static(Iteration& it);
+  // Allocates KV for `tokens` more tokens of sequence i; false when the cache is full.
+  bool grow_kv(int64_t i, int64_t tokens);
+  bool admit_kv(int64_t i);  // a waiting request's first KV (shared prefix, reservation)
+  void release_kv(int64_t i);
+  void preempt(int64_t i, Iteration& it);
+  int64_t reservation(int64_t i) const;
+
+  SchedulerOptions options_;
+  const std::vector<Request>& requests_;
+  std::vector<Sequence> sequences_;
+  std::vector<SequenceRecord> records_;
+  std::deque<int64_t> waiting_;
+  std::deque<int64_t> swapped_;
+  std::vector<int64_t> running_;  // admission order
+  std::optional<BlockAllocator> paged_;
+  std::optional<ContiguousKvCache> contiguous_;
+  // Paged: the shared prefix, cached once (sequence id = requests.size()).
+  int64_t prefix_tokens_ = 0;
+  int64_t finished_ = 0;
+  bool no_more_arrivals_ = false;
+  // Static batching: the batch in flight and its padded prompt length.
+  std::vector<int64_t> batch_;
+  int64_t batch_prompt_ = 0;
+};
+
+// ---- the time of one iteration ----
+
+// Where an iteration's time comes from: the engine's cost model (simulation), a test's
+// hand-checkable times, or the runtime executing the iteration (serve-bench).
+class IterationTimer {
+ public:
+  virtual ~IterationTimer() = default;
+  // Called once, before the first iteration (a runtime computes the cached shared prefix).
+  virtual void prepare(const Scheduler& /*scheduler*/) {}
+  // Seconds the iteration takes; the scheduler shows the KV cache it runs against (tokens
+  // resident, block tables, copy-on-writes to perform).
+  virtual double seconds(const Iteration& it, const Scheduler& scheduler) = 0;
+  virtual int64_t kv_bytes_per_token() const = 0;
+  // A wall-clock timer: the simulation then reads the time from now() (seconds since
+  // prepare) and, with nothing to run, waits for the next arrival with wait_until() instead
+  // of jumping to it.
+  virtual bool real_time() const { return false; }
+  virtual double now() { return 0; }
+  virtual void wait_until(double /*seconds*/) {}
+};
+
+// The token-proportional operators (projections, MLP, norms, lm head, sampling) run once on
+// the iteration's concatenated tokens, so weights are read once per iteration (selective
+// batching, Orca); attention and the other operators whose work depends on a sequence's
+// cached context are costed per sequence and summed, with one kernel launch for all. Memory
+// level: the one holding the weights plus the resident KV cache. Costs are memoised.
+class IterationCost final : public IterationTimer {
+ public:
+  // Throws std::invalid_argument for models whose KV cache does not grow by the same bytes
+  // every token (sliding windows, SSM or linear-attention state, diffusion): the paged cache
+  // and the capacity model assume it does.
+  IterationCost(const Model& model, const Hardware& hardware, const AnalysisOptions& options);
+
+  double seconds(const Iteration& it, const Scheduler& scheduler) override;
+  // The same with `resident_kv_tokens` tokens in the KV cache (they pick the memory level).
+  double seconds(const Iteration& it, int64_t resident_kv_tokens);
+  int64_t kv_bytes_per_token() const override { return kv_bytes_per_token_; }
+  int64_t weight_bytes() const { return weight_bytes_; }
+  // Peak activation bytes of an iteration of `tokens` concatenated tokens.
+  int64_t activation_bytes(int64_t tokens);
+
+ private:
+  struct Split {                // one build_ops list, costed
+    double shared_s = 0;        // the token-proportional ops
+    double per_sequence_s = 0;  // the context-dependent ops, without launch overheads
+    double per_sequence_overhead_s = 0;
+  };
+  Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t level);
+  size_t level_for(int64_t resident_kv_tokens) const;
+
+  Model model_;
+  Hardware hardware_;
+  AnalysisOptions options_;
+  DeviceRates rates_;
+  int64_t kv_bytes_per_token_ = 0;
+  int64_t weight_bytes_ = 0;
+  std::vector<bool> context_dependent_;  // per op index of build_ops
+  std::vector<Op> ops_;
+  std::unordered_map<uint64_t, double> shared_memo_;
+  std::unordered_map<uint64_t, Split> sequence_memo_;
+  // Decode items (one new token) dominate; indexed [level][past], NaN shared_s = not yet costed.
+  std::vector<std::vector<Split>> decode_memo_;
+};
+
+// ---- simulation ----
+
+struct ServingOptions {
+  SchedulerOptions scheduler;
+  double host_bandwidth = 0;  // bytes/s between device and host memory: swap preemption
+  double slo_ttft_s = 0;      // goodput: requests meeting both SLOs (0: that SLO is not set)
+  double slo_tpot_s = 0;
+};
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
+};
+
+struct RequestOutcome {
+  Request request;
+  double first_token_s = 0;  // absolute times
+  double finish_s = 0;
+  int64_t preemptions = 0;
+  double ttft_s() const { return first_token_s - request.arrival_s; }
+  double e2e_s() const { return finish_s - request.arrival_s; }
+  // Mean time between output tokens after the first (0 for one-token outputs).
+  double tpot_s() const {
+    return request.output > 1 ? (finish_s - first_token_s) / static_cast<double>(request.output - 1)
+                              : 0.0;
+  }
+};
+
+struct ServingMetrics {
+  int64_t requests = 0;
+  double duration_s = 0;              // first arrival to last finish
+  Percentiles ttft_s, tpot_s, e2e_s;  // TPOT over requests with more than one output token
+  double throughput_tok_s = 0;        // output tokens per second
+  double request_rate = 0;            // finished requests per second
+  double goodput = 0;                 // requests per second meeting the SLOs that are set
+  double slo_attainment = 0;          // fraction of requests meeting them
+  int64_t preemptions = 0;
+  int64_t iterations = 0;
+  // KV cache, time-weighted over iterations: allocated / capacity, and the part of the
+  // allocation holding no token (paged: unused slots of last blocks; contiguous: reserved
+  // but never written).
+  double kv_allocated_fraction = 0;
+  double kv_waste_fraction = 0;
+  double kv_peak_allocated_fraction = 0;
+  double kv_shared_fraction = 0;  // paged: slots sharing saves / slots owners would need
+  int64_t copy_on_writes = 0;
+};
+
+// Percentiles by the nearest-rank method; all zero when empty.
+Percentiles percentiles(std::vector<double> values);
+ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o);
+
+// Time-weighted KV statistics, fed once per iteration by whatever drives the scheduler.
+class KvUsage {
+ public:
+  void add(const Scheduler& s, double seconds);
+  void fill(ServingMetrics& m) const;
+
+ private:
+  double time_ = 0, allocated_ = 0, stored_ = 0, capacity_ = 0, logical_ = 0, peak_ = 0;
+  int64_t copy_on_writes_ = 0;
+};
+
+struct SimulationResult {
+  std::vector<RequestOutcome> outcomes;
+  ServingMetrics metrics;
+  int64_t kv_capacity_tokens = 0;
+};
+
+// Runs the workload to completion on the simulated clock.
+SimulationResult simulate(const std::vector<Request>& requests, const ServingOptions& options,
+                          IterationTimer& timer);
+
+}  // namespace streamspark::engine

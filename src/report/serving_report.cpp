@@ -1,0 +1,216 @@
+// Serving reports.
+#include "report/serving_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <utility>
+
+#include "report/table.hpp"
+#include "report/units.hpp"
+
+namespace streamspark::report {
+
+namespace {
+
+using engine::Percentiles;
+using engine::ServingMetrics;
+using nlohmann::json;
+
+json percentiles_json(const Percentiles& p) {
+  return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
+}
+
+std::string percent(double fraction) {
+  return significant(100 * fraction, 3) + "%";
+}
+
+std::string setup_line(const ServingRun& r) {
+  const engine::SchedulerOptions& s = r.scheduler;
+  std::string kv = std::string(engine::kv_layout_name(s.kv)) + " KV";
+  if (s.kv == engine::KvLayout::paged) kv += fmt::format(" ({}-token blocks)", s.block_size);
+  return fmt::format(
+      "{} batching{} · max batch {} · max {} tokens/iteration · {} · {} preemption · KV "
+      "capacity {} tokens",
+      engine::policy_name(s.policy), s.chunked_prefill ? " with chunked prefill" : "", s.max_batch,
+      s.max_tokens, kv, engine::preemption_name(s.preemption), r.kv_capacity_tokens);
+}
+
+// The metrics compared between runs, with how to print them.
+struct MetricRow {
+  const char* name;
+  double ServingMetrics::*plain = nullptr;
+  Percentiles ServingMetrics::*dist = nullptr;
+  double Percentiles::*part = nullptr;
+  bool time = true;
+};
+
+const std::vector<MetricRow>& metric_rows() {
+  static const std::vector<MetricRow> rows = {
+      {"TTFT p50", nullptr, &ServingMetrics::ttft_s, &Percentiles::p50},
+      {"TTFT p90", nullptr, &ServingMetrics::ttft_s, &Percentiles::p90},
+      {"TTFT p99", nullptr, &ServingMetrics::ttft_s, &Percentiles::p99},
+      {"TPOT p50", nullptr, &ServingMetrics::tpot_s, &Percentiles::p50},
+      {"TPOT p90", nullptr, &ServingMetrics::tpot_s, &Percentiles::p90},
+      {"TPOT p99", nullptr, &ServingMetrics::tpot_s, &Percentiles::p99},
+      {"e2e p50", nullptr, &ServingMetrics::e2e_s, &Percentiles::p50},
+      {"e2e p99", nullptr, &ServingMetrics::e2e_s, &Percentiles::p99},
+      {"duration", &ServingMetrics::duration_s},
+      {"tokens/s", &ServingMetrics::throughput_tok_s, nullptr, nullptr, false},
+  };
+  return rows;
+}
+
+double value(const ServingMetrics& m, const MetricRow& row) {
+  return row.plain ? m.*row.plain : (m.*row.dist).*row.part;
+}
+
+std::string show(double v, bool time) {
+  return time ? format_time(v) : significant(v);
+}
+
+}  // namespace
+
+std::string serving_table(const ServingRun& r) {
+  const ServingMetrics& m = r.metrics;
+  std::string out = fmt::format("{} on {} · {}\n{}\nworkload: {}\n\n", r.model, r.hardware,
+                                r.method == "measured" ? "measured" : "method " + r.method,
+                                setup_line(r), r.workload);
+  Table t;
+  t.add_column("", Align::left);
+  for (const char* h : {"p50", "p90", "p99", "mean"}) t.add_column(h);
+  for (const auto& [name, p] : std::vector<std::pair<const char*, Percentiles>>{
+           {"TTFT", m.ttft_s}, {"TPOT", m.tpot_s}, {"e2e latency", m.e2e_s}}) {
+    t.add_row(
+        {name, format_time(p.p50), format_time(p.p90), format_time(p.p99), format_time(p.mean)});
+  }
+  out += t.render();
+  out += fmt::format("\n{} requests in {} · {} output tokens/s · {} requests/s · {} iterations\n",
+                     m.requests, format_time(m.duration_s), significant(m.throughput_tok_s),
+                     significant(m.request_rate), m.iterations);
+  if (r.slo_ttft_s > 0 || r.slo_tpot_s > 0) {
+    out += fmt::format("goodput {} requests/s ({} of requests meet TTFT <= {}, TPOT <= {})\n",
+                       significant(m.goodput), percent(m.slo_attainment),
+                       r.slo_ttft_s > 0 ? format_time(r.slo_ttft_s) : "any",
+                       r.slo_tpot_s > 0 ? format_time(r.slo_tpot_s) : "any");
+  }
+  out += fmt::format(
+      "KV cache: {} allocated on average (peak {}), {} of the allocation holds no token",
+      percent(m.kv_allocated_fraction), percent(m.kv_peak_allocated_fraction),
+      percent(m.kv_waste_fraction));
+  if (r.scheduler.kv == engine::KvLayout::paged) {
+    out += fmt::format(" · sharing saves {} · {} copy-on-writes", percent(m.kv_shared_fraction),
+                       m.copy_on_writes);
+  }
+  out += fmt::format(" · {} preemptions\n", m.preemptions);
+  return out;
+}
+
+json serving_json(const ServingRun& r) {
+  const ServingMetrics& m = r.metrics;
+  const engine::SchedulerOptions& s = r.scheduler;
+  return json{{"model", r.model},
+              {"hardware", r.hardware},
+              {"method", r.method},
+              {"workload", r.workload},
+              {"scheduler",
+               {{"policy", engine::policy_name(s.policy)},
+                {"max_batch", s.max_batch},
+                {"max_tokens", s.max_tokens},
+                {"chunked_prefill", s.chunked_prefill},
+                {"kv", engine::kv_layout_name(s.kv)},
+                {"block_size", s.block_size},
+                {"kv_capacity_tokens", r.kv_capacity_tokens},
+                {"max_output", s.max_output},
+                {"preemption", engine::preemption_name(s.preemption)}}},
+              {"requests", m.requests},
+              {"duration_s", m.duration_s},
+              {"ttft_s", percentiles_json(m.ttft_s)},
+              {"tpot_s", percentiles_json(m.tpot_s)},
+              {"e2e_s", percentiles_json(m.e2e_s)},
+              {"throughput_tok_s", m.throughput_tok_s},
+              {"request_rate", m.request_rate},
+              // An objective not given is null: every request meets it.
+              {"slo",
+               {{"ttft_s", r.slo_ttft_s > 0 ? nlohmann::json(r.slo_ttft_s) : nlohmann::json()},
+                {"tpot_s", r.slo_tpot_s > 0 ? nlohmann::json(r.slo_tpot_s) : nlohmann::json()}}},
+              {"goodput", m.goodput},
+              {"slo_attainment", m.slo_attainment},
+              {"iterations", m.iterations},
+              {"preemptions", m.preemptions},
+              {"kv",
+               {{"allocated_fraction", m.kv_allocated_fraction},
+                {"peak_allocated_fraction", m.kv_peak_allocated_fraction},
+                {"waste_fraction", m.kv_waste_fraction},
+                {"shared_fraction", m.kv_shared_fraction},
+                {"copy_on_writes", m.copy_on_writes}}}};
+}
+
+std::string requests_csv(const std::vector<engine::RequestOutcome>& outcomes) {
+  std::string out =
+      "id,arrival_s,prompt_tokens,output_tokens,shared_prefix_tokens,first_token_s,finish_s,"
+      "ttft_s,tpot_s,e2e_s,preemptions\n";
+  auto o = std::back_inserter(out);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const engine::RequestOutcome& r = outcomes[i];
+    fmt::format_to(o, "{},{:.9g},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", i,
+                   r.request.arrival_s, r.request.prompt, r.request.output, r.request.shared_prefix,
+                   r.first_token_s, r.finish_s, r.ttft_s(), r.tpot_s(), r.e2e_s(), r.preemptions);
+  }
+  return out;
+}
+
+std::string serving_comparison_table(const ServingRun& measured, const ServingRun& predicted) {
+  Table t;
+  t.add_column("metric", Align::left);
+  for (const char* h : {"predicted", "measured", "error"}) t.add_column(h);
+  for (const MetricRow& row : metric_rows()) {
+    const double p = value(predicted.metrics, row), m = value(measured.metrics, row);
+    t.add_row({row.name, show(p, row.time), show(m, row.time),
+               m > 0 ? fmt::format("{:+.1f}%", 100 * (p - m) / m) : "-"});
+  }
+  return fmt::format("predicted by serve-sim ({} on {}, method {}) against measured:\n",
+                     predicted.model, predicted.hardware, predicted.method) +
+         t.render();
+}
+
+json serving_comparison_json(const ServingRun& measured, const ServingRun& predicted) {
+  json rows = json::array();
+  for (const MetricRow& row : metric_rows()) {
+    const double p = value(predicted.metrics, row), m = value(measured.metrics, row);
+    rows.push_back({{"metric", row.name},
+                    {"predicted", p},
+                    {"measured", m},
+                    {"error", m > 0 ? (p - m) / m : 0.0}});
+  }
+  return json{{"measured", serving_json(measured)},
+              {"predicted", serving_json(predicted)},
+              {"comparison", rows}};
+}
+
+std::string iteration_comparison_table(const std::vector<IterationComparison>& rows) {
+  Table t;
+  t.add_column("iterations", Align::left);
+  for (const char* h : {"count", "predicted p50", "measured p50", "median error"}) t.add_column(h);
+  for (const IterationComparison& r : rows) {
+    t.add_row({r.kind, std::to_string(r.iterations),
+               r.iterations ? format_time(r.predicted_s) : "-",
+               r.iterations ? format_time(r.measured_s) : "-",
+               r.iterations ? fmt::format("{:+.1f}%", 100 * r.median_error) : "-"});
+  }
+  return "each iteration the runtime ran, costed by the engine:\n" + t.render();
+}
+
+json iteration_comparison_json(const std::vector<IterationComparison>& rows) {
+  json out = json::array();
+  for (const IterationComparison& r : rows) {
+    out.push_back({{"kind", r.kind},
+                   {"iterations", r.iterations},
+                   {"predicted_p50_s", r.predicted_s},
+                   {"measured_p50_s", r.measured_s},
+                   {"median_error", r.median_error}});
+  }
+  return out;
+}
+
+}  // namespace streamspark::report

@@ -1,0 +1,174 @@
+// CSV and JSON Lines request traces.
+#include "spec/request_trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/diagnostics.hpp"
+
+namespace streamspark::spec {
+
+namespace {
+
+constexpr const char* kColumns[] = {"arrival_s", "prompt_tokens", "output_tokens",
+                                    "shared_prefix_tokens"};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) out.push_back(trim(cell));
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+// Checks and stores one request's fields; problems go to `diags`.
+struct RowReader {
+  const std::string& path;
+  std::vector<Diagnostic>& diags;
+  int line;
+
+  std::optional<double> number(const std::string& key, const std::optional<std::string>& text,
+                               bool required) {
+    if (!text || text->empty()) {
+      if (required) diags.push_back({path, line, 0, key, "missing"});
+      return std::nullopt;
+    }
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(*text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text->size() || !std::isfinite(v)) {
+      diags.push_back({path, line, 0, key, "expected a number, got '" + *text + "'"});
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  void read(const std::map<std::string, std::string>& fields, std::vector<engine::Request>& out) {
+    auto get = [&](const char* key) -> std::optional<std::string> {
+      const auto it = fields.find(key);
+      if (it == fields.end()) return std::nullopt;
+      return it->second;
+    };
+    const auto arrival = number("arrival_s", get("arrival_s"), true);
+    const auto prompt = number("prompt_tokens", get("prompt_tokens"), true);
+    const auto output = number("output_tokens", get("output_tokens"), true);
+    const auto prefix = number("shared_prefix_tokens", get("shared_prefix_tokens"), false);
+    const size_t before = diags.size();
+    auto integer = [&](const char* key, double v, double min) {
+      if (v != std::floor(v) || v < min || v > 1e15) {
+        diags.push_back(
+            {path, line, 0, key, fmt::format("expected a whole number >= {}, got {}", min, v)});
+      }
+    };
+    if (arrival && *arrival < 0) diags.push_back({path, line, 0, "arrival_s", "must be >= 0"});
+    if (prompt) integer("prompt_tokens", *prompt, 1);
+    if (output) integer("output_tokens", *output, 1);
+    if (prefix) {
+      integer("shared_prefix_tokens", *prefix, 0);
+      if (prompt && *prefix > *prompt) {
+        diags.push_back({path, line, 0, "shared_prefix_tokens", "exceeds prompt_tokens"});
+      }
+    }
+    if (diags.size() != before || !arrival || !prompt || !output) return;
+    out.push_back({*arrival, static_cast<int64_t>(*prompt), static_cast<int64_t>(*output),
+                   prefix ? static_cast<int64_t>(*prefix) : 0});
+  }
+};
+
+}  // namespace
+
+std::vector<engine::Request> load_request_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SpecError({{path, 0, 0, "", "cannot read the file"}});
+  const bool csv = ends_with(path, ".csv");
+  if (!csv && !ends_with(path, ".jsonl")) {
+    throw SpecError({{path, 0, 0, "", "a trace is a .csv or .jsonl file"}});
+  }
+  std::vector<Diagnostic> diags;
+  std::vector<engine::Request> out;
+  std::string line;
+  int number = 0;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    ++number;
+    if (trim(line).empty()) continue;
+    std::map<std::string, std::string> fields;
+    if (csv) {
+      const auto cells = split_csv(line);
+      if (header.empty()) {
+        header = cells;
+        for (const std::string& h : header) {
+          if (std::find(std::begin(kColumns), std::end(kColumns), h) == std::end(kColumns)) {
+            diags.push_back({path, number, 0, h,
+                             "unknown column (expected arrival_s, prompt_tokens, "
+                             "output_tokens, shared_prefix_tokens)"});
+          }
+        }
+        if (!diags.empty()) break;
+        continue;
+      }
+      if (cells.size() != header.size()) {
+        diags.push_back({path, number, 0, "",
+                         "expected " + std::to_string(header.size()) + " cells, got " +
+                             std::to_string(cells.size())});
+        continue;
+      }
+      for (size_t k = 0; k < cells.size(); ++k) fields[header[k]] = cells[k];
+    } else {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        diags.push_back({path, number, 0, "", std::string("not JSON: ") + e.what()});
+        continue;
+      }
+      if (!j.is_object()) {
+        diags.push_back({path, number, 0, "", "expected one JSON object per line"});
+        continue;
+      }
+      for (const auto& [key, value] : j.items()) {
+        if (std::find(std::begin(kColumns), std::end(kColumns), key) == std::end(kColumns)) {
+          diags.push_back({path, number, 0, key, "unknown key"});
+          continue;
+        }
+        fields[key] = value.is_number()
+                          ? value.dump()
+                          : (value.is_string() ? value.get<std::string>() : value.dump());
+      }
+    }
+    RowReader{path, diags, number}.read(fields, out);
+    if (diags.size() > 50) break;  // enough to fix
+  }
+  if (diags.empty() && out.empty()) diags.push_back({path, 0, 0, "", "no requests"});
+  if (!diags.empty()) throw SpecError(std::move(diags));
+  std::stable_sort(out.begin(), out.end(), [](const engine::Request& a, const engine::Request& b) {
+    return a.arrival_s < b.arrival_s;
+  });
+  return out;
+}
+
+}  // namespace streamspark::spec

@@ -1,0 +1,295 @@
+// Serving: the paged KV allocator's invariants, the scheduler on hand-checkable timelines,
+// iteration costs against the per-phase analysis, and workload generation.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "engine/analysis.hpp"
+#include "engine/kv_blocks.hpp"
+#include "engine/serving.hpp"
+#include "engine/test_fixtures.hpp"
+
+using namespace streamspark::engine;
+
+TEST_CASE("paged allocator: blocks, fragmentation, sharing and copy-on-write") {
+  BlockAllocator a(10, 16);
+  REQUIRE(a.append(0, 17));  // 2 blocks, 15 unused slots in the second
+  CHECK(a.used_blocks() == 2);
+  CHECK(a.stats().unused_slots(16) == 15);
+  CHECK(a.blocks_to_append(0, 15) == 0);
+  CHECK(a.blocks_to_append(0, 16) == 1);
+
+  // A child sharing all 17 tokens: no new block; its first append copies the shared tail.
+  a.share(0, 1);
+  CHECK(a.used_blocks() == 2);
+  CHECK(a.stats().shared_savings_blocks() == 2);
+  CHECK(a.blocks_to_append(1, 1) == 1);  // the copy
+  const int32_t shared_tail = a.block_table(1)[1];
+  REQUIRE(a.append(1, 1));
+  CHECK(a.stats().copy_on_writes == 1);
+  CHECK(a.used_blocks() == 3);
+  // The copy a runtime performs: the shared tail's contents into the child's new block.
+  REQUIRE(a.copies().size() == 1);
+  CHECK(a.copies()[0].from == shared_tail);
+  CHECK(a.copies()[0].to == a.block_table(1)[1]);
+  a.clear_copies();
+  CHECK(a.block_table(1)[0] == a.block_table(0)[0]);  // the full block stays shared
+  CHECK(a.block_table(1)[1] != a.block_table(0)[1]);
+  // The parent's tail is its own again: no copy for it.
+  CHECK(a.blocks_to_append(0, 1) == 0);
+  REQUIRE(a.append(0, 1));
+  CHECK(a.stats().copy_on_writes == 1);
+  // Stored slots: parent 18, child's copy 16 + 2 - 16 shared = the copied block holds 2.
+  CHECK(a.stats().stored_tokens == 18 + 2);
+  a.check_invariants();
+
+  // Sharing a prefix that ends on a block boundary: appends need no copy.
+  a.share(0, 2, 16);
+  CHECK(a.blocks_to_append(2, 3) == 1);
+  REQUIRE(a.append(2, 3));
+  CHECK(a.stats().copy_on_writes == 1);
+  CHECK(a.copies().empty());
+
+  // Out of blocks: append refuses and changes nothing.
+  const KvBlockStats before = a.stats();
+  CHECK_FALSE(a.append(3, 16 * 7));
+  CHECK(a.stats().used_blocks == before.used_blocks);
+  CHECK_FALSE(a.has(3));
+  for (int64_t id : {0, 1, 2}) a.release(id);
+  CHECK(a.used_blocks() == 0);
+  a.check_invariants();
+}
+
+TEST_CASE("paged allocator: random operation sequences leak nothing and free nothing twice") {
+  std::mt19937_64 rng(1234);
+  for (int round = 0; round < 20; ++round) {
+    BlockAllocator a(64, 8);
+    std::vector<int64_t> live;
+    for (int step = 0; step < 400; ++step) {
+      const auto op = rng() % 4;
+      if (op == 0 || live.empty()) {  // new sequence
+        const auto id = static_cast<int64_t>(rng() % 50);
+        if (a.has(id)) continue;
+        if (a.append(id, static_cast<int64_t>(rng() % 40))) live.push_back(id);
+      } else if (op == 1) {  // append
+        a.append(live[rng() % live.size()], static_cast<int64_t>(rng() % 12));
+      } else if (op == 2) {  // share a prefix into a new id
+        const int64_t parent = live[rng() % live.size()];
+        const auto child = static_cast<int64_t>(rng() % 50);
+        if (a.has(child)) continue;
+        a.share(parent, child, static_cast<int64_t>(rng() % (a.tokens(parent) + 1)));
+        live.push_back(child);
+      } else {  // release
+        const size_t k = rng() % live.size();
+        a.release(live[k]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      a.check_invariants();
+    }
+    for (int64_t id : live) a.release(id);
+    a.check_invariants();
+    CHECK(a.free_blocks() == 64);
+  }
+}
+
+TEST_CASE("contiguous cache: reservations and their waste") {
+  ContiguousKvCache c(1000);
+  REQUIRE(c.reserve(0, 600));
+  CHECK_FALSE(c.reserve(1, 500));  // 1100 > 1000
+  REQUIRE(c.append(0, 100));
+  CHECK(c.reserved_tokens() == 600);
+  CHECK(c.stored_tokens() == 100);  // 500 reserved and unused: the waste
+  CHECK_FALSE(c.append(0, 501));
+  c.release(0);
+  CHECK(c.reserved_tokens() == 0);
+}
+
+namespace {
+
+// Every iteration takes one second: timelines can be followed by hand.
+struct OneSecond final : IterationTimer {
+  double seconds(const Iteration&, const Scheduler&) override { return 1.0; }
+  int64_t kv_bytes_per_token() const override { return 1000; }
+};
+
+ServingOptions plenty(BatchingPolicy policy, KvLayout kv) {
+  ServingOptions o;
+  o.scheduler.policy = policy;
+  o.scheduler.kv = kv;
+  o.scheduler.kv_capacity_tokens = 1 << 16;
+  o.scheduler.max_batch = 2;
+  o.scheduler.max_output = 8;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("two requests, by hand: continuous against static batching") {
+  // A arrives at 0 (prompt 4, 3 tokens); B at 0.5 (prompt 2, 2 tokens); 1 s per iteration.
+  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  OneSecond timer;
+  SUBCASE("continuous") {
+    // [0,1] A's prefill -> A token 1 at 1. [1,2] A decodes, B (arrived 0.5) prefills ->
+    // A token 2, B token 1 at 2. [2,3] both decode -> A token 3, B token 2: both finish at 3.
+    const auto r = simulate(requests, plenty(BatchingPolicy::continuous, KvLayout::paged), timer);
+    CHECK(r.outcomes[0].first_token_s == 1.0);
+    CHECK(r.outcomes[0].finish_s == 3.0);
+    CHECK(r.outcomes[1].first_token_s == 2.0);
+    CHECK(r.outcomes[1].finish_s == 3.0);
+    CHECK(r.outcomes[0].tpot_s() == 1.0);  // (3 - 1) / 2
+    CHECK(r.outcomes[1].ttft_s() == 1.5);
+    CHECK(r.metrics.iterations == 3);
+    CHECK(r.metrics.duration_s == 3.0);
+    CHECK(r.metrics.throughput_tok_s == doctest::Approx(5.0 / 3.0));
+  }
+  SUBCASE("static batching waits for the batch of 2 and pads") {
+    // Idle until B arrives at 0.5; [0.5,1.5] prefill of both (padded to 4) -> first tokens at
+    // 1.5; [1.5,2.5] -> A token 2, B token 2 (B done); [2.5,3.5] -> A token 3 (B is padding).
+    const auto r =
+        simulate(requests, plenty(BatchingPolicy::static_batching, KvLayout::contiguous), timer);
+    CHECK(r.outcomes[0].first_token_s == 1.5);
+    CHECK(r.outcomes[1].first_token_s == 1.5);
+    CHECK(r.outcomes[1].finish_s == 2.5);
+    CHECK(r.outcomes[0].finish_s == 3.5);
+    CHECK(r.metrics.iterations == 3);
+    // Mean TTFT: continuous (1 + 1.5) / 2 = 1.25; static (1.5 + 1.0) / 2 = 1.25 as well, but
+    // A finishes half a second later.
+    CHECK(r.metrics.ttft_s.mean == doctest::Approx(1.25));
+    CHECK(r.metrics.e2e_s.p99 == doctest::Approx(3.5));
+  }
+}
+
+TEST_CASE("the token budget and chunked prefill") {
+  // One request, prompt 10, budget 4 tokens per iteration. Chunked: 4 + 4 + 2 -> first token
+  // after 3 iterations. Unchunked: the whole prompt in one (over-budget) iteration.
+  const std::vector<Request> one = {{0.0, 10, 2, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.max_tokens = 4;
+  o.scheduler.chunked_prefill = true;
+  CHECK(simulate(one, o, timer).outcomes[0].first_token_s == 3.0);
+  o.scheduler.chunked_prefill = false;
+  CHECK(simulate(one, o, timer).outcomes[0].first_token_s == 1.0);
+}
+
+TEST_CASE("preemption when the KV cache runs out: recompute and swap") {
+  // 4 requests of prompt 16 and 32 outputs need 4 x 48 slots at the end; the cache holds 128.
+  std::vector<Request> requests(4, Request{0.0, 16, 32, 0});
+  OneSecond timer;
+  for (const Preemption p : {Preemption::recompute, Preemption::swap}) {
+    CAPTURE(preemption_name(p));
+    ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+    o.scheduler.max_batch = 4;
+    o.scheduler.kv_capacity_tokens = 128;
+    o.scheduler.preemption = p;
+    o.host_bandwidth = 1e6;  // 1 ms per 1000-byte token
+    const auto r = simulate(requests, o, timer);
+    CHECK(r.metrics.preemptions > 0);
+    for (const auto& out : r.outcomes) CHECK(out.finish_s > out.first_token_s);
+    CHECK(r.metrics.kv_peak_allocated_fraction <= 1.0);
+  }
+  // Swapping without a host bandwidth is refused.
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.max_batch = 4;
+  o.scheduler.kv_capacity_tokens = 128;
+  o.scheduler.preemption = Preemption::swap;
+  CHECK_THROWS_AS(simulate(requests, o, timer), std::invalid_argument);
+}
+
+TEST_CASE("a request larger than the whole cache is refused, not waited on forever") {
+  const std::vector<Request> big = {{0.0, 100, 1, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.kv_capacity_tokens = 64;
+  CHECK_THROWS_AS(simulate(big, o, timer), std::invalid_argument);
+}
+
+TEST_CASE("a shared prefix is cached once and not recomputed") {
+  // Both requests: 8-token shared prefix + 4 own tokens. Paged: each prefill computes 4
+  // tokens; contiguous computes all 12 and stores the prefix twice.
+  const std::vector<Request> requests = {{0.0, 12, 1, 8}, {0.0, 12, 1, 8}};
+  struct Tokens final : IterationTimer {
+    int64_t computed = 0;
+    double seconds(const Iteration& it, const Scheduler&) override {
+      for (const auto& item : it.items) computed += item.new_tokens;
+      return 1.0;
+    }
+    int64_t kv_bytes_per_token() const override { return 1; }
+  };
+  Tokens paged, contiguous;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.block_size = 4;
+  simulate(requests, o, paged);
+  CHECK(paged.computed == 8);
+  o.scheduler.kv = KvLayout::contiguous;
+  simulate(requests, o, contiguous);
+  CHECK(contiguous.computed == 24);
+}
+
+TEST_CASE("iteration cost: one sequence's decode equals the analysis's decode step") {
+  const Model m = streamspark::test::llama2_13b();
+  const Hardware hw = streamspark::test::h100_lecture();
+  AnalysisOptions options;
+  options.precision = Precision::uniform(DType::bf16);
+  IterationCost cost(m, hw, options);
+  Analyzer analyzer(m, hw, options);
+  for (const int64_t batch : {1, 8}) {
+    Iteration it;
+    for (int64_t b = 0; b < batch; ++b) it.items.push_back({b, 1, 1024, true, false});
+    // Same ops, same rates: B identical sequences cost B times one sequence's attention, and
+    // the projections run once on B tokens, as the analysis's batch-B step.
+    CHECK(cost.seconds(it, batch * 1024) ==
+          doctest::Approx(analyzer.decode_step_time(batch, 1024)).epsilon(1e-12));
+  }
+  // Selective batching: a prefill chunk and a decode step together read the weights once,
+  // so they cost less than apart.
+  Iteration prefill, decode, both;
+  prefill.items = {{0, 512, 0, true, false}};
+  decode.items = {{1, 1, 2048, true, false}};
+  both.items = {prefill.items[0], decode.items[0]};
+  CHECK(cost.seconds(both, 2560) < cost.seconds(prefill, 512) + cost.seconds(decode, 2048));
+}
+
+TEST_CASE("iteration cost refuses models without a per-token KV cache") {
+  Model m = streamspark::test::llama2_13b();
+  m.layers[0].local = true;
+  m.layers[0].attention.window = 4096;
+  AnalysisOptions options;
+  options.precision = Precision::uniform(DType::bf16);
+  CHECK_THROWS_AS(IterationCost(m, streamspark::test::h100_lecture(), options),
+                  std::invalid_argument);
+}
+
+TEST_CASE("workloads: deterministic, and their distributions as specified") {
+  WorkloadSpec spec;
+  spec.requests = 20000;
+  spec.rate = 4.0;
+  spec.prompt = {LengthKind::uniform, 10, 20, 0};
+  spec.output = {LengthKind::lognormal, 200, 0.5, 0};
+  spec.shared_prefix_fraction = 0.25;
+  spec.prefix_tokens = 64;
+  spec.seed = 7;
+  const auto a = generate_requests(spec);
+  const auto b = generate_requests(spec);
+  REQUIRE(a.size() == 20000);
+  CHECK(a.back().arrival_s == b.back().arrival_s);
+  std::vector<double> outputs;
+  int64_t shared = 0;
+  for (const Request& r : a) {
+    const int64_t own = r.prompt - r.shared_prefix;
+    CHECK(own >= 10);
+    CHECK(own <= 20);
+    outputs.push_back(static_cast<double>(r.output));
+    shared += r.shared_prefix > 0 ? 1 : 0;
+  }
+  // Poisson at 4/s: mean gap 0.25 s (standard error 0.25/sqrt(20000) = 0.0018).
+  CHECK(a.back().arrival_s / 20000 == doctest::Approx(0.25).epsilon(0.03));
+  // Lognormal median 200 (the sample median's standard error here is about 0.9%).
+  std::nth_element(outputs.begin(), outputs.begin() + 10000, outputs.end());
+  CHECK(outputs[10000] == doctest::Approx(200).epsilon(0.04));
+  CHECK(static_cast<double>(shared) / 20000 == doctest::Approx(0.25).epsilon(0.05));
+  spec.seed = 8;
+  CHECK(generate_requests(spec).back().arrival_s != a.back().arrival_s);
+}

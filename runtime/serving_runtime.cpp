@@ -1,6 +1,8 @@
 // serve-bench's executor: the scheduler's iterations on a paged decoder, on the wall clock.
 #include "runtime/serving_runtime.hpp"
 
+#include <cmath>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -112,11 +114,25 @@ std::vector<int32_t> RuntimeIterations::output(int64_t i) const {
   return {all.begin() + prompt_lengths_[static_cast<size_t>(i)], all.end()};
 }
 
-std::vector<int32_t> generate_alone(Decoder& contiguous, const std::vector<int32_t>& prompt,
-                                    int64_t output) {
-  const Generation g =
-      generate(contiguous, prompt, 1, static_cast<int64_t>(prompt.size()), output, {});
-  return g.tokens.front();
+ReferenceGeneration generate_alone(Decoder& contiguous, const std::vector<int32_t>& prompt,
+                                   int64_t output) {
+  const int64_t V = contiguous.model().vocab_size;
+  Sampler greedy({});
+  ReferenceGeneration g;
+  auto choose = [&](const std::vector<float>& logits) {
+    const int32_t token = greedy.sample(logits.data(), V);
+    float runner_up = -std::numeric_limits<float>::infinity();
+    for (int64_t v = 0; v < V; ++v) {
+      if (v != token) runner_up = std::max(runner_up, logits[static_cast<size_t>(v)]);
+    }
+    const double top = logits[static_cast<size_t>(token)];
+    g.tokens.push_back(token);
+    g.margins.push_back((top - runner_up) / (1.0 + std::abs(top)));
+    return token;
+  };
+  int32_t next = choose(contiguous.prefill(prompt, 1, static_cast<int64_t>(prompt.size())));
+  for (int64_t t = 1; t < output; ++t) next = choose(contiguous.decode({next}));
+  return g;
 }
 
 }  // namespace streamspark::runtime

@@ -48,7 +48,7 @@ int64_t sample_length(const LengthDistribution& d, Random& rng) {
       x = std::exp(std::log(d.a) + d.b * rng.normal());
       break;
   }
-  auto n = std::max<int64_t>(1, std::llround(x));
+  auto n = std::max<int64_t>(1, std::llround(std::min(x, 1e18)));  // llround overflows past 2^63
   if (d.max > 0) n = std::min(n, d.max);
   return n;
 }
@@ -124,11 +124,23 @@ Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>
   }
   sequences_.resize(requests.size());
   records_.resize(requests.size());
-  for (const Request& r : requests) {
-    if (r.prompt < 1 || r.output < 1 || r.shared_prefix < 0 || r.shared_prefix > r.prompt) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    // The last prompt token is always computed: it yields the first output token.
+    if (r.prompt < 1 || r.output < 1 || r.shared_prefix < 0 || r.shared_prefix >= r.prompt) {
+      throw std::invalid_argument("request " + std::to_string(i) +
+                                  ": a request needs prompt >= 1, output >= 1 and a shared "
+                                  "prefix shorter than its prompt");
+    }
+    // Contiguous KV under continuous batching: the reservation must hold every position the
+    // request writes (prompt + output - 1), or it could never finish.
+    if (options_.kv == KvLayout::contiguous && options_.policy == BatchingPolicy::continuous &&
+        options_.max_output > 0 && r.prompt + r.output - 1 > reservation_for(r.prompt)) {
       throw std::invalid_argument(
-          "a request needs prompt >= 1, output >= 1 and a shared "
-          "prefix within its prompt");
+          "request " + std::to_string(i) + ": prompt " + std::to_string(r.prompt) + " + output " +
+          std::to_string(r.output) + " needs " + std::to_string(r.prompt + r.output - 1) +
+          " KV positions, more than its contiguous reservation of " +
+          std::to_string(reservation_for(r.prompt)) + " (raise --max-output)");
     }
     if (r.shared_prefix > 0) {
       if (prefix_tokens_ != 0 && prefix_tokens_ != r.shared_prefix) {
@@ -156,14 +168,21 @@ int64_t Scheduler::known(int64_t i) const {
   return requests_[static_cast<size_t>(i)].prompt + sequences_[static_cast<size_t>(i)].generated;
 }
 
-int64_t Scheduler::reservation(int64_t i) const {
-  const Request& r = requests_[static_cast<size_t>(i)];
-  int64_t want = r.prompt + (options_.max_output > 0 ? options_.max_output : r.output);
-  if (options_.policy == BatchingPolicy::static_batching) {
-    want = batch_prompt_ + (options_.max_output > 0 ? options_.max_output : r.output);
-  }
+int64_t Scheduler::reservation_for(int64_t prompt) const {
+  int64_t want = prompt + options_.max_output;
   if (options_.max_context > 0) want = std::min(want, options_.max_context);
   return want;
+}
+
+int64_t Scheduler::reservation(int64_t i) const {
+  if (options_.max_output <= 0) {  // no maximum given: the request's own length (an oracle)
+    const Request& r = requests_[static_cast<size_t>(i)];
+    return options_.policy == BatchingPolicy::static_batching ? batch_prompt_ + batch_output_
+                                                              : r.prompt + r.output;
+  }
+  return reservation_for(options_.policy == BatchingPolicy::static_batching
+                             ? batch_prompt_
+                             : requests_[static_cast<size_t>(i)].prompt);
 }
 
 void Scheduler::arrive(int64_t index) {
@@ -250,6 +269,7 @@ void Scheduler::next_continuous(Iteration& it) {
     Sequence& s = sequences_[static_cast<size_t>(i)];
     const int64_t remaining = known(i) - s.cached;
     const int64_t tokens = std::min(remaining, budget);
+    const int64_t needed = s.cached + tokens;
     bool preempted_self = false;
     while (!grow_kv(i, tokens)) {
       const int64_t victim = running_.back();
@@ -260,17 +280,26 @@ void Scheduler::next_continuous(Iteration& it) {
         break;
       }
     }
-    if (preempted_self) break;
+    if (preempted_self) {
+      if (running_.empty()) {  // nothing left to free: it cannot grow even alone
+        throw std::invalid_argument("request " + std::to_string(i) + " needs " +
+                                    std::to_string(needed) +
+                                    " KV positions, more than the whole cache of " +
+                                    std::to_string(kv_capacity_tokens()) + " tokens");
+      }
+      break;
+    }
     it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
     any_prefill = any_prefill || tokens > 1;
     budget -= tokens;
   }
   // Swapped-out sequences come back before new requests are admitted; they run from the
   // next iteration.
-  while (!swapped_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch) {
+  while (!swapped_.empty() && it.swap_out_tokens == 0 &&
+         static_cast<int64_t>(running_.size()) < options_.max_batch) {
     const int64_t i = swapped_.front();
     Sequence& s = sequences_[static_cast<size_t>(i)];
-    admit_kv(i);
+    if (!admit_kv(i)) break;
     if (!grow_kv(i, s.swapped_tokens)) {
       release_kv(i);
       s.cached = 0;
@@ -294,9 +323,10 @@ void Scheduler::next_continuous(Iteration& it) {
     int64_t tokens = remaining;
     if (options_.chunked_prefill) {
       tokens = std::min(remaining, budget);
-    } else if (remaining > budget && (any_prefill || budget < options_.max_tokens)) {
-      // A whole prompt that does not fit the budget waits for an iteration of its own
-      // (where it may exceed the budget: nothing else would ever let it run).
+    } else if (remaining > budget && any_prefill) {
+      // A whole prompt that does not fit the rest of the budget waits for the next
+      // iteration; as an iteration's only prompt it runs even over the budget (waiting for
+      // the decodes to drain would stall every request behind it).
       release_kv(i);
       s.cached = 0;
       break;
@@ -322,11 +352,28 @@ void Scheduler::next_static(Iteration& it) {
       return;  // wait for a full batch
     }
     // The batch: the first max_batch waiting requests, padded to the longest prompt, each
-    // reserving the padded prompt plus the longest output allowed.
-    const auto n = std::min<size_t>(static_cast<size_t>(options_.max_batch), waiting_.size());
+    // reserving the padded prompt plus the longest output allowed. Every sequence of the
+    // batch runs until the longest output is done, so a request joins only while the padded
+    // prompt + the longest output - 1 positions fit the reservation.
+    size_t n = 0;
     batch_prompt_ = 0;
-    for (size_t k = 0; k < n; ++k) {
-      batch_prompt_ = std::max(batch_prompt_, requests_[static_cast<size_t>(waiting_[k])].prompt);
+    batch_output_ = 0;
+    const auto limit = std::min<size_t>(static_cast<size_t>(options_.max_batch), waiting_.size());
+    for (; n < limit; ++n) {
+      const Request& r = requests_[static_cast<size_t>(waiting_[n])];
+      const int64_t prompt = std::max(batch_prompt_, r.prompt);
+      const int64_t output = std::max(batch_output_, r.output);
+      if (options_.max_output > 0 && prompt + output - 1 > reservation_for(prompt)) {
+        if (n == 0) {
+          throw std::invalid_argument(
+              "static batching: request " + std::to_string(waiting_[n]) + " (prompt " +
+              std::to_string(r.prompt) + ", output " + std::to_string(r.output) +
+              ") needs more KV positions than a reservation holds (raise --max-output)");
+        }
+        break;
+      }
+      batch_prompt_ = prompt;
+      batch_output_ = output;
     }
     for (size_t k = 0; k < n; ++k) {
       const int64_t i = waiting_.front();
@@ -382,6 +429,11 @@ void Scheduler::complete(const Iteration& it, double now) {
     for (const int64_t i : batch_) release_kv(i);
     batch_.clear();
   }
+}
+
+int64_t Scheduler::prefix_blocks() const {
+  if (!paged_ || prefix_tokens_ == 0) return 0;
+  return static_cast<int64_t>(paged_->block_table(static_cast<int64_t>(requests_.size())).size());
 }
 
 int64_t Scheduler::kv_allocated_tokens() const {
@@ -598,7 +650,9 @@ void KvUsage::add(const Scheduler& s, double seconds) {
   capacity_ += seconds * capacity;
   if (const BlockAllocator* p = s.paged()) {
     const KvBlockStats st = p->stats();
-    logical_ += seconds * static_cast<double>(st.logical_blocks * p->block_size());
+    // The requests' tables only: the cached prefix is not an owner that would need blocks.
+    logical_ +=
+        seconds * static_cast<double>((st.logical_blocks - s.prefix_blocks()) * p->block_size());
     copy_on_writes_ = st.copy_on_writes;
   } else {
     logical_ += seconds * allocated;
@@ -609,7 +663,8 @@ void KvUsage::add(const Scheduler& s, double seconds) {
 void KvUsage::fill(ServingMetrics& m) const {
   if (capacity_ > 0) m.kv_allocated_fraction = allocated_ / capacity_;
   if (allocated_ > 0) m.kv_waste_fraction = 1.0 - stored_ / allocated_;
-  if (logical_ > 0) m.kv_shared_fraction = 1.0 - allocated_ / logical_;
+  // Negative while the cached prefix is not referenced (it then costs, not saves): 0.
+  if (logical_ > 0) m.kv_shared_fraction = std::max(0.0, 1.0 - allocated_ / logical_);
   m.kv_peak_allocated_fraction = peak_;
   m.copy_on_writes = copy_on_writes_;
 }

@@ -99,7 +99,8 @@ struct Iteration {
   std::vector<IterationItem> items;
   int64_t swap_in_tokens = 0;   // KV moved back from host memory before the iteration
   int64_t swap_out_tokens = 0;  // KV moved to host memory (preempted by swapping)
-  bool empty() const { return items.empty(); }
+  // Nothing to run: no sequence's tokens and no KV moving to or from the host.
+  bool empty() const { return items.empty() && swap_in_tokens == 0 && swap_out_tokens == 0; }
 };
 
 struct SequenceRecord {
@@ -139,6 +140,8 @@ class Scheduler {
   int64_t kv_capacity_tokens() const;
   // KV tokens resident: the tokens every running sequence reads (shared ones once).
   const BlockAllocator* paged() const { return paged_ ? &*paged_ : nullptr; }
+  // Paged: the blocks of the cached shared prefix's own table (0 without one).
+  int64_t prefix_blocks() const;
   const ContiguousKvCache* contiguous() const { return contiguous_ ? &*contiguous_ : nullptr; }
 
  private:
@@ -158,6 +161,7 @@ class Scheduler {
   void release_kv(int64_t i);
   void preempt(int64_t i, Iteration& it);
   int64_t reservation(int64_t i) const;
+  int64_t reservation_for(int64_t prompt) const;  // prompt + max_output, capped at max_context
 
   SchedulerOptions options_;
   const std::vector<Request>& requests_;
@@ -175,6 +179,7 @@ class Scheduler {
   // Static batching: the batch in flight and its padded prompt length.
   std::vector<int64_t> batch_;
   int64_t batch_prompt_ = 0;
+  int64_t batch_output_ = 0;  // the longest output in the batch
 };
 
 // ---- the time of one iteration ----

@@ -89,8 +89,9 @@ struct RowReader {
     if (output) integer("output_tokens", *output, 1);
     if (prefix) {
       integer("shared_prefix_tokens", *prefix, 0);
-      if (prompt && *prefix > *prompt) {
-        diags.push_back({path, line, 0, "shared_prefix_tokens", "exceeds prompt_tokens"});
+      if (prompt && *prefix >= *prompt) {
+        diags.push_back({path, line, 0, "shared_prefix_tokens",
+                         "must be below prompt_tokens (the last prompt token is always computed)"});
       }
     }
     if (diags.size() != before || !arrival || !prompt || !output) return;

@@ -206,6 +206,54 @@ TEST_CASE("a request larger than the whole cache is refused, not waited on forev
   CHECK_THROWS_AS(simulate(big, o, timer), std::invalid_argument);
 }
 
+TEST_CASE("a prompt over the rest of the budget runs as the next iteration's only prompt") {
+  // Budget 100 tokens. A (prompt 10, 50 tokens) decodes from t = 1; B (prompt 200) arrives at
+  // 0.5. Unchunked, B does not fit beside A's decode token, so at t = 1 it is the iteration's
+  // only prompt and runs over the budget: first token at 2, not after A drains at 50.
+  const std::vector<Request> requests = {{0.0, 10, 50, 0}, {0.5, 200, 2, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.max_tokens = 100;
+  o.scheduler.max_output = 0;
+  const auto r = simulate(requests, o, timer);
+  CHECK(r.outcomes[1].first_token_s == 2.0);
+  CHECK(r.outcomes[0].finish_s == 50.0);  // A decoded in every iteration meanwhile
+}
+
+TEST_CASE("reservations that cannot hold a request are refused up front") {
+  OneSecond timer;
+  // Contiguous KV reserves prompt + max_output (8 here): an output of 20 would never fit.
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::contiguous);
+  CHECK_THROWS_WITH_AS(simulate({{0.0, 4, 20, 0}}, o, timer),
+                       "request 0: prompt 4 + output 20 needs 23 KV positions, more than its "
+                       "contiguous reservation of 12 (raise --max-output)",
+                       std::invalid_argument);
+  // Static batching pads: (prompt 6, output 2) and (prompt 2, output 8) would need 6 + 8 - 1
+  // positions with max_context 12, so they run as two batches instead of one.
+  o = plenty(BatchingPolicy::static_batching, KvLayout::contiguous);
+  o.scheduler.max_context = 12;
+  const auto r = simulate({{0.0, 6, 2, 0}, {0.0, 2, 8, 0}}, o, timer);
+  CHECK(r.outcomes[0].finish_s == 2.0);       // prefill, one decode
+  CHECK(r.outcomes[1].first_token_s == 3.0);  // its own batch after the first
+  CHECK(r.outcomes[1].finish_s == 10.0);
+  // A shared prefix as long as the prompt leaves nothing to compute the first token from.
+  CHECK_THROWS_AS(
+      simulate({{0.0, 8, 2, 8}}, plenty(BatchingPolicy::continuous, KvLayout::paged), timer),
+      std::invalid_argument);
+}
+
+TEST_CASE("swapping: a sequence that outgrows the whole cache is refused, not swapped forever") {
+  // 64 slots; the request needs 10 + 100 - 1.
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.kv_capacity_tokens = 64;
+  o.scheduler.preemption = Preemption::swap;
+  o.host_bandwidth = 1e6;
+  CHECK_THROWS_WITH_AS(simulate({{0.0, 10, 100, 0}}, o, timer),
+                       "request 0 needs 65 KV positions, more than the whole cache of 64 tokens",
+                       std::invalid_argument);
+}
+
 TEST_CASE("a shared prefix is cached once and not recomputed") {
   // Both requests: 8-token shared prefix + 4 own tokens. Paged: each prefill computes 4
   // tokens; contiguous computes all 12 and stores the prefix twice.
@@ -221,8 +269,12 @@ TEST_CASE("a shared prefix is cached once and not recomputed") {
   Tokens paged, contiguous;
   ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
   o.scheduler.block_size = 4;
-  simulate(requests, o, paged);
+  const SimulationResult shared = simulate(requests, o, paged);
   CHECK(paged.computed == 8);
+  // One iteration: the requests' tables hold 3 blocks each (12 tokens in 4-token blocks), 6
+  // in all; used are the prefix's 2 and one own block each, 4: sharing saves 1 - 4/6. The
+  // cached prefix's own table is not an owner.
+  CHECK(shared.metrics.kv_shared_fraction == doctest::Approx(1.0 / 3));
   o.scheduler.kv = KvLayout::contiguous;
   simulate(requests, o, contiguous);
   CHECK(contiguous.computed == 24);

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/random.hpp"
+
 namespace streamspark::runtime {
 
 namespace {
@@ -14,24 +16,15 @@ namespace {
 constexpr float kRmsNormEps = 1e-5f;
 constexpr float kRopeTheta = 10000.0f;
 
-// splitmix64: a fast, portable stream of random bits (the same weights on every machine).
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  float uniform(float limit) {  // in [-limit, limit)
-    const double u = static_cast<double>(next() >> 11) * 0x1.0p-53;
-    return static_cast<float>((2.0 * u - 1.0) * limit);
-  }
-};
+using engine::SplitMix64;  // the same weights on every machine
+
+float uniform(SplitMix64& rng, float limit) {  // in [-limit, limit)
+  return static_cast<float>((2.0 * rng.uniform() - 1.0) * limit);
+}
 
 std::vector<float> uniform(SplitMix64& rng, int64_t count, float limit) {
   std::vector<float> v(static_cast<size_t>(count));
-  for (float& x : v) x = rng.uniform(limit);
+  for (float& x : v) x = uniform(rng, limit);
   return v;
 }
 

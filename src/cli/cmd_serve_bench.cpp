@@ -93,23 +93,6 @@ class ComparedIterations final : public engine::IterationTimer {
   std::vector<Ran> ran_;
 };
 
-report::ServingRun serving_run(const engine::Model& model, const std::string& where,
-                               const std::string& method, const std::string& workload,
-                               const engine::ServingOptions& options,
-                               const engine::SimulationResult& result) {
-  report::ServingRun run;
-  run.model = model.name;
-  run.hardware = where;
-  run.method = method;
-  run.workload = workload;
-  run.scheduler = options.scheduler;
-  run.slo_ttft_s = options.slo_ttft_s;
-  run.slo_tpot_s = options.slo_tpot_s;
-  run.kv_capacity_tokens = result.kv_capacity_tokens;
-  run.metrics = result.metrics;
-  return run;
-}
-
 int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");

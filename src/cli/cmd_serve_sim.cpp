@@ -30,8 +30,8 @@ struct ServeSimOptions {
   std::string requests_csv;
 };
 
-}  // namespace
-
+// KV token slots: --kv-memory bytes, or the usable memory fraction minus weights and the
+// activations of the largest iteration.
 int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memory_fraction,
                            const engine::Hardware& hw, engine::IterationCost& cost,
                            int64_t max_tokens) {
@@ -74,8 +74,6 @@ int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memo
   return tokens > 4e18 ? INT64_MAX / 4 : static_cast<int64_t>(tokens);
 }
 
-namespace {
-
 int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");
@@ -94,16 +92,9 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
       o.kv_memory, o.memory_fraction, hardware, cost, options.scheduler.max_tokens);
   const engine::SimulationResult result = engine::simulate(requests, options, cost);
 
-  report::ServingRun run;
-  run.model = model.name;
-  run.hardware = hardware.name;
-  run.method = std::string(engine::method_name(analysis.method));
-  run.workload = workload;
-  run.scheduler = options.scheduler;
-  run.slo_ttft_s = options.slo_ttft_s;
-  run.slo_tpot_s = options.slo_tpot_s;
-  run.kv_capacity_tokens = result.kv_capacity_tokens;
-  run.metrics = result.metrics;
+  const report::ServingRun run =
+      serving_run(model, hardware.name, std::string(engine::method_name(analysis.method)), workload,
+                  options, result);
   OutputFile out(o.output);
   out.write(format == Format::json ? report::serving_json(run).dump(2) + "\n"
                                    : report::serving_table(run));

@@ -215,4 +215,21 @@ engine::ServingOptions serving_options(const ServingCliOptions& o, int64_t max_c
   return s;
 }
 
+report::ServingRun serving_run(const engine::Model& model, const std::string& where,
+                               const std::string& method, const std::string& workload,
+                               const engine::ServingOptions& options,
+                               const engine::SimulationResult& result) {
+  report::ServingRun run;
+  run.model = model.name;
+  run.hardware = where;
+  run.method = method;
+  run.workload = workload;
+  run.scheduler = options.scheduler;
+  run.slo_ttft_s = options.slo_ttft_s;
+  run.slo_tpot_s = options.slo_tpot_s;
+  run.kv_capacity_tokens = result.kv_capacity_tokens;
+  run.metrics = result.metrics;
+  return run;
+}
+
 }  // namespace streamspark::cli

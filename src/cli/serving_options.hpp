@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/serving.hpp"
+#include "report/serving_report.hpp"
 
 namespace streamspark::cli {
 
@@ -50,5 +51,12 @@ engine::ServingOptions serving_options(const ServingCliOptions& o, int64_t max_c
 // "512", "fixed:512", "uniform:128:1024", "lognormal:512:0.8[:4096]"; UsageError otherwise.
 engine::LengthDistribution parse_length_distribution(const std::string& text,
                                                      const std::string& option);
+
+// What a serving run reports: the model, where it ran (a device or the runtime), how it was
+// timed, the workload, the scheduler settings and the results.
+report::ServingRun serving_run(const engine::Model& model, const std::string& where,
+                               const std::string& method, const std::string& workload,
+                               const engine::ServingOptions& options,
+                               const engine::SimulationResult& result);
 
 }  // namespace streamspark::cli

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/memory.hpp"
+#include "engine/random.hpp"
 
 namespace streamspark::engine {
 
@@ -18,23 +19,7 @@ namespace streamspark::engine {
 
 namespace {
 
-// splitmix64 (Steele, Lea, Flood 2014): the same stream on every platform.
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double open_uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
-  // Box-Muller.
-  double normal() {
-    return std::sqrt(-2.0 * std::log(open_uniform())) *
-           std::cos(2.0 * std::numbers::pi * uniform());
-  }
-};
+using Random = SplitMix64;
 
 int64_t sample_length(const LengthDistribution& d, Random& rng) {
   double x = d.a;

@@ -15,6 +15,7 @@
 #include "report/serving_report.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/generation.hpp"
+#include "runtime/probe.hpp"
 #include "runtime/serving_runtime.hpp"
 #include "spec/quantity.hpp"
 
@@ -141,6 +142,22 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   }
   s.kv_capacity_tokens = blocks * s.block_size;
   engine::IterationCost cost(model, hardware, analysis);  // refuses before the run, not after
+  {
+    // The pool, the fp32 weights twice while they upload, and a second decoder's weights and
+    // one-sequence cache for the token check, against what this machine has.
+    const engine::Precision fp32 = engine::Precision::uniform(engine::DType::fp32);
+    const double needed =
+        static_cast<double>(s.kv_capacity_tokens) * static_cast<double>(per_token) +
+        3.0 * static_cast<double>(engine::weight_bytes(model, fp32)) +
+        static_cast<double>(model.max_context) * static_cast<double>(per_token);
+    const int64_t available = runtime::available_memory_bytes();
+    if (available > 0 && needed > static_cast<double>(available)) {
+      throw RuntimeFailure(fmt::format(
+          "serve-bench of {} with --kv-memory {} needs {:.4g} bytes (KV pool, fp32 weights) but "
+          "{} bytes are available; nothing was allocated",
+          model.name, o.kv_memory, needed, available));
+    }
+  }
 
   const auto backend = make_backend(o.backend, o.threads);
   runtime::Decoder decoder(*backend, model, runtime::random_weights(model, seed),

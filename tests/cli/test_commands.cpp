@@ -496,6 +496,9 @@ TEST_CASE(
           "'10 GB/s'");
   CHECK(swap.exit_code == 2);
   CHECK(swap.err.find("use --preemption recompute") != std::string::npos);
+  const Run huge = run("serve-bench -m tiny-test -H l40s --method roofline --kv-memory '1 TB'");
+  CHECK(huge.exit_code == 3);
+  CHECK(huge.err.find("nothing was allocated") != std::string::npos);
   const Run odd_block = run("serve-bench -m tiny-test -H l40s --block-size 12");
   CHECK(odd_block.exit_code == 2);
   CHECK(odd_block.err.find("multiples of 8") != std::string::npos);

@@ -454,18 +454,22 @@ class CpuBackend final : public Backend {
 
  private:
   // cos and sin of pos * theta^(-2i/H) for positions [0, positions), i < H/2; row per
-  // position: H/2 cosines then H/2 sines. Grown on demand, kept across calls.
+  // position: H/2 cosines then H/2 sines. Grown on demand (at least 4096 positions, then
+  // doubling, so a growing context rebuilds it rarely), kept across calls.
   const std::vector<float>& rope_table(int64_t positions, int64_t head_dim, float theta) {
     if (positions > rope_positions_ || head_dim != rope_head_dim_ || theta != rope_theta_) {
       const int64_t half = head_dim / 2;
-      const int64_t grown = std::max(positions, rope_positions_ * 2);
+      const int64_t grown = std::max({positions, rope_positions_ * 2, int64_t{4096}});
+      std::vector<double> inverse_frequency(static_cast<size_t>(half));
+      for (int64_t i = 0; i < half; ++i) {
+        inverse_frequency[static_cast<size_t>(i)] =
+            std::pow(static_cast<double>(theta),
+                     -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+      }
       rope_table_.assign(static_cast<size_t>(grown * head_dim), 0.0f);
       for (int64_t pos = 0; pos < grown; ++pos) {
         for (int64_t i = 0; i < half; ++i) {
-          const double angle =
-              static_cast<double>(pos) *
-              std::pow(static_cast<double>(theta),
-                       -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+          const double angle = static_cast<double>(pos) * inverse_frequency[static_cast<size_t>(i)];
           rope_table_[static_cast<size_t>(pos * head_dim + i)] =
               static_cast<float>(std::cos(angle));
           rope_table_[static_cast<size_t>(pos * head_dim + half + i)] =

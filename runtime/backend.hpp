@@ -1,10 +1,15 @@
 // The interface every runtime backend implements: device memory and the kernels of a
-// Llama-style decoder step. Tensors are row-major float32 arrays in the backend's memory;
-// per-sequence metadata (positions, cached lengths) is passed from the host.
+// Llama-style decoder step. Tensors are row-major arrays in the backend's memory, of the
+// backend's element type (the CPU backend: fp32; the CUDA backend: bf16). A `float*` here is
+// a device address of such elements: only the CPU backend's point to floats, so callers
+// advance them with Backend::at(), never with pointer arithmetic, and move data in and out
+// with upload()/download(), which convert from and to host fp32. Per-sequence metadata
+// (tokens, positions, cached lengths, block tables) is passed as host arrays.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace streamspark::runtime {
@@ -32,18 +37,33 @@ struct KvCacheView {
   int64_t table_stride = 0;
 };
 
+// A device failure (a CUDA error, no device): the CLI's exit code 3.
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
 
   virtual std::string name() const = 0;
-  // Compute format of the kernels (this backend: fp32 weights, activations and KV cache).
+  // Storage format of weights, activations and KV cache ("fp32", "bf16"); the kernels
+  // accumulate in fp32.
   virtual std::string dtype() const = 0;
+  virtual int64_t element_bytes() const = 0;
+  // Bytes the backend can still allocate (host or device memory).
+  virtual int64_t available_bytes() const = 0;
 
   // ---- memory ----
-  // `count` floats, zero-initialised, owned by the backend until release().
+  // `count` elements, zero-initialised, owned by the backend until release().
   virtual float* allocate(int64_t count) = 0;
   virtual void release(float* p) = 0;
+  // The address `elements` elements after p.
+  float* at(float* p, int64_t elements) const {
+    return reinterpret_cast<float*>(reinterpret_cast<char*>(p) + elements * element_bytes());
+  }
+  // Host fp32 to and from device elements (rounded to nearest even when narrower).
   virtual void upload(float* device, const float* host, int64_t count) = 0;
   virtual void download(float* host, const float* device, int64_t count) = 0;
   // Waits for queued work (a no-op for synchronous backends); timers call it.
@@ -85,5 +105,9 @@ class Backend {
 
 // The CPU backend (Eigen, multi-threaded); `threads` 0 means all cores.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+
+// The CUDA backend on the current device (bf16 storage, fp32 accumulation). Throws
+// DeviceError when this build has no CUDA backend or the machine no usable device.
+std::unique_ptr<Backend> make_cuda_backend();
 
 }  // namespace streamspark::runtime

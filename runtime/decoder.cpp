@@ -300,8 +300,8 @@ void Decoder::copy_block(int32_t from, int32_t to) {
   }
   const int64_t block = K_ * block_size_ * H_;
   for (const LayerBuffers& w : layers_) {
-    backend_.copy(w.k_cache + to * block, w.k_cache + from * block, block);
-    backend_.copy(w.v_cache + to * block, w.v_cache + from * block, block);
+    backend_.copy(backend_.at(w.k_cache, to * block), backend_.at(w.k_cache, from * block), block);
+    backend_.copy(backend_.at(w.v_cache, to * block), backend_.at(w.v_cache, from * block), block);
   }
 }
 
@@ -411,8 +411,8 @@ std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTi
       int64_t out = 0;
       for (int64_t i = 0; i < sequences; ++i) {
         if (!batch[static_cast<size_t>(i)].logits) continue;
-        be.rmsnorm(x_ + (row_offsets_[static_cast<size_t>(i) + 1] - 1) * D_, final_norm_, 1, D_,
-                   kRmsNormEps, last_ + out++ * D_);
+        be.rmsnorm(be.at(x_, (row_offsets_[static_cast<size_t>(i) + 1] - 1) * D_), final_norm_, 1,
+                   D_, kRmsNormEps, be.at(last_, out++ * D_));
       }
     }
   }

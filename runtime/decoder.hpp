@@ -100,6 +100,8 @@ class Decoder {
   int64_t context() const { return context_; }  // tokens cached per sequence (contiguous)
   const engine::Model& model() const { return model_; }
   bool paged() const { return paged_; }
+  // K and V bytes per token, all layers, in the backend's storage format.
+  int64_t kv_bytes_per_token() const { return 2 * L_ * K_ * H_ * backend_.element_bytes(); }
 
  private:
   struct LayerBuffers {

@@ -97,7 +97,7 @@ double RuntimeIterations::seconds(const engine::Iteration& it, const engine::Sch
 }
 
 int64_t RuntimeIterations::kv_bytes_per_token() const {
-  return engine::kv_bytes_per_token(decoder_.model(), engine::DType::fp32);  // fp32 cache
+  return decoder_.kv_bytes_per_token();
 }
 
 double RuntimeIterations::now() {

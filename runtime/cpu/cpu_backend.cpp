@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/backend.hpp"
+#include "runtime/probe.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace streamspark::runtime {
@@ -252,6 +253,8 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string dtype() const override { return "fp32"; }
+  int64_t element_bytes() const override { return 4; }
+  int64_t available_bytes() const override { return available_memory_bytes(); }
 
   float* allocate(int64_t count) override {
     const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);

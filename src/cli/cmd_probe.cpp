@@ -30,7 +30,7 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
       "probe",
       "Measure this machine (bandwidth per working set, GEMM FLOP/s, kernel overhead, "
       "per-class efficiencies) and write a hardware file");
-  app->add_option("--backend", o->backend, "cpu (cuda: not built yet)")->capture_default_str();
+  app->add_option("--backend", o->backend, "cpu (cuda: not written yet)")->capture_default_str();
   app->add_option("--output,-o", o->output, "hardware YAML to write (atomically); - for stdout")
       ->capture_default_str();
   app->add_option("--name", o->name, "the hardware's name in the file")->capture_default_str();
@@ -40,6 +40,10 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
   return Command{
       app, [o, ctx] {
         const auto backend = make_backend(o->backend, o->threads);
+        if (backend->name() != "cpu") {
+          throw RuntimeFailure("probe --backend " + backend->name() +
+                               ": probing a GPU is not written yet; probe measures the CPU");
+        }
         runtime::ProbeOptions options;
         options.quick = o->quick;
         options.name = o->name;

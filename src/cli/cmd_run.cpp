@@ -45,8 +45,8 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
   if (format == Format::csv) throw UsageError("--format: use table or json");
   const engine::Model model = make_catalog(ctx).model(o.model);
   runtime::check_supported(model);
-  check_fits_in_memory(model, {B, S, G});
   const auto backend = make_backend(o.backend, o.threads);
+  check_fits_in_memory(model, {B, S, G}, *backend);
   // The host weights are a temporary: freed once the decoder has uploaded them.
   runtime::Decoder decoder(*backend, model,
                            runtime::random_weights(model, static_cast<uint64_t>(seed)), B, S + G);
@@ -127,7 +127,8 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
   CLI::App* app = root.add_subcommand(
       "run", "Run a workload on the reference runtime (seeded random weights) and measure it");
   app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path")->required();
-  app->add_option("--backend", o->backend, "cpu")->capture_default_str();
+  app->add_option("--backend", o->backend, "cpu or cuda (bf16; not yet run on a GPU)")
+      ->capture_default_str();
   app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
   app->add_option("--batch,-b", o->batch, "sequences")->capture_default_str();
   app->add_option("--prompt,-p", o->prompt, "prompt tokens per sequence (random)")

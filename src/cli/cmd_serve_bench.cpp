@@ -15,7 +15,6 @@
 #include "report/serving_report.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/generation.hpp"
-#include "runtime/probe.hpp"
 #include "runtime/serving_runtime.hpp"
 #include "spec/quantity.hpp"
 
@@ -99,7 +98,6 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");
   engine::AnalysisOptions analysis;
   analysis.method = parse_method_option(o.method);
-  analysis.precision = engine::Precision::uniform(engine::DType::fp32);  // the CPU runtime's
   const auto seed = static_cast<uint64_t>(parse_int(o.weights_seed, "--weights-seed", 0));
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
@@ -125,41 +123,42 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
         fmt::format("--block-size: the runtime's KV blocks hold multiples of 8 positions, got {}",
                     s.block_size));
   }
-  // The KV pool: --kv-memory of fp32 K and V, in whole blocks; the prediction gets the same.
+  const auto backend = make_backend(o.backend, o.threads);
+  analysis.precision = backend_precision(*backend);  // predict what the runtime stores
+  const engine::DType stored = analysis.precision.kv_cache;
+  // The KV pool: --kv-memory of K and V, in whole blocks; the prediction gets the same.
   const auto bytes = spec::parse_quantity(o.kv_memory, spec::Dimension::bytes);
   if (const auto* e = std::get_if<spec::QuantityError>(&bytes)) {
     throw UsageError("--kv-memory: " + e->message);
   }
-  const int64_t per_token = engine::kv_bytes_per_token(model, engine::DType::fp32);
+  const int64_t per_token = engine::kv_bytes_per_token(model, stored);
   const double tokens = std::get<double>(bytes) / static_cast<double>(per_token);
   const int64_t blocks =
       tokens >= 1e12 ? int64_t{1} << 40 : static_cast<int64_t>(tokens) / s.block_size;
   if (blocks < 1 || blocks > (int64_t{1} << 31) - 1) {
     throw UsageError(fmt::format(
-        "--kv-memory: {} holds {} blocks of {} tokens at {} bytes per token (fp32); need 1 to "
+        "--kv-memory: {} holds {} blocks of {} tokens at {} bytes per token ({}); need 1 to "
         "2^31 - 1",
-        o.kv_memory, blocks, s.block_size, per_token));
+        o.kv_memory, blocks, s.block_size, per_token, backend->dtype()));
   }
   s.kv_capacity_tokens = blocks * s.block_size;
   engine::IterationCost cost(model, hardware, analysis);  // refuses before the run, not after
   {
-    // The pool, the fp32 weights twice while they upload, and a second decoder's weights and
-    // one-sequence cache for the token check, against what this machine has.
-    const engine::Precision fp32 = engine::Precision::uniform(engine::DType::fp32);
+    // The pool, the weights (twice while they upload, on the CPU) and a second decoder's
+    // weights and one-sequence cache for the token check, against what the backend has.
     const double needed =
         static_cast<double>(s.kv_capacity_tokens) * static_cast<double>(per_token) +
-        3.0 * static_cast<double>(engine::weight_bytes(model, fp32)) +
+        3.0 * static_cast<double>(engine::weight_bytes(model, analysis.precision)) +
         static_cast<double>(model.max_context) * static_cast<double>(per_token);
-    const int64_t available = runtime::available_memory_bytes();
+    const int64_t available = backend->available_bytes();
     if (available > 0 && needed > static_cast<double>(available)) {
       throw RuntimeFailure(fmt::format(
-          "serve-bench of {} with --kv-memory {} needs {:.4g} bytes (KV pool, fp32 weights) but "
+          "serve-bench of {} with --kv-memory {} needs {:.4g} bytes (KV pool, {} weights) but "
           "{} bytes are available; nothing was allocated",
-          model.name, o.kv_memory, needed, available));
+          model.name, o.kv_memory, needed, backend->dtype(), available));
     }
   }
 
-  const auto backend = make_backend(o.backend, o.threads);
   runtime::Decoder decoder(*backend, model, runtime::random_weights(model, seed),
                            runtime::PagedKvConfig{blocks, s.block_size}, model.max_context);
   {
@@ -278,11 +277,13 @@ Command add_serve_bench_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--hardware,-H", o->hardware,
                   "this machine's hardware file (from `streamspark probe`), for the prediction")
       ->required();
-  app->add_option("--backend", o->backend, "cpu")->capture_default_str();
+  app->add_option("--backend", o->backend, "cpu or cuda (bf16; not yet run on a GPU)")
+      ->capture_default_str();
   app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
   app->add_option("--method", o->method, "prediction: calibrated, roofline or bandwidth")
       ->capture_default_str();
-  app->add_option("--kv-memory", o->kv_memory, "bytes of the runtime's KV cache (fp32)")
+  app->add_option("--kv-memory", o->kv_memory,
+                  "bytes of the runtime's KV cache (the backend's format)")
       ->capture_default_str();
   app->add_option("--weights-seed", o->weights_seed, "seed of the random weights and prompts")
       ->capture_default_str();

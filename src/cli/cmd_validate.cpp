@@ -84,18 +84,18 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   if (format == Format::csv) throw UsageError("--format: use table or json");
   engine::AnalysisOptions options;
   options.method = parse_method_option(o.method);
-  options.precision = engine::Precision::uniform(engine::DType::fp32);  // the CPU runtime's
   options.per_op = true;
 
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
   const engine::Hardware hardware = catalog.hardware(o.hardware);
   runtime::check_supported(model);
+  const auto backend = make_backend(o.backend, o.threads);
+  options.precision = backend_precision(*backend);  // predict what the runtime stores
   const auto analyzer = make_analyzer(model, hardware, options);
   const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
   const int64_t max_prompt = *std::max_element(prompts.begin(), prompts.end());
-  check_fits_in_memory(model, {max_batch, max_prompt, G});
-  const auto backend = make_backend(o.backend, o.threads);
+  check_fits_in_memory(model, {max_batch, max_prompt, G}, *backend);
   // The host weights are a temporary: freed once the decoder has uploaded them.
   runtime::Decoder decoder(*backend, model,
                            runtime::random_weights(model, static_cast<uint64_t>(seed)), max_batch,
@@ -218,7 +218,8 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--hardware,-H", o->hardware,
                   "this machine's hardware file (from `streamspark probe`)")
       ->required();
-  app->add_option("--backend", o->backend, "cpu")->capture_default_str();
+  app->add_option("--backend", o->backend, "cpu or cuda (bf16; not yet run on a GPU)")
+      ->capture_default_str();
   app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
   app->add_option("--batch,-b", o->batch, "batch sizes: list or range")->capture_default_str();
   app->add_option("--prompt,-p", o->prompt, "prompt lengths")->capture_default_str();

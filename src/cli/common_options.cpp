@@ -151,25 +151,35 @@ std::unique_ptr<runtime::Backend> make_backend(const std::string& name,
                                                const std::string& threads) {
   if (name == "cpu") return runtime::make_cpu_backend(resolve_threads(threads));
   if (name == "cuda") {
-    throw RuntimeFailure(
-        "--backend cuda: the CUDA backend is not built yet (this build runs the CPU backend "
-        "only); use --backend cpu");
+    try {
+      return runtime::make_cuda_backend();
+    } catch (const runtime::DeviceError& e) {
+      throw RuntimeFailure(std::string("--backend cuda: ") + e.what());
+    }
   }
-  throw UsageError(fmt::format("--backend: unknown backend '{}'; expected cpu", name));
+  throw UsageError(fmt::format("--backend: unknown backend '{}'; expected cpu or cuda", name));
 }
 
-void check_fits_in_memory(const engine::Model& model, const engine::Workload& w) {
-  const engine::Precision fp32 = engine::Precision::uniform(engine::DType::fp32);
-  // Plus a second copy of the weights: the host copy exists while the decoder uploads it.
-  const int64_t needed = engine::checked_add(engine::estimate_memory_bytes(model, fp32, w),
-                                             engine::weight_bytes(model, fp32));
-  const int64_t available = runtime::available_memory_bytes();
+engine::Precision backend_precision(const runtime::Backend& backend) {
+  return engine::Precision::uniform(backend.dtype() == "bf16" ? engine::DType::bf16
+                                                              : engine::DType::fp32);
+}
+
+void check_fits_in_memory(const engine::Model& model, const engine::Workload& w,
+                          const runtime::Backend& backend) {
+  const engine::Precision p = backend_precision(backend);
+  // The CPU backend holds a second copy of the weights (the host copy) while the decoder
+  // uploads them; a GPU's device memory holds one.
+  int64_t needed = engine::estimate_memory_bytes(model, p, w);
+  if (backend.name() == "cpu") needed = engine::checked_add(needed, engine::weight_bytes(model, p));
+  const int64_t available = backend.available_bytes();
   if (available > 0 && needed > available) {
     throw RuntimeFailure(fmt::format(
-        "{} at batch {}, prompt {}, generate {} needs {} bytes (fp32 weights twice while they "
-        "are uploaded, KV cache and activations) but {} bytes are available; nothing was "
-        "allocated",
-        model.name, w.batch, w.prompt, w.generate, needed, available));
+        "{} at batch {}, prompt {}, generate {} needs {} bytes ({} weights, KV cache and "
+        "activations{}) but {} bytes are available on the {} backend; nothing was allocated",
+        model.name, w.batch, w.prompt, w.generate, needed, backend.dtype(),
+        backend.name() == "cpu" ? ", weights twice while they upload" : "", available,
+        backend.name()));
   }
 }
 

@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitBadInput;
+  } catch (const streamspark::runtime::DeviceError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitRuntime;
   } catch (const RuntimeFailure& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitRuntime;

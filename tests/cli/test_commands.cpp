@@ -355,9 +355,15 @@ TEST_CASE("run measures a workload on the CPU runtime") {
 }
 
 TEST_CASE("the runtime refuses what it cannot run: exit 3 for the machine, 2 for the input") {
-  const Run cuda = run("run -m tiny-test --backend cuda");
-  CHECK(cuda.exit_code == 3);
-  CHECK(cuda.err.find("cuda") != std::string::npos);
+  // Without a usable GPU (or a build without CUDA), --backend cuda exits 3 saying why; with
+  // one it runs.
+  const Run cuda = run("run -m tiny-test -p 8 -g 2 --backend cuda");
+  if (cuda.exit_code != 0) {
+    CHECK(cuda.exit_code == 3);
+    CHECK(cuda.err.find("--backend cuda: ") != std::string::npos);
+  }
+  const Run probe_gpu = run("probe --backend cuda -q -o /dev/null");
+  CHECK(probe_gpu.exit_code == 3);
   // 10^6 sequences of 2048 tokens need terabytes of KV cache: refused before allocating.
   const Run huge = run("run -m tiny-test -b 1000000 -p 2048 -g 1");
   CHECK(huge.exit_code == 3);

@@ -43,6 +43,13 @@ class DeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a backend runs on, for the probe's hardware file.
+struct DeviceInfo {
+  std::string name;          // "NVIDIA H200", the CPU model
+  int64_t memory_bytes = 0;  // device (or host) memory
+  int64_t cache_bytes = 0;   // the last-level cache (a GPU's L2); 0 when unknown
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -54,6 +61,7 @@ class Backend {
   virtual int64_t element_bytes() const = 0;
   // Bytes the backend can still allocate (host or device memory).
   virtual int64_t available_bytes() const = 0;
+  virtual DeviceInfo device_info() const = 0;
 
   // ---- memory ----
   // `count` elements, zero-initialised, owned by the backend until release().

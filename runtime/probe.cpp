@@ -60,13 +60,16 @@ int64_t meminfo(const std::string& key) {
 }
 
 // Seconds per call of `fn`: calls batched to at least `min_time`, median of `rounds`.
-template <typename F>
-double time_per_call(F&& fn, double min_time, int rounds = 5) {
+// `finish` runs after each batch, inside the timing (a GPU backend's synchronize).
+template <typename F, typename Finish>
+double time_per_call(F&& fn, double min_time, int rounds, Finish&& finish) {
   fn();  // warm-up
+  finish();
   int64_t calls = 1;
   while (true) {
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < calls; ++i) fn();
+    finish();
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     if (t >= min_time || calls >= (int64_t{1} << 20)) break;
     calls *= t > 0 ? std::max<int64_t>(2, static_cast<int64_t>(min_time / t) + 1) : 16;
@@ -75,11 +78,17 @@ double time_per_call(F&& fn, double min_time, int rounds = 5) {
   for (int r = 0; r < rounds; ++r) {
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < calls; ++i) fn();
+    finish();
     per_call.push_back(std::chrono::duration<double>(Clock::now() - t0).count() /
                        static_cast<double>(calls));
   }
   std::sort(per_call.begin(), per_call.end());
   return per_call[per_call.size() / 2];
+}
+
+template <typename F>
+double time_per_call(F&& fn, double min_time, int rounds = 5) {
+  return time_per_call(std::forward<F>(fn), min_time, rounds, [] {});
 }
 
 // Sum of a float array on all threads, `passes` times over (read bandwidth; repeated passes
@@ -160,6 +169,106 @@ std::string cpu_model_name() {
   }
   return "unknown CPU";
 }
+
+namespace {
+
+// The runtime's kernels of every class but GEMM, on `backend` (bytes in its element size).
+template <typename Say>
+void sample_kernel_classes(Backend& backend, bool quick, double min_time, Say&& say,
+                           std::vector<engine::CalibrationSample>& samples) {
+  say("norm, elementwise, attention, KV write, gather and sampling kernels");
+  const int64_t e = backend.element_bytes();
+  auto sample = [&](engine::OpKind kind, int64_t flops, int64_t bytes, auto&& fn) {
+    samples.push_back({kind, flops, bytes, bytes,
+                       time_per_call(fn, min_time, 5, [&] { backend.synchronize(); })});
+  };
+  const std::vector<int64_t> sizes =
+      quick ? std::vector<int64_t>{1 << 10, 1 << 16, 1 << 22}
+            : std::vector<int64_t>{1 << 10, 1 << 13, 1 << 16, 1 << 19, 1 << 22, 1 << 25};
+  for (int64_t n : sizes) {
+    float* a = backend.allocate(n);
+    float* b = backend.allocate(n);
+    float* c = backend.allocate(n);
+    sample(engine::OpKind::elementwise, n, 3 * e * n, [&] { backend.add(a, b, n, c); });
+    sample(engine::OpKind::elementwise, 5 * n, 3 * e * n, [&] { backend.silu_mul(a, b, n, c); });
+    const int64_t d = 1024, rows = std::max<int64_t>(1, n / d);
+    float* w = backend.allocate(d);
+    sample(engine::OpKind::norm, 4 * rows * d, e * (2 * rows * d + d),
+           [&] { backend.rmsnorm(a, w, rows, d, 1e-5f, c); });
+    std::vector<int64_t> positions(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = r % 4096;
+    sample(engine::OpKind::elementwise, 3 * rows * d, 2 * e * rows * d,
+           [&] { backend.rope(a, rows, d, d / 64, 64, positions.data(), 10000.0f); });
+    // Embedding rows gathered from a table of 4096 rows.
+    float* table = backend.allocate(4096 * d);
+    std::vector<int32_t> tokens(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      tokens[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7 % 4096);
+    sample(engine::OpKind::gather, 0, 2 * e * rows * d,
+           [&] { backend.embedding(table, tokens.data(), rows, d, c); });
+    for (float* p : {a, b, c, w, table}) backend.release(p);
+  }
+  // Attention (scores and values, one kernel) and the KV write, decode and prefill shapes.
+  struct AttentionShape {
+    int64_t batch, tokens, past, heads, kv_heads, head_dim;
+  };
+  std::vector<AttentionShape> shapes = {{1, 1, 128, 8, 2, 64},    {8, 1, 512, 8, 2, 64},
+                                        {1, 1, 2048, 32, 8, 128}, {16, 1, 512, 8, 2, 32},
+                                        {1, 128, 0, 8, 2, 64},    {4, 256, 0, 8, 4, 64}};
+  if (!quick) {
+    shapes.push_back({4, 1, 4096, 32, 8, 128});
+    shapes.push_back({2, 512, 0, 32, 8, 128});
+    shapes.push_back({16, 512, 0, 8, 2, 32});
+  }
+  for (const AttentionShape& s : shapes) {
+    const int64_t stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
+    const int64_t rows = s.batch * s.tokens;
+    const int64_t context = (s.past + s.tokens + 7) / 8 * 8;  // the K cache's 8-position blocks
+    float* qkv = backend.allocate(rows * stride);
+    float* kc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
+    float* vc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
+    float* out = backend.allocate(rows * s.heads * s.head_dim);
+    // A contiguous cache: one block of `context` positions per sequence.
+    const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
+    std::vector<int64_t> row_offsets;
+    std::vector<int32_t> tables;
+    for (int64_t b = 0; b <= s.batch; ++b) row_offsets.push_back(b * s.tokens);
+    for (int64_t b = 0; b < s.batch; ++b) tables.push_back(static_cast<int32_t>(b));
+    const SequenceBatch batch{s.batch, row_offsets.data(), past.data()};
+    const KvCacheView cache{kc, vc, context, tables.data(), 1};
+    const int64_t kv_elements = rows * 2 * s.kv_heads * s.head_dim;
+    sample(engine::OpKind::kv_write, 0, 2 * e * kv_elements, [&] {
+      backend.kv_write(qkv, stride, s.heads * s.head_dim, s.kv_heads, s.head_dim, batch, cache);
+    });
+    // The engine's convention (ops.cpp): 4*H FLOPs per (query, key) pair and head; Q, O and
+    // the new K/V as activations, the cached K/V read once.
+    const int64_t pairs = engine::attention_pairs(s.tokens, s.past, 0);
+    const int64_t flops = 4 * s.batch * s.heads * s.head_dim * pairs;
+    const int64_t bytes =
+        e * (2 * rows * s.heads * s.head_dim + 2 * rows * s.kv_heads * s.head_dim +
+             2 * s.batch * s.past * s.kv_heads * s.head_dim);
+    sample(engine::OpKind::attention, flops, bytes, [&] {
+      backend.attention(qkv, stride, s.heads, s.kv_heads, s.head_dim, batch, cache, out);
+    });
+    for (float* p : {qkv, kc, vc, out}) backend.release(p);
+  }
+  // Sampling: argmax over the logits of each sequence (the host-side sampler).
+  for (int64_t vocab : {4096, 32000, 128256}) {
+    for (int64_t batch : {1, 16}) {
+      std::vector<float> logits(static_cast<size_t>(batch * vocab));
+      for (size_t i = 0; i < logits.size(); ++i)
+        logits[i] = static_cast<float>((i * 2654435761u) % 1000);
+      Sampler sampler({});
+      volatile int32_t token = 0;
+      sample(engine::OpKind::sampling, batch * vocab, 4 * batch * vocab, [&] {
+        for (int64_t b = 0; b < batch; ++b)
+          token = sampler.sample(logits.data() + b * vocab, vocab);
+      });
+    }
+  }
+}
+
+}  // namespace
 
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options) {
   auto say = [&](const std::string& line) {
@@ -312,97 +421,130 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
     backend.release(a);
   }
 
-  // ---- the runtime's kernels of every other class ----
-  say("norm, elementwise, attention, KV write, gather and sampling kernels");
-  auto sample = [&](engine::OpKind kind, int64_t flops, int64_t bytes, auto&& fn) {
-    samples.push_back({kind, flops, bytes, bytes, time_per_call(fn, min_time)});
-  };
-  const std::vector<int64_t> sizes =
-      quick ? std::vector<int64_t>{1 << 10, 1 << 16, 1 << 22}
-            : std::vector<int64_t>{1 << 10, 1 << 13, 1 << 16, 1 << 19, 1 << 22, 1 << 25};
-  for (int64_t n : sizes) {
-    float* a = backend.allocate(n);
-    float* b = backend.allocate(n);
-    float* c = backend.allocate(n);
-    sample(engine::OpKind::elementwise, n, 12 * n, [&] { backend.add(a, b, n, c); });
-    sample(engine::OpKind::elementwise, 5 * n, 12 * n, [&] { backend.silu_mul(a, b, n, c); });
-    const int64_t d = 1024, rows = std::max<int64_t>(1, n / d);
-    float* w = backend.allocate(d);
-    sample(engine::OpKind::norm, 4 * rows * d, 4 * (2 * rows * d + d),
-           [&] { backend.rmsnorm(a, w, rows, d, 1e-5f, c); });
-    std::vector<int64_t> positions(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = r % 4096;
-    sample(engine::OpKind::elementwise, 3 * rows * d, 8 * rows * d,
-           [&] { backend.rope(a, rows, d, d / 64, 64, positions.data(), 10000.0f); });
-    // Embedding rows gathered from a table of 4096 rows.
-    float* table = backend.allocate(4096 * d);
-    std::vector<int32_t> tokens(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r)
-      tokens[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7 % 4096);
-    sample(engine::OpKind::gather, 0, 8 * rows * d,
-           [&] { backend.embedding(table, tokens.data(), rows, d, c); });
-    for (float* p : {a, b, c, w, table}) backend.release(p);
-  }
-  // Attention (scores and values, one kernel) and the KV write, decode and prefill shapes.
-  struct AttentionShape {
-    int64_t batch, tokens, past, heads, kv_heads, head_dim;
-  };
-  std::vector<AttentionShape> shapes = {{1, 1, 128, 8, 2, 64},    {8, 1, 512, 8, 2, 64},
-                                        {1, 1, 2048, 32, 8, 128}, {16, 1, 512, 8, 2, 32},
-                                        {1, 128, 0, 8, 2, 64},    {4, 256, 0, 8, 4, 64}};
-  if (!quick) {
-    shapes.push_back({4, 1, 4096, 32, 8, 128});
-    shapes.push_back({2, 512, 0, 32, 8, 128});
-    shapes.push_back({16, 512, 0, 8, 2, 32});
-  }
-  for (const AttentionShape& s : shapes) {
-    const int64_t stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
-    const int64_t rows = s.batch * s.tokens;
-    const int64_t context = (s.past + s.tokens + 7) / 8 * 8;  // the K cache's 8-position blocks
-    float* qkv = backend.allocate(rows * stride);
-    float* kc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
-    float* vc = backend.allocate(s.batch * s.kv_heads * context * s.head_dim);
-    float* out = backend.allocate(rows * s.heads * s.head_dim);
-    // A contiguous cache: one block of `context` positions per sequence.
-    const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
-    std::vector<int64_t> row_offsets;
-    std::vector<int32_t> tables;
-    for (int64_t b = 0; b <= s.batch; ++b) row_offsets.push_back(b * s.tokens);
-    for (int64_t b = 0; b < s.batch; ++b) tables.push_back(static_cast<int32_t>(b));
-    const SequenceBatch batch{s.batch, row_offsets.data(), past.data()};
-    const KvCacheView cache{kc, vc, context, tables.data(), 1};
-    const int64_t kv_elements = rows * 2 * s.kv_heads * s.head_dim;
-    sample(engine::OpKind::kv_write, 0, 8 * kv_elements, [&] {
-      backend.kv_write(qkv, stride, s.heads * s.head_dim, s.kv_heads, s.head_dim, batch, cache);
-    });
-    // The engine's convention (ops.cpp): 4*H FLOPs per (query, key) pair and head; Q, O and
-    // the new K/V as activations, the cached K/V read once.
-    const int64_t pairs = engine::attention_pairs(s.tokens, s.past, 0);
-    const int64_t flops = 4 * s.batch * s.heads * s.head_dim * pairs;
-    const int64_t bytes =
-        4 * (2 * rows * s.heads * s.head_dim + 2 * rows * s.kv_heads * s.head_dim +
-             2 * s.batch * s.past * s.kv_heads * s.head_dim);
-    sample(engine::OpKind::attention, flops, bytes, [&] {
-      backend.attention(qkv, stride, s.heads, s.kv_heads, s.head_dim, batch, cache, out);
-    });
-    for (float* p : {qkv, kc, vc, out}) backend.release(p);
-  }
-  // Sampling: argmax over the logits of each sequence (the host-side sampler).
-  for (int64_t vocab : {4096, 32000, 128256}) {
-    for (int64_t batch : {1, 16}) {
-      std::vector<float> logits(static_cast<size_t>(batch * vocab));
-      for (size_t i = 0; i < logits.size(); ++i)
-        logits[i] = static_cast<float>((i * 2654435761u) % 1000);
-      Sampler sampler({});
-      volatile int32_t token = 0;
-      sample(engine::OpKind::sampling, batch * vocab, 4 * batch * vocab, [&] {
-        for (int64_t b = 0; b < batch; ++b)
-          token = sampler.sample(logits.data() + b * vocab, vocab);
-      });
-    }
-  }
+  sample_kernel_classes(backend, quick, min_time, say, samples);
 
   // ---- fit ----
+  say("fitting per-class efficiencies");
+  engine::Calibration calibration = engine::fit_calibration(samples, hw);
+  calibration.source = fmt::format(
+      "fitted by streamspark probe on {} from {} kernel measurements (least squares on relative "
+      "error)",
+      today(), samples.size());
+  hw.calibration = calibration;
+  hw.probe = curves;
+  return result;
+}
+
+}  // namespace streamspark::runtime
+
+namespace streamspark::runtime {
+
+ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  const bool quick = options.quick;
+  const double min_time = quick ? 0.002 : 0.02;
+  const auto sync = [&] { backend.synchronize(); };
+  const int64_t e = backend.element_bytes();
+  const DeviceInfo device = backend.device_info();
+  ProbeResult result;
+  engine::Hardware& hw = result.hardware;
+  hw.name = options.name;
+  hw.source =
+      fmt::format("measured by streamspark probe on {}: {} ({} backend, {}){}", today(),
+                  device.name, backend.name(), backend.dtype(), quick ? " (quick mode)" : "");
+  hw.provenance = {{"date", today()},
+                   {"machine", device.name},
+                   {"mode", quick ? "quick" : "full"},
+                   {"command", options.command},
+                   {"runtime", backend.name() + " backend, " + backend.dtype()},
+                   {"bandwidth", "device-to-device copies; read and written bytes both counted"}};
+
+  // ---- bandwidth: copies of growing working sets (source + destination) ----
+  say("bandwidth across working-set sizes (copies)");
+  engine::ProbeCurves curves;
+  const int64_t available = backend.available_bytes();
+  int64_t largest = quick ? (int64_t{256} << 20) : (int64_t{4} << 30);
+  if (available > 0) largest = std::min(largest, available / 4);
+  largest = std::max<int64_t>(largest, int64_t{4} << 20);
+  {
+    float* src = backend.allocate(largest / 2 / e);
+    float* dst = backend.allocate(largest / 2 / e);
+    for (int64_t bytes = int64_t{1} << 20; bytes <= largest; bytes *= quick ? 8 : 2) {
+      const int64_t n = bytes / 2 / e;  // elements copied: the working set is both buffers
+      const double t = time_per_call([&] { backend.copy(dst, src, n); }, min_time, 5, sync);
+      curves.bandwidth.push_back({static_cast<double>(bytes), static_cast<double>(bytes) / t});
+    }
+    backend.release(src);
+    backend.release(dst);
+  }
+  auto bandwidth_at = [&](int64_t bytes) {
+    double best = curves.bandwidth.front()[1];
+    for (const auto& [b, bw] : curves.bandwidth) {
+      if (b <= static_cast<double>(bytes)) best = bw;
+    }
+    return best;
+  };
+  if (device.cache_bytes > 0) {
+    hw.memory.push_back({"l2", device.cache_bytes, bandwidth_at(device.cache_bytes / 2)});
+  }
+  hw.memory.push_back({"device", device.memory_bytes, curves.bandwidth.back()[1]});
+
+  // ---- GEMM across shapes, weights in device memory ----
+  say("GEMM FLOP/s across shapes");
+  std::vector<engine::CalibrationSample>& samples = result.samples;
+  const std::vector<int64_t> ms = quick ? std::vector<int64_t>{1, 16, 256}
+                                        : std::vector<int64_t>{1, 4, 16, 64, 256, 1024, 4096};
+  const std::vector<int64_t> sides =
+      quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096, 14336};
+  engine::GemmCurve curve{hw.memory.back().name, {}};
+  double peak = 0;
+  for (const int64_t n : sides) {
+    for (const int64_t k : sides) {
+      float* w = backend.allocate(n * k);
+      for (const int64_t m : ms) {
+        float* x = backend.allocate(m * k);
+        float* y = backend.allocate(m * n);
+        const double t =
+            time_per_call([&] { backend.linear(x, w, m, n, k, y); }, min_time, 3, sync);
+        const int64_t flops = 2 * m * n * k;
+        curve.points.push_back(
+            {static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), t});
+        const int64_t bytes = e * (m * k + n * k + m * n);
+        samples.push_back({engine::OpKind::gemm, flops, bytes, bytes, t});
+        peak = std::max(peak, static_cast<double>(flops) / t);
+        backend.release(x);
+        backend.release(y);
+      }
+      backend.release(w);
+    }
+  }
+  curves.gemm.push_back(std::move(curve));
+  const bool bf16 = backend.dtype() == "bf16";
+  hw.peak_flops[static_cast<int>(bf16 ? engine::PeakClass::bf16 : engine::PeakClass::fp32)] = peak;
+
+  // ---- per-kernel overhead ----
+  say("per-kernel overhead");
+  {
+    float* a = backend.allocate(16);
+    hw.kernel_overhead_s = time_per_call([&] { backend.add(a, a, 1, a); }, min_time, 9, sync);
+    backend.release(a);
+  }
+
+  sample_kernel_classes(backend, quick, min_time, say, samples);
+  if (bf16) {
+    // The vector units' fp32 rate is not measured through these kernels (they are bound by
+    // memory): the fastest elementwise FLOP rate seen stands in as a lower bound.
+    double vector = 0;
+    for (const engine::CalibrationSample& s : samples) {
+      if (s.kind == engine::OpKind::elementwise || s.kind == engine::OpKind::norm) {
+        vector = std::max(vector, static_cast<double>(s.flops) / s.seconds);
+      }
+    }
+    hw.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = vector;
+  }
+
   say("fitting per-class efficiencies");
   engine::Calibration calibration = engine::fit_calibration(samples, hw);
   calibration.source = fmt::format(

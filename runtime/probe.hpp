@@ -30,6 +30,14 @@ struct ProbeResult {
 // Runs every measurement on `backend` (its threads, its kernels).
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options);
 
+// An accelerator through its backend alone: bandwidth of device-to-device copies across
+// working sets (read and written bytes both counted) giving two memory levels (the last-level
+// cache and device memory), the backend's GEMM across shapes (the peak of its storage format
+// is the best rate measured), the per-kernel overhead (a one-element kernel, launches and
+// synchronisation included) and the same per-class kernel samples as the CPU probe. Also runs
+// on the CPU backend (tests do), where probe_cpu measures more.
+ProbeResult probe_device(Backend& backend, const ProbeOptions& options);
+
 // One level of the cache hierarchy from sysfs (data and unified caches only).
 struct CacheLevel {
   std::string name;   // "l1", "l2", ...

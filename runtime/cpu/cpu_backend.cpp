@@ -255,6 +255,10 @@ class CpuBackend final : public Backend {
   std::string dtype() const override { return "fp32"; }
   int64_t element_bytes() const override { return 4; }
   int64_t available_bytes() const override { return available_memory_bytes(); }
+  DeviceInfo device_info() const override {
+    const std::vector<CacheLevel> caches = cpu_caches();
+    return {cpu_model_name(), total_memory_bytes(), caches.empty() ? 0 : caches.back().bytes};
+  }
 
   float* allocate(int64_t count) override {
     const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);

@@ -305,7 +305,8 @@ class CudaBackend final : public Backend {
     STREAMSPARK_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
     cudaDeviceProp prop{};
     STREAMSPARK_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-    device_name_ = prop.name;
+    info_ = {prop.name, static_cast<int64_t>(prop.totalGlobalMem),
+             static_cast<int64_t>(prop.l2CacheSize)};
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
@@ -319,6 +320,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string dtype() const override { return "bf16"; }
   int64_t element_bytes() const override { return 2; }
+  DeviceInfo device_info() const override { return info_; }
   int64_t available_bytes() const override {
     size_t free = 0, total = 0;
     STREAMSPARK_CUDA_CHECK(cudaMemGetInfo(&free, &total));
@@ -508,7 +510,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
-  std::string device_name_;
+  DeviceInfo info_;
   std::unordered_set<float*> allocations_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, Plan> plans_;
   DeviceArrays arrays_;

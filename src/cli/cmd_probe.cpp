@@ -30,7 +30,8 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
       "probe",
       "Measure this machine (bandwidth per working set, GEMM FLOP/s, kernel overhead, "
       "per-class efficiencies) and write a hardware file");
-  app->add_option("--backend", o->backend, "cpu (cuda: not written yet)")->capture_default_str();
+  app->add_option("--backend", o->backend, "cpu or cuda (cuda: not yet run on a GPU)")
+      ->capture_default_str();
   app->add_option("--output,-o", o->output, "hardware YAML to write (atomically); - for stdout")
       ->capture_default_str();
   app->add_option("--name", o->name, "the hardware's name in the file")->capture_default_str();
@@ -40,10 +41,6 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
   return Command{
       app, [o, ctx] {
         const auto backend = make_backend(o->backend, o->threads);
-        if (backend->name() != "cpu") {
-          throw RuntimeFailure("probe --backend " + backend->name() +
-                               ": probing a GPU is not written yet; probe measures the CPU");
-        }
         runtime::ProbeOptions options;
         options.quick = o->quick;
         options.name = o->name;
@@ -51,7 +48,10 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
         if (!o->quiet) {
           options.progress = [](std::string_view line) { fmt::print(stderr, "probe: {}\n", line); };
         }
-        const auto result = runtime::probe_cpu(*backend, resolve_threads(o->threads), options);
+        if (backend->name() != "cpu" && o->name == "local-cpu") options.name = "local-gpu";
+        const auto result = backend->name() == "cpu"
+                                ? runtime::probe_cpu(*backend, resolve_threads(o->threads), options)
+                                : runtime::probe_device(*backend, options);
         OutputFile out(o->output);
         out.write(spec::hardware_yaml(result.hardware));
         out.commit();

@@ -66,3 +66,37 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   CHECK(r.ttft_s > 0);
   CHECK(r.tpot_s > 0);
 }
+
+TEST_CASE("the accelerator probe, run through the CPU backend, writes a usable file") {
+  // probe_device measures through the backend interface alone (copies, linear, the kernels),
+  // as it does on a GPU; here its logic runs on the CPU backend.
+  auto backend = rt::make_cpu_backend(2);
+  rt::ProbeOptions options;
+  options.quick = true;
+  options.name = "device-probe-test";
+  options.command = "runtime_tests";
+  const rt::ProbeResult result = rt::probe_device(*backend, options);
+  const auto path = std::filesystem::temp_directory_path() / "streamspark-device-probe-test.yaml";
+  {
+    std::ofstream out(path);
+    out << streamspark::spec::hardware_yaml(result.hardware);
+  }
+  const engine::Hardware hw = streamspark::spec::load_hardware(path.string());
+  std::filesystem::remove(path);
+  REQUIRE(!hw.memory.empty());
+  CHECK(hw.memory.back().name == "device");
+  CHECK(hw.memory.back().capacity_bytes == backend->device_info().memory_bytes);
+  for (const auto& level : hw.memory) CHECK(level.bandwidth > 0);
+  CHECK(hw.peak(engine::PeakClass::fp32) > 0);  // the CPU backend stores fp32
+  CHECK(hw.kernel_overhead_s > 0);
+  REQUIRE(hw.calibration);
+  CHECK(hw.calibration->classes.count("gemm") == 1);
+  CHECK(hw.calibration->classes.count("attention") == 1);
+  const engine::Model model = streamspark::spec::load_model(std::string(STREAMSPARK_SOURCE_DIR) +
+                                                            "/model_zoo/tiny-test.yaml");
+  engine::AnalysisOptions o;
+  o.method = engine::Method::calibrated;
+  o.precision = engine::Precision::uniform(engine::DType::fp32);
+  const auto r = engine::Analyzer(model, hw, o).analyze({1, 64, 4});
+  CHECK(r.tpot_s > 0);
+}

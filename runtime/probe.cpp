@@ -465,13 +465,20 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
   say("bandwidth across working-set sizes (copies)");
   engine::ProbeCurves curves;
   const int64_t available = backend.available_bytes();
-  int64_t largest = quick ? (int64_t{256} << 20) : (int64_t{4} << 30);
+  // Device memory is measured well past the last-level cache (at least 8 times it).
+  int64_t largest =
+      std::max(quick ? (int64_t{256} << 20) : (int64_t{4} << 30), 8 * device.cache_bytes);
   if (available > 0) largest = std::min(largest, available / 4);
   largest = std::max<int64_t>(largest, int64_t{4} << 20);
   {
     float* src = backend.allocate(largest / 2 / e);
     float* dst = backend.allocate(largest / 2 / e);
-    for (int64_t bytes = int64_t{1} << 20; bytes <= largest; bytes *= quick ? 8 : 2) {
+    std::vector<int64_t> sizes;
+    for (int64_t bytes = int64_t{1} << 20; bytes < largest; bytes *= quick ? 8 : 2) {
+      sizes.push_back(bytes);
+    }
+    sizes.push_back(largest);  // always the largest: device memory's bandwidth
+    for (const int64_t bytes : sizes) {
       const int64_t n = bytes / 2 / e;  // elements copied: the working set is both buffers
       const double t = time_per_call([&] { backend.copy(dst, src, n); }, min_time, 5, sync);
       curves.bandwidth.push_back({static_cast<double>(bytes), static_cast<double>(bytes) / t});
@@ -500,11 +507,23 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
       quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096, 14336};
   engine::GemmCurve curve{hw.memory.back().name, {}};
   double peak = 0;
+  // Random operands: tensor cores run measurably faster on zeros than on real data.
+  const auto random_buffer = [&](int64_t count) {
+    std::vector<float> host(static_cast<size_t>(count));
+    uint32_t state = 12345u + static_cast<uint32_t>(count);
+    for (float& v : host) {
+      state = state * 1664525u + 1013904223u;
+      v = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+    }
+    float* p = backend.allocate(count);
+    backend.upload(p, host.data(), count);
+    return p;
+  };
   for (const int64_t n : sides) {
     for (const int64_t k : sides) {
-      float* w = backend.allocate(n * k);
+      float* w = random_buffer(n * k);
       for (const int64_t m : ms) {
-        float* x = backend.allocate(m * k);
+        float* x = random_buffer(m * k);
         float* y = backend.allocate(m * n);
         const double t =
             time_per_call([&] { backend.linear(x, w, m, n, k, y); }, min_time, 3, sync);

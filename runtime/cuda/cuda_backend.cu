@@ -73,8 +73,8 @@ __device__ float block_sum(float v) {
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   const int warps = blockDim.x / 32;
-  v = lane < warps ? partial[lane] : 0.0f;
   if (warp == 0) {
+    v = lane < warps ? partial[lane] : 0.0f;
     for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (lane == 0) partial[0] = v;
   }
@@ -91,8 +91,8 @@ __device__ float block_max(float v) {
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   const int warps = blockDim.x / 32;
-  v = lane < warps ? partial[lane] : -INFINITY;
   if (warp == 0) {
+    v = lane < warps ? partial[lane] : -INFINITY;
     for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     if (lane == 0) partial[0] = v;
   }
@@ -303,8 +303,10 @@ class CudaBackend final : public Backend {
     STREAMSPARK_CUDA_CHECK(cudaStreamCreate(&stream_));
     STREAMSPARK_CUBLAS_CHECK(cublasLtCreate(&lt_));
     STREAMSPARK_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+    int device = 0;
+    STREAMSPARK_CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp prop{};
-    STREAMSPARK_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    STREAMSPARK_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     info_ = {prop.name, static_cast<int64_t>(prop.totalGlobalMem),
              static_cast<int64_t>(prop.l2CacheSize)};
   }
@@ -495,6 +497,15 @@ class CudaBackend final : public Backend {
     const size_t workspace = kWorkspaceBytes;
     STREAMSPARK_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+    // linear() accepts 16-byte aligned operands (checked there); the heuristic must not pick
+    // an algorithm that needs the 256 bytes it assumes by default.
+    const uint32_t alignment = 16;
+    for (const auto attribute :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      STREAMSPARK_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute,
+                                                                    &alignment, sizeof alignment));
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int found_algos = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(

@@ -21,6 +21,7 @@
 #include "runtime/decoder.hpp"
 #include "runtime/generation.hpp"
 #include "spec/model_spec.hpp"
+#include "test_source_dir.hpp"
 
 namespace rt = streamspark::runtime;
 
@@ -76,7 +77,7 @@ struct Backends {
 };
 
 streamspark::engine::Model tiny() {
-  return streamspark::spec::load_model(std::string(STREAMSPARK_SOURCE_DIR) +
+  return streamspark::spec::load_model(streamspark::test::source_dir() +
                                        "/model_zoo/tiny-test.yaml");
 }
 

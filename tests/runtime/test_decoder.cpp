@@ -19,6 +19,7 @@
 #include "runtime/decoder.hpp"
 #include "runtime/generation.hpp"
 #include "spec/model_spec.hpp"
+#include "test_source_dir.hpp"
 
 namespace rt = streamspark::runtime;
 using streamspark::engine::Model;
@@ -26,7 +27,7 @@ using streamspark::engine::Model;
 namespace {
 
 Model tiny() {
-  return streamspark::spec::load_model(std::string(STREAMSPARK_SOURCE_DIR) +
+  return streamspark::spec::load_model(streamspark::test::source_dir() +
                                        "/model_zoo/tiny-test.yaml");
 }
 

@@ -11,6 +11,7 @@
 #include "spec/hardware_spec.hpp"
 #include "spec/hardware_writer.hpp"
 #include "spec/model_spec.hpp"
+#include "test_source_dir.hpp"
 
 namespace rt = streamspark::runtime;
 namespace engine = streamspark::engine;
@@ -56,8 +57,8 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   CHECK(has_date);
 
   // The file drives the calibrated method for an fp32 workload.
-  const engine::Model model = streamspark::spec::load_model(std::string(STREAMSPARK_SOURCE_DIR) +
-                                                            "/model_zoo/tiny-test.yaml");
+  const engine::Model model =
+      streamspark::spec::load_model(streamspark::test::source_dir() + "/model_zoo/tiny-test.yaml");
   engine::AnalysisOptions o;
   o.method = engine::Method::calibrated;
   o.precision = engine::Precision::uniform(engine::DType::fp32);
@@ -92,8 +93,8 @@ TEST_CASE("the accelerator probe, run through the CPU backend, writes a usable f
   REQUIRE(hw.calibration);
   CHECK(hw.calibration->classes.count("gemm") == 1);
   CHECK(hw.calibration->classes.count("attention") == 1);
-  const engine::Model model = streamspark::spec::load_model(std::string(STREAMSPARK_SOURCE_DIR) +
-                                                            "/model_zoo/tiny-test.yaml");
+  const engine::Model model =
+      streamspark::spec::load_model(streamspark::test::source_dir() + "/model_zoo/tiny-test.yaml");
   engine::AnalysisOptions o;
   o.method = engine::Method::calibrated;
   o.precision = engine::Precision::uniform(engine::DType::fp32);

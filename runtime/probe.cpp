@@ -268,6 +268,19 @@ void sample_kernel_classes(Backend& backend, bool quick, double min_time, Say&& 
   }
 }
 
+// The calibration fitted from the samples, and the curves, into the result's hardware.
+template <typename Say>
+void fit(ProbeResult& result, engine::ProbeCurves curves, Say&& say) {
+  say("fitting per-class efficiencies");
+  engine::Calibration calibration = engine::fit_calibration(result.samples, result.hardware);
+  calibration.source = fmt::format(
+      "fitted by streamspark probe on {} from {} kernel measurements (least squares on relative "
+      "error)",
+      today(), result.samples.size());
+  result.hardware.calibration = calibration;
+  result.hardware.probe = std::move(curves);
+}
+
 }  // namespace
 
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options) {
@@ -423,21 +436,9 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
 
   sample_kernel_classes(backend, quick, min_time, say, samples);
 
-  // ---- fit ----
-  say("fitting per-class efficiencies");
-  engine::Calibration calibration = engine::fit_calibration(samples, hw);
-  calibration.source = fmt::format(
-      "fitted by streamspark probe on {} from {} kernel measurements (least squares on relative "
-      "error)",
-      today(), samples.size());
-  hw.calibration = calibration;
-  hw.probe = curves;
+  fit(result, std::move(curves), say);
   return result;
 }
-
-}  // namespace streamspark::runtime
-
-namespace streamspark::runtime {
 
 ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
   auto say = [&](const std::string& line) {
@@ -564,14 +565,7 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
     hw.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = vector;
   }
 
-  say("fitting per-class efficiencies");
-  engine::Calibration calibration = engine::fit_calibration(samples, hw);
-  calibration.source = fmt::format(
-      "fitted by streamspark probe on {} from {} kernel measurements (least squares on relative "
-      "error)",
-      today(), samples.size());
-  hw.calibration = calibration;
-  hw.probe = curves;
+  fit(result, std::move(curves), say);
   return result;
 }
 

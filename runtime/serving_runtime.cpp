@@ -1,6 +1,7 @@
 // serve-bench's executor: the scheduler's iterations on a paged decoder, on the wall clock.
 #include "runtime/serving_runtime.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -114,6 +115,14 @@ std::vector<int32_t> RuntimeIterations::output(int64_t i) const {
   return {all.begin() + prompt_lengths_[static_cast<size_t>(i)], all.end()};
 }
 
+namespace {
+
+// One request alone, greedy; with each token, (top logit - runner-up) / (1 + |top logit|).
+struct ReferenceGeneration {
+  std::vector<int32_t> tokens;
+  std::vector<double> margins;
+};
+
 ReferenceGeneration generate_alone(Decoder& contiguous, const std::vector<int32_t>& prompt,
                                    int64_t output) {
   const int64_t V = contiguous.model().vocab_size;
@@ -133,6 +142,29 @@ ReferenceGeneration generate_alone(Decoder& contiguous, const std::vector<int32_
   int32_t next = choose(contiguous.prefill(prompt, 1, static_cast<int64_t>(prompt.size())));
   for (int64_t t = 1; t < output; ++t) next = choose(contiguous.decode({next}));
   return g;
+}
+
+}  // namespace
+
+TokenCheck check_tokens(Decoder& contiguous, const std::vector<engine::Request>& requests,
+                        const std::vector<std::vector<int32_t>>& prompts,
+                        const RuntimeIterations& ran) {
+  TokenCheck check;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ReferenceGeneration alone = generate_alone(contiguous, prompts[i], requests[i].output);
+    const std::vector<int32_t> batched = ran.output(static_cast<int64_t>(i));
+    ++check.requests;
+    const auto diff =
+        std::mismatch(alone.tokens.begin(), alone.tokens.end(), batched.begin(), batched.end());
+    if (diff.first == alone.tokens.end() && diff.second == batched.end()) {
+      ++check.matched;
+    } else if (diff.first != alone.tokens.end() &&
+               alone.margins[static_cast<size_t>(diff.first - alone.tokens.begin())] <
+                   kNearTieMargin) {
+      ++check.near_ties;
+    }
+  }
+  return check;
 }
 
 }  // namespace streamspark::runtime

@@ -63,7 +63,8 @@ class ComparedIterations final : public engine::IterationTimer {
       (has_prompt ? prompt : decode)
           .emplace_back(cost.seconds(r.iteration, r.resident_kv_tokens), r.measured_s);
     }
-    return {summarize("decode only", decode), summarize("with prompt tokens", prompt)};
+    return {report::compare_iterations("decode only", decode),
+            report::compare_iterations("with prompt tokens", prompt)};
   }
 
  private:
@@ -72,23 +73,6 @@ class ComparedIterations final : public engine::IterationTimer {
     int64_t resident_kv_tokens;
     double measured_s;
   };
-  static report::IterationComparison summarize(
-      const std::string& kind, const std::vector<std::pair<double, double>>& times) {
-    report::IterationComparison c;
-    c.kind = kind;
-    c.iterations = static_cast<int64_t>(times.size());
-    if (times.empty()) return c;
-    std::vector<double> p, m, e;
-    for (const auto& [predicted, measured] : times) {
-      p.push_back(predicted);
-      m.push_back(measured);
-      e.push_back((predicted - measured) / measured);
-    }
-    c.predicted_s = engine::percentiles(p).p50;
-    c.measured_s = engine::percentiles(m).p50;
-    c.median_error = engine::percentiles(e).p50;
-    return c;
-  }
   runtime::RuntimeIterations& runtime_;
   std::vector<Ran> ran_;
 };
@@ -124,17 +108,17 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
                     s.block_size));
   }
   const auto backend = make_backend(o.backend, o.threads);
-  analysis.precision = backend_precision(*backend);  // predict what the runtime stores
-  const engine::DType stored = analysis.precision.kv_cache;
+  analysis.precision = backend_precision(*backend);       // predict what the runtime stores
+  engine::IterationCost cost(model, hardware, analysis);  // refuses before the run, not after
   // The KV pool: --kv-memory of K and V, in whole blocks; the prediction gets the same.
   const auto bytes = spec::parse_quantity(o.kv_memory, spec::Dimension::bytes);
   if (const auto* e = std::get_if<spec::QuantityError>(&bytes)) {
     throw UsageError("--kv-memory: " + e->message);
   }
-  const int64_t per_token = engine::kv_bytes_per_token(model, stored);
-  const double tokens = std::get<double>(bytes) / static_cast<double>(per_token);
+  const int64_t per_token = cost.kv_bytes_per_token();
   const int64_t blocks =
-      tokens >= 1e12 ? int64_t{1} << 40 : static_cast<int64_t>(tokens) / s.block_size;
+      std::min<int64_t>(cost.kv_tokens_in(std::get<double>(bytes)), int64_t{1} << 40) /
+      s.block_size;
   if (blocks < 1 || blocks > (int64_t{1} << 31) - 1) {
     throw UsageError(fmt::format(
         "--kv-memory: {} holds {} blocks of {} tokens at {} bytes per token ({}); need 1 to "
@@ -142,7 +126,6 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
         o.kv_memory, blocks, s.block_size, per_token, backend->dtype()));
   }
   s.kv_capacity_tokens = blocks * s.block_size;
-  engine::IterationCost cost(model, hardware, analysis);  // refuses before the run, not after
   {
     // The pool, the weights (twice while they upload, on the CPU) and a second decoder's
     // weights and one-sequence cache for the token check, against what the backend has.
@@ -183,31 +166,15 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   const engine::SimulationResult predicted = engine::simulate(requests, options, cost);
   const auto iterations_compared = compared.compare(cost);
 
-  // Tokens of the paged, batched run against each request alone on a contiguous cache. A
-  // first difference where the alone run's choice was a near tie is not an error (the rest
-  // of the sequence then follows another token); any other difference is.
-  int64_t verified = 0, matched = 0, near_ties = 0;
+  // Tokens of the paged, batched run against each request alone on a contiguous cache.
+  runtime::TokenCheck tokens;
   if (!o.no_verify) {
     runtime::Decoder contiguous(*backend, model, runtime::random_weights(model, seed), 1,
                                 model.max_context);
-    const auto prompts = runtime::workload_prompts(requests, model.vocab_size, seed + 1);
-    for (size_t i = 0; i < requests.size(); ++i) {
-      const runtime::ReferenceGeneration alone =
-          runtime::generate_alone(contiguous, prompts[i], requests[i].output);
-      const std::vector<int32_t> batched = executor.output(static_cast<int64_t>(i));
-      ++verified;
-      const auto diff =
-          std::mismatch(alone.tokens.begin(), alone.tokens.end(), batched.begin(), batched.end());
-      if (diff.first == alone.tokens.end() && diff.second == batched.end()) {
-        ++matched;
-      } else if (diff.first != alone.tokens.end() &&
-                 alone.margins[static_cast<size_t>(diff.first - alone.tokens.begin())] <
-                     runtime::kNearTieMargin) {
-        ++near_ties;
-      }
-    }
+    tokens = runtime::check_tokens(contiguous, requests,
+                                   runtime::workload_prompts(requests, model.vocab_size, seed + 1),
+                                   executor);
   }
-  const int64_t mismatched = verified - matched - near_ties;
 
   const std::string where =
       backend->name() + " runtime (" + std::to_string(resolve_threads(o.threads)) + " threads)";
@@ -220,10 +187,10 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   if (format == Format::json) {
     nlohmann::json j = report::serving_comparison_json(run_measured, run_predicted);
     j["iterations_compared"] = report::iteration_comparison_json(iterations_compared);
-    j["verified_requests"] = verified;
-    j["token_matches"] = matched;
-    j["token_near_ties"] = near_ties;
-    j["token_mismatches"] = mismatched;
+    j["verified_requests"] = tokens.requests;
+    j["token_matches"] = tokens.matched;
+    j["token_near_ties"] = tokens.near_ties;
+    j["token_mismatches"] = tokens.mismatched();
     out.write(j.dump(2) + "\n");
   } else {
     std::string text = report::serving_table(run_measured) + "\n" +
@@ -234,12 +201,13 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
     } else {
       text +=
           fmt::format("tokens: {} of {} requests equal a contiguous-KV run of the request alone",
-                      matched, verified);
-      text += near_ties ? fmt::format(
-                              "; {} first differ where the alone run's top two logits were within "
-                              "{:g} (relative): a near tie, not an error\n",
-                              near_ties, runtime::kNearTieMargin)
-                        : "\n";
+                      tokens.matched, tokens.requests);
+      text += tokens.near_ties
+                  ? fmt::format(
+                        "; {} first differ where the alone run's top two logits were within "
+                        "{:g} (relative): a near tie, not an error\n",
+                        tokens.near_ties, runtime::kNearTieMargin)
+                  : "\n";
     }
     out.write(text);
   }
@@ -249,11 +217,11 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
     csv.commit();
   }
   out.commit();
-  if (mismatched > 0) {
+  if (tokens.mismatched() > 0) {
     throw RuntimeFailure(fmt::format(
         "{} of {} requests generated different tokens with the paged KV cache than alone with "
         "a contiguous one",
-        mismatched, verified));
+        tokens.mismatched(), tokens.requests));
   }
   return kExitOk;
 }

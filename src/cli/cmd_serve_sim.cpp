@@ -30,48 +30,31 @@ struct ServeSimOptions {
   std::string requests_csv;
 };
 
-// KV token slots: --kv-memory bytes, or the usable memory fraction minus weights and the
-// activations of the largest iteration.
+// KV token slots: --kv-memory bytes, or what the usable memory fraction leaves.
 int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memory_fraction,
-                           const engine::Hardware& hw, engine::IterationCost& cost,
-                           int64_t max_tokens) {
-  double bytes = 0;
+                           engine::IterationCost& cost, int64_t max_tokens) {
   if (!kv_memory.empty()) {
     const auto v = spec::parse_quantity(kv_memory, spec::Dimension::bytes);
     if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
       throw UsageError("--kv-memory: " + e->message);
     }
-    bytes = std::get<double>(v);
-  } else {
-    double fraction = 0;
-    try {
-      fraction = std::stod(memory_fraction);
-    } catch (const std::exception&) {
-      fraction = -1;
-    }
-    if (!(fraction > 0 && fraction <= 1)) {
-      throw UsageError("--memory-fraction: expected a fraction in (0, 1], got '" + memory_fraction +
-                       "'");
-    }
-    // What is left of the device memory for the KV cache: the usable fraction, minus the
-    // weights, minus the activations of the largest iteration.
-    bytes = fraction * static_cast<double>(hw.device_memory().capacity_bytes) -
-            static_cast<double>(cost.weight_bytes()) -
-            static_cast<double>(cost.activation_bytes(max_tokens));
-    if (bytes <= 0) {
-      throw UsageError(fmt::format(
-          "{:.4g} GB of weights and activations leave no room for the KV cache in {:.4g} GB ({} "
-          "of {}); pass --kv-memory",
-          (static_cast<double>(cost.weight_bytes()) +
-           static_cast<double>(cost.activation_bytes(max_tokens))) /
-              1e9,
-          fraction * static_cast<double>(hw.device_memory().capacity_bytes) / 1e9, memory_fraction,
-          hw.name));
-    }
+    return cost.kv_tokens_in(std::get<double>(v));
   }
-  const double tokens = bytes / static_cast<double>(cost.kv_bytes_per_token());
-  if (tokens < 1) throw UsageError("the KV memory holds less than one token");
-  return tokens > 4e18 ? INT64_MAX / 4 : static_cast<int64_t>(tokens);
+  double fraction = 0;
+  try {
+    fraction = std::stod(memory_fraction);
+  } catch (const std::exception&) {
+    fraction = -1;
+  }
+  if (!(fraction > 0 && fraction <= 1)) {
+    throw UsageError("--memory-fraction: expected a fraction in (0, 1], got '" + memory_fraction +
+                     "'");
+  }
+  try {
+    return cost.kv_tokens_in(cost.kv_bytes_available(fraction, max_tokens));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(e.what()) + "; pass --kv-memory");
+  }
 }
 
 int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
@@ -88,8 +71,8 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   check_requests_context(requests, model);
   engine::ServingOptions options = serving_options(o.serving, model.max_context);
   engine::IterationCost cost(model, hardware, analysis);
-  options.scheduler.kv_capacity_tokens = kv_capacity_tokens(
-      o.kv_memory, o.memory_fraction, hardware, cost, options.scheduler.max_tokens);
+  options.scheduler.kv_capacity_tokens =
+      kv_capacity_tokens(o.kv_memory, o.memory_fraction, cost, options.scheduler.max_tokens);
   const engine::SimulationResult result = engine::simulate(requests, options, cost);
 
   const report::ServingRun run =

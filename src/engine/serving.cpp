@@ -577,6 +577,31 @@ int64_t IterationCost::activation_bytes(int64_t tokens) {
       ops_, storage_bytes(checked_mul(tokens, model_.d_model), options_.precision.activations));
 }
 
+double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tokens) {
+  if (!(memory_fraction > 0 && memory_fraction <= 1)) {
+    throw std::invalid_argument("the usable memory fraction must be in (0, 1]");
+  }
+  const double usable =
+      memory_fraction * static_cast<double>(hardware_.device_memory().capacity_bytes);
+  const double taken =
+      static_cast<double>(weight_bytes_) + static_cast<double>(activation_bytes(max_tokens));
+  if (usable - taken <= 0) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%.4g GB of weights and activations leave no room for the KV cache in %.4g GB "
+                  "(%g of %s)",
+                  taken / 1e9, usable / 1e9, memory_fraction, hardware_.name.c_str());
+    throw std::invalid_argument(text);
+  }
+  return usable - taken;
+}
+
+int64_t IterationCost::kv_tokens_in(double bytes) const {
+  const double tokens = bytes / static_cast<double>(kv_bytes_per_token_);
+  if (!(tokens >= 1)) throw std::invalid_argument("the KV memory holds less than one token");
+  return tokens > 4e18 ? INT64_MAX / 4 : static_cast<int64_t>(tokens);
+}
+
 // ---- simulation ----
 
 Percentiles percentiles(std::vector<double> v) {

@@ -222,6 +222,12 @@ class IterationCost final : public IterationTimer {
   int64_t weight_bytes() const { return weight_bytes_; }
   // Peak activation bytes of an iteration of `tokens` concatenated tokens.
   int64_t activation_bytes(int64_t tokens);
+  // Bytes left for the KV cache: `memory_fraction` of the device memory minus the weights and
+  // the activations of an iteration of `max_tokens` tokens (vLLM's gpu_memory_utilization
+  // accounting). Throws std::invalid_argument when nothing is left.
+  double kv_bytes_available(double memory_fraction, int64_t max_tokens);
+  // Whole tokens of KV cache in `bytes`. Throws std::invalid_argument below one token.
+  int64_t kv_tokens_in(double bytes) const;
 
  private:
   struct Split {                // one build_ops list, costed

@@ -188,6 +188,24 @@ json serving_comparison_json(const ServingRun& measured, const ServingRun& predi
               {"comparison", rows}};
 }
 
+IterationComparison compare_iterations(const std::string& kind,
+                                       const std::vector<std::pair<double, double>>& times) {
+  IterationComparison c;
+  c.kind = kind;
+  c.iterations = static_cast<int64_t>(times.size());
+  if (times.empty()) return c;
+  std::vector<double> p, m, e;
+  for (const auto& [predicted, measured] : times) {
+    p.push_back(predicted);
+    m.push_back(measured);
+    e.push_back((predicted - measured) / measured);
+  }
+  c.predicted_s = engine::percentiles(p).p50;
+  c.measured_s = engine::percentiles(m).p50;
+  c.median_error = engine::percentiles(e).p50;
+  return c;
+}
+
 std::string iteration_comparison_table(const std::vector<IterationComparison>& rows) {
   Table t;
   t.add_column("iterations", Align::left);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/serving.hpp"
@@ -45,6 +46,9 @@ struct IterationComparison {
   double measured_s = 0;
   double median_error = 0;
 };
+// One kind's row from (predicted, measured) seconds per iteration.
+IterationComparison compare_iterations(const std::string& kind,
+                                       const std::vector<std::pair<double, double>>& times);
 std::string iteration_comparison_table(const std::vector<IterationComparison>& rows);
 nlohmann::json iteration_comparison_json(const std::vector<IterationComparison>& rows);
 

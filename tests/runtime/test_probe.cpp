@@ -16,21 +16,46 @@
 namespace rt = streamspark::runtime;
 namespace engine = streamspark::engine;
 
-TEST_CASE("a quick probe writes a hardware file that loads and drives the calibrated method") {
-  auto backend = rt::make_cpu_backend(2);
+namespace {
+
+// The quick probe's options for these tests.
+rt::ProbeOptions quick_options(const std::string& name) {
   rt::ProbeOptions options;
   options.quick = true;
-  options.name = "probe-test";
+  options.name = name;
   options.command = "runtime_tests";
-  const rt::ProbeResult result = rt::probe_cpu(*backend, 2, options);
+  return options;
+}
 
-  const auto path = std::filesystem::temp_directory_path() / "streamspark-probe-test.yaml";
+// The hardware written as a file and loaded back, as `probe -o` and `--hardware` do.
+engine::Hardware write_and_load(const engine::Hardware& measured) {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("streamspark-" + measured.name + ".yaml");
   {
     std::ofstream out(path);
-    out << streamspark::spec::hardware_yaml(result.hardware);
+    out << streamspark::spec::hardware_yaml(measured);
   }
-  const engine::Hardware hw = streamspark::spec::load_hardware(path.string());
+  engine::Hardware hw = streamspark::spec::load_hardware(path.string());
   std::filesystem::remove(path);
+  return hw;
+}
+
+// Calibrated TTFT and TPOT of tiny-test, fp32, batch 1, prompt 64, 4 tokens.
+engine::WorkloadResult calibrated_tiny_test(const engine::Hardware& hw) {
+  const engine::Model model =
+      streamspark::spec::load_model(streamspark::test::source_dir() + "/model_zoo/tiny-test.yaml");
+  engine::AnalysisOptions o;
+  o.method = engine::Method::calibrated;
+  o.precision = engine::Precision::uniform(engine::DType::fp32);
+  return engine::Analyzer(model, hw, o).analyze({1, 64, 4});
+}
+
+}  // namespace
+
+TEST_CASE("a quick probe writes a hardware file that loads and drives the calibrated method") {
+  auto backend = rt::make_cpu_backend(2);
+  const engine::Hardware hw =
+      write_and_load(rt::probe_cpu(*backend, 2, quick_options("probe-test")).hardware);
 
   CHECK(hw.name == "probe-test");
   REQUIRE(hw.memory.size() >= 2);
@@ -57,13 +82,7 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   CHECK(has_date);
 
   // The file drives the calibrated method for an fp32 workload.
-  const engine::Model model =
-      streamspark::spec::load_model(streamspark::test::source_dir() + "/model_zoo/tiny-test.yaml");
-  engine::AnalysisOptions o;
-  o.method = engine::Method::calibrated;
-  o.precision = engine::Precision::uniform(engine::DType::fp32);
-  engine::Analyzer analyzer(model, hw, o);
-  const auto r = analyzer.analyze({1, 64, 4});
+  const auto r = calibrated_tiny_test(hw);
   CHECK(r.ttft_s > 0);
   CHECK(r.tpot_s > 0);
 }
@@ -72,18 +91,8 @@ TEST_CASE("the accelerator probe, run through the CPU backend, writes a usable f
   // probe_device measures through the backend interface alone (copies, linear, the kernels),
   // as it does on a GPU; here its logic runs on the CPU backend.
   auto backend = rt::make_cpu_backend(2);
-  rt::ProbeOptions options;
-  options.quick = true;
-  options.name = "device-probe-test";
-  options.command = "runtime_tests";
-  const rt::ProbeResult result = rt::probe_device(*backend, options);
-  const auto path = std::filesystem::temp_directory_path() / "streamspark-device-probe-test.yaml";
-  {
-    std::ofstream out(path);
-    out << streamspark::spec::hardware_yaml(result.hardware);
-  }
-  const engine::Hardware hw = streamspark::spec::load_hardware(path.string());
-  std::filesystem::remove(path);
+  const engine::Hardware hw =
+      write_and_load(rt::probe_device(*backend, quick_options("device-probe-test")).hardware);
   REQUIRE(!hw.memory.empty());
   CHECK(hw.memory.back().name == "device");
   CHECK(hw.memory.back().capacity_bytes == backend->device_info().memory_bytes);
@@ -93,11 +102,5 @@ TEST_CASE("the accelerator probe, run through the CPU backend, writes a usable f
   REQUIRE(hw.calibration);
   CHECK(hw.calibration->classes.count("gemm") == 1);
   CHECK(hw.calibration->classes.count("attention") == 1);
-  const engine::Model model =
-      streamspark::spec::load_model(streamspark::test::source_dir() + "/model_zoo/tiny-test.yaml");
-  engine::AnalysisOptions o;
-  o.method = engine::Method::calibrated;
-  o.precision = engine::Precision::uniform(engine::DType::fp32);
-  const auto r = engine::Analyzer(model, hw, o).analyze({1, 64, 4});
-  CHECK(r.tpot_s > 0);
+  CHECK(calibrated_tiny_test(hw).tpot_s > 0);
 }

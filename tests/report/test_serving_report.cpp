@@ -1,0 +1,17 @@
+// Serving reports: the per-iteration comparison's medians.
+#include <doctest/doctest.h>
+
+#include "report/serving_report.hpp"
+
+TEST_CASE("iteration comparison: medians of predicted, measured and the per-iteration errors") {
+  // Three iterations (predicted, measured): (1, 2), (3, 2), (2, 4). Nearest-rank medians (the
+  // 2nd of 3 sorted): predicted 1,2,3 -> 2; measured 2,2,4 -> 2; errors (p - m) / m are -0.5,
+  // +0.5, -0.5 -> -0.5 (not (2 - 2) / 2 = 0, the error of the medians).
+  const auto c = streamspark::report::compare_iterations("decode only", {{1, 2}, {3, 2}, {2, 4}});
+  CHECK(c.kind == "decode only");
+  CHECK(c.iterations == 3);
+  CHECK(c.predicted_s == 2);
+  CHECK(c.measured_s == 2);
+  CHECK(c.median_error == -0.5);
+  CHECK(streamspark::report::compare_iterations("none", {}).iterations == 0);
+}

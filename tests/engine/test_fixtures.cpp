@@ -1,6 +1,10 @@
 // Test fixtures: lecture models and devices.
 #include "engine/test_fixtures.hpp"
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
 namespace streamspark::test {
 
 using namespace engine;
@@ -58,6 +62,13 @@ Hardware h100_lecture(double kernel_overhead_s) {
   h.memory.push_back(MemoryLevel{"hbm3", 80'000'000'000, 3.35e12});
   h.kernel_overhead_s = kernel_overhead_s;
   return h;
+}
+
+const Op& find_op(const std::vector<Op>& ops, std::string_view name) {
+  const auto it =
+      std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+  REQUIRE(it != ops.end());
+  return *it;
 }
 
 }  // namespace streamspark::test

@@ -3,8 +3,11 @@
 
 #include "engine/hardware.hpp"
 #include "engine/model.hpp"
+#include "engine/ops.hpp"
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace streamspark::test {
 
@@ -19,5 +22,8 @@ engine::Model llama2_13b_gqa8();
 engine::Model tiny_test();
 // H100 SXM as the lecture uses it: 989e12 FLOP/s bf16, 3.35e12 B/s, 80 GB; fp32 67e12.
 engine::Hardware h100_lecture(double kernel_overhead_s = 0);
+
+// The operator named `name` in `ops` (fails the test when there is none).
+const engine::Op& find_op(const std::vector<engine::Op>& ops, std::string_view name);
 
 }  // namespace streamspark::test

@@ -14,12 +14,7 @@ using namespace streamspark::engine;
 
 namespace {
 
-const Op& find_op(const std::vector<Op>& ops, std::string_view name) {
-  const auto it =
-      std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
-  REQUIRE(it != ops.end());
-  return *it;
-}
+using streamspark::test::find_op;
 
 int64_t step_weight_traffic(const std::vector<Op>& ops) {
   int64_t total = 0;

@@ -18,9 +18,7 @@ inline void cpu_relax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < std::max(1, threads); ++i) {
-    workers_.emplace_back([this, i] { worker_loop(i); });
-  }
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -33,7 +31,7 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   while (true) {
     // Wait for a new generation: spin, then sleep.
@@ -48,35 +46,62 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_) return;
-    if (index < job_parts_) {
-      const int64_t begin = job_n_ * index / job_parts_;
-      const int64_t end = job_n_ * (index + 1) / job_parts_;
-      if (begin < end) (*job_)(begin, end);
+    run_chunks();
+  }
+}
+
+void ThreadPool::run_chunks() {
+  uint64_t claim = claim_.load(std::memory_order_acquire);
+  while (true) {
+    const uint64_t chunks = (claim >> 16) & 0xffff;
+    const uint64_t next = claim & 0xffff;
+    if (next >= chunks) return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      continue;  // `claim` now holds the current word
     }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // Chunk `next` of this job is ours; the job cannot change before it is done.
+    const int64_t n = job_n_;
+    const int64_t begin = n * static_cast<int64_t>(next) / static_cast<int64_t>(chunks);
+    const int64_t end = n * static_cast<int64_t>(next + 1) / static_cast<int64_t>(chunks);
+    if (begin < end) (*job_)(begin, end);
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    claim = claim_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  const int64_t max_parts = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
-  const int parts = static_cast<int>(std::min<int64_t>(threads(), max_parts));
-  if (parts <= 1 || workers_.empty()) {
+  const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
+  const int chunks = static_cast<int>(std::min<int64_t>({threads(), max_chunks, 0xffff}));
+  if (chunks <= 1 || workers_.empty()) {
     fn(0, n);
     return;
   }
+  // No thread touches the job fields now: every chunk of the previous job is done.
+  job_ = &fn;
+  job_n_ = n;
+  done_.store(0, std::memory_order_relaxed);
+  ++job_number_;
+  claim_.store((uint64_t{job_number_} << 32) | (static_cast<uint64_t>(chunks) << 16),
+               std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_parts_ = parts;
-    pending_.store(static_cast<int>(workers_.size()), std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   wake_.notify_all();
-  fn(0, n / parts);  // the caller's share
-  while (pending_.load(std::memory_order_acquire) > 0) cpu_relax();
+  run_chunks();
+  // Chunks claimed by workers still running: spin briefly, then yield the core (a worker
+  // descheduled mid-chunk needs one to finish).
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (done_.load(std::memory_order_acquire) < chunks) {
+    if (std::chrono::steady_clock::now() < spin_until) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 }  // namespace streamspark::runtime

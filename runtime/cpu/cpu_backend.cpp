@@ -173,12 +173,18 @@ void decode_values(const float* p, int64_t p_stride, const std::vector<KvRun>& r
   }
 }
 
+// Scratch for softmax rows. Eigen's vectorised reductions (max, sum) peel scalar elements
+// until the data is aligned, so their rounding depends on the buffer's address: an aligned
+// allocation makes it depend only on the row's offset, never on which thread's buffer (and
+// the pool hands chunks to whichever thread is free).
+using AlignedFloats = std::vector<float, Eigen::aligned_allocator<float>>;
+
 // Decode attention of one KV head: its `group` query heads (adjacent rows of head_dim floats
 // in q) against the `keys` cached keys and values in `runs`, in chunks of up to 4 query heads
 // (the K and V of the head are read once per chunk; they stay in L1/L2 between chunks).
 void decode_attention_group(const float* q, int64_t group, int64_t head_dim,
                             const std::vector<KvRun>& runs, int64_t keys, float scale, float* out,
-                            std::vector<float>& scores) {
+                            AlignedFloats& scores) {
   scores.resize(static_cast<size_t>(group * keys));
   for (int64_t g0 = 0; g0 < group; g0 += 4) {
     const int64_t gc = std::min<int64_t>(4, group - g0);
@@ -382,7 +388,7 @@ class CpuBackend final : public Backend {
     }
     constexpr int64_t kQueryBlock = 64;
     pool_.parallel_for(static_cast<int64_t>(tasks_.size()), 1, [&](int64_t p0, int64_t p1) {
-      thread_local std::vector<float> decode_scores_buffer;
+      thread_local AlignedFloats decode_scores_buffer;
       thread_local std::vector<KvRun> runs;
       thread_local RowMatrix scores;
       thread_local RowMatrix keys_rows;    // the head's keys unpacked to (positions, H)

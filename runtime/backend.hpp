@@ -109,6 +109,12 @@ class Backend {
   virtual void silu_mul(const float* gate, const float* up, int64_t n, float* out) = 0;
   // out = a + b over n elements (out may alias a).
   virtual void add(const float* a, const float* b, int64_t n, float* out) = 0;
+  // One token per row of logits (rows, vocab) into tokens (a host array), by the rule of
+  // sample_row in runtime/sampling.hpp: greedy when temperature <= 0, otherwise nucleus
+  // sampling at (temperature, top_p) with uniforms[r] (host, in [0, 1); unused when greedy).
+  // Returns when the tokens are on the host.
+  virtual void sample(const float* logits, int64_t rows, int64_t vocab, double temperature,
+                      double top_p, const double* uniforms, int32_t* tokens) = 0;
 };
 
 // The CPU backend (Eigen, multi-threaded); `threads` 0 means all cores.

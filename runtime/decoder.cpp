@@ -239,6 +239,16 @@ void Decoder::ensure_work_buffers(int64_t rows, int64_t logit_rows) {
 
 std::vector<float> Decoder::prefill(const std::vector<int32_t>& tokens, int64_t batch,
                                     int64_t prompt, OpTimer* timer) {
+  return run_prefill(tokens, batch, prompt, timer, true);
+}
+
+void Decoder::prefill_on_device(const std::vector<int32_t>& tokens, int64_t batch, int64_t prompt,
+                                OpTimer* timer) {
+  run_prefill(tokens, batch, prompt, timer, false);
+}
+
+std::vector<float> Decoder::run_prefill(const std::vector<int32_t>& tokens, int64_t batch,
+                                        int64_t prompt, OpTimer* timer, bool download) {
   if (paged_) throw std::logic_error("prefill on a paged decoder (use step)");
   if (batch < 1 || batch > max_batch_ || prompt < 1 || prompt > max_context_ ||
       static_cast<int64_t>(tokens.size()) != batch * prompt) {
@@ -252,12 +262,21 @@ std::vector<float> Decoder::prefill(const std::vector<int32_t>& tokens, int64_t 
     steps.push_back(
         {tokens.data() + b * prompt, prompt, 0, &contiguous_tables_[static_cast<size_t>(b)], true});
   }
-  std::vector<float> logits = forward(steps, timer);
+  std::vector<float> logits = forward(steps, timer, download);
   context_ = prompt;
   return logits;
 }
 
 std::vector<float> Decoder::decode(const std::vector<int32_t>& tokens, OpTimer* timer) {
+  return run_decode(tokens, timer, true);
+}
+
+void Decoder::decode_on_device(const std::vector<int32_t>& tokens, OpTimer* timer) {
+  run_decode(tokens, timer, false);
+}
+
+std::vector<float> Decoder::run_decode(const std::vector<int32_t>& tokens, OpTimer* timer,
+                                       bool download) {
   if (batch_ == 0) throw std::logic_error("decode before prefill");
   if (static_cast<int64_t>(tokens.size()) != batch_ || context_ + 1 > max_context_) {
     throw std::invalid_argument("decode: wrong batch or context full");
@@ -267,12 +286,21 @@ std::vector<float> Decoder::decode(const std::vector<int32_t>& tokens, OpTimer* 
     steps.push_back(
         {tokens.data() + b, 1, context_, &contiguous_tables_[static_cast<size_t>(b)], true});
   }
-  std::vector<float> logits = forward(steps, timer);
+  std::vector<float> logits = forward(steps, timer, download);
   context_ += 1;
   return logits;
 }
 
 std::vector<float> Decoder::step(const std::vector<SequenceStep>& batch, OpTimer* timer) {
+  return run_step(batch, timer, true);
+}
+
+void Decoder::step_on_device(const std::vector<SequenceStep>& batch, OpTimer* timer) {
+  run_step(batch, timer, false);
+}
+
+std::vector<float> Decoder::run_step(const std::vector<SequenceStep>& batch, OpTimer* timer,
+                                     bool download) {
   if (!paged_) throw std::logic_error("step on a contiguous decoder (use prefill and decode)");
   for (const SequenceStep& s : batch) {
     const int64_t end = s.past + s.new_tokens;
@@ -291,7 +319,7 @@ std::vector<float> Decoder::step(const std::vector<SequenceStep>& batch, OpTimer
       }
     }
   }
-  return forward(batch, timer);
+  return forward(batch, timer, download);
 }
 
 void Decoder::copy_block(int32_t from, int32_t to) {
@@ -305,7 +333,8 @@ void Decoder::copy_block(int32_t from, int32_t to) {
   }
 }
 
-std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTimer* timer) {
+std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTimer* timer,
+                                    bool download) {
   Backend& be = backend_;
   const auto sequences = static_cast<int64_t>(batch.size());
   const int64_t q_width = N_ * H_;
@@ -416,12 +445,14 @@ std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTi
       }
     }
   }
-  std::vector<float> logits(static_cast<size_t>(logit_rows * V_));
-  if (logit_rows == 0) return logits;
+  logit_rows_ = logit_rows;
+  if (logit_rows == 0) return {};
   {
     Timed op(be, timer, "lm_head");  // (B, D) -> (B, V)
     be.linear(last_, lm_head_, logit_rows, V_, D_, logits_);
   }
+  if (!download) return {};
+  std::vector<float> logits(static_cast<size_t>(logit_rows * V_));
   be.download(logits.data(), logits_, logit_rows * V_);
   return logits;
 }

@@ -93,6 +93,17 @@ class Decoder {
   // non-attention work on all their tokens at once); returns the logits (rows of V) of the
   // sequences that ask for them, in order.
   std::vector<float> step(const std::vector<SequenceStep>& batch, OpTimer* timer = nullptr);
+  // The same three passes keeping the logits in the backend's memory (device_logits():
+  // logit_rows() rows of V, one per sequence that asked, in order) for Backend::sample, so
+  // only the sampled tokens cross to the host.
+  void prefill_on_device(const std::vector<int32_t>& tokens, int64_t batch, int64_t prompt,
+                         OpTimer* timer = nullptr);
+  void decode_on_device(const std::vector<int32_t>& tokens, OpTimer* timer = nullptr);
+  void step_on_device(const std::vector<SequenceStep>& batch, OpTimer* timer = nullptr);
+  const float* device_logits() const { return logits_; }
+  int64_t logit_rows() const { return logit_rows_; }
+  Backend& backend() const { return backend_; }
+
   // Copies KV block `from` to block `to` in every layer (copy-on-write of a shared block).
   void copy_block(int32_t from, int32_t to);
 
@@ -116,7 +127,13 @@ class Decoder {
     float* v_cache;
   };
   void load(const DecoderWeights& weights, int64_t cache_floats);
-  std::vector<float> forward(const std::vector<SequenceStep>& batch, OpTimer* timer);
+  std::vector<float> run_prefill(const std::vector<int32_t>& tokens, int64_t batch, int64_t prompt,
+                                 OpTimer* timer, bool download);
+  std::vector<float> run_decode(const std::vector<int32_t>& tokens, OpTimer* timer, bool download);
+  std::vector<float> run_step(const std::vector<SequenceStep>& batch, OpTimer* timer,
+                              bool download);
+  // One pass; the logits stay in logits_ and are returned only when `download`.
+  std::vector<float> forward(const std::vector<SequenceStep>& batch, OpTimer* timer, bool download);
   void ensure_work_buffers(int64_t rows, int64_t logit_rows);
   float* upload(const std::vector<float>& host);
 
@@ -129,6 +146,7 @@ class Decoder {
   int64_t blocks_ = 0;      // KV blocks per layer
   int64_t batch_ = 0;
   int64_t context_ = 0;
+  int64_t logit_rows_ = 0;  // rows of logits_ the last pass produced
   float* embedding_ = nullptr;
   float* lm_head_ = nullptr;
   float* final_norm_ = nullptr;

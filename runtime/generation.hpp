@@ -7,28 +7,9 @@
 #include <vector>
 
 #include "runtime/decoder.hpp"
+#include "runtime/sampling.hpp"
 
 namespace streamspark::runtime {
-
-// temperature 0 is greedy (argmax); otherwise softmax(logits / temperature) restricted to the
-// smallest set of tokens whose probability reaches top_p (nucleus sampling, Holtzman et al.
-// 2020), drawn with a generator seeded by `seed`.
-struct SamplingOptions {
-  double temperature = 0;
-  double top_p = 1.0;
-  uint64_t seed = 0;
-};
-
-class Sampler {
- public:
-  explicit Sampler(const SamplingOptions& options) : options_(options), rng_(options.seed) {}
-  int32_t sample(const float* logits, int64_t vocab);
-
- private:
-  SamplingOptions options_;
-  std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> scratch_;
-};
 
 // Random prompt tokens (batch x prompt, row-major) in [0, vocab), from `seed`.
 std::vector<int32_t> random_prompts(int64_t batch, int64_t prompt, int64_t vocab, uint64_t seed);

@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "engine/ops.hpp"
-#include "runtime/generation.hpp"
+#include "runtime/sampling.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace streamspark::runtime {
@@ -252,18 +252,19 @@ void sample_kernel_classes(Backend& backend, bool quick, double min_time, Say&& 
     });
     for (float* p : {qkv, kc, vc, out}) backend.release(p);
   }
-  // Sampling: argmax over the logits of each sequence (the host-side sampler).
+  // Sampling: argmax over the logits of each sequence, by the backend's sampler on its own
+  // memory (the tokens come back to the host, as in a generation step).
   for (int64_t vocab : {4096, 32000, 128256}) {
     for (int64_t batch : {1, 16}) {
-      std::vector<float> logits(static_cast<size_t>(batch * vocab));
-      for (size_t i = 0; i < logits.size(); ++i)
-        logits[i] = static_cast<float>((i * 2654435761u) % 1000);
-      Sampler sampler({});
-      volatile int32_t token = 0;
-      sample(engine::OpKind::sampling, batch * vocab, 4 * batch * vocab, [&] {
-        for (int64_t b = 0; b < batch; ++b)
-          token = sampler.sample(logits.data() + b * vocab, vocab);
-      });
+      std::vector<float> host(static_cast<size_t>(batch * vocab));
+      for (size_t i = 0; i < host.size(); ++i)
+        host[i] = static_cast<float>((i * 2654435761u) % 1000);
+      float* logits = backend.allocate(batch * vocab);
+      backend.upload(logits, host.data(), batch * vocab);
+      std::vector<int32_t> tokens(static_cast<size_t>(batch));
+      sample(engine::OpKind::sampling, batch * vocab, e * batch * vocab,
+             [&] { backend.sample(logits, batch, vocab, 0.0, 1.0, nullptr, tokens.data()); });
+      backend.release(logits);
     }
   }
 }

@@ -86,12 +86,13 @@ double RuntimeIterations::seconds(const engine::Iteration& it, const engine::Sch
                       &blocks->block_table(item.request), emits});
     if (emits) emitting_.push_back(item.request);
   }
-  const std::vector<float> logits = decoder_.step(steps_);
-  const int64_t V = decoder_.model().vocab_size;
-  Sampler greedy({});
+  decoder_.step_on_device(steps_);
+  // Greedy on the backend, on its logits: only the tokens come back.
+  sampled_.resize(emitting_.size());
+  decoder_.backend().sample(decoder_.device_logits(), static_cast<int64_t>(emitting_.size()),
+                            decoder_.model().vocab_size, 0.0, 1.0, nullptr, sampled_.data());
   for (size_t k = 0; k < emitting_.size(); ++k) {
-    const auto i = static_cast<size_t>(emitting_[k]);
-    tokens_[i].push_back(greedy.sample(logits.data() + static_cast<int64_t>(k) * V, V));
+    tokens_[static_cast<size_t>(emitting_[k])].push_back(sampled_[k]);
   }
   ++iterations_;
   return std::chrono::duration<double>(Clock::now() - t0).count();

@@ -45,6 +45,7 @@ class RuntimeIterations final : public engine::IterationTimer {
   std::vector<int64_t> prompt_lengths_;
   std::vector<SequenceStep> steps_;
   std::vector<int64_t> emitting_;
+  std::vector<int32_t> sampled_;  // the tokens the backend sampled, one per emitting request
   Clock::time_point start_;
   int64_t iterations_ = 0;
 };

@@ -15,6 +15,7 @@
 
 #include "runtime/backend.hpp"
 #include "runtime/probe.hpp"
+#include "runtime/sampling.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace streamspark::runtime {
@@ -465,7 +466,17 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void sample(const float* logits, int64_t rows, int64_t vocab, double temperature, double top_p,
+              const double* uniforms, int32_t* tokens) override {
+    // One row per sequence, on the calling thread: as the host sampler always did.
+    for (int64_t r = 0; r < rows; ++r) {
+      tokens[r] = sample_row(logits + r * vocab, vocab, temperature, top_p,
+                             temperature > 0 ? uniforms[r] : 0.0, sample_scratch_);
+    }
+  }
+
  private:
+  std::vector<std::pair<float, int32_t>> sample_scratch_;
   // cos and sin of pos * theta^(-2i/H) for positions [0, positions), i < H/2; row per
   // position: H/2 cosines then H/2 sines. Grown on demand (at least 4096 positions, then
   // doubling, so a growing context rebuilds it rarely), kept across calls.

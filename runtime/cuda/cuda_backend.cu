@@ -2,12 +2,13 @@
 // Matrix products through cuBLASLt; everything else in the kernels below. One stream; every
 // CUDA and cuBLAS call is checked and a failure becomes a DeviceError naming file and line.
 //
-// Status: compiled in CI; written without a GPU to run it on (see README). The kernels are
-// straightforward (one thread block per row or per (query, head)); FlashDecoding-style
-// context splitting, CUDA graphs and tiled prefill attention are not done yet.
+// Status: compiled in CI; written without a GPU to run it on (see README). Attention: split
+// decode (FlashDecoding) and tiled prompt kernels on CUDA cores; CUDA graphs are not done.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -84,24 +85,6 @@ __device__ float block_sum(float v) {
   return total;
 }
 
-__device__ float block_max(float v) {
-  __shared__ float partial[32];
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  const int warps = blockDim.x / 32;
-  if (warp == 0) {
-    v = lane < warps ? partial[lane] : -INFINITY;
-    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) partial[0] = v;
-  }
-  __syncthreads();
-  const float total = partial[0];
-  __syncthreads();
-  return total;
-}
-
 // The sequence owning row r: row_offsets is increasing, sequences + 1 entries.
 __device__ int64_t sequence_of(const int64_t* row_offsets, int64_t sequences, int64_t r) {
   int64_t lo = 0, hi = sequences - 1;
@@ -173,70 +156,462 @@ __global__ void kv_write_kernel(const bf16* qkv, int64_t stride, int64_t k_offse
   }
 }
 
-// One block per (row, query head): the row's query against the keys it sees (causal), in
-// chunks of kChunk keys with a running maximum and sum (online softmax), so no score matrix
-// is stored and any context length works. Each thread owns output dimensions tid and
-// tid + blockDim.x (head_dim <= 2 * blockDim.x).
-constexpr int kChunk = 1024;
-constexpr int kAttentionThreads = 128;
+// ---- attention ----
+// Two kernels, chosen per sequence on the host (a batch may mix both kinds):
+//
+// Decode rows (a sequence with one new token): FlashDecoding (Dao, Haziza, Massa, Sizov,
+// "Flash-Decoding for long-context inference", 2023). The row's visible keys are split into
+// ranges of `split_keys` positions, one thread block per (range, query head, row), so a
+// batch of one still spreads its context over the whole GPU. Each of the block's warps takes
+// every kDecodeWarps-th group of 8 positions (the K cache stores 8 positions of one head
+// dimension side by side: a group is 8 * head_dim contiguous elements, read coalesced), keeps
+// a running maximum, sum and output (online softmax), and the warps merge in shared memory.
+// With more than one range the block writes its unnormalised output, maximum and sum to a
+// workspace and a combine kernel rescales and sums the ranges.
+//
+// Prompt rows: tiles of kTileRows query rows of one sequence per thread block (per head);
+// the block streams the keys those rows see (causal) through shared memory kTileKeys at a
+// time, so each key and value is read from global memory once per tile instead of once per
+// row, with the online softmax per row (no score matrix in global memory). Plain CUDA cores,
+// fp32 arithmetic: a reference kernel, not a tensor-core FlashAttention-2.
+constexpr int kMaxHeadDim = 256;
+constexpr int kDecodeWarps = 4;
+constexpr int kTileRows = 16;  // 4 per warp
+constexpr int kTileWarps = 4;
+constexpr int kTileKeys = 64;
+constexpr int kKeyStride = kTileKeys + 2;  // transposed keys in shared memory, padded
+constexpr unsigned kFullMask = 0xffffffffu;
 
-__global__ void attention_kernel(const bf16* qkv, int64_t stride, int64_t heads, int64_t kv_heads,
-                                 int64_t head_dim, int64_t sequences, const int64_t* row_offsets,
-                                 const int64_t* past, const int32_t* tables, int64_t table_stride,
-                                 int64_t block_size, const bf16* k_cache, const bf16* v_cache,
-                                 bf16* out) {
-  __shared__ float q[256];
-  __shared__ float p[kChunk];
-  const int64_t r = blockIdx.x, h = blockIdx.y;
-  const int64_t s = sequence_of(row_offsets, sequences, r);
-  const int64_t visible = past[s] + (r - row_offsets[s]) + 1;
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+
+// Where K group (positions p0 .. p0 + 7, p0 a multiple of 8) and V row p of sequence s, KV
+// head g, live (layouts in backend.hpp).
+__device__ inline int64_t k_group_offset(const int32_t* tables, int64_t table_stride,
+                                         int64_t block_size, int64_t kv_heads, int64_t head_dim,
+                                         int64_t s, int64_t g, int64_t p0) {
+  const int64_t block = tables[s * table_stride + p0 / block_size];
+  return (block * kv_heads + g) * block_size * head_dim + (p0 % block_size) / 8 * 8 * head_dim;
+}
+__device__ inline int64_t v_row_offset(const int32_t* tables, int64_t table_stride,
+                                       int64_t block_size, int64_t kv_heads, int64_t head_dim,
+                                       int64_t s, int64_t g, int64_t p) {
+  const int64_t block = tables[s * table_stride + p / block_size];
+  return ((block * kv_heads + g) * block_size + p % block_size) * head_dim;
+}
+
+// Grid (splits, heads, decode rows); kDecodeWarps * 32 threads. decode_rows[i] is the row of
+// the i-th decode sequence decode_sequences[i]. partial: (rows, heads, splits, head_dim + 2)
+// floats (output, then maximum and sum), used when splits > 1; otherwise out directly.
+__global__ void decode_attention_kernel(const bf16* qkv, int64_t stride, int64_t heads,
+                                        int64_t kv_heads, int64_t head_dim,
+                                        const int64_t* decode_rows, const int64_t* decode_sequences,
+                                        const int64_t* past, const int32_t* tables,
+                                        int64_t table_stride, int64_t block_size,
+                                        const bf16* k_cache, const bf16* v_cache,
+                                        int64_t split_keys, float* partial, bf16* out) {
+  __shared__ float q[kMaxHeadDim];
+  __shared__ float warp_m[kDecodeWarps], warp_l[kDecodeWarps];
+  __shared__ float warp_acc[kDecodeWarps][kMaxHeadDim];
+  const int64_t split = blockIdx.x, splits = gridDim.x, h = blockIdx.y, item = blockIdx.z;
+  const int64_t r = decode_rows[item], s = decode_sequences[item];
+  const int64_t visible = past[s] + 1;
   const int64_t g = h / (heads / kv_heads);
+  const int64_t begin = split * split_keys;
+  const int64_t end = visible < begin + split_keys ? visible : begin + split_keys;
   const float scale = rsqrtf(static_cast<float>(head_dim));
   for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     q[i] = load(qkv + r * stride + h * head_dim + i);
   }
   __syncthreads();
-  float running_max = -INFINITY, running_sum = 0, acc0 = 0, acc1 = 0;
-  const int64_t d0 = threadIdx.x, d1 = threadIdx.x + blockDim.x;
-  for (int64_t c0 = 0; c0 < visible; c0 += kChunk) {
-    const int64_t count = visible - c0 < kChunk ? visible - c0 : kChunk;
-    float chunk_max = -INFINITY;
-    for (int64_t t = threadIdx.x; t < count; t += blockDim.x) {
-      const int64_t pos = c0 + t;
-      const int64_t block = tables[s * table_stride + pos / block_size];
-      const int64_t offset = pos % block_size;
-      const bf16* k = k_cache + (block * kv_heads + g) * block_size * head_dim +
-                      offset / 8 * 8 * head_dim + offset % 8;
-      float dot = 0;
-      for (int64_t i = 0; i < head_dim; ++i) dot += q[i] * load(k + i * 8);
-      p[t] = dot * scale;
-      chunk_max = fmaxf(chunk_max, p[t]);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kDims = kMaxHeadDim / 32;  // output dimensions per lane: lane + 32 c
+  float m = -INFINITY, l = 0, acc[kDims];
+  for (int c = 0; c < kDims; ++c) acc[c] = 0;
+  for (int64_t p0 = begin + 8 * warp; p0 < end; p0 += 8 * kDecodeWarps) {
+    const bf16* kg =
+        k_cache + k_group_offset(tables, table_stride, block_size, kv_heads, head_dim, s, g, p0);
+    // Element e of the group is dimension e / 8 of position e % 8; lane reads e = lane + 32 t,
+    // so it always holds position lane % 8 and sums dimensions lane / 8 + 4 t.
+    float dot = 0;
+    for (int64_t e = lane; e < 8 * head_dim; e += 32) dot += q[e / 8] * load(kg + e);
+    dot += __shfl_xor_sync(kFullMask, dot, 8);
+    dot += __shfl_xor_sync(kFullMask, dot, 16);  // every lane: the score of position lane % 8
+    const int j = lane % 8;
+    const float score = p0 + j < end ? dot * scale : -INFINITY;
+    float group_max = score;
+    for (int o = 1; o < 8; o *= 2)
+      group_max = fmaxf(group_max, __shfl_xor_sync(kFullMask, group_max, o));
+    const float new_m = fmaxf(m, group_max);  // finite: position p0 is visible
+    const float rescale = expf(m - new_m);    // 0 on the first group (m = -inf)
+    const float p = expf(score - new_m);      // 0 for masked positions
+    float group_sum = p;
+    for (int o = 1; o < 8; o *= 2) group_sum += __shfl_xor_sync(kFullMask, group_sum, o);
+    l = l * rescale + group_sum;
+    for (int c = 0; c < kDims; ++c) acc[c] *= rescale;
+    const int64_t valid = end - p0 < 8 ? end - p0 : 8;
+    for (int jj = 0; jj < 8; ++jj) {
+      const float pj = __shfl_sync(kFullMask, p, jj);  // lane jj holds position jj
+      if (jj >= valid) break;
+      const bf16* v = v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim,
+                                             s, g, p0 + jj);
+      for (int c = 0; c < kDims; ++c) {
+        const int64_t d = lane + 32 * c;
+        if (d < head_dim) acc[c] += pj * load(v + d);
+      }
     }
-    chunk_max = block_max(chunk_max);  // synchronises: p is complete
-    const float new_max = fmaxf(running_max, chunk_max);
-    const float rescale = expf(running_max - new_max);  // 0 on the first chunk
-    float chunk_sum = 0;
-    for (int64_t t = threadIdx.x; t < count; t += blockDim.x) {
-      p[t] = expf(p[t] - new_max);
-      chunk_sum += p[t];
-    }
-    chunk_sum = block_sum(chunk_sum);  // synchronises: p holds probabilities
-    running_sum = running_sum * rescale + chunk_sum;
-    acc0 *= rescale;
-    acc1 *= rescale;
-    for (int64_t t = 0; t < count; ++t) {
-      const int64_t pos = c0 + t;
-      const int64_t block = tables[s * table_stride + pos / block_size];
-      const bf16* v = v_cache + ((block * kv_heads + g) * block_size + pos % block_size) * head_dim;
-      if (d0 < head_dim) acc0 += p[t] * load(v + d0);
-      if (d1 < head_dim) acc1 += p[t] * load(v + d1);
-    }
-    running_max = new_max;
-    __syncthreads();  // p is rewritten by the next chunk
+    m = new_m;
   }
-  bf16* o = out + r * heads * head_dim + h * head_dim;
-  if (d0 < head_dim) o[d0] = __float2bfloat16(acc0 / running_sum);
-  if (d1 < head_dim) o[d1] = __float2bfloat16(acc1 / running_sum);
+  // Merge the warps: each holds (m, l, acc) over its groups (m = -inf when it had none).
+  if (lane == 0) {
+    warp_m[warp] = m;
+    warp_l[warp] = l;
+  }
+  for (int c = 0; c < kDims; ++c) {
+    const int64_t d = lane + 32 * c;
+    if (d < head_dim) warp_acc[warp][d] = acc[c];
+  }
+  __syncthreads();
+  float block_m = -INFINITY;
+  for (int w = 0; w < kDecodeWarps; ++w) block_m = fmaxf(block_m, warp_m[w]);
+  float weight[kDecodeWarps], block_l = 0;
+  for (int w = 0; w < kDecodeWarps; ++w) {
+    weight[w] = warp_m[w] == -INFINITY ? 0.0f : expf(warp_m[w] - block_m);
+    block_l += weight[w] * warp_l[w];
+  }
+  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float a = 0;
+    for (int w = 0; w < kDecodeWarps; ++w) a += weight[w] * warp_acc[w][d];
+    if (splits == 1) {
+      out[r * heads * head_dim + h * head_dim + d] = __float2bfloat16(a / block_l);
+    } else {
+      partial[((item * heads + h) * splits + split) * (head_dim + 2) + d] = a;
+    }
+  }
+  if (splits > 1 && threadIdx.x == 0) {
+    float* tail = partial + ((item * heads + h) * splits + split) * (head_dim + 2) + head_dim;
+    tail[0] = block_m;  // -inf for a range past the row's context
+    tail[1] = block_l;
+  }
+}
+
+// Grid (decode rows, heads): the ranges' outputs rescaled to the common maximum and summed.
+__global__ void decode_combine_kernel(const float* partial, int64_t heads, int64_t head_dim,
+                                      int64_t splits, const int64_t* decode_rows, bf16* out) {
+  const int64_t item = blockIdx.x, h = blockIdx.y;
+  const float* base = partial + (item * heads + h) * splits * (head_dim + 2);
+  float m = -INFINITY;
+  for (int64_t i = 0; i < splits; ++i) m = fmaxf(m, base[i * (head_dim + 2) + head_dim]);
+  float l = 0;
+  for (int64_t i = 0; i < splits; ++i) {
+    const float mi = base[i * (head_dim + 2) + head_dim];
+    if (mi != -INFINITY) l += expf(mi - m) * base[i * (head_dim + 2) + head_dim + 1];
+  }
+  const int64_t r = decode_rows[item];
+  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float a = 0;
+    for (int64_t i = 0; i < splits; ++i) {
+      const float mi = base[i * (head_dim + 2) + head_dim];
+      if (mi != -INFINITY) a += expf(mi - m) * base[i * (head_dim + 2) + d];
+    }
+    out[r * heads * head_dim + h * head_dim + d] = __float2bfloat16(a / l);
+  }
+}
+
+// Grid (tiles, heads); kTileWarps * 32 threads; dynamic shared memory prefill_shared_bytes().
+// tiles: (sequence, first row, rows) per tile, rows <= kTileRows, all of one sequence.
+__host__ __device__ constexpr int64_t prefill_shared_bytes(int64_t head_dim) {
+  return kTileRows * head_dim * 4 + head_dim * kKeyStride * 2 + kTileKeys * head_dim * 2;
+}
+
+__global__ void prefill_attention_kernel(const bf16* qkv, int64_t stride, int64_t heads,
+                                         int64_t kv_heads, int64_t head_dim, const int64_t* tiles,
+                                         const int64_t* row_offsets, const int64_t* past,
+                                         const int32_t* tables, int64_t table_stride,
+                                         int64_t block_size, const bf16* k_cache,
+                                         const bf16* v_cache, bf16* out) {
+  extern __shared__ float shared[];
+  float* qs = shared;                                             // (kTileRows, head_dim)
+  bf16* kt = reinterpret_cast<bf16*>(qs + kTileRows * head_dim);  // (head_dim, kKeyStride)
+  bf16* vs = kt + head_dim * kKeyStride;                          // (kTileKeys, head_dim)
+  const int64_t h = blockIdx.y;
+  const int64_t s = tiles[3 * blockIdx.x], r0 = tiles[3 * blockIdx.x + 1];
+  const int64_t rows = tiles[3 * blockIdx.x + 2];
+  const int64_t g = h / (heads / kv_heads);
+  const int64_t first_position = past[s] + (r0 - row_offsets[s]);
+  const int64_t keys = first_position + rows;  // the tile's last row sees keys [0, keys)
+  const float scale = rsqrtf(static_cast<float>(head_dim));
+  for (int64_t e = threadIdx.x; e < kTileRows * head_dim; e += blockDim.x) {
+    const int64_t rr = e / head_dim, i = e % head_dim;
+    qs[e] = rr < rows ? load(qkv + (r0 + rr) * stride + h * head_dim + i) : 0.0f;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kRows = kTileRows / kTileWarps;  // rows per warp: warp * kRows + k
+  constexpr int kDims = kMaxHeadDim / 32;
+  float m[kRows], l[kRows], acc[kRows][kDims];
+  for (int k = 0; k < kRows; ++k) {
+    m[k] = -INFINITY;
+    l[k] = 0;
+    for (int c = 0; c < kDims; ++c) acc[k][c] = 0;
+  }
+  for (int64_t k0 = 0; k0 < keys; k0 += kTileKeys) {
+    const int64_t count = keys - k0 < kTileKeys ? keys - k0 : kTileKeys;
+    __syncthreads();  // the previous tile's keys and values are used up (and qs is written)
+    // Keys: whole groups of 8 positions (k0 is a multiple of 8, so a group never straddles
+    // two cache blocks), transposed to (dim, key); values row by row. One table lookup per
+    // group or row, then 32-bit index arithmetic within it.
+    const int groups = static_cast<int>((count + 7) / 8);
+    const int group_elements = 8 * static_cast<int>(head_dim);
+    for (int group = 0; group < groups; ++group) {
+      const bf16* src = k_cache + k_group_offset(tables, table_stride, block_size, kv_heads,
+                                                 head_dim, s, g, k0 + 8 * group);
+      for (int within = threadIdx.x; within < group_elements; within += blockDim.x) {
+        const int i = within / 8, j = within % 8;
+        kt[i * kKeyStride + 8 * group + j] =
+            8 * group + j < count ? src[within] : __float2bfloat16(0.0f);
+      }
+    }
+    for (int t = 0; t < static_cast<int>(count); ++t) {
+      const bf16* src = v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim,
+                                               s, g, k0 + t);
+      for (int d = threadIdx.x; d < static_cast<int>(head_dim); d += blockDim.x) {
+        vs[t * head_dim + d] = src[d];
+      }
+    }
+    __syncthreads();
+    // Scores of the warp's rows against keys lane and lane + 32.
+    float sc[kRows][2];
+    for (int k = 0; k < kRows; ++k) sc[k][0] = sc[k][1] = 0;
+    for (int64_t i = 0; i < head_dim; ++i) {
+      const float ka = __bfloat162float(kt[i * kKeyStride + lane]);
+      const float kb = __bfloat162float(kt[i * kKeyStride + lane + 32]);
+      for (int k = 0; k < kRows; ++k) {
+        const float qv = qs[(warp * kRows + k) * head_dim + i];
+        sc[k][0] += qv * ka;
+        sc[k][1] += qv * kb;
+      }
+    }
+    float p[kRows][2];
+    for (int k = 0; k < kRows; ++k) {
+      p[k][0] = p[k][1] = 0;
+      const int64_t rr = warp * kRows + k;  // the same for the whole warp
+      if (rr >= rows) continue;
+      const int64_t position = first_position + rr;
+      const float s0 = lane < count && k0 + lane <= position ? sc[k][0] * scale : -INFINITY;
+      const float s1 =
+          lane + 32 < count && k0 + lane + 32 <= position ? sc[k][1] * scale : -INFINITY;
+      const float new_m = fmaxf(m[k], warp_max(fmaxf(s0, s1)));
+      if (new_m == -INFINITY) continue;  // defensive: every row sees key 0 in the first tile
+      const float rescale = expf(m[k] - new_m);
+      p[k][0] = expf(s0 - new_m);
+      p[k][1] = expf(s1 - new_m);
+      l[k] = l[k] * rescale + warp_sum(p[k][0] + p[k][1]);
+      for (int c = 0; c < kDims; ++c) acc[k][c] *= rescale;
+      m[k] = new_m;
+    }
+    for (int64_t t = 0; t < count; ++t) {
+      float pt[kRows];
+      for (int k = 0; k < kRows; ++k) {
+        pt[k] = __shfl_sync(kFullMask, t < 32 ? p[k][0] : p[k][1], static_cast<int>(t % 32));
+      }
+      for (int c = 0; c < kDims; ++c) {
+        const int64_t d = lane + 32 * c;
+        if (d >= head_dim) break;
+        const float v = __bfloat162float(vs[t * head_dim + d]);
+        for (int k = 0; k < kRows; ++k) acc[k][c] += pt[k] * v;
+      }
+    }
+  }
+  for (int k = 0; k < kRows; ++k) {
+    const int64_t rr = warp * kRows + k;
+    if (rr >= rows) continue;
+    for (int c = 0; c < kDims; ++c) {
+      const int64_t d = lane + 32 * c;
+      if (d < head_dim) {
+        out[(r0 + rr) * heads * head_dim + h * head_dim + d] = __float2bfloat16(acc[k][c] / l[k]);
+      }
+    }
+  }
+}
+
+// ---- sampling ----
+// One block per row, each thread a contiguous chunk of the vocabulary; the rule is
+// sample_row's (runtime/sampling.hpp), step by step:
+// greedy: the largest logit, the first index among equal ones.
+// nucleus: p_i = exp((logit_i - max) / temperature) (double, kept as float, into
+// `probabilities`); the nucleus' smallest probability t is the largest value with
+// sum(p_j >= t) >= top_p * sum(p) (a binary search on the bits of t: positive floats order as
+// their bit patterns), then the k tokens at exactly t needed to reach top_p, in token order;
+// the token is the first, in token order, where the nucleus' running sum reaches
+// uniform * its sum (block-wide prefix sums over the chunks, then one walk per chunk).
+constexpr int kSampleThreads = 1024;
+
+struct ArgMax {
+  float value;
+  int64_t index;
+};
+struct ArgMaxOp {
+  __device__ ArgMax operator()(const ArgMax& a, const ArgMax& b) const {
+    if (a.value > b.value) return a;
+    if (b.value > a.value) return b;
+    return a.index < b.index ? a : b;
+  }
+};
+struct MinOp {
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? a : b; }
+};
+struct MaxOp {
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return a > b ? a : b; }
+};
+struct SumOp {
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return a + b; }
+};
+
+__global__ void sample_kernel(const bf16* logits, int64_t vocab, double temperature, double top_p,
+                              const double* uniforms, float* probabilities, int32_t* tokens) {
+  using ArgMaxReduce = cub::BlockReduce<ArgMax, kSampleThreads>;
+  using DoubleReduce = cub::BlockReduce<double, kSampleThreads>;
+  using IntReduce = cub::BlockReduce<int64_t, kSampleThreads>;
+  using DoubleScan = cub::BlockScan<double, kSampleThreads>;
+  using IntScan = cub::BlockScan<int64_t, kSampleThreads>;
+  __shared__ union {
+    typename ArgMaxReduce::TempStorage argmax;
+    typename DoubleReduce::TempStorage sum;
+    typename IntReduce::TempStorage count;
+    typename DoubleScan::TempStorage double_scan;
+    typename IntScan::TempStorage int_scan;
+  } temp;
+  __shared__ ArgMax shared_argmax;
+  __shared__ double shared_double;
+  __shared__ int64_t shared_int;
+  const int64_t row = blockIdx.x;
+  const bf16* x = logits + row * vocab;
+  const int64_t chunk = (vocab + kSampleThreads - 1) / kSampleThreads;
+  const int64_t begin = threadIdx.x * chunk;
+  const int64_t end = begin + chunk < vocab ? begin + chunk : vocab;
+  // Block-wide sums and counts, broadcast to every thread (the temporary storage is shared,
+  // so each collective is fenced by barriers).
+  const auto sum = [&](double v) {
+    const double total = DoubleReduce(temp.sum).Sum(v);
+    if (threadIdx.x == 0) shared_double = total;
+    __syncthreads();
+    const double result = shared_double;
+    __syncthreads();
+    return result;
+  };
+  const auto reduce_int = [&](int64_t v, auto op) {
+    const int64_t total = IntReduce(temp.count).Reduce(v, op);
+    if (threadIdx.x == 0) shared_int = total;
+    __syncthreads();
+    const int64_t result = shared_int;
+    __syncthreads();
+    return result;
+  };
+
+  ArgMax best{-INFINITY, INT64_MAX};
+  for (int64_t i = begin; i < end; ++i) {
+    const float v = load(x + i);
+    if (v > best.value) best = {v, i};
+  }
+  const ArgMax top = ArgMaxReduce(temp.argmax).Reduce(best, ArgMaxOp());
+  if (threadIdx.x == 0) shared_argmax = top;
+  __syncthreads();
+  const ArgMax greedy = shared_argmax;
+  __syncthreads();
+  if (temperature <= 0) {
+    if (threadIdx.x == 0)
+      tokens[row] = static_cast<int32_t>(greedy.index == INT64_MAX ? 0 : greedy.index);
+    return;
+  }
+  float* p = probabilities + row * vocab;
+  double mass = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    p[i] = static_cast<float>(exp(static_cast<double>(load(x + i) - greedy.value) / temperature));
+    mass += p[i];
+  }
+  const double target = top_p * sum(mass);
+  // The threshold: the largest t (as bits, 0 .. bits of 1.0f) with sum(p >= t) >= target.
+  uint32_t lo = 0, hi = 0x3f800000u;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo + 1) / 2;
+    const float t = __uint_as_float(mid);
+    double above = 0;
+    for (int64_t i = begin; i < end; ++i) above += p[i] >= t ? p[i] : 0.0;
+    if (sum(above) >= target) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const float threshold = __uint_as_float(lo);
+  double above = 0;
+  int64_t above_count = 0, ties = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    if (p[i] > threshold) {
+      above += p[i];
+      ++above_count;
+    } else if (p[i] == threshold) {
+      ++ties;
+    }
+  }
+  const double mass_above = sum(above);
+  const int64_t count_above = reduce_int(above_count, SumOp());
+  // Ties at the threshold taken in token order: as many as reach the target (at least one
+  // token in all); a zero threshold (top_p >= 1 or underflow) keeps every token.
+  int64_t keep_ties = 0;
+  int64_t ties_before = 0;
+  IntScan(temp.int_scan).ExclusiveSum(ties, ties_before);
+  __syncthreads();
+  const int64_t all_ties = reduce_int(ties, SumOp());
+  if (threshold > 0) {
+    const double need = target - mass_above;
+    keep_ties = need <= 0 ? 0 : static_cast<int64_t>(ceil(need / threshold));
+    if (keep_ties > all_ties) keep_ties = all_ties;
+    if (count_above + keep_ties == 0) keep_ties = 1;
+  } else {
+    keep_ties = all_ties;
+  }
+  const auto in_nucleus = [&](int64_t i, int64_t& tie_rank) {
+    if (p[i] > threshold) return true;
+    if (p[i] == threshold) return tie_rank++ < keep_ties;
+    return false;
+  };
+  double chunk_mass = 0;
+  int64_t rank = ties_before, last = -1;
+  for (int64_t i = begin; i < end; ++i) {
+    if (in_nucleus(i, rank)) {
+      chunk_mass += p[i];
+      last = i;
+    }
+  }
+  double mass_before = 0;
+  DoubleScan(temp.double_scan).ExclusiveSum(chunk_mass, mass_before);
+  __syncthreads();
+  const double kept = sum(chunk_mass);
+  const double goal = uniforms[row] * kept;
+  int64_t found = INT64_MAX;
+  double running = mass_before;
+  rank = ties_before;
+  for (int64_t i = begin; i < end; ++i) {
+    if (!in_nucleus(i, rank)) continue;
+    running += p[i];
+    if (running >= goal) {
+      found = i;
+      break;
+    }
+  }
+  const int64_t first = reduce_int(found, MinOp());
+  const int64_t last_kept = reduce_int(last, MaxOp());
+  if (threadIdx.x == 0) {
+    tokens[row] = static_cast<int32_t>(
+        first != INT64_MAX ? first : (last_kept >= 0 ? last_kept : greedy.index));
+  }
 }
 
 __global__ void silu_mul_kernel(const bf16* gate, const bf16* up, int64_t n, bf16* out) {
@@ -323,11 +698,18 @@ class CudaBackend final : public Backend {
     STREAMSPARK_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     info_ = {prop.name, static_cast<int64_t>(prop.totalGlobalMem),
              static_cast<int64_t>(prop.l2CacheSize)};
+    sm_count_ = prop.multiProcessorCount;
+    // Prompt tiles with head_dim 256 need more than the default 48 KiB of shared memory.
+    STREAMSPARK_CUDA_CHECK(
+        cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(prefill_shared_bytes(kMaxHeadDim))));
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
     for (auto& [key, plan] : plans_) plan.destroy();
     for (float* p : allocations_) cudaFree(p);
+    cudaFree(scratch_);
+    cudaFree(sampled_);
     cudaFree(workspace_);
     cublasLtDestroy(lt_);
     cudaStreamDestroy(stream_);
@@ -439,17 +821,92 @@ class CudaBackend final : public Backend {
   void attention(const float* qkv, int64_t stride, int64_t heads, int64_t kv_heads,
                  int64_t head_dim, const SequenceBatch& batch, const KvCacheView& cache,
                  float* out) override {
-    if (head_dim > 2 * kAttentionThreads) {
-      fail(__FILE__, __LINE__, "attention: head_dim above 256 is not supported");
+    if (head_dim > kMaxHeadDim || head_dim % 4 != 0) {
+      fail(__FILE__, __LINE__,
+           "attention: head_dim " + std::to_string(head_dim) +
+               " is not supported (a multiple of 4, at most " + std::to_string(kMaxHeadDim) + ")");
     }
     const Metadata m = metadata(batch, cache);
-    const int64_t rows = batch.row_offsets[batch.sequences];
+    // Sequences with one new token go to the split decode kernel, the others to query tiles.
+    decode_rows_.clear();
+    decode_sequences_.clear();
+    tiles_.clear();
+    int64_t longest = 0;  // the longest visible context of a decode row
+    for (int64_t s = 0; s < batch.sequences; ++s) {
+      const int64_t first = batch.row_offsets[s], tokens = batch.row_offsets[s + 1] - first;
+      if (tokens == 1) {
+        decode_rows_.push_back(first);
+        decode_sequences_.push_back(s);
+        longest = std::max(longest, batch.past[s] + 1);
+      }
+      for (int64_t r = 0; tokens > 1 && r < tokens; r += kTileRows) {
+        tiles_.insert(tiles_.end(), {s, first + r, std::min<int64_t>(kTileRows, tokens - r)});
+      }
+    }
+    const int64_t decode_count = static_cast<int64_t>(decode_rows_.size());
+    if (decode_count > 65535) {
+      fail(__FILE__, __LINE__, "attention: more than 65535 decode sequences in one batch");
+    }
+    if (decode_count > 0) {
+      // Enough ranges for about eight blocks (32 warps) per multiprocessor, to keep enough
+      // loads in flight for the memory bandwidth, each of at least 256 positions (eight groups
+      // of 8 per warp) and a multiple of 32 (one round of the block's warps).
+      const int64_t base_blocks = decode_count * heads;
+      const int64_t wanted = std::max<int64_t>(1, (8 * sm_count_ + base_blocks - 1) / base_blocks);
+      const int64_t split_keys =
+          std::max<int64_t>(256, ((longest + wanted - 1) / wanted + 31) / 32 * 32);
+      const int64_t splits = (longest + split_keys - 1) / split_keys;
+      float* partial = nullptr;
+      if (splits > 1) {
+        partial = scratch_floats(decode_count * heads * splits * (head_dim + 2));
+      }
+      const int64_t* rows = arrays_.put(5, decode_rows_.data(), decode_count, stream_);
+      const int64_t* sequences = arrays_.put(6, decode_sequences_.data(), decode_count, stream_);
+      const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(heads),
+                      static_cast<unsigned>(decode_count));
+      decode_attention_kernel<<<grid, kDecodeWarps * 32, 0, stream_>>>(
+          B(qkv), stride, heads, kv_heads, head_dim, rows, sequences, m.past, m.tables,
+          cache.table_stride, cache.block_size, B(cache.k), B(cache.v), split_keys, partial,
+          B(out));
+      STREAMSPARK_LAUNCH_CHECK();
+      if (splits > 1) {
+        const dim3 combine(static_cast<unsigned>(decode_count), static_cast<unsigned>(heads));
+        decode_combine_kernel<<<combine, 128, 0, stream_>>>(partial, heads, head_dim, splits, rows,
+                                                            B(out));
+        STREAMSPARK_LAUNCH_CHECK();
+      }
+    }
+    if (!tiles_.empty()) {
+      const int64_t tile_count = static_cast<int64_t>(tiles_.size()) / 3;
+      const int64_t* tiles = arrays_.put(7, tiles_.data(), 3 * tile_count, stream_);
+      const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(heads));
+      prefill_attention_kernel<<<grid, kTileWarps * 32,
+                                 static_cast<size_t>(prefill_shared_bytes(head_dim)), stream_>>>(
+          B(qkv), stride, heads, kv_heads, head_dim, tiles, m.row_offsets, m.past, m.tables,
+          cache.table_stride, cache.block_size, B(cache.k), B(cache.v), B(out));
+      STREAMSPARK_LAUNCH_CHECK();
+    }
+  }
+
+  void sample(const float* logits, int64_t rows, int64_t vocab, double temperature, double top_p,
+              const double* uniforms, int32_t* tokens) override {
     if (rows == 0) return;
-    const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(heads));
-    attention_kernel<<<grid, kAttentionThreads, 0, stream_>>>(
-        B(qkv), stride, heads, kv_heads, head_dim, batch.sequences, m.row_offsets, m.past, m.tables,
-        cache.table_stride, cache.block_size, B(cache.k), B(cache.v), B(out));
+    float* probabilities = temperature > 0 ? scratch_floats(rows * vocab) : nullptr;
+    const double* u = temperature > 0 ? arrays_.put(8, uniforms, rows, stream_) : nullptr;
+    if (rows > sampled_capacity_) {
+      if (sampled_) STREAMSPARK_CUDA_CHECK(cudaFree(sampled_));
+      sampled_ = nullptr;
+      sampled_capacity_ = 0;
+      STREAMSPARK_CUDA_CHECK(cudaMalloc(&sampled_, static_cast<size_t>(rows) * sizeof(int32_t)));
+      sampled_capacity_ = rows;
+    }
+    sample_kernel<<<static_cast<unsigned>(rows), kSampleThreads, 0, stream_>>>(
+        B(logits), vocab, temperature, top_p, u, probabilities, sampled_);
     STREAMSPARK_LAUNCH_CHECK();
+    STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(tokens, sampled_,
+                                           static_cast<size_t>(rows) * sizeof(int32_t),
+                                           cudaMemcpyDeviceToHost, stream_));
+    STREAMSPARK_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
   void silu_mul(const float* gate, const float* up, int64_t n, float* out) override {
@@ -532,8 +989,30 @@ class CudaBackend final : public Backend {
     return plans_.emplace(key, plan).first->second;
   }
 
+  // Scratch for one kernel call at a time (the split decode kernel's partial results, the
+  // sampler's probabilities; one stream orders them), grown on demand (cudaFree waits for
+  // kernels still using the old buffer).
+  float* scratch_floats(int64_t count) {
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    if (bytes > scratch_bytes_) {
+      if (scratch_) STREAMSPARK_CUDA_CHECK(cudaFree(scratch_));
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+      STREAMSPARK_CUDA_CHECK(cudaMalloc(&scratch_, bytes));
+      scratch_bytes_ = bytes;
+    }
+    return static_cast<float*>(scratch_);
+  }
+
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
+  int64_t sm_count_ = 1;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  int32_t* sampled_ = nullptr;  // the sampler's tokens
+  int64_t sampled_capacity_ = 0;
+  // Host lists built per attention call (kept to reuse their storage).
+  std::vector<int64_t> decode_rows_, decode_sequences_, tiles_;
   void* workspace_ = nullptr;
   DeviceInfo info_;
   std::unordered_set<float*> allocations_;

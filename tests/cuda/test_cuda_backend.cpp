@@ -125,6 +125,84 @@ TEST_CASE("elementwise operators, norms, gathers and matrix products match the C
   }
 }
 
+TEST_CASE("attention: split decode rows and prompt tiles in one batch match the CPU backend") {
+  // A paged cache of 16-position blocks handed out in reverse order. Sequence 0 decodes one
+  // token after 3000 cached ones (long enough to be split over several thread blocks),
+  // sequence 1 decodes after 7, sequence 2 is a chunk of 37 prompt tokens after 5 cached ones
+  // (three query tiles, the last partial), sequence 3 a fresh prompt of 20. GQA (4 query
+  // heads on 2 KV heads); head dimensions 32, 64, 128 and 256.
+  Backends b;
+  const std::vector<int64_t> past = {3000, 7, 5, 0}, tokens = {1, 1, 37, 20};
+  const int64_t sequences = 4, heads = 4, kv_heads = 2, block = 16;
+  std::vector<int64_t> row_offsets = {0};
+  for (const int64_t t : tokens) row_offsets.push_back(row_offsets.back() + t);
+  const int64_t rows = row_offsets.back();
+  int64_t table_stride = 0;
+  for (int64_t s = 0; s < sequences; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    table_stride = std::max(table_stride, (past[i] + tokens[i] + block - 1) / block);
+  }
+  const int64_t blocks = sequences * table_stride;
+  std::vector<int32_t> tables(static_cast<size_t>(blocks));
+  for (int64_t i = 0; i < blocks; ++i) {
+    tables[static_cast<size_t>(i)] = static_cast<int32_t>(blocks - 1 - i);
+  }
+  for (const int64_t head_dim : {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256}}) {
+    CAPTURE(head_dim);
+    const int64_t stride = (heads + 2 * kv_heads) * head_dim;
+    const int64_t cache_elements = blocks * kv_heads * block * head_dim;
+    // The cached positions' K and V (one row per position, as qkv rows) and the new rows.
+    int64_t cached_rows = 0;
+    for (const int64_t p : past) cached_rows += p;
+    const auto history = random_values(static_cast<size_t>(cached_rows * stride), 11);
+    const auto fresh = random_values(static_cast<size_t>(rows * stride), 12);
+    const auto run = [&](rt::Backend& be) {
+      float* k = be.allocate(cache_elements);
+      float* v = be.allocate(cache_elements);
+      float* old_rows = put(be, history);
+      float* new_rows = put(be, fresh);
+      float* out = be.allocate(rows * heads * head_dim);
+      const rt::KvCacheView cache{k, v, block, tables.data(), table_stride};
+      // Write the history as prompts (no attention), then the batch.
+      std::vector<int64_t> history_offsets = {0};
+      const std::vector<int64_t> none(static_cast<size_t>(sequences), 0);
+      for (const int64_t p : past) history_offsets.push_back(history_offsets.back() + p);
+      be.kv_write(old_rows, stride, heads * head_dim, kv_heads, head_dim,
+                  rt::SequenceBatch{sequences, history_offsets.data(), none.data()}, cache);
+      const rt::SequenceBatch batch{sequences, row_offsets.data(), past.data()};
+      be.kv_write(new_rows, stride, heads * head_dim, kv_heads, head_dim, batch, cache);
+      be.attention(new_rows, stride, heads, kv_heads, head_dim, batch, cache, out);
+      auto result = get(be, out, static_cast<size_t>(rows * heads * head_dim));
+      for (float* p : {k, v, old_rows, new_rows, out}) be.release(p);
+      return result;
+    };
+    check_close(run(*b.cuda), run(*b.cpu), 1e-2);
+  }
+}
+
+TEST_CASE("sampling on the GPU picks the CPU backend's tokens from the same logits") {
+  // bf16-rounded logits in [-2, 2] (only a few hundred distinct values over 32000 tokens, so
+  // many equal probabilities at the nucleus threshold): both backends see the same floats,
+  // compute the same p_i (double exp, kept as float) and apply the same rule; only the order
+  // of the sums differs, which moves a choice only when uniform * mass falls within rounding
+  // of a running-sum boundary.
+  Backends b;
+  const int64_t rows = 3, vocab = 32000;
+  const auto logits = random_values(static_cast<size_t>(rows * vocab), 21, 2.0f);
+  const std::vector<double> uniforms = {0.1, 0.5, 0.93};
+  const auto run = [&](rt::Backend& be, double temperature, double top_p) {
+    float* p = put(be, logits);
+    std::vector<int32_t> tokens(static_cast<size_t>(rows));
+    be.sample(p, rows, vocab, temperature, top_p, uniforms.data(), tokens.data());
+    be.release(p);
+    return tokens;
+  };
+  CHECK(run(*b.cuda, 0.0, 1.0) == run(*b.cpu, 0.0, 1.0));
+  CHECK(run(*b.cuda, 0.8, 0.9) == run(*b.cpu, 0.8, 0.9));
+  CHECK(run(*b.cuda, 1.0, 1.0) == run(*b.cpu, 1.0, 1.0));
+  CHECK(run(*b.cuda, 0.5, 0.3) == run(*b.cpu, 0.5, 0.3));
+}
+
 TEST_CASE("whole model: logits of prefill and decode steps match the CPU backend") {
   Backends b;
   const auto m = tiny();

@@ -297,6 +297,43 @@ TEST_CASE("top-p keeps the nucleus only") {
   CHECK(seen[2] > 0);
 }
 
+TEST_CASE("nucleus sampling: equal probabilities at the threshold are taken in token order") {
+  // Logits {2, 1, 1, 1, 0} at temperature 1: p = {1, e^-1, e^-1, e^-1, e^-2}
+  // = {1, 0.3679, 0.3679, 0.3679, 0.1353}, sum 2.2390. top_p 0.6 needs 1.3434: token 0
+  // (1.0) is short, token 0 + the first of the three equal ones (token 1) reach 1.3679. The
+  // walk in token order returns token 0 while uniform * 1.3679 <= 1, i.e. uniform <= 0.7311,
+  // then token 1; tokens 2, 3 and 4 never.
+  const std::vector<float> logits = {2.0f, 1.0f, 1.0f, 1.0f, 0.0f};
+  std::vector<std::pair<float, int32_t>> scratch;
+  const auto pick = [&](double u) {
+    return rt::sample_row(logits.data(), 5, 1.0, 0.6, u, scratch);
+  };
+  CHECK(pick(0.0) == 0);
+  CHECK(pick(0.5) == 0);
+  CHECK(pick(0.73) == 0);
+  CHECK(pick(0.74) == 1);
+  CHECK(pick(0.999) == 1);
+  // top_p 1 keeps all five: uniform 0.99 lands past 0.99 * 2.2390 = 2.2166 > 1 + 3 * 0.3679
+  // = 2.1036, on the last token.
+  CHECK(rt::sample_row(logits.data(), 5, 1.0, 1.0, 0.99, scratch) == 4);
+  // Greedy: the first of equal maxima.
+  const std::vector<float> flat = {0.5f, 3.0f, 3.0f};
+  CHECK(rt::sample_row(flat.data(), 3, 0.0, 1.0, 0.0, scratch) == 1);
+  // The backend's sampler applies the same rule row by row.
+  auto backend = rt::make_cpu_backend(1);
+  std::vector<float> rows = logits;
+  rows.insert(rows.end(), logits.begin(), logits.end());
+  float* device = backend->allocate(10);
+  backend->upload(device, rows.data(), 10);
+  const std::vector<double> uniforms = {0.5, 0.74};
+  std::vector<int32_t> tokens(2);
+  backend->sample(device, 2, 5, 1.0, 0.6, uniforms.data(), tokens.data());
+  CHECK(tokens == std::vector<int32_t>{0, 1});
+  backend->sample(device, 2, 5, 0.0, 1.0, nullptr, tokens.data());
+  CHECK(tokens == std::vector<int32_t>{0, 0});
+  backend->release(device);
+}
+
 TEST_CASE("models the runtime cannot execute are refused by name") {
   Model m = tiny();
   m.layers.front().local = true;

@@ -79,6 +79,19 @@ class Backend {
   // dst = src, `count` floats, both in the backend's memory (copy-on-write of a KV block).
   virtual void copy(float* dst, const float* src, int64_t count) = 0;
 
+  // ---- timing ----
+  // A point in the backend's stream of work (a CUDA event; on the CPU backend, whose calls
+  // return when their work is done, the host clock), so operators are timed without
+  // synchronising between them. seconds_between(from, to) waits for `to` to pass. Marks are
+  // numbered from 0 and valid until clear_marks().
+  virtual int64_t mark() = 0;
+  virtual double seconds_between(int64_t from, int64_t to) = 0;
+  virtual void clear_marks() = 0;
+  // Evicts data from the device's caches, so that the next pass starts cold: a GPU's L2 is
+  // overwritten. The CPU backend does nothing: the cost model places a CPU working set in the
+  // cache level that holds it between steps, which is the state to measure.
+  virtual void flush_caches() = 0;
+
   // ---- kernels ----
   // out (n, d) = rows `tokens` of table (V, d).
   virtual void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,

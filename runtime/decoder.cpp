@@ -2,7 +2,6 @@
 #include "runtime/decoder.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -33,30 +32,23 @@ float linear_limit(int64_t fan_in) {
   return std::sqrt(3.0f / static_cast<float>(fan_in));
 }
 
-using Clock = std::chrono::steady_clock;
 
 // Times one operator when a timer is given.
 class Timed {
  public:
   Timed(Backend& backend, OpTimer* timer, std::string_view name)
       : backend_(backend), timer_(timer), name_(name) {
-    if (timer_) {
-      backend_.synchronize();
-      start_ = Clock::now();
-    }
+    if (timer_) from_ = backend_.mark();
   }
   ~Timed() {
-    if (timer_) {
-      backend_.synchronize();
-      timer_->add(name_, std::chrono::duration<double>(Clock::now() - start_).count());
-    }
+    if (timer_) timer_->add_interval(name_, from_, backend_.mark());
   }
 
  private:
   Backend& backend_;
   OpTimer* timer_;
   std::string_view name_;
-  Clock::time_point start_;
+  int64_t from_ = 0;
 };
 
 }  // namespace
@@ -128,6 +120,16 @@ void OpTimer::add(std::string_view name, double seconds) {
     }
   }
   entries_.emplace_back(std::string(name), seconds);
+}
+
+void OpTimer::add_interval(std::string_view name, int64_t from_mark, int64_t to_mark) {
+  pending_.push_back({name, from_mark, to_mark});
+}
+
+void OpTimer::resolve(Backend& backend) {
+  for (const Interval& i : pending_) add(i.name, backend.seconds_between(i.from, i.to));
+  pending_.clear();
+  backend.clear_marks();
 }
 
 double OpTimer::get(std::string_view name) const {
@@ -446,11 +448,12 @@ std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTi
     }
   }
   logit_rows_ = logit_rows;
-  if (logit_rows == 0) return {};
-  {
+  if (logit_rows > 0) {
     Timed op(be, timer, "lm_head");  // (B, D) -> (B, V)
     be.linear(last_, lm_head_, logit_rows, V_, D_, logits_);
   }
+  if (timer) timer->resolve(be);
+  if (logit_rows == 0) return {};
   if (!download) return {};
   std::vector<float> logits(static_cast<size_t>(logit_rows * V_));
   be.download(logits.data(), logits_, logit_rows * V_);

@@ -39,16 +39,29 @@ struct DecoderWeights {
 // outputs for unit inputs), embedding uniform in +-sqrt(3), norm scales 1.
 DecoderWeights random_weights(const engine::Model& model, uint64_t seed);
 
-// Seconds per engine operator name, summed over layers and calls.
+// Seconds per engine operator name, summed over layers and calls. Intervals between two
+// backend timing marks are collected while a pass is queued and turned into seconds by
+// resolve() at its end, so timing adds no synchronisation between operators.
 class OpTimer {
  public:
   void add(std::string_view name, double seconds);
+  void add_interval(std::string_view name, int64_t from_mark, int64_t to_mark);
+  // Adds the pending intervals (waits for the last mark) and clears the backend's marks.
+  void resolve(Backend& backend);
   double get(std::string_view name) const;  // 0 when never recorded
   const std::vector<std::pair<std::string, double>>& entries() const { return entries_; }
-  void clear() { entries_.clear(); }
+  void clear() {
+    entries_.clear();
+    pending_.clear();
+  }
 
  private:
+  struct Interval {
+    std::string_view name;  // the engine's op names are string literals
+    int64_t from, to;
+  };
   std::vector<std::pair<std::string, double>> entries_;
+  std::vector<Interval> pending_;
 };
 
 // Paged KV cache of a decoder: `blocks` blocks of `block_size` positions (a multiple of 8) per

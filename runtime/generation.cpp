@@ -28,16 +28,19 @@ Generation generate(Decoder& decoder, const std::vector<int32_t>& prompts, int64
   std::vector<double> uniforms(static_cast<size_t>(batch));
   // Sampling runs on the backend, on its logits; only the tokens come back.
   auto sample_all = [&](OpTimer* timer) {
-    const auto t0 = Clock::now();
+    const int64_t from = timer ? backend.mark() : 0;
     if (sampling.temperature > 0) {
       for (double& u : uniforms) u = sampler.next_uniform();
     }
     backend.sample(decoder.device_logits(), batch, V, sampling.temperature, sampling.top_p,
                    uniforms.data(), next.data());
+    if (timer) {
+      timer->add_interval("sampling", from, backend.mark());
+      timer->resolve(backend);
+    }
     for (int64_t b = 0; b < batch; ++b) {
       g.tokens[static_cast<size_t>(b)].push_back(next[static_cast<size_t>(b)]);
     }
-    if (timer) timer->add("sampling", std::chrono::duration<double>(Clock::now() - t0).count());
   };
   auto t0 = Clock::now();
   decoder.prefill_on_device(prompts, batch, prompt, prefill_timer);

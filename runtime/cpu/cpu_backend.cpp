@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -466,6 +467,18 @@ class CpuBackend final : public Backend {
     });
   }
 
+  int64_t mark() override {
+    marks_.push_back(std::chrono::steady_clock::now());
+    return static_cast<int64_t>(marks_.size()) - 1;
+  }
+  double seconds_between(int64_t from, int64_t to) override {
+    return std::chrono::duration<double>(marks_.at(static_cast<size_t>(to)) -
+                                         marks_.at(static_cast<size_t>(from)))
+        .count();
+  }
+  void clear_marks() override { marks_.clear(); }
+  void flush_caches() override {}
+
   void sample(const float* logits, int64_t rows, int64_t vocab, double temperature, double top_p,
               const double* uniforms, int32_t* tokens) override {
     // One row per sequence, on the calling thread: as the host sampler always did.
@@ -477,6 +490,7 @@ class CpuBackend final : public Backend {
 
  private:
   std::vector<std::pair<float, int32_t>> sample_scratch_;
+  std::vector<std::chrono::steady_clock::time_point> marks_;
   // cos and sin of pos * theta^(-2i/H) for positions [0, positions), i < H/2; row per
   // position: H/2 cosines then H/2 sines. Grown on demand (at least 4096 positions, then
   // doubling, so a growing context rebuilds it rarely), kept across calls.

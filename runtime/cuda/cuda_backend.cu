@@ -710,6 +710,8 @@ class CudaBackend final : public Backend {
     for (float* p : allocations_) cudaFree(p);
     cudaFree(scratch_);
     cudaFree(sampled_);
+    cudaFree(flush_buffer_);
+    for (cudaEvent_t event : events_) cudaEventDestroy(event);
     cudaFree(workspace_);
     cublasLtDestroy(lt_);
     cudaStreamDestroy(stream_);
@@ -760,6 +762,31 @@ class CudaBackend final : public Backend {
   void copy(float* dst, const float* src, int64_t count) override {
     STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(count) * sizeof(bf16),
                                            cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  int64_t mark() override {
+    if (marks_used_ == events_.size()) {
+      cudaEvent_t event = nullptr;
+      STREAMSPARK_CUDA_CHECK(cudaEventCreate(&event));
+      events_.push_back(event);
+    }
+    STREAMSPARK_CUDA_CHECK(cudaEventRecord(events_[marks_used_], stream_));
+    return static_cast<int64_t>(marks_used_++);
+  }
+  double seconds_between(int64_t from, int64_t to) override {
+    const auto f = static_cast<size_t>(from), t = static_cast<size_t>(to);
+    if (f >= marks_used_ || t >= marks_used_) fail(__FILE__, __LINE__, "no such timing mark");
+    STREAMSPARK_CUDA_CHECK(cudaEventSynchronize(events_[t]));
+    float ms = 0;
+    STREAMSPARK_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[f], events_[t]));
+    return static_cast<double>(ms) * 1e-3;
+  }
+  void clear_marks() override { marks_used_ = 0; }  // the events are recorded again
+  void flush_caches() override {
+    // Writing twice the L2's size evicts what the previous pass left there.
+    const size_t bytes = 2 * static_cast<size_t>(std::max<int64_t>(info_.cache_bytes, 1 << 20));
+    if (!flush_buffer_) STREAMSPARK_CUDA_CHECK(cudaMalloc(&flush_buffer_, bytes));
+    STREAMSPARK_CUDA_CHECK(cudaMemsetAsync(flush_buffer_, ++flush_value_ & 0xff, bytes, stream_));
   }
 
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,
@@ -1011,6 +1038,10 @@ class CudaBackend final : public Backend {
   size_t scratch_bytes_ = 0;
   int32_t* sampled_ = nullptr;  // the sampler's tokens
   int64_t sampled_capacity_ = 0;
+  std::vector<cudaEvent_t> events_;  // timing marks, reused after clear_marks()
+  size_t marks_used_ = 0;
+  void* flush_buffer_ = nullptr;
+  int flush_value_ = 0;
   // Host lists built per attention call (kept to reuse their storage).
   std::vector<int64_t> decode_rows_, decode_sequences_, tiles_;
   void* workspace_ = nullptr;

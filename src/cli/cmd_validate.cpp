@@ -118,18 +118,22 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
     for (int64_t B : batches) {
       const auto tokens =
           runtime::random_prompts(B, S, model.vocab_size, static_cast<uint64_t>(seed) + 1);
-      // Warm-up, then timed repetitions (every operator timed; the timers cost a few
-      // microseconds a step).
+      // Warm-up, then timed repetitions of the whole steps (nothing timed inside them), then
+      // as many with every operator timed between backend marks (no synchronisation between
+      // operators), each after the device's caches are flushed.
       (void)runtime::generate(decoder, tokens, B, S, G, {});
       std::vector<double> ttft, tpot;
+      for (int r = 0; r < repeats; ++r) {
+        const runtime::Generation g = runtime::generate(decoder, tokens, B, S, G, {});
+        ttft.push_back(g.ttft_s);
+        tpot.push_back(std::accumulate(g.step_s.begin() + W, g.step_s.end(), 0.0) / steps);
+      }
       std::vector<runtime::OpTimer> prefill_times(static_cast<size_t>(repeats)),
           decode_times(static_cast<size_t>(repeats));
       for (int r = 0; r < repeats; ++r) {
-        const runtime::Generation g =
-            runtime::generate(decoder, tokens, B, S, G, {}, &prefill_times[static_cast<size_t>(r)],
-                              &decode_times[static_cast<size_t>(r)], W);
-        ttft.push_back(g.ttft_s);
-        tpot.push_back(std::accumulate(g.step_s.begin() + W, g.step_s.end(), 0.0) / steps);
+        backend->flush_caches();
+        (void)runtime::generate(decoder, tokens, B, S, G, {}, &prefill_times[static_cast<size_t>(r)],
+                                &decode_times[static_cast<size_t>(r)], W);
       }
       auto measured = [&](const std::vector<runtime::OpTimer>& timers, const std::string& name,
                           double divide) {

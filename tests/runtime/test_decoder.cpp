@@ -472,3 +472,30 @@ TEST_CASE("paged KV: a mixed batch, a shared prefix with copy-on-write, and prom
   CHECK_THROWS_AS(d.step(batch), std::invalid_argument);
   CHECK_THROWS_AS(rt::Decoder(*backend, m, w, rt::PagedKvConfig{4, 12}, 64), std::invalid_argument);
 }
+
+TEST_CASE("operator timer: intervals between backend marks, resolved at the end of a pass") {
+  auto backend = rt::make_cpu_backend(1);
+  rt::OpTimer timer;
+  const int64_t a = backend->mark();
+  const int64_t b = backend->mark();
+  const int64_t c = backend->mark();
+  CHECK(a == 0);
+  CHECK(c == 2);
+  timer.add_interval("x", a, b);
+  timer.add_interval("x", b, c);
+  timer.add_interval("y", a, c);
+  CHECK(timer.get("x") == 0);  // nothing resolved yet
+  timer.resolve(*backend);
+  CHECK(timer.get("x") >= 0);
+  CHECK(timer.get("y") == doctest::Approx(timer.get("x")).epsilon(1e-9));
+  CHECK(backend->mark() == 0);  // resolve cleared the marks
+  // A decode pass with a timer records every operator once per layer kind, sampling apart.
+  const Model m = micro(4, 2, 20);
+  rt::Decoder decoder(*backend, m, rt::random_weights(m, 3), 1, 16);
+  rt::OpTimer ops;
+  decoder.prefill(rt::random_prompts(1, 8, m.vocab_size, 1), 1, 8);
+  decoder.decode({1}, &ops);
+  CHECK(ops.entries().size() >= 10);
+  CHECK(ops.get("lm_head") > 0);
+  CHECK(ops.get("qkv_proj") > 0);
+}

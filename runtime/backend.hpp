@@ -92,6 +92,21 @@ class Backend {
   // cache level that holds it between steps, which is the state to measure.
   virtual void flush_caches() = 0;
 
+  // ---- graphs ----
+  // Whether the backend can capture a pass and replay it (CUDA graphs). Between begin_graph()
+  // and end_graph() the kernels are recorded, not run, and every host array passed to them
+  // (tokens, positions, lengths, block tables) is recorded by address: replay_graph() copies
+  // the arrays' current values to the device, then runs the whole pass with one launch. So a
+  // caller replays only while those arrays live at the same addresses with the same sizes, and
+  // the device buffers the pass uses are the same (attention work is sized for each
+  // sequence's whole block table, since the lengths may grow). drop_graphs() frees them all.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_graph() { throw DeviceError(name() + " backend: no graph capture"); }
+  virtual int64_t end_graph() { throw DeviceError(name() + " backend: no graph capture"); }
+  virtual void abort_graph() {}
+  virtual void replay_graph(int64_t) { throw DeviceError(name() + " backend: no graph capture"); }
+  virtual void drop_graphs() {}
+
   // ---- kernels ----
   // out (n, d) = rows `tokens` of table (V, d).
   virtual void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,

@@ -32,7 +32,6 @@ float linear_limit(int64_t fan_in) {
   return std::sqrt(3.0f / static_cast<float>(fan_in));
 }
 
-
 // Times one operator when a timer is given.
 class Timed {
  public:
@@ -195,6 +194,7 @@ void Decoder::load(const DecoderWeights& weights, int64_t blocks) {
 }
 
 Decoder::~Decoder() {
+  if (graph_) backend_.drop_graphs();
   for (float* p :
        {x_, h_, qkv_, attn_, y_, gate_, up_, act_, last_, logits_, final_norm_, embedding_}) {
     if (p) backend_.release(p);
@@ -228,6 +228,7 @@ void Decoder::ensure_work_buffers(int64_t rows, int64_t logit_rows) {
     up_ = backend_.allocate(rows * F_);
     act_ = backend_.allocate(rows * F_);
     rows_capacity_ = rows;
+    ++buffers_generation_;
   }
   if (logit_rows > logit_capacity_) {
     for (float* p : {last_, logits_}) {
@@ -236,6 +237,7 @@ void Decoder::ensure_work_buffers(int64_t rows, int64_t logit_rows) {
     last_ = backend_.allocate(logit_rows * D_);
     logits_ = backend_.allocate(logit_rows * V_);
     logit_capacity_ = logit_rows;
+    ++buffers_generation_;
   }
 }
 
@@ -337,10 +339,43 @@ void Decoder::copy_block(int32_t from, int32_t to) {
 
 std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTimer* timer,
                                     bool download) {
-  Backend& be = backend_;
+  const PassShape shape = prepare(batch);
+  if (graphs_ && !paged_ && !timer && shape.all_single && backend_.supports_graphs()) {
+    run_graph(batch, shape);
+  } else {
+    enqueue(batch, shape, timer);
+  }
+  logit_rows_ = shape.logit_rows;
+  if (timer) timer->resolve(backend_);
+  if (shape.logit_rows == 0 || !download) return {};
+  std::vector<float> logits(static_cast<size_t>(shape.logit_rows * V_));
+  backend_.download(logits.data(), logits_, shape.logit_rows * V_);
+  return logits;
+}
+
+void Decoder::run_graph(const std::vector<SequenceStep>& batch, const PassShape& shape) {
+  // A captured pass reads the host metadata arrays at their capture-time addresses (the
+  // backend copies their current values before each replay) and the work buffers at theirs:
+  // both must be unchanged, as must the shape.
+  const GraphKey key{shape.sequences,     shape.table_stride, tokens_.data(), positions_.data(),
+                     row_offsets_.data(), past_.data(),       tables_.data(), buffers_generation_};
+  if (!graph_ || !(graph_->key == key)) {
+    if (graph_) backend_.drop_graphs();
+    graph_.reset();
+    backend_.begin_graph();
+    try {
+      enqueue(batch, shape, nullptr);
+    } catch (...) {
+      backend_.abort_graph();
+      throw;
+    }
+    graph_ = CapturedPass{key, backend_.end_graph()};
+  }
+  backend_.replay_graph(graph_->id);
+}
+
+Decoder::PassShape Decoder::prepare(const std::vector<SequenceStep>& batch) {
   const auto sequences = static_cast<int64_t>(batch.size());
-  const int64_t q_width = N_ * H_;
-  const int64_t qkv_width = (N_ + 2 * K_) * H_;
   // Host metadata: concatenated tokens, positions, row ranges, block tables.
   tokens_.clear();
   positions_.clear();
@@ -371,6 +406,15 @@ std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTi
   }
   const int64_t rows = row_offsets_.back();
   ensure_work_buffers(rows, std::max<int64_t>(logit_rows, 1));
+  return {sequences, rows, logit_rows, table_stride, all_single};
+}
+
+void Decoder::enqueue(const std::vector<SequenceStep>& batch, const PassShape& shape,
+                      OpTimer* timer) {
+  Backend& be = backend_;
+  const int64_t sequences = shape.sequences, rows = shape.rows, table_stride = shape.table_stride;
+  const int64_t q_width = N_ * H_;
+  const int64_t qkv_width = (N_ + 2 * K_) * H_;
   const SequenceBatch seqs{sequences, row_offsets_.data(), past_.data()};
   {
     Timed op(be, timer, "embedding");
@@ -436,7 +480,7 @@ std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTi
     // Only the last positions of the sequences that ask need logits: gather those rows, then
     // normalise.
     Timed op(be, timer, "final_norm");
-    if (all_single) {  // decode: the rows are the last positions already
+    if (shape.all_single) {  // decode: the rows are the last positions already
       be.rmsnorm(x_, final_norm_, rows, D_, kRmsNormEps, last_);
     } else {
       int64_t out = 0;
@@ -447,17 +491,10 @@ std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTi
       }
     }
   }
-  logit_rows_ = logit_rows;
-  if (logit_rows > 0) {
+  if (shape.logit_rows > 0) {
     Timed op(be, timer, "lm_head");  // (B, D) -> (B, V)
-    be.linear(last_, lm_head_, logit_rows, V_, D_, logits_);
+    be.linear(last_, lm_head_, shape.logit_rows, V_, D_, logits_);
   }
-  if (timer) timer->resolve(be);
-  if (logit_rows == 0) return {};
-  if (!download) return {};
-  std::vector<float> logits(static_cast<size_t>(logit_rows * V_));
-  be.download(logits.data(), logits_, logit_rows * V_);
-  return logits;
 }
 
 }  // namespace streamspark::runtime

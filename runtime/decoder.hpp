@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -124,6 +125,11 @@ class Decoder {
   int64_t context() const { return context_; }  // tokens cached per sequence (contiguous)
   const engine::Model& model() const { return model_; }
   bool paged() const { return paged_; }
+  // Decode steps of a contiguous decoder run as a captured graph (one launch a step) when the
+  // backend supports graphs (the CUDA backend) and no operator is timed; on by default.
+  void set_graphs(bool enabled) { graphs_ = enabled; }
+  bool graphs() const { return graphs_; }
+
   // K and V bytes per token, all layers, in the backend's storage format.
   int64_t kv_bytes_per_token() const { return 2 * L_ * K_ * H_ * backend_.element_bytes(); }
 
@@ -147,6 +153,18 @@ class Decoder {
                               bool download);
   // One pass; the logits stay in logits_ and are returned only when `download`.
   std::vector<float> forward(const std::vector<SequenceStep>& batch, OpTimer* timer, bool download);
+  struct PassShape {
+    int64_t sequences, rows, logit_rows, table_stride;
+    bool all_single;  // every sequence one new token that wants logits (a decode step)
+  };
+  // The host metadata of a pass (tokens_, positions_, row_offsets_, past_, tables_) and work
+  // buffers large enough for it.
+  PassShape prepare(const std::vector<SequenceStep>& batch);
+  // Queues the pass's operators on the backend.
+  void enqueue(const std::vector<SequenceStep>& batch, const PassShape& shape, OpTimer* timer);
+  // A decode step through a captured graph: captured on first use, replayed while the batch,
+  // the metadata arrays' addresses and the work buffers stay the same.
+  void run_graph(const std::vector<SequenceStep>& batch, const PassShape& shape);
   void ensure_work_buffers(int64_t rows, int64_t logit_rows);
   float* upload(const std::vector<float>& host);
 
@@ -159,7 +177,20 @@ class Decoder {
   int64_t blocks_ = 0;      // KV blocks per layer
   int64_t batch_ = 0;
   int64_t context_ = 0;
-  int64_t logit_rows_ = 0;  // rows of logits_ the last pass produced
+  int64_t logit_rows_ = 0;          // rows of logits_ the last pass produced
+  int64_t buffers_generation_ = 0;  // bumped when a work buffer is reallocated
+  bool graphs_ = true;
+  struct GraphKey {
+    int64_t sequences, table_stride;
+    const void *tokens, *positions, *row_offsets, *past, *tables;
+    int64_t buffers_generation;
+    bool operator==(const GraphKey&) const = default;
+  };
+  struct CapturedPass {
+    GraphKey key;
+    int64_t id;
+  };
+  std::optional<CapturedPass> graph_;
   float* embedding_ = nullptr;
   float* lm_head_ = nullptr;
   float* final_norm_ = nullptr;

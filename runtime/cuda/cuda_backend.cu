@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_set>
@@ -706,6 +707,8 @@ class CudaBackend final : public Backend {
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
+    abort_graph();
+    for (auto& g : graphs_) g->release();
     for (auto& [key, plan] : plans_) plan.destroy();
     for (float* p : allocations_) cudaFree(p);
     cudaFree(scratch_);
@@ -764,6 +767,61 @@ class CudaBackend final : public Backend {
                                            cudaMemcpyDeviceToDevice, stream_));
   }
 
+  bool supports_graphs() const override { return true; }
+  void begin_graph() override {
+    if (capture_) fail(__FILE__, __LINE__, "begin_graph: a capture is already open");
+    capture_ = std::make_unique<Graph>();
+    // Relaxed: the pass allocates its own device arrays while it is captured.
+    STREAMSPARK_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  }
+  int64_t end_graph() override {
+    if (!capture_) fail(__FILE__, __LINE__, "end_graph without begin_graph");
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (ended != cudaSuccess) {
+      abort_graph();
+      fail(__FILE__, __LINE__, std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended));
+    }
+    const cudaError_t made = cudaGraphInstantiate(&capture_->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+      abort_graph();
+      fail(__FILE__, __LINE__, std::string("cudaGraphInstantiate: ") + cudaGetErrorString(made));
+    }
+    graphs_.push_back(std::move(capture_));
+    return static_cast<int64_t>(graphs_.size()) - 1;
+  }
+  void abort_graph() override {
+    if (!capture_) return;
+    cudaGraph_t graph = nullptr;
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
+        status != cudaStreamCaptureStatusNone) {
+      cudaStreamEndCapture(stream_, &graph);
+    }
+    if (graph) cudaGraphDestroy(graph);
+    capture_->release();
+    capture_.reset();
+    cudaGetLastError();  // the failed capture's error is reported by the caller
+  }
+  void replay_graph(int64_t id) override {
+    if (id < 0 || id >= static_cast<int64_t>(graphs_.size())) {
+      fail(__FILE__, __LINE__, "replay_graph: no such graph");
+    }
+    Graph& g = *graphs_[static_cast<size_t>(id)];
+    for (const GraphInput& in : g.inputs) {
+      if (in.bytes == 0) continue;
+      STREAMSPARK_CUDA_CHECK(
+          cudaMemcpyAsync(in.device, in.host, in.bytes, cudaMemcpyHostToDevice, stream_));
+    }
+    STREAMSPARK_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+  }
+  void drop_graphs() override {
+    STREAMSPARK_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (auto& g : graphs_) g->release();
+    graphs_.clear();
+  }
+
   int64_t mark() override {
     if (marks_used_ == events_.size()) {
       cudaEvent_t event = nullptr;
@@ -792,7 +850,7 @@ class CudaBackend final : public Backend {
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,
                  float* out) override {
     if (n == 0) return;
-    const int32_t* t = arrays_.put(0, tokens, n, stream_);
+    const int32_t* t = device_array(0, tokens, n);
     embedding_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream_>>>(B(table), t, d, B(out));
     STREAMSPARK_LAUNCH_CHECK();
   }
@@ -828,7 +886,7 @@ class CudaBackend final : public Backend {
   void rope(float* x, int64_t rows, int64_t stride, int64_t heads, int64_t head_dim,
             const int64_t* positions, float theta) override {
     if (rows == 0) return;
-    const int64_t* pos = arrays_.put(1, positions, rows, stream_);
+    const int64_t* pos = device_array(1, positions, rows);
     rope_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(B(x), stride, heads,
                                                                        head_dim, pos, theta);
     STREAMSPARK_LAUNCH_CHECK();
@@ -878,6 +936,8 @@ class CudaBackend final : public Backend {
       // Enough ranges for about eight blocks (32 warps) per multiprocessor, to keep enough
       // loads in flight for the memory bandwidth, each of at least 256 positions (eight groups
       // of 8 per warp) and a multiple of 32 (one round of the block's warps).
+      // A captured pass is replayed at later, longer contexts: size it for the whole table.
+      if (capture_) longest = cache.table_stride * cache.block_size;
       const int64_t base_blocks = decode_count * heads;
       const int64_t wanted = std::max<int64_t>(1, (8 * sm_count_ + base_blocks - 1) / base_blocks);
       const int64_t split_keys =
@@ -885,10 +945,11 @@ class CudaBackend final : public Backend {
       const int64_t splits = (longest + split_keys - 1) / split_keys;
       float* partial = nullptr;
       if (splits > 1) {
-        partial = scratch_floats(decode_count * heads * splits * (head_dim + 2));
+        const int64_t count = decode_count * heads * splits * (head_dim + 2);
+        partial = capture_ ? graph_buffer<float>(count) : scratch_floats(count);
       }
-      const int64_t* rows = arrays_.put(5, decode_rows_.data(), decode_count, stream_);
-      const int64_t* sequences = arrays_.put(6, decode_sequences_.data(), decode_count, stream_);
+      const int64_t* rows = device_array(5, decode_rows_.data(), decode_count, true);
+      const int64_t* sequences = device_array(6, decode_sequences_.data(), decode_count, true);
       const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(heads),
                       static_cast<unsigned>(decode_count));
       decode_attention_kernel<<<grid, kDecodeWarps * 32, 0, stream_>>>(
@@ -905,7 +966,7 @@ class CudaBackend final : public Backend {
     }
     if (!tiles_.empty()) {
       const int64_t tile_count = static_cast<int64_t>(tiles_.size()) / 3;
-      const int64_t* tiles = arrays_.put(7, tiles_.data(), 3 * tile_count, stream_);
+      const int64_t* tiles = device_array(7, tiles_.data(), 3 * tile_count, true);
       const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(heads));
       prefill_attention_kernel<<<grid, kTileWarps * 32,
                                  static_cast<size_t>(prefill_shared_bytes(head_dim)), stream_>>>(
@@ -957,9 +1018,9 @@ class CudaBackend final : public Backend {
     const int32_t* tables;
   };
   Metadata metadata(const SequenceBatch& batch, const KvCacheView& cache) {
-    return {arrays_.put(2, batch.row_offsets, batch.sequences + 1, stream_),
-            arrays_.put(3, batch.past, batch.sequences, stream_),
-            arrays_.put(4, cache.block_tables, batch.sequences * cache.table_stride, stream_)};
+    return {device_array(2, batch.row_offsets, batch.sequences + 1),
+            device_array(3, batch.past, batch.sequences),
+            device_array(4, cache.block_tables, batch.sequences * cache.table_stride)};
   }
 
   // A matmul description, its three layouts and the heuristic's algorithm, per shape.
@@ -1016,6 +1077,55 @@ class CudaBackend final : public Backend {
     return plans_.emplace(key, plan).first->second;
   }
 
+  // A captured pass: its executable graph, the host arrays copied to its own device arrays
+  // before each replay, and what it owns.
+  struct GraphInput {
+    const void* host;
+    void* device;
+    size_t bytes;
+  };
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    std::vector<GraphInput> inputs;
+    std::vector<void*> buffers;                // device arrays and scratch of the pass
+    std::vector<std::vector<char>> snapshots;  // the backend's own lists, as captured
+    void release() {
+      if (exec) cudaGraphExecDestroy(exec);
+      exec = nullptr;
+      for (void* p : buffers) cudaFree(p);
+      buffers.clear();
+    }
+  };
+
+  // `count` elements of device memory owned by the pass being captured.
+  template <typename T>
+  T* graph_buffer(int64_t count) {
+    void* p = nullptr;
+    STREAMSPARK_CUDA_CHECK(
+        cudaMalloc(&p, std::max<size_t>(static_cast<size_t>(count) * sizeof(T), 1)));
+    capture_->buffers.push_back(p);
+    return static_cast<T*>(p);
+  }
+
+  // The device copy of a host array for a kernel. Outside a capture: the shared slots (copied
+  // when the contents change). While capturing: a device array of the pass, filled from the
+  // host array's address before each replay; `own` arrays (the backend's per-call lists,
+  // which later calls overwrite) are recorded as a snapshot of their current contents.
+  template <typename T>
+  const T* device_array(int slot, const T* host, int64_t count, bool own = false) {
+    if (!capture_) return arrays_.put(slot, host, count, stream_);
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 0)) * sizeof(T);
+    T* device = graph_buffer<T>(count);
+    const void* source = host;
+    if (own) {
+      const auto* raw = reinterpret_cast<const char*>(host);
+      capture_->snapshots.emplace_back(raw, raw + bytes);
+      source = capture_->snapshots.back().data();
+    }
+    capture_->inputs.push_back({source, device, bytes});
+    return device;
+  }
+
   // Scratch for one kernel call at a time (the split decode kernel's partial results, the
   // sampler's probabilities; one stream orders them), grown on demand (cudaFree waits for
   // kernels still using the old buffer).
@@ -1039,6 +1149,8 @@ class CudaBackend final : public Backend {
   int32_t* sampled_ = nullptr;  // the sampler's tokens
   int64_t sampled_capacity_ = 0;
   std::vector<cudaEvent_t> events_;  // timing marks, reused after clear_marks()
+  std::unique_ptr<Graph> capture_;   // the pass being captured
+  std::vector<std::unique_ptr<Graph>> graphs_;
   size_t marks_used_ = 0;
   void* flush_buffer_ = nullptr;
   int flush_value_ = 0;

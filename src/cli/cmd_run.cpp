@@ -29,6 +29,7 @@ struct RunOptions {
   double temperature = 0;
   double top_p = 1.0;
   bool per_op = false;
+  bool no_graphs = false;
   std::string format = "table";
   std::string output = "-";
 };
@@ -50,6 +51,7 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
   // The host weights are a temporary: freed once the decoder has uploaded them.
   runtime::Decoder decoder(*backend, model,
                            runtime::random_weights(model, static_cast<uint64_t>(seed)), B, S + G);
+  decoder.set_graphs(!o.no_graphs);
   const auto prompts =
       runtime::random_prompts(B, S, model.vocab_size, static_cast<uint64_t>(seed) + 1);
   runtime::SamplingOptions sampling{o.temperature, o.top_p, static_cast<uint64_t>(seed) + 2};
@@ -68,6 +70,7 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
                      {"backend", backend->name()},
                      {"dtype", backend->dtype()},
                      {"threads", resolve_threads(o.threads)},
+                     {"graphs", decoder.graphs() && backend->supports_graphs()},
                      {"batch", B},
                      {"prompt", S},
                      {"generate", G},
@@ -140,6 +143,8 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--temperature", o->temperature, "0: greedy")->capture_default_str();
   app->add_option("--top-p", o->top_p, "nucleus sampling threshold")->capture_default_str();
   app->add_flag("--per-op", o->per_op, "time every operator");
+  app->add_flag("--no-graphs", o->no_graphs,
+                "launch decode steps kernel by kernel (the CUDA backend captures them as graphs)");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

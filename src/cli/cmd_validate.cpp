@@ -34,6 +34,7 @@ struct ValidateOptions {
   std::string seed = "0";
   double tolerance = -1;  // < 0: none
   bool per_op = false;
+  bool no_graphs = false;
   std::string format = "table";
   std::string output = "-";
   std::string json_output;  // also the JSON report, here
@@ -100,6 +101,7 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   runtime::Decoder decoder(*backend, model,
                            runtime::random_weights(model, static_cast<uint64_t>(seed)), max_batch,
                            max_prompt + G);
+  decoder.set_graphs(!o.no_graphs);
 
   report::Validation v;
   v.model = model.name;
@@ -107,6 +109,7 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   v.method = std::string(engine::method_name(options.method));
   v.backend = backend->name();
   v.threads = resolve_threads(o.threads);
+  v.graphs = decoder.graphs() && backend->supports_graphs();
   v.repeats = repeats;
   v.warmup_steps = W;
   // Decode steps 1..W after the prefill are run untimed: the first steps after a prefill run
@@ -132,7 +135,8 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
           decode_times(static_cast<size_t>(repeats));
       for (int r = 0; r < repeats; ++r) {
         backend->flush_caches();
-        (void)runtime::generate(decoder, tokens, B, S, G, {}, &prefill_times[static_cast<size_t>(r)],
+        (void)runtime::generate(decoder, tokens, B, S, G, {},
+                                &prefill_times[static_cast<size_t>(r)],
                                 &decode_times[static_cast<size_t>(r)], W);
       }
       auto measured = [&](const std::vector<runtime::OpTimer>& timers, const std::string& name,
@@ -241,6 +245,8 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--tolerance", o->tolerance,
                   "exit 4 when a phase's median |error| exceeds this many percent");
   app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
+  app->add_flag("--no-graphs", o->no_graphs,
+                "launch decode steps kernel by kernel (the CUDA backend captures them as graphs)");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

@@ -54,9 +54,10 @@ void Validation::summarize() {
 
 std::string validation_table(const Validation& v, bool per_op) {
   std::string out = fmt::format(
-      "validate {} on {} · method {} · {} backend, {} threads · medians of {} runs after a "
+      "validate {} on {} · method {} · {} backend, {} threads{} · medians of {} runs after a "
       "warm-up run · decode timed after {} untimed steps\n\n",
-      v.model, v.hardware, v.method, v.backend, v.threads, v.repeats, v.warmup_steps);
+      v.model, v.hardware, v.method, v.backend, v.threads, v.graphs ? ", decode as graphs" : "",
+      v.repeats, v.warmup_steps);
   Table t;
   for (const char* h : {"batch", "prompt", "gen"}) t.add_column(h);
   t.add_column("phase", Align::left);
@@ -130,6 +131,7 @@ json validation_json(const Validation& v) {
               {"method", v.method},
               {"backend", v.backend},
               {"threads", v.threads},
+              {"graphs", v.graphs},
               {"repeats", v.repeats},
               {"warmup_steps", v.warmup_steps},
               {"points", points},

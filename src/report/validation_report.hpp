@@ -49,6 +49,7 @@ struct Validation {
   std::string method;
   std::string backend;
   int threads = 0;
+  bool graphs = false;  // decode steps replayed as captured graphs
   int repeats = 0;
   int64_t warmup_steps = 0;
   std::vector<ValidationPoint> points;

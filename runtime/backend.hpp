@@ -99,13 +99,14 @@ class Backend {
   // the arrays' current values to the device, then runs the whole pass with one launch. So a
   // caller replays only while those arrays live at the same addresses with the same sizes, and
   // the device buffers the pass uses are the same (attention work is sized for each
-  // sequence's whole block table, since the lengths may grow). drop_graphs() frees them all.
+  // sequence's whole block table, since the lengths may grow). Graph ids are never reused;
+  // drop_graph() frees one.
   virtual bool supports_graphs() const { return false; }
   virtual void begin_graph() { throw DeviceError(name() + " backend: no graph capture"); }
   virtual int64_t end_graph() { throw DeviceError(name() + " backend: no graph capture"); }
   virtual void abort_graph() {}
   virtual void replay_graph(int64_t) { throw DeviceError(name() + " backend: no graph capture"); }
-  virtual void drop_graphs() {}
+  virtual void drop_graph(int64_t) {}
 
   // ---- kernels ----
   // out (n, d) = rows `tokens` of table (V, d).
@@ -148,8 +149,9 @@ class Backend {
 // The CPU backend (Eigen, multi-threaded); `threads` 0 means all cores.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 
-// The CUDA backend on the current device (bf16 storage, fp32 accumulation). Throws
-// DeviceError when this build has no CUDA backend or the machine no usable device.
-std::unique_ptr<Backend> make_cuda_backend();
+// The CUDA backend on the current device: `dtype` "bf16" or "fp16" storage, fp32
+// accumulation. Throws std::invalid_argument for another dtype, DeviceError when this build
+// has no CUDA backend or the machine no usable device.
+std::unique_ptr<Backend> make_cuda_backend(const std::string& dtype = "bf16");
 
 }  // namespace streamspark::runtime

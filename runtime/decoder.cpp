@@ -194,7 +194,7 @@ void Decoder::load(const DecoderWeights& weights, int64_t blocks) {
 }
 
 Decoder::~Decoder() {
-  if (graph_) backend_.drop_graphs();
+  if (graph_) backend_.drop_graph(graph_->id);
   for (float* p :
        {x_, h_, qkv_, attn_, y_, gate_, up_, act_, last_, logits_, final_norm_, embedding_}) {
     if (p) backend_.release(p);
@@ -360,7 +360,7 @@ void Decoder::run_graph(const std::vector<SequenceStep>& batch, const PassShape&
   const GraphKey key{shape.sequences,     shape.table_stride, tokens_.data(), positions_.data(),
                      row_offsets_.data(), past_.data(),       tables_.data(), buffers_generation_};
   if (!graph_ || !(graph_->key == key)) {
-    if (graph_) backend_.drop_graphs();
+    if (graph_) backend_.drop_graph(graph_->id);
     graph_.reset();
     backend_.begin_graph();
     try {

@@ -542,8 +542,11 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
     }
   }
   curves.gemm.push_back(std::move(curve));
-  const bool bf16 = backend.dtype() == "bf16";
-  hw.peak_flops[static_cast<int>(bf16 ? engine::PeakClass::bf16 : engine::PeakClass::fp32)] = peak;
+  const std::string dtype = backend.dtype();
+  const bool half = dtype == "bf16" || dtype == "fp16";  // matrix units, 16-bit inputs
+  hw.peak_flops[static_cast<int>(dtype == "bf16"   ? engine::PeakClass::bf16
+                                 : dtype == "fp16" ? engine::PeakClass::fp16
+                                                   : engine::PeakClass::fp32)] = peak;
 
   // ---- per-kernel overhead ----
   say("per-kernel overhead");
@@ -554,7 +557,7 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
   }
 
   sample_kernel_classes(backend, quick, min_time, say, samples);
-  if (bf16) {
+  if (half) {
     // The vector units' fp32 rate is not measured through these kernels (they are bound by
     // memory): the fastest elementwise FLOP rate seen stands in as a lower bound.
     double vector = 0;

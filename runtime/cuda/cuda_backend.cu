@@ -6,6 +6,7 @@
 // decode (FlashDecoding) and tiled prompt kernels on CUDA cores; CUDA graphs are not done.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -16,8 +17,10 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -27,7 +30,28 @@ namespace streamspark::runtime {
 
 namespace {
 
-using bf16 = __nv_bfloat16;
+// Storage formats: bf16 (8-bit exponent, the range of fp32) or fp16 (5-bit exponent, 3 more
+// mantissa bits). Every kernel and the backend class are templates on the element type T.
+__host__ __device__ inline float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__host__ __device__ inline float to_float(__half v) {
+  return __half2float(v);
+}
+template <typename T>
+__host__ __device__ inline T from_float(float v);
+template <>
+__host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
+template <>
+__host__ __device__ inline __half from_float<__half>(float v) {
+  return __float2half(v);
+}
+template <typename T>
+constexpr cudaDataType_t kCudaType = CUDA_R_16BF;
+template <>
+constexpr cudaDataType_t kCudaType<__half> = CUDA_R_16F;
 
 [[noreturn]] void fail(const char* file, int line, const std::string& what) {
   throw DeviceError(std::string(file) + ":" + std::to_string(line) + ": " + what);
@@ -63,8 +87,9 @@ int blocks_for(int64_t n, int threads = kThreads) {
 
 // ---- kernels ----
 
-__device__ inline float load(const bf16* p) {
-  return __bfloat162float(*p);
+template <typename T>
+__device__ inline float load(const T* p) {
+  return to_float(*p);
 }
 
 // Sum over the block (blockDim.x a multiple of 32, at most 1024).
@@ -100,13 +125,15 @@ __device__ int64_t sequence_of(const int64_t* row_offsets, int64_t sequences, in
   return lo;
 }
 
-__global__ void embedding_kernel(const bf16* table, const int32_t* tokens, int64_t d, bf16* out) {
+template <typename T>
+__global__ void embedding_kernel(const T* table, const int32_t* tokens, int64_t d, T* out) {
   const int64_t row = blockIdx.x;
-  const bf16* src = table + static_cast<int64_t>(tokens[row]) * d;
+  const T* src = table + static_cast<int64_t>(tokens[row]) * d;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) out[row * d + i] = src[i];
 }
 
-__global__ void rmsnorm_kernel(const bf16* x, const bf16* w, int64_t d, float eps, bf16* y) {
+template <typename T>
+__global__ void rmsnorm_kernel(const T* x, const T* w, int64_t d, float eps, T* y) {
   const int64_t row = blockIdx.x;
   float ss = 0;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
@@ -115,12 +142,13 @@ __global__ void rmsnorm_kernel(const bf16* x, const bf16* w, int64_t d, float ep
   }
   const float scale = rsqrtf(block_sum(ss) / static_cast<float>(d) + eps);
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-    y[row * d + i] = __float2bfloat16(load(x + row * d + i) * scale * load(w + i));
+    y[row * d + i] = from_float<T>(load(x + row * d + i) * scale * load(w + i));
   }
 }
 
 // Rotate-half RoPE (Llama): pairs (i, i + H/2) of the first `heads` heads of each row.
-__global__ void rope_kernel(bf16* x, int64_t stride, int64_t heads, int64_t head_dim,
+template <typename T>
+__global__ void rope_kernel(T* x, int64_t stride, int64_t heads, int64_t head_dim,
                             const int64_t* positions, double theta) {
   const int64_t row = blockIdx.x;
   const int64_t half = head_dim / 2;
@@ -131,24 +159,25 @@ __global__ void rope_kernel(bf16* x, int64_t stride, int64_t heads, int64_t head
         pos * pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     double s, c;
     sincos(angle, &s, &c);
-    bf16* v = x + row * stride + h * head_dim;
+    T* v = x + row * stride + h * head_dim;
     const float a = load(v + i), b = load(v + i + half);
-    v[i] = __float2bfloat16(static_cast<float>(a * c - b * s));
-    v[i + half] = __float2bfloat16(static_cast<float>(a * s + b * c));
+    v[i] = from_float<T>(static_cast<float>(a * c - b * s));
+    v[i + half] = from_float<T>(static_cast<float>(a * s + b * c));
   }
 }
 
 // K and V of every new row into its sequence's block (layouts in backend.hpp).
-__global__ void kv_write_kernel(const bf16* qkv, int64_t stride, int64_t k_offset, int64_t kv_heads,
+template <typename T>
+__global__ void kv_write_kernel(const T* qkv, int64_t stride, int64_t k_offset, int64_t kv_heads,
                                 int64_t head_dim, int64_t sequences, const int64_t* row_offsets,
                                 const int64_t* past, const int32_t* tables, int64_t table_stride,
-                                int64_t block_size, bf16* k_cache, bf16* v_cache) {
+                                int64_t block_size, T* k_cache, T* v_cache) {
   const int64_t r = blockIdx.x;
   const int64_t s = sequence_of(row_offsets, sequences, r);
   const int64_t pos = past[s] + (r - row_offsets[s]);
   const int64_t block = tables[s * table_stride + pos / block_size];
   const int64_t offset = pos % block_size;
-  const bf16* row = qkv + r * stride + k_offset;
+  const T* row = qkv + r * stride + k_offset;
   for (int64_t j = threadIdx.x; j < kv_heads * head_dim; j += blockDim.x) {
     const int64_t g = j / head_dim, h = j % head_dim;
     const int64_t head = (block * kv_heads + g) * block_size * head_dim;
@@ -210,13 +239,14 @@ __device__ inline int64_t v_row_offset(const int32_t* tables, int64_t table_stri
 // Grid (splits, heads, decode rows); kDecodeWarps * 32 threads. decode_rows[i] is the row of
 // the i-th decode sequence decode_sequences[i]. partial: (rows, heads, splits, head_dim + 2)
 // floats (output, then maximum and sum), used when splits > 1; otherwise out directly.
-__global__ void decode_attention_kernel(const bf16* qkv, int64_t stride, int64_t heads,
+template <typename T>
+__global__ void decode_attention_kernel(const T* qkv, int64_t stride, int64_t heads,
                                         int64_t kv_heads, int64_t head_dim,
                                         const int64_t* decode_rows, const int64_t* decode_sequences,
                                         const int64_t* past, const int32_t* tables,
-                                        int64_t table_stride, int64_t block_size,
-                                        const bf16* k_cache, const bf16* v_cache,
-                                        int64_t split_keys, float* partial, bf16* out) {
+                                        int64_t table_stride, int64_t block_size, const T* k_cache,
+                                        const T* v_cache, int64_t split_keys, float* partial,
+                                        T* out) {
   __shared__ float q[kMaxHeadDim];
   __shared__ float warp_m[kDecodeWarps], warp_l[kDecodeWarps];
   __shared__ float warp_acc[kDecodeWarps][kMaxHeadDim];
@@ -236,7 +266,7 @@ __global__ void decode_attention_kernel(const bf16* qkv, int64_t stride, int64_t
   float m = -INFINITY, l = 0, acc[kDims];
   for (int c = 0; c < kDims; ++c) acc[c] = 0;
   for (int64_t p0 = begin + 8 * warp; p0 < end; p0 += 8 * kDecodeWarps) {
-    const bf16* kg =
+    const T* kg =
         k_cache + k_group_offset(tables, table_stride, block_size, kv_heads, head_dim, s, g, p0);
     // Element e of the group is dimension e / 8 of position e % 8; lane reads e = lane + 32 t,
     // so it always holds position lane % 8 and sums dimensions lane / 8 + 4 t.
@@ -260,8 +290,8 @@ __global__ void decode_attention_kernel(const bf16* qkv, int64_t stride, int64_t
     for (int jj = 0; jj < 8; ++jj) {
       const float pj = __shfl_sync(kFullMask, p, jj);  // lane jj holds position jj
       if (jj >= valid) break;
-      const bf16* v = v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim,
-                                             s, g, p0 + jj);
+      const T* v = v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim, s,
+                                          g, p0 + jj);
       for (int c = 0; c < kDims; ++c) {
         const int64_t d = lane + 32 * c;
         if (d < head_dim) acc[c] += pj * load(v + d);
@@ -290,7 +320,7 @@ __global__ void decode_attention_kernel(const bf16* qkv, int64_t stride, int64_t
     float a = 0;
     for (int w = 0; w < kDecodeWarps; ++w) a += weight[w] * warp_acc[w][d];
     if (splits == 1) {
-      out[r * heads * head_dim + h * head_dim + d] = __float2bfloat16(a / block_l);
+      out[r * heads * head_dim + h * head_dim + d] = from_float<T>(a / block_l);
     } else {
       partial[((item * heads + h) * splits + split) * (head_dim + 2) + d] = a;
     }
@@ -303,8 +333,9 @@ __global__ void decode_attention_kernel(const bf16* qkv, int64_t stride, int64_t
 }
 
 // Grid (decode rows, heads): the ranges' outputs rescaled to the common maximum and summed.
+template <typename T>
 __global__ void decode_combine_kernel(const float* partial, int64_t heads, int64_t head_dim,
-                                      int64_t splits, const int64_t* decode_rows, bf16* out) {
+                                      int64_t splits, const int64_t* decode_rows, T* out) {
   const int64_t item = blockIdx.x, h = blockIdx.y;
   const float* base = partial + (item * heads + h) * splits * (head_dim + 2);
   float m = -INFINITY;
@@ -321,7 +352,7 @@ __global__ void decode_combine_kernel(const float* partial, int64_t heads, int64
       const float mi = base[i * (head_dim + 2) + head_dim];
       if (mi != -INFINITY) a += expf(mi - m) * base[i * (head_dim + 2) + d];
     }
-    out[r * heads * head_dim + h * head_dim + d] = __float2bfloat16(a / l);
+    out[r * heads * head_dim + h * head_dim + d] = from_float<T>(a / l);
   }
 }
 
@@ -331,16 +362,17 @@ __host__ __device__ constexpr int64_t prefill_shared_bytes(int64_t head_dim) {
   return kTileRows * head_dim * 4 + head_dim * kKeyStride * 2 + kTileKeys * head_dim * 2;
 }
 
-__global__ void prefill_attention_kernel(const bf16* qkv, int64_t stride, int64_t heads,
+template <typename T>
+__global__ void prefill_attention_kernel(const T* qkv, int64_t stride, int64_t heads,
                                          int64_t kv_heads, int64_t head_dim, const int64_t* tiles,
                                          const int64_t* row_offsets, const int64_t* past,
                                          const int32_t* tables, int64_t table_stride,
-                                         int64_t block_size, const bf16* k_cache,
-                                         const bf16* v_cache, bf16* out) {
+                                         int64_t block_size, const T* k_cache, const T* v_cache,
+                                         T* out) {
   extern __shared__ float shared[];
-  float* qs = shared;                                             // (kTileRows, head_dim)
-  bf16* kt = reinterpret_cast<bf16*>(qs + kTileRows * head_dim);  // (head_dim, kKeyStride)
-  bf16* vs = kt + head_dim * kKeyStride;                          // (kTileKeys, head_dim)
+  float* qs = shared;                                       // (kTileRows, head_dim)
+  T* kt = reinterpret_cast<T*>(qs + kTileRows * head_dim);  // (head_dim, kKeyStride)
+  T* vs = kt + head_dim * kKeyStride;                       // (kTileKeys, head_dim)
   const int64_t h = blockIdx.y;
   const int64_t s = tiles[3 * blockIdx.x], r0 = tiles[3 * blockIdx.x + 1];
   const int64_t rows = tiles[3 * blockIdx.x + 2];
@@ -370,17 +402,17 @@ __global__ void prefill_attention_kernel(const bf16* qkv, int64_t stride, int64_
     const int groups = static_cast<int>((count + 7) / 8);
     const int group_elements = 8 * static_cast<int>(head_dim);
     for (int group = 0; group < groups; ++group) {
-      const bf16* src = k_cache + k_group_offset(tables, table_stride, block_size, kv_heads,
-                                                 head_dim, s, g, k0 + 8 * group);
+      const T* src = k_cache + k_group_offset(tables, table_stride, block_size, kv_heads, head_dim,
+                                              s, g, k0 + 8 * group);
       for (int within = threadIdx.x; within < group_elements; within += blockDim.x) {
         const int i = within / 8, j = within % 8;
         kt[i * kKeyStride + 8 * group + j] =
-            8 * group + j < count ? src[within] : __float2bfloat16(0.0f);
+            8 * group + j < count ? src[within] : from_float<T>(0.0f);
       }
     }
     for (int t = 0; t < static_cast<int>(count); ++t) {
-      const bf16* src = v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim,
-                                               s, g, k0 + t);
+      const T* src = v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim, s,
+                                            g, k0 + t);
       for (int d = threadIdx.x; d < static_cast<int>(head_dim); d += blockDim.x) {
         vs[t * head_dim + d] = src[d];
       }
@@ -390,8 +422,8 @@ __global__ void prefill_attention_kernel(const bf16* qkv, int64_t stride, int64_
     float sc[kRows][2];
     for (int k = 0; k < kRows; ++k) sc[k][0] = sc[k][1] = 0;
     for (int64_t i = 0; i < head_dim; ++i) {
-      const float ka = __bfloat162float(kt[i * kKeyStride + lane]);
-      const float kb = __bfloat162float(kt[i * kKeyStride + lane + 32]);
+      const float ka = to_float(kt[i * kKeyStride + lane]);
+      const float kb = to_float(kt[i * kKeyStride + lane + 32]);
       for (int k = 0; k < kRows; ++k) {
         const float qv = qs[(warp * kRows + k) * head_dim + i];
         sc[k][0] += qv * ka;
@@ -424,7 +456,7 @@ __global__ void prefill_attention_kernel(const bf16* qkv, int64_t stride, int64_
       for (int c = 0; c < kDims; ++c) {
         const int64_t d = lane + 32 * c;
         if (d >= head_dim) break;
-        const float v = __bfloat162float(vs[t * head_dim + d]);
+        const float v = to_float(vs[t * head_dim + d]);
         for (int k = 0; k < kRows; ++k) acc[k][c] += pt[k] * v;
       }
     }
@@ -435,7 +467,7 @@ __global__ void prefill_attention_kernel(const bf16* qkv, int64_t stride, int64_
     for (int c = 0; c < kDims; ++c) {
       const int64_t d = lane + 32 * c;
       if (d < head_dim) {
-        out[(r0 + rr) * heads * head_dim + h * head_dim + d] = __float2bfloat16(acc[k][c] / l[k]);
+        out[(r0 + rr) * heads * head_dim + h * head_dim + d] = from_float<T>(acc[k][c] / l[k]);
       }
     }
   }
@@ -451,7 +483,9 @@ __global__ void prefill_attention_kernel(const bf16* qkv, int64_t stride, int64_
 // their bit patterns), then the k tokens at exactly t needed to reach top_p, in token order;
 // the token is the first, in token order, where the nucleus' running sum reaches
 // uniform * its sum (block-wide prefix sums over the chunks, then one walk per chunk).
-constexpr int kSampleThreads = 1024;
+// 512 threads with launch bounds: the kernel keeps many values live (about 100 registers
+// unbounded), and 1024 such threads would not fit a multiprocessor's register file.
+constexpr int kSampleThreads = 512;
 
 struct ArgMax {
   float value;
@@ -474,8 +508,10 @@ struct SumOp {
   __device__ int64_t operator()(int64_t a, int64_t b) const { return a + b; }
 };
 
-__global__ void sample_kernel(const bf16* logits, int64_t vocab, double temperature, double top_p,
-                              const double* uniforms, float* probabilities, int32_t* tokens) {
+template <typename T>
+__global__ void __launch_bounds__(kSampleThreads)
+    sample_kernel(const T* logits, int64_t vocab, double temperature, double top_p,
+                  const double* uniforms, float* probabilities, int32_t* tokens) {
   using ArgMaxReduce = cub::BlockReduce<ArgMax, kSampleThreads>;
   using DoubleReduce = cub::BlockReduce<double, kSampleThreads>;
   using IntReduce = cub::BlockReduce<int64_t, kSampleThreads>;
@@ -492,7 +528,7 @@ __global__ void sample_kernel(const bf16* logits, int64_t vocab, double temperat
   __shared__ double shared_double;
   __shared__ int64_t shared_int;
   const int64_t row = blockIdx.x;
-  const bf16* x = logits + row * vocab;
+  const T* x = logits + row * vocab;
   const int64_t chunk = (vocab + kSampleThreads - 1) / kSampleThreads;
   const int64_t begin = threadIdx.x * chunk;
   const int64_t end = begin + chunk < vocab ? begin + chunk : vocab;
@@ -615,29 +651,24 @@ __global__ void sample_kernel(const bf16* logits, int64_t vocab, double temperat
   }
 }
 
-__global__ void silu_mul_kernel(const bf16* gate, const bf16* up, int64_t n, bf16* out) {
+template <typename T>
+__global__ void silu_mul_kernel(const T* gate, const T* up, int64_t n, T* out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float g = load(gate + i);
-    out[i] = __float2bfloat16(g / (1.0f + expf(-g)) * load(up + i));
+    out[i] = from_float<T>(g / (1.0f + expf(-g)) * load(up + i));
   }
 }
 
-__global__ void add_kernel(const bf16* a, const bf16* b, int64_t n, bf16* out) {
+template <typename T>
+__global__ void add_kernel(const T* a, const T* b, int64_t n, T* out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    out[i] = __float2bfloat16(load(a + i) + load(b + i));
+    out[i] = from_float<T>(load(a + i) + load(b + i));
   }
 }
 
 // ---- the backend ----
-
-bf16* B(float* p) {
-  return reinterpret_cast<bf16*>(p);
-}
-const bf16* B(const float* p) {
-  return reinterpret_cast<const bf16*>(p);
-}
 
 // Device copies of host metadata arrays (tokens, positions, row offsets, cached lengths, block
 // tables), grown on demand. An array equal to the one its slot already holds is not copied
@@ -680,6 +711,7 @@ class DeviceArrays {
   std::map<int, Slot> slots_;
 };
 
+template <typename T>
 class CudaBackend final : public Backend {
  public:
   CudaBackend() {
@@ -701,14 +733,14 @@ class CudaBackend final : public Backend {
              static_cast<int64_t>(prop.l2CacheSize)};
     sm_count_ = prop.multiProcessorCount;
     // Prompt tiles with head_dim 256 need more than the default 48 KiB of shared memory.
-    STREAMSPARK_CUDA_CHECK(
-        cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(prefill_shared_bytes(kMaxHeadDim))));
+    STREAMSPARK_CUDA_CHECK(cudaFuncSetAttribute(
+        prefill_attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(prefill_shared_bytes(kMaxHeadDim))));
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
     abort_graph();
-    for (auto& g : graphs_) g->release();
+    for (auto& [id, g] : graphs_) g->release();
     for (auto& [key, plan] : plans_) plan.destroy();
     for (float* p : allocations_) cudaFree(p);
     cudaFree(scratch_);
@@ -721,7 +753,7 @@ class CudaBackend final : public Backend {
   }
 
   std::string name() const override { return "cuda"; }
-  std::string dtype() const override { return "bf16"; }
+  std::string dtype() const override { return std::is_same_v<T, __half> ? "fp16" : "bf16"; }
   int64_t element_bytes() const override { return 2; }
   DeviceInfo device_info() const override { return info_; }
   int64_t available_bytes() const override {
@@ -731,7 +763,7 @@ class CudaBackend final : public Backend {
   }
 
   float* allocate(int64_t count) override {
-    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(bf16);
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
     if (static_cast<int64_t>(bytes) > available_bytes()) {
       throw DeviceError("cannot allocate " + std::to_string(bytes) +
                         " bytes on the GPU: " + std::to_string(available_bytes()) + " are free");
@@ -746,24 +778,24 @@ class CudaBackend final : public Backend {
     if (allocations_.erase(p)) STREAMSPARK_CUDA_CHECK(cudaFree(p));
   }
   void upload(float* device, const float* host, int64_t count) override {
-    std::vector<bf16> staged(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) staged[static_cast<size_t>(i)] = __float2bfloat16(host[i]);
+    std::vector<T> staged(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) staged[static_cast<size_t>(i)] = from_float<T>(host[i]);
     STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(device, staged.data(),
-                                           static_cast<size_t>(count) * sizeof(bf16),
+                                           static_cast<size_t>(count) * sizeof(T),
                                            cudaMemcpyHostToDevice, stream_));
     STREAMSPARK_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `staged` goes out of scope
   }
   void download(float* host, const float* device, int64_t count) override {
-    std::vector<bf16> staged(static_cast<size_t>(count));
+    std::vector<T> staged(static_cast<size_t>(count));
     STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(staged.data(), device,
-                                           static_cast<size_t>(count) * sizeof(bf16),
+                                           static_cast<size_t>(count) * sizeof(T),
                                            cudaMemcpyDeviceToHost, stream_));
     STREAMSPARK_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (int64_t i = 0; i < count; ++i) host[i] = __bfloat162float(staged[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < count; ++i) host[i] = to_float(staged[static_cast<size_t>(i)]);
   }
   void synchronize() override { STREAMSPARK_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
   void copy(float* dst, const float* src, int64_t count) override {
-    STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(count) * sizeof(bf16),
+    STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(count) * sizeof(T),
                                            cudaMemcpyDeviceToDevice, stream_));
   }
 
@@ -788,8 +820,9 @@ class CudaBackend final : public Backend {
       abort_graph();
       fail(__FILE__, __LINE__, std::string("cudaGraphInstantiate: ") + cudaGetErrorString(made));
     }
-    graphs_.push_back(std::move(capture_));
-    return static_cast<int64_t>(graphs_.size()) - 1;
+    const int64_t id = next_graph_id_++;
+    graphs_.emplace(id, std::move(capture_));
+    return id;
   }
   void abort_graph() override {
     if (!capture_) return;
@@ -805,10 +838,9 @@ class CudaBackend final : public Backend {
     cudaGetLastError();  // the failed capture's error is reported by the caller
   }
   void replay_graph(int64_t id) override {
-    if (id < 0 || id >= static_cast<int64_t>(graphs_.size())) {
-      fail(__FILE__, __LINE__, "replay_graph: no such graph");
-    }
-    Graph& g = *graphs_[static_cast<size_t>(id)];
+    const auto found = graphs_.find(id);
+    if (found == graphs_.end()) fail(__FILE__, __LINE__, "replay_graph: no such graph");
+    Graph& g = *found->second;
     for (const GraphInput& in : g.inputs) {
       if (in.bytes == 0) continue;
       STREAMSPARK_CUDA_CHECK(
@@ -816,10 +848,12 @@ class CudaBackend final : public Backend {
     }
     STREAMSPARK_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
   }
-  void drop_graphs() override {
+  void drop_graph(int64_t id) override {
+    const auto found = graphs_.find(id);
+    if (found == graphs_.end()) return;
     STREAMSPARK_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (auto& g : graphs_) g->release();
-    graphs_.clear();
+    found->second->release();
+    graphs_.erase(found);
   }
 
   int64_t mark() override {
@@ -851,14 +885,15 @@ class CudaBackend final : public Backend {
                  float* out) override {
     if (n == 0) return;
     const int32_t* t = device_array(0, tokens, n);
-    embedding_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream_>>>(B(table), t, d, B(out));
+    embedding_kernel<T><<<static_cast<unsigned>(n), kThreads, 0, stream_>>>(D(table), t, d, D(out));
     STREAMSPARK_LAUNCH_CHECK();
   }
 
   void rmsnorm(const float* x, const float* w, int64_t rows, int64_t d, float eps,
                float* y) override {
     if (rows == 0) return;
-    rmsnorm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(B(x), B(w), d, eps, B(y));
+    rmsnorm_kernel<T>
+        <<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(D(x), D(w), d, eps, D(y));
     STREAMSPARK_LAUNCH_CHECK();
   }
 
@@ -867,7 +902,7 @@ class CudaBackend final : public Backend {
   // product is, column-major, Y^T (n x m) = W (n x k) X^T (k x m): A = the memory of W seen
   // as column-major k x n (leading dimension k) with op T, B = the memory of X seen as
   // column-major k x m (leading dimension k) with op N, C = D = the memory of Y as
-  // column-major n x m (leading dimension n). bf16 in and out, fp32 compute and scale.
+  // column-major n x m (leading dimension n). T in and out, fp32 compute and scale.
   void linear(const float* x, const float* w, int64_t m, int64_t n, int64_t k, float* y) override {
     if (m == 0) return;
     for (const void* p :
@@ -887,8 +922,8 @@ class CudaBackend final : public Backend {
             const int64_t* positions, float theta) override {
     if (rows == 0) return;
     const int64_t* pos = device_array(1, positions, rows);
-    rope_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(B(x), stride, heads,
-                                                                       head_dim, pos, theta);
+    rope_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(D(x), stride, heads,
+                                                                          head_dim, pos, theta);
     STREAMSPARK_LAUNCH_CHECK();
   }
 
@@ -897,9 +932,9 @@ class CudaBackend final : public Backend {
     const Metadata m = metadata(batch, cache);
     const int64_t rows = batch.row_offsets[batch.sequences];
     if (rows == 0) return;
-    kv_write_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
-        B(qkv), stride, k_offset, kv_heads, head_dim, batch.sequences, m.row_offsets, m.past,
-        m.tables, cache.table_stride, cache.block_size, B(cache.k), B(cache.v));
+    kv_write_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
+        D(qkv), stride, k_offset, kv_heads, head_dim, batch.sequences, m.row_offsets, m.past,
+        m.tables, cache.table_stride, cache.block_size, D(cache.k), D(cache.v));
     STREAMSPARK_LAUNCH_CHECK();
   }
 
@@ -952,15 +987,15 @@ class CudaBackend final : public Backend {
       const int64_t* sequences = device_array(6, decode_sequences_.data(), decode_count, true);
       const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(heads),
                       static_cast<unsigned>(decode_count));
-      decode_attention_kernel<<<grid, kDecodeWarps * 32, 0, stream_>>>(
-          B(qkv), stride, heads, kv_heads, head_dim, rows, sequences, m.past, m.tables,
-          cache.table_stride, cache.block_size, B(cache.k), B(cache.v), split_keys, partial,
-          B(out));
+      decode_attention_kernel<T><<<grid, kDecodeWarps * 32, 0, stream_>>>(
+          D(qkv), stride, heads, kv_heads, head_dim, rows, sequences, m.past, m.tables,
+          cache.table_stride, cache.block_size, D(cache.k), D(cache.v), split_keys, partial,
+          D(out));
       STREAMSPARK_LAUNCH_CHECK();
       if (splits > 1) {
         const dim3 combine(static_cast<unsigned>(decode_count), static_cast<unsigned>(heads));
-        decode_combine_kernel<<<combine, 128, 0, stream_>>>(partial, heads, head_dim, splits, rows,
-                                                            B(out));
+        decode_combine_kernel<T>
+            <<<combine, 128, 0, stream_>>>(partial, heads, head_dim, splits, rows, D(out));
         STREAMSPARK_LAUNCH_CHECK();
       }
     }
@@ -968,10 +1003,10 @@ class CudaBackend final : public Backend {
       const int64_t tile_count = static_cast<int64_t>(tiles_.size()) / 3;
       const int64_t* tiles = device_array(7, tiles_.data(), 3 * tile_count, true);
       const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(heads));
-      prefill_attention_kernel<<<grid, kTileWarps * 32,
-                                 static_cast<size_t>(prefill_shared_bytes(head_dim)), stream_>>>(
-          B(qkv), stride, heads, kv_heads, head_dim, tiles, m.row_offsets, m.past, m.tables,
-          cache.table_stride, cache.block_size, B(cache.k), B(cache.v), B(out));
+      prefill_attention_kernel<T>
+          <<<grid, kTileWarps * 32, static_cast<size_t>(prefill_shared_bytes(head_dim)), stream_>>>(
+              D(qkv), stride, heads, kv_heads, head_dim, tiles, m.row_offsets, m.past, m.tables,
+              cache.table_stride, cache.block_size, D(cache.k), D(cache.v), D(out));
       STREAMSPARK_LAUNCH_CHECK();
     }
   }
@@ -988,8 +1023,8 @@ class CudaBackend final : public Backend {
       STREAMSPARK_CUDA_CHECK(cudaMalloc(&sampled_, static_cast<size_t>(rows) * sizeof(int32_t)));
       sampled_capacity_ = rows;
     }
-    sample_kernel<<<static_cast<unsigned>(rows), kSampleThreads, 0, stream_>>>(
-        B(logits), vocab, temperature, top_p, u, probabilities, sampled_);
+    sample_kernel<T><<<static_cast<unsigned>(rows), kSampleThreads, 0, stream_>>>(
+        D(logits), vocab, temperature, top_p, u, probabilities, sampled_);
     STREAMSPARK_LAUNCH_CHECK();
     STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(tokens, sampled_,
                                            static_cast<size_t>(rows) * sizeof(int32_t),
@@ -999,17 +1034,20 @@ class CudaBackend final : public Backend {
 
   void silu_mul(const float* gate, const float* up, int64_t n, float* out) override {
     if (n == 0) return;
-    silu_mul_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(B(gate), B(up), n, B(out));
+    silu_mul_kernel<T><<<blocks_for(n), kThreads, 0, stream_>>>(D(gate), D(up), n, D(out));
     STREAMSPARK_LAUNCH_CHECK();
   }
 
   void add(const float* a, const float* b, int64_t n, float* out) override {
     if (n == 0) return;
-    add_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(B(a), B(b), n, B(out));
+    add_kernel<T><<<blocks_for(n), kThreads, 0, stream_>>>(D(a), D(b), n, D(out));
     STREAMSPARK_LAUNCH_CHECK();
   }
 
  private:
+  static T* D(float* p) { return reinterpret_cast<T*>(p); }
+  static const T* D(const float* p) { return reinterpret_cast<const T*>(p); }
+
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
   struct Metadata {
@@ -1048,9 +1086,9 @@ class CudaBackend final : public Backend {
     STREAMSPARK_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
     const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_16BF, u(k), u(n), k));
-    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_16BF, u(k), u(m), k));
-    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_16BF, u(n), u(m), n));
+    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, kCudaType<T>, u(k), u(n), k));
+    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, kCudaType<T>, u(k), u(m), k));
+    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, kCudaType<T>, u(n), u(m), n));
     cublasLtMatmulPreference_t preference = nullptr;
     STREAMSPARK_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const size_t workspace = kWorkspaceBytes;
@@ -1083,6 +1121,7 @@ class CudaBackend final : public Backend {
     const void* host;
     void* device;
     size_t bytes;
+    bool own;  // a snapshot of the backend's own list (constant over replays)
   };
   struct Graph {
     cudaGraphExec_t exec = nullptr;
@@ -1098,31 +1137,40 @@ class CudaBackend final : public Backend {
   };
 
   // `count` elements of device memory owned by the pass being captured.
-  template <typename T>
-  T* graph_buffer(int64_t count) {
+  template <typename E>
+  E* graph_buffer(int64_t count) {
     void* p = nullptr;
     STREAMSPARK_CUDA_CHECK(
-        cudaMalloc(&p, std::max<size_t>(static_cast<size_t>(count) * sizeof(T), 1)));
+        cudaMalloc(&p, std::max<size_t>(static_cast<size_t>(count) * sizeof(E), 1)));
     capture_->buffers.push_back(p);
-    return static_cast<T*>(p);
+    return static_cast<E*>(p);
   }
 
   // The device copy of a host array for a kernel. Outside a capture: the shared slots (copied
   // when the contents change). While capturing: a device array of the pass, filled from the
   // host array's address before each replay; `own` arrays (the backend's per-call lists,
   // which later calls overwrite) are recorded as a snapshot of their current contents.
-  template <typename T>
-  const T* device_array(int slot, const T* host, int64_t count, bool own = false) {
+  template <typename E>
+  const E* device_array(int slot, const E* host, int64_t count, bool own = false) {
     if (!capture_) return arrays_.put(slot, host, count, stream_);
-    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 0)) * sizeof(T);
-    T* device = graph_buffer<T>(count);
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 0)) * sizeof(E);
+    const auto* raw = reinterpret_cast<const char*>(host);
+    // Every layer passes the same arrays: one device copy each (the caller's arrays by
+    // address, the backend's own lists by contents), so a replay copies each once.
+    for (size_t i = 0; i < capture_->inputs.size(); ++i) {
+      const GraphInput& in = capture_->inputs[i];
+      if (in.bytes != bytes || in.own != own) continue;
+      if (own ? std::memcmp(in.host, raw, bytes) == 0 : in.host == host) {
+        return static_cast<const E*>(in.device);
+      }
+    }
+    E* device = graph_buffer<E>(count);
     const void* source = host;
     if (own) {
-      const auto* raw = reinterpret_cast<const char*>(host);
       capture_->snapshots.emplace_back(raw, raw + bytes);
       source = capture_->snapshots.back().data();
     }
-    capture_->inputs.push_back({source, device, bytes});
+    capture_->inputs.push_back({source, device, bytes, own});
     return device;
   }
 
@@ -1148,9 +1196,10 @@ class CudaBackend final : public Backend {
   size_t scratch_bytes_ = 0;
   int32_t* sampled_ = nullptr;  // the sampler's tokens
   int64_t sampled_capacity_ = 0;
-  std::vector<cudaEvent_t> events_;  // timing marks, reused after clear_marks()
-  std::unique_ptr<Graph> capture_;   // the pass being captured
-  std::vector<std::unique_ptr<Graph>> graphs_;
+  std::vector<cudaEvent_t> events_;                   // timing marks, reused after clear_marks()
+  std::unique_ptr<Graph> capture_;                    // the pass being captured
+  std::map<int64_t, std::unique_ptr<Graph>> graphs_;  // by id, never reused
+  int64_t next_graph_id_ = 0;
   size_t marks_used_ = 0;
   void* flush_buffer_ = nullptr;
   int flush_value_ = 0;
@@ -1165,8 +1214,10 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend() {
-  return std::make_unique<CudaBackend>();
+std::unique_ptr<Backend> make_cuda_backend(const std::string& dtype) {
+  if (dtype == "bf16") return std::make_unique<CudaBackend<__nv_bfloat16>>();
+  if (dtype == "fp16") return std::make_unique<CudaBackend<__half>>();
+  throw std::invalid_argument("the CUDA backend stores bf16 or fp16, not '" + dtype + "'");
 }
 
 }  // namespace streamspark::runtime

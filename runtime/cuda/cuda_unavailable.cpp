@@ -3,7 +3,7 @@
 
 namespace streamspark::runtime {
 
-std::unique_ptr<Backend> make_cuda_backend() {
+std::unique_ptr<Backend> make_cuda_backend(const std::string& /*dtype*/) {
   throw DeviceError(
       "this build has no CUDA backend (configure with the CUDA toolkit's nvcc on PATH, or "
       "-DSTREAMSPARK_CUDA=ON)");

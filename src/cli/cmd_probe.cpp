@@ -30,7 +30,8 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
       "probe",
       "Measure this machine (bandwidth per working set, GEMM FLOP/s, kernel overhead, "
       "per-class efficiencies) and write a hardware file");
-  app->add_option("--backend", o->backend, "cpu or cuda (cuda: not yet run on a GPU)")
+  app->add_option("--backend", o->backend,
+                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
       ->capture_default_str();
   app->add_option("--output,-o", o->output, "hardware YAML to write (atomically); - for stdout")
       ->capture_default_str();

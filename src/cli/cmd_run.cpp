@@ -130,7 +130,8 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
   CLI::App* app = root.add_subcommand(
       "run", "Run a workload on the reference runtime (seeded random weights) and measure it");
   app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path")->required();
-  app->add_option("--backend", o->backend, "cpu or cuda (bf16; not yet run on a GPU)")
+  app->add_option("--backend", o->backend,
+                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
       ->capture_default_str();
   app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
   app->add_option("--batch,-b", o->batch, "sequences")->capture_default_str();

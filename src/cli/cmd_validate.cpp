@@ -226,7 +226,8 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--hardware,-H", o->hardware,
                   "this machine's hardware file (from `streamspark probe`)")
       ->required();
-  app->add_option("--backend", o->backend, "cpu or cuda (bf16; not yet run on a GPU)")
+  app->add_option("--backend", o->backend,
+                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
       ->capture_default_str();
   app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
   app->add_option("--batch,-b", o->batch, "batch sizes: list or range")->capture_default_str();

@@ -147,22 +147,38 @@ std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
   }
 }
 
-std::unique_ptr<runtime::Backend> make_backend(const std::string& name,
+std::unique_ptr<runtime::Backend> make_backend(const std::string& spec,
                                                const std::string& threads) {
-  if (name == "cpu") return runtime::make_cpu_backend(resolve_threads(threads));
+  // NAME or NAME:DTYPE (cpu: fp32 only; cuda: bf16, the default, or fp16).
+  const size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string dtype = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (name == "cpu") {
+    if (!dtype.empty() && dtype != "fp32") {
+      throw UsageError(fmt::format("--backend: the cpu backend computes in fp32, not '{}'", dtype));
+    }
+    return runtime::make_cpu_backend(resolve_threads(threads));
+  }
   if (name == "cuda") {
+    if (!dtype.empty() && dtype != "bf16" && dtype != "fp16") {
+      throw UsageError(
+          fmt::format("--backend: the cuda backend stores bf16 or fp16, not '{}'", dtype));
+    }
     try {
-      return runtime::make_cuda_backend();
+      return runtime::make_cuda_backend(dtype.empty() ? "bf16" : dtype);
     } catch (const runtime::DeviceError& e) {
       throw RuntimeFailure(std::string("--backend cuda: ") + e.what());
     }
   }
-  throw UsageError(fmt::format("--backend: unknown backend '{}'; expected cpu or cuda", name));
+  throw UsageError(fmt::format(
+      "--backend: unknown backend '{}'; expected cpu, cuda, cuda:bf16 or cuda:fp16", spec));
 }
 
 engine::Precision backend_precision(const runtime::Backend& backend) {
-  return engine::Precision::uniform(backend.dtype() == "bf16" ? engine::DType::bf16
-                                                              : engine::DType::fp32);
+  const std::string d = backend.dtype();
+  return engine::Precision::uniform(d == "bf16"   ? engine::DType::bf16
+                                    : d == "fp16" ? engine::DType::fp16
+                                                  : engine::DType::fp32);
 }
 
 void check_fits_in_memory(const engine::Model& model, const engine::Workload& w,

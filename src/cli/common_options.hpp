@@ -64,14 +64,14 @@ class RuntimeFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The runtime backend by name ("cpu"); "cuda" is refused until that backend exists.
+// The runtime backend from NAME[:DTYPE]: "cpu" (fp32), "cuda" or "cuda:bf16", "cuda:fp16".
 std::unique_ptr<runtime::Backend> make_backend(const std::string& name, const std::string& threads);
 
 // Refuses (RuntimeFailure) a workload whose memory estimate, in the backend's storage format,
 // exceeds the memory the backend can still allocate.
 void check_fits_in_memory(const engine::Model& model, const engine::Workload& w,
                           const runtime::Backend& backend);
-// The engine's precision for what a backend stores (fp32 or bf16 throughout).
+// The engine's precision for what a backend stores (fp32, bf16 or fp16 throughout).
 engine::Precision backend_precision(const runtime::Backend& backend);
 
 // An Analyzer; a model/device/format combination it refuses becomes a UsageError naming the

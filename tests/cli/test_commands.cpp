@@ -348,6 +348,7 @@ TEST_CASE("run measures a workload on the CPU runtime") {
   bool has_qkv = false;
   for (const auto& op : j["ops"]) has_qkv = has_qkv || op["name"] == "qkv_proj";
   CHECK(has_qkv);
+  CHECK(j["graphs"] == false);  // the CPU backend launches kernel by kernel
   // Same seed, same tokens (greedy here; sampling is covered by the runtime tests).
   const Run again = run("run -m tiny-test -b 2 -p 16 -g 4 --format json");
   REQUIRE(again.exit_code == 0);
@@ -362,10 +363,17 @@ TEST_CASE("the runtime refuses what it cannot run: exit 3 for the machine, 2 for
     CHECK(cuda.exit_code == 3);
     CHECK(cuda.err.find("--backend cuda: ") != std::string::npos);
   }
-  if (cuda.exit_code == 3) {  // no GPU here: probing one fails the same way
+  if (cuda.exit_code == 3) {  // no GPU here: probing one fails the same way, and fp16 too
     const Run probe_gpu = run("probe --backend cuda --quick -q -o /dev/null");
     CHECK(probe_gpu.exit_code == 3);
+    CHECK(run("run -m tiny-test -p 8 -g 2 --backend cuda:fp16").exit_code == 3);
   }
+  // Storage formats a backend does not have are usage errors.
+  const Run cpu_bf16 = run("run -m tiny-test -p 8 -g 2 --backend cpu:bf16");
+  CHECK(cpu_bf16.exit_code == 2);
+  CHECK(cpu_bf16.err.find("computes in fp32") != std::string::npos);
+  CHECK(run("run -m tiny-test -p 8 -g 2 --backend cuda:fp8").exit_code == 2);
+  CHECK(run("run -m tiny-test -p 8 -g 2 --backend tpu").exit_code == 2);
   // 10^6 sequences of 2048 tokens need terabytes of KV cache: refused before allocating.
   const Run huge = run("run -m tiny-test -b 1000000 -p 2048 -g 1");
   CHECK(huge.exit_code == 3);

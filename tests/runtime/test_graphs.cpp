@@ -69,8 +69,8 @@ class RecordingBackend final : public rt::Backend {
     ++replays;
     for (auto& kernel : graphs_.at(static_cast<size_t>(id))) kernel();
   }
-  void drop_graphs() override {
-    graphs_.clear();
+  void drop_graph(int64_t id) override {
+    graphs_.at(static_cast<size_t>(id)).clear();  // ids stay unique: the slot stays
     ++drops;
   }
 

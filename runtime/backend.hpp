@@ -92,6 +92,15 @@ class Backend {
   // cache level that holds it between steps, which is the state to measure.
   virtual void flush_caches() = 0;
 
+  // ---- the probe's extra measurements ----
+  // Seconds per call of a matrix product (m, n) = (m, k) x (n, k)^T with inputs in `dtype`, a
+  // format the backend does not store but its device multiplies ("fp8_e4m3" on GPUs that have
+  // it), on random data; 0 when there is no such product here.
+  virtual double time_gemm_in(const std::string& /*dtype*/, int64_t /*m*/, int64_t /*n*/,
+                              int64_t /*k*/, double /*min_time*/) {
+    return 0;
+  }
+
   // ---- graphs ----
   // Whether the backend can capture a pass and replay it (CUDA graphs). Between begin_graph()
   // and end_graph() the kernels are recorded, not run, and every host array passed to them

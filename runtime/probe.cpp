@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/ops.hpp"
 #include "runtime/sampling.hpp"
@@ -547,6 +548,27 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
   hw.peak_flops[static_cast<int>(dtype == "bf16"   ? engine::PeakClass::bf16
                                  : dtype == "fp16" ? engine::PeakClass::fp16
                                                    : engine::PeakClass::fp32)] = peak;
+
+  // ---- fp8 matrix products (where the device has them): the fp8 peak ----
+  {
+    double fp8 = 0;
+    const std::vector<int64_t> squares =
+        quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{4096, 8192};
+    for (const int64_t side : squares) {
+      const double t = backend.time_gemm_in("fp8_e4m3", side, side, side, min_time);
+      if (t > 0) fp8 = std::max(fp8, 2.0 * static_cast<double>(side * side * side) / t);
+    }
+    if (fp8 > 0) {
+      say("fp8 (E4M3) GEMM peak measured");
+      hw.peak_flops[static_cast<int>(engine::PeakClass::fp8)] = fp8;
+      hw.provenance.push_back(
+          {"fp8", fmt::format("cuBLASLt E4M3 x E4M3 -> bf16 products of random data, square "
+                              "sides {}; the fastest",
+                              fmt::join(squares, ", "))});
+    } else {
+      say("no fp8 matrix products on this device: fp8 peak not measured");
+    }
+  }
 
   // ---- per-kernel overhead ----
   say("per-kernel overhead");

@@ -732,6 +732,7 @@ class CudaBackend final : public Backend {
     info_ = {prop.name, static_cast<int64_t>(prop.totalGlobalMem),
              static_cast<int64_t>(prop.l2CacheSize)};
     sm_count_ = prop.multiProcessorCount;
+    compute_capability_ = 10 * prop.major + prop.minor;
     // Prompt tiles with head_dim 256 need more than the default 48 KiB of shared memory.
     STREAMSPARK_CUDA_CHECK(cudaFuncSetAttribute(
         prefill_attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -797,6 +798,57 @@ class CudaBackend final : public Backend {
   void copy(float* dst, const float* src, int64_t count) override {
     STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(count) * sizeof(T),
                                            cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  double time_gemm_in(const std::string& dtype, int64_t m, int64_t n, int64_t k,
+                      double min_time) override {
+    // fp8 E4M3 inputs (Ada and Hopper, compute capability 8.9 and up), bf16 output, fp32
+    // accumulation: the "TN" layout cuBLASLt requires for fp8 is linear()'s mapping.
+    if (dtype != "fp8_e4m3" || compute_capability_ < 89 || k % 16 != 0) return 0;
+    Plan& plan = plan_for(m, n, k, CUDA_R_8F_E4M3, CUDA_R_16BF);
+    if (!plan.has_algo) return 0;
+    // Random finite E4M3 values (exponent and mantissa bits below the all-ones NaN pattern).
+    const auto random_bytes = [](int64_t count, uint32_t seed) {
+      std::vector<uint8_t> host(static_cast<size_t>(count));
+      for (uint8_t& b : host) {
+        seed = seed * 1664525u + 1013904223u;
+        b = static_cast<uint8_t>(((seed >> 24) & 0x80u) | ((seed >> 16) % 0x7eu));
+      }
+      void* device = nullptr;
+      STREAMSPARK_CUDA_CHECK(cudaMalloc(&device, host.size()));
+      STREAMSPARK_CUDA_CHECK(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice));
+      return device;
+    };
+    void* w = random_bytes(n * k, 1);
+    void* x = random_bytes(m * k, 2);
+    void* y = nullptr;
+    STREAMSPARK_CUDA_CHECK(cudaMalloc(&y, static_cast<size_t>(m * n) * 2));
+    const float alpha = 1.0f, beta = 0.0f;
+    const auto call = [&] {
+      STREAMSPARK_CUBLAS_CHECK(cublasLtMatmul(lt_, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y,
+                                              plan.c, y, plan.c, &plan.algo, workspace_,
+                                              kWorkspaceBytes, stream_));
+    };
+    // Calls batched to at least min_time between two events, after a warm-up call.
+    call();
+    cudaEvent_t start = nullptr, stop = nullptr;
+    STREAMSPARK_CUDA_CHECK(cudaEventCreate(&start));
+    STREAMSPARK_CUDA_CHECK(cudaEventCreate(&stop));
+    double seconds = 0;
+    for (int64_t calls = 1;; calls *= 2) {
+      STREAMSPARK_CUDA_CHECK(cudaEventRecord(start, stream_));
+      for (int64_t i = 0; i < calls; ++i) call();
+      STREAMSPARK_CUDA_CHECK(cudaEventRecord(stop, stream_));
+      STREAMSPARK_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      STREAMSPARK_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      seconds = static_cast<double>(ms) * 1e-3 / static_cast<double>(calls);
+      if (static_cast<double>(ms) * 1e-3 >= min_time || calls >= (int64_t{1} << 16)) break;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    for (void* p : {w, x, y}) STREAMSPARK_CUDA_CHECK(cudaFree(p));
+    return seconds;
   }
 
   bool supports_graphs() const override { return true; }
@@ -1074,8 +1126,11 @@ class CudaBackend final : public Backend {
       if (op) cublasLtMatmulDescDestroy(op);
     }
   };
-  Plan& plan_for(int64_t m, int64_t n, int64_t k) {
-    const auto key = std::make_tuple(m, n, k);
+  // Inputs (A, B) of `in` and output (C, D) of `out` elements; the backend's own format by
+  // default.
+  Plan& plan_for(int64_t m, int64_t n, int64_t k, cudaDataType_t in = kCudaType<T>,
+                 cudaDataType_t out = kCudaType<T>) {
+    const auto key = std::make_tuple(m, n, k, static_cast<int>(in), static_cast<int>(out));
     const auto found = plans_.find(key);
     if (found != plans_.end()) return found->second;
     Plan plan;
@@ -1086,9 +1141,9 @@ class CudaBackend final : public Backend {
     STREAMSPARK_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
     const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, kCudaType<T>, u(k), u(n), k));
-    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, kCudaType<T>, u(k), u(m), k));
-    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, kCudaType<T>, u(n), u(m), n));
+    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, in, u(k), u(n), k));
+    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, in, u(k), u(m), k));
+    STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, out, u(n), u(m), n));
     cublasLtMatmulPreference_t preference = nullptr;
     STREAMSPARK_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const size_t workspace = kWorkspaceBytes;
@@ -1192,6 +1247,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   int64_t sm_count_ = 1;
+  int compute_capability_ = 0;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   int32_t* sampled_ = nullptr;  // the sampler's tokens
@@ -1208,7 +1264,7 @@ class CudaBackend final : public Backend {
   void* workspace_ = nullptr;
   DeviceInfo info_;
   std::unordered_set<float*> allocations_;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, Plan> plans_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, int>, Plan> plans_;
   DeviceArrays arrays_;
 };
 

@@ -194,7 +194,13 @@ void Decoder::load(const DecoderWeights& weights, int64_t blocks) {
 }
 
 Decoder::~Decoder() {
-  if (graph_) backend_.drop_graph(graph_->id);
+  if (graph_) {
+    try {
+      backend_.drop_graph(graph_->id);
+    } catch (const DeviceError&) {
+      // A device that failed: its graphs go with the backend.
+    }
+  }
   for (float* p :
        {x_, h_, qkv_, attn_, y_, gate_, up_, act_, last_, logits_, final_norm_, embedding_}) {
     if (p) backend_.release(p);

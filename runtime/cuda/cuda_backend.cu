@@ -474,8 +474,8 @@ __global__ void prefill_attention_kernel(const T* qkv, int64_t stride, int64_t h
 }
 
 // ---- sampling ----
-// One block per row, each thread a contiguous chunk of the vocabulary; the rule is
-// sample_row's (runtime/sampling.hpp), step by step:
+// One block per row (strided passes, then contiguous chunks per thread for the prefix sums and
+// the walk); the rule is sample_row's (runtime/sampling.hpp), step by step:
 // greedy: the largest logit, the first index among equal ones.
 // nucleus: p_i = exp((logit_i - max) / temperature) (double, kept as float, into
 // `probabilities`); the nucleus' smallest probability t is the largest value with
@@ -551,8 +551,10 @@ __global__ void __launch_bounds__(kSampleThreads)
     return result;
   };
 
+  // Passes whose order does not matter stride over the row (coalesced); the prefix sums and
+  // the walk need each thread's contiguous chunk.
   ArgMax best{-INFINITY, INT64_MAX};
-  for (int64_t i = begin; i < end; ++i) {
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
     const float v = load(x + i);
     if (v > best.value) best = {v, i};
   }
@@ -568,7 +570,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   float* p = probabilities + row * vocab;
   double mass = 0;
-  for (int64_t i = begin; i < end; ++i) {
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
     p[i] = static_cast<float>(exp(static_cast<double>(load(x + i) - greedy.value) / temperature));
     mass += p[i];
   }
@@ -579,7 +581,7 @@ __global__ void __launch_bounds__(kSampleThreads)
     const uint32_t mid = lo + (hi - lo + 1) / 2;
     const float t = __uint_as_float(mid);
     double above = 0;
-    for (int64_t i = begin; i < end; ++i) above += p[i] >= t ? p[i] : 0.0;
+    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) above += p[i] >= t ? p[i] : 0.0;
     if (sum(above) >= target) {
       lo = mid;
     } else {
@@ -589,14 +591,13 @@ __global__ void __launch_bounds__(kSampleThreads)
   const float threshold = __uint_as_float(lo);
   double above = 0;
   int64_t above_count = 0, ties = 0;
-  for (int64_t i = begin; i < end; ++i) {
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
     if (p[i] > threshold) {
       above += p[i];
       ++above_count;
-    } else if (p[i] == threshold) {
-      ++ties;
     }
   }
+  for (int64_t i = begin; i < end; ++i) ties += p[i] == threshold ? 1 : 0;
   const double mass_above = sum(above);
   const int64_t count_above = reduce_int(above_count, SumOp());
   // Ties at the threshold taken in token order: as many as reach the target (at least one

@@ -15,10 +15,9 @@ namespace streamspark::cli {
 
 namespace {
 struct ProbeOptions {
-  std::string backend = "cpu";
+  BackendOptions runtime;
   std::string output = "-";
   std::string name = "local-cpu";
-  std::string threads = "0";
   bool quick = false;
   bool quiet = false;
 };
@@ -30,18 +29,15 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
       "probe",
       "Measure this machine (bandwidth per working set, GEMM FLOP/s, kernel overhead, "
       "per-class efficiencies) and write a hardware file");
-  app->add_option("--backend", o->backend,
-                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
-      ->capture_default_str();
+  add_backend_options(app, o->runtime, false);
   app->add_option("--output,-o", o->output, "hardware YAML to write (atomically); - for stdout")
       ->capture_default_str();
   app->add_option("--name", o->name, "the hardware's name in the file")->capture_default_str();
-  app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
   app->add_flag("--quick", o->quick, "fewer, smaller measurements (a few seconds)");
   app->add_flag("--quiet,-q", o->quiet, "no progress on stderr");
   return Command{
       app, [o, ctx] {
-        const auto backend = make_backend(o->backend, o->threads);
+        const auto backend = make_backend(o->runtime);
         runtime::ProbeOptions options;
         options.quick = o->quick;
         options.name = o->name;
@@ -50,9 +46,10 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
           options.progress = [](std::string_view line) { fmt::print(stderr, "probe: {}\n", line); };
         }
         if (backend->name() != "cpu" && o->name == "local-cpu") options.name = "local-gpu";
-        const auto result = backend->name() == "cpu"
-                                ? runtime::probe_cpu(*backend, resolve_threads(o->threads), options)
-                                : runtime::probe_device(*backend, options);
+        const auto result =
+            backend->name() == "cpu"
+                ? runtime::probe_cpu(*backend, resolve_threads(o->runtime.threads), options)
+                : runtime::probe_device(*backend, options);
         OutputFile out(o->output);
         out.write(spec::hardware_yaml(result.hardware));
         out.commit();

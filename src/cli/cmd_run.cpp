@@ -20,8 +20,7 @@ namespace {
 
 struct RunOptions {
   std::string model;
-  std::string backend = "cpu";
-  std::string threads = "0";
+  BackendOptions runtime;
   std::string batch = "1";
   std::string prompt = "128";
   std::string generate = "32";
@@ -29,7 +28,6 @@ struct RunOptions {
   double temperature = 0;
   double top_p = 1.0;
   bool per_op = false;
-  bool no_graphs = false;
   std::string format = "table";
   std::string output = "-";
 };
@@ -46,12 +44,12 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
   if (format == Format::csv) throw UsageError("--format: use table or json");
   const engine::Model model = make_catalog(ctx).model(o.model);
   runtime::check_supported(model);
-  const auto backend = make_backend(o.backend, o.threads);
+  const auto backend = make_backend(o.runtime);
   check_fits_in_memory(model, {B, S, G}, *backend);
   // The host weights are a temporary: freed once the decoder has uploaded them.
   runtime::Decoder decoder(*backend, model,
                            runtime::random_weights(model, static_cast<uint64_t>(seed)), B, S + G);
-  decoder.set_graphs(!o.no_graphs);
+  decoder.set_graphs(!o.runtime.no_graphs);
   const auto prompts =
       runtime::random_prompts(B, S, model.vocab_size, static_cast<uint64_t>(seed) + 1);
   runtime::SamplingOptions sampling{o.temperature, o.top_p, static_cast<uint64_t>(seed) + 2};
@@ -69,7 +67,7 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
     nlohmann::json j{{"model", model.name},
                      {"backend", backend->name()},
                      {"dtype", backend->dtype()},
-                     {"threads", resolve_threads(o.threads)},
+                     {"threads", resolve_threads(o.runtime.threads)},
                      {"graphs", decoder.graphs() && backend->supports_graphs()},
                      {"batch", B},
                      {"prompt", S},
@@ -95,8 +93,8 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
     text = fmt::format(
         "{} on the {} backend ({}, {} threads) · batch {}, prompt {}, generate {} · seed {}\n"
         "TTFT {} · TPOT {} · e2e {} · {} tokens/s\n",
-        model.name, backend->name(), backend->dtype(), resolve_threads(o.threads), B, S, G, seed,
-        report::format_time(g.ttft_s), report::format_time(tpot), report::format_time(e2e),
+        model.name, backend->name(), backend->dtype(), resolve_threads(o.runtime.threads), B, S, G,
+        seed, report::format_time(g.ttft_s), report::format_time(tpot), report::format_time(e2e),
         report::significant(tpot > 0 ? static_cast<double>(B) / tpot : 0.0));
     std::string first;
     for (size_t i = 0; i < std::min<size_t>(g.tokens[0].size(), 16); ++i) {
@@ -130,10 +128,7 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
   CLI::App* app = root.add_subcommand(
       "run", "Run a workload on the reference runtime (seeded random weights) and measure it");
   app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path")->required();
-  app->add_option("--backend", o->backend,
-                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
-      ->capture_default_str();
-  app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_backend_options(app, o->runtime, true);
   app->add_option("--batch,-b", o->batch, "sequences")->capture_default_str();
   app->add_option("--prompt,-p", o->prompt, "prompt tokens per sequence (random)")
       ->capture_default_str();
@@ -144,8 +139,6 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--temperature", o->temperature, "0: greedy")->capture_default_str();
   app->add_option("--top-p", o->top_p, "nucleus sampling threshold")->capture_default_str();
   app->add_flag("--per-op", o->per_op, "time every operator");
-  app->add_flag("--no-graphs", o->no_graphs,
-                "launch decode steps kernel by kernel (the CUDA backend captures them as graphs)");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

@@ -25,8 +25,7 @@ namespace {
 struct ServeBenchOptions {
   std::string model;
   std::string hardware;
-  std::string backend = "cpu";
-  std::string threads = "0";
+  BackendOptions runtime;
   std::string method = "calibrated";
   std::string kv_memory = "64 MB";
   std::string weights_seed = "0";
@@ -107,7 +106,7 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
         fmt::format("--block-size: the runtime's KV blocks hold multiples of 8 positions, got {}",
                     s.block_size));
   }
-  const auto backend = make_backend(o.backend, o.threads);
+  const auto backend = make_backend(o.runtime);
   analysis.precision = backend_precision(*backend);       // predict what the runtime stores
   engine::IterationCost cost(model, hardware, analysis);  // refuses before the run, not after
   // The KV pool: --kv-memory of K and V, in whole blocks; the prediction gets the same.
@@ -176,8 +175,8 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
                                    executor);
   }
 
-  const std::string where =
-      backend->name() + " runtime (" + std::to_string(resolve_threads(o.threads)) + " threads)";
+  const std::string where = backend->name() + " runtime (" +
+                            std::to_string(resolve_threads(o.runtime.threads)) + " threads)";
   const report::ServingRun run_measured =
       serving_run(model, where, "measured", workload, options, measured);
   const report::ServingRun run_predicted =
@@ -245,10 +244,7 @@ Command add_serve_bench_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--hardware,-H", o->hardware,
                   "this machine's hardware file (from `streamspark probe`), for the prediction")
       ->required();
-  app->add_option("--backend", o->backend,
-                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
-      ->capture_default_str();
-  app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_backend_options(app, o->runtime, false);
   app->add_option("--method", o->method, "prediction: calibrated, roofline or bandwidth")
       ->capture_default_str();
   app->add_option("--kv-memory", o->kv_memory,

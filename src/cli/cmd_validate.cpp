@@ -23,8 +23,7 @@ namespace {
 struct ValidateOptions {
   std::string model;
   std::string hardware;
-  std::string backend = "cpu";
-  std::string threads = "0";
+  BackendOptions runtime;
   std::string batch = "1,4";
   std::string prompt = "128";
   std::string generate = "32";
@@ -34,7 +33,6 @@ struct ValidateOptions {
   std::string seed = "0";
   double tolerance = -1;  // < 0: none
   bool per_op = false;
-  bool no_graphs = false;
   std::string format = "table";
   std::string output = "-";
   std::string json_output;  // also the JSON report, here
@@ -91,7 +89,7 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   const engine::Model model = catalog.model(o.model);
   const engine::Hardware hardware = catalog.hardware(o.hardware);
   runtime::check_supported(model);
-  const auto backend = make_backend(o.backend, o.threads);
+  const auto backend = make_backend(o.runtime);
   options.precision = backend_precision(*backend);  // predict what the runtime stores
   const auto analyzer = make_analyzer(model, hardware, options);
   const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
@@ -101,14 +99,14 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   runtime::Decoder decoder(*backend, model,
                            runtime::random_weights(model, static_cast<uint64_t>(seed)), max_batch,
                            max_prompt + G);
-  decoder.set_graphs(!o.no_graphs);
+  decoder.set_graphs(!o.runtime.no_graphs);
 
   report::Validation v;
   v.model = model.name;
   v.hardware = hardware.name;
   v.method = std::string(engine::method_name(options.method));
   v.backend = backend->name();
-  v.threads = resolve_threads(o.threads);
+  v.threads = resolve_threads(o.runtime.threads);
   v.graphs = decoder.graphs() && backend->supports_graphs();
   v.repeats = repeats;
   v.warmup_steps = W;
@@ -226,10 +224,7 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--hardware,-H", o->hardware,
                   "this machine's hardware file (from `streamspark probe`)")
       ->required();
-  app->add_option("--backend", o->backend,
-                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
-      ->capture_default_str();
-  app->add_option("--threads,-j", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_backend_options(app, o->runtime, true);
   app->add_option("--batch,-b", o->batch, "batch sizes: list or range")->capture_default_str();
   app->add_option("--prompt,-p", o->prompt, "prompt lengths")->capture_default_str();
   app->add_option("--generate,-g", o->generate, "tokens per sequence (>= 2: decode is measured)")
@@ -246,8 +241,6 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--tolerance", o->tolerance,
                   "exit 4 when a phase's median |error| exceeds this many percent");
   app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
-  app->add_flag("--no-graphs", o->no_graphs,
-                "launch decode steps kernel by kernel (the CUDA backend captures them as graphs)");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

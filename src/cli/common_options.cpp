@@ -147,8 +147,21 @@ std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
   }
 }
 
-std::unique_ptr<runtime::Backend> make_backend(const std::string& spec,
-                                               const std::string& threads) {
+void add_backend_options(CLI::App* app, BackendOptions& o, bool graphs) {
+  app->add_option("--backend", o.backend,
+                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
+      ->capture_default_str();
+  app->add_option("--threads,-j", o.threads, "threads (0: all cores)")->capture_default_str();
+  if (graphs) {
+    app->add_flag(
+        "--no-graphs", o.no_graphs,
+        "launch decode steps kernel by kernel (the CUDA backend captures them as graphs)");
+  }
+}
+
+std::unique_ptr<runtime::Backend> make_backend(const BackendOptions& o) {
+  const std::string& spec = o.backend;
+  const std::string& threads = o.threads;
   // NAME or NAME:DTYPE (cpu: fp32 only; cuda: bf16, the default, or fp16).
   const size_t colon = spec.find(':');
   const std::string name = spec.substr(0, colon);

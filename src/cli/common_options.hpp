@@ -64,8 +64,15 @@ class RuntimeFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The runtime backend from NAME[:DTYPE]: "cpu" (fp32), "cuda" or "cuda:bf16", "cuda:fp16".
-std::unique_ptr<runtime::Backend> make_backend(const std::string& name, const std::string& threads);
+// The runtime's backend options: --backend NAME[:DTYPE] ("cpu" (fp32), "cuda" or
+// "cuda:bf16", "cuda:fp16"), --threads, and for commands that run decode steps --no-graphs.
+struct BackendOptions {
+  std::string backend = "cpu";
+  std::string threads = "0";  // 0: all cores
+  bool no_graphs = false;
+};
+void add_backend_options(CLI::App* app, BackendOptions& o, bool graphs);
+std::unique_ptr<runtime::Backend> make_backend(const BackendOptions& o);
 
 // Refuses (RuntimeFailure) a workload whose memory estimate, in the backend's storage format,
 // exceeds the memory the backend can still allocate.

@@ -1,9 +1,10 @@
-// CUDA backend: bf16 storage for weights, activations and KV cache, fp32 accumulation.
-// Matrix products through cuBLASLt; everything else in the kernels below. One stream; every
-// CUDA and cuBLAS call is checked and a failure becomes a DeviceError naming file and line.
+// CUDA backend: bf16 or fp16 storage for weights, activations and KV cache, fp32
+// accumulation. Matrix products through cuBLASLt; everything else in the kernels below
+// (attention: split decode (FlashDecoding) and tiled prompt kernels on CUDA cores; sampling);
+// decode steps can be captured as CUDA graphs. One stream; every CUDA and cuBLAS call is
+// checked and a failure becomes a DeviceError naming file and line.
 //
-// Status: compiled in CI; written without a GPU to run it on (see README). Attention: split
-// decode (FlashDecoding) and tiled prompt kernels on CUDA cores; CUDA graphs are not done.
+// Status: compiled in CI; written without a GPU to run it on (see README).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -358,8 +359,10 @@ __global__ void decode_combine_kernel(const float* partial, int64_t heads, int64
 
 // Grid (tiles, heads); kTileWarps * 32 threads; dynamic shared memory prefill_shared_bytes().
 // tiles: (sequence, first row, rows) per tile, rows <= kTileRows, all of one sequence.
+template <typename T>
 __host__ __device__ constexpr int64_t prefill_shared_bytes(int64_t head_dim) {
-  return kTileRows * head_dim * 4 + head_dim * kKeyStride * 2 + kTileKeys * head_dim * 2;
+  return kTileRows * head_dim * static_cast<int64_t>(sizeof(float)) +
+         (head_dim * kKeyStride + kTileKeys * head_dim) * static_cast<int64_t>(sizeof(T));
 }
 
 template <typename T>
@@ -554,7 +557,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   // Passes whose order does not matter stride over the row (coalesced); the prefix sums and
   // the walk need each thread's contiguous chunk.
   ArgMax best{-INFINITY, INT64_MAX};
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+  for (int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) {
     const float v = load(x + i);
     if (v > best.value) best = {v, i};
   }
@@ -570,7 +573,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   float* p = probabilities + row * vocab;
   double mass = 0;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+  for (int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) {
     p[i] = static_cast<float>(exp(static_cast<double>(load(x + i) - greedy.value) / temperature));
     mass += p[i];
   }
@@ -581,7 +584,7 @@ __global__ void __launch_bounds__(kSampleThreads)
     const uint32_t mid = lo + (hi - lo + 1) / 2;
     const float t = __uint_as_float(mid);
     double above = 0;
-    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) above += p[i] >= t ? p[i] : 0.0;
+    for (int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) above += p[i] >= t ? p[i] : 0.0;
     if (sum(above) >= target) {
       lo = mid;
     } else {
@@ -591,7 +594,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   const float threshold = __uint_as_float(lo);
   double above = 0;
   int64_t above_count = 0, ties = 0;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+  for (int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) {
     if (p[i] > threshold) {
       above += p[i];
       ++above_count;
@@ -714,6 +717,9 @@ class DeviceArrays {
 
 template <typename T>
 class CudaBackend final : public Backend {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>,
+                "the CUDA backend stores bf16 or fp16");
+
  public:
   CudaBackend() {
     int devices = 0;
@@ -737,7 +743,7 @@ class CudaBackend final : public Backend {
     // Prompt tiles with head_dim 256 need more than the default 48 KiB of shared memory.
     STREAMSPARK_CUDA_CHECK(cudaFuncSetAttribute(
         prefill_attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(prefill_shared_bytes(kMaxHeadDim))));
+        static_cast<int>(prefill_shared_bytes<T>(kMaxHeadDim))));
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
@@ -781,7 +787,13 @@ class CudaBackend final : public Backend {
   }
   void upload(float* device, const float* host, int64_t count) override {
     std::vector<T> staged(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) staged[static_cast<size_t>(i)] = from_float<T>(host[i]);
+    for (int64_t i = 0; i < count; ++i) {
+      staged[static_cast<size_t>(i)] = from_float<T>(host[i]);
+      if (std::isfinite(host[i]) && !std::isfinite(to_float(staged[static_cast<size_t>(i)]))) {
+        throw DeviceError("upload: " + std::to_string(host[i]) + " is outside the range of " +
+                          dtype() + " (fp16 stops at 65504)");
+      }
+    }
     STREAMSPARK_CUDA_CHECK(cudaMemcpyAsync(device, staged.data(),
                                            static_cast<size_t>(count) * sizeof(T),
                                            cudaMemcpyHostToDevice, stream_));
@@ -808,8 +820,18 @@ class CudaBackend final : public Backend {
     if (dtype != "fp8_e4m3" || compute_capability_ < 89 || k % 16 != 0) return 0;
     Plan& plan = plan_for(m, n, k, CUDA_R_8F_E4M3, CUDA_R_16BF);
     if (!plan.has_algo) return 0;
-    // Random finite E4M3 values (exponent and mantissa bits below the all-ones NaN pattern).
-    const auto random_bytes = [](int64_t count, uint32_t seed) {
+    // Device buffers and events freed on every path (a failed call throws).
+    struct Scratch {
+      std::vector<void*> buffers;
+      cudaEvent_t start = nullptr, stop = nullptr;
+      ~Scratch() {
+        for (void* p : buffers) cudaFree(p);
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+      }
+    } scratch;
+    // Random finite E4M3 values (magnitudes below 0x7F, the NaN encoding).
+    const auto random_bytes = [&](int64_t count, uint32_t seed) {
       std::vector<uint8_t> host(static_cast<size_t>(count));
       for (uint8_t& b : host) {
         seed = seed * 1664525u + 1013904223u;
@@ -817,6 +839,7 @@ class CudaBackend final : public Backend {
       }
       void* device = nullptr;
       STREAMSPARK_CUDA_CHECK(cudaMalloc(&device, host.size()));
+      scratch.buffers.push_back(device);
       STREAMSPARK_CUDA_CHECK(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice));
       return device;
     };
@@ -824,31 +847,28 @@ class CudaBackend final : public Backend {
     void* x = random_bytes(m * k, 2);
     void* y = nullptr;
     STREAMSPARK_CUDA_CHECK(cudaMalloc(&y, static_cast<size_t>(m * n) * 2));
+    scratch.buffers.push_back(y);
     const float alpha = 1.0f, beta = 0.0f;
     const auto call = [&] {
-      STREAMSPARK_CUBLAS_CHECK(cublasLtMatmul(lt_, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y,
-                                              plan.c, y, plan.c, &plan.algo, workspace_,
-                                              kWorkspaceBytes, stream_));
+      return cublasLtMatmul(lt_, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y, plan.c, y, plan.c,
+                            &plan.algo, workspace_, kWorkspaceBytes, stream_);
     };
-    // Calls batched to at least min_time between two events, after a warm-up call.
-    call();
-    cudaEvent_t start = nullptr, stop = nullptr;
-    STREAMSPARK_CUDA_CHECK(cudaEventCreate(&start));
-    STREAMSPARK_CUDA_CHECK(cudaEventCreate(&stop));
+    // A product the library refuses here is "none on this device", not a failure.
+    if (call() != CUBLAS_STATUS_SUCCESS) return 0;
+    STREAMSPARK_CUDA_CHECK(cudaEventCreate(&scratch.start));
+    STREAMSPARK_CUDA_CHECK(cudaEventCreate(&scratch.stop));
+    // Calls batched to at least min_time between two events.
     double seconds = 0;
     for (int64_t calls = 1;; calls *= 2) {
-      STREAMSPARK_CUDA_CHECK(cudaEventRecord(start, stream_));
-      for (int64_t i = 0; i < calls; ++i) call();
-      STREAMSPARK_CUDA_CHECK(cudaEventRecord(stop, stream_));
-      STREAMSPARK_CUDA_CHECK(cudaEventSynchronize(stop));
+      STREAMSPARK_CUDA_CHECK(cudaEventRecord(scratch.start, stream_));
+      for (int64_t i = 0; i < calls; ++i) STREAMSPARK_CUBLAS_CHECK(call());
+      STREAMSPARK_CUDA_CHECK(cudaEventRecord(scratch.stop, stream_));
+      STREAMSPARK_CUDA_CHECK(cudaEventSynchronize(scratch.stop));
       float ms = 0;
-      STREAMSPARK_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      STREAMSPARK_CUDA_CHECK(cudaEventElapsedTime(&ms, scratch.start, scratch.stop));
       seconds = static_cast<double>(ms) * 1e-3 / static_cast<double>(calls);
       if (static_cast<double>(ms) * 1e-3 >= min_time || calls >= (int64_t{1} << 16)) break;
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    for (void* p : {w, x, y}) STREAMSPARK_CUDA_CHECK(cudaFree(p));
     return seconds;
   }
 
@@ -1057,9 +1077,10 @@ class CudaBackend final : public Backend {
       const int64_t* tiles = device_array(7, tiles_.data(), 3 * tile_count, true);
       const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(heads));
       prefill_attention_kernel<T>
-          <<<grid, kTileWarps * 32, static_cast<size_t>(prefill_shared_bytes(head_dim)), stream_>>>(
-              D(qkv), stride, heads, kv_heads, head_dim, tiles, m.row_offsets, m.past, m.tables,
-              cache.table_stride, cache.block_size, D(cache.k), D(cache.v), D(out));
+          <<<grid, kTileWarps * 32, static_cast<size_t>(prefill_shared_bytes<T>(head_dim)),
+             stream_>>>(D(qkv), stride, heads, kv_heads, head_dim, tiles, m.row_offsets, m.past,
+                        m.tables, cache.table_stride, cache.block_size, D(cache.k), D(cache.v),
+                        D(out));
       STREAMSPARK_LAUNCH_CHECK();
     }
   }
@@ -1141,6 +1162,12 @@ class CudaBackend final : public Backend {
                                                             &transpose, sizeof transpose));
     STREAMSPARK_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
+    if (in == CUDA_R_8F_E4M3) {
+      // fp8 products accumulate in the tensor cores' fast mode, as fp8 inference runs them.
+      const int8_t fast = 1;
+      STREAMSPARK_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+          plan.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+    }
     const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
     STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, in, u(k), u(n), k));
     STREAMSPARK_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, in, u(k), u(m), k));

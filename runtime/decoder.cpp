@@ -346,7 +346,7 @@ void Decoder::copy_block(int32_t from, int32_t to) {
 std::vector<float> Decoder::forward(const std::vector<SequenceStep>& batch, OpTimer* timer,
                                     bool download) {
   const PassShape shape = prepare(batch);
-  if (graphs_ && !paged_ && !timer && shape.all_single && backend_.supports_graphs()) {
+  if (decode_graphs() && !timer && shape.all_single) {
     run_graph(batch, shape);
   } else {
     enqueue(batch, shape, timer);

@@ -128,7 +128,9 @@ class Decoder {
   // Decode steps of a contiguous decoder run as a captured graph (one launch a step) when the
   // backend supports graphs (the CUDA backend) and no operator is timed; on by default.
   void set_graphs(bool enabled) { graphs_ = enabled; }
-  bool graphs() const { return graphs_; }
+  // Whether decode steps run as graphs here: enabled, a contiguous cache, a backend that
+  // captures (timed steps still launch kernel by kernel).
+  bool decode_graphs() const { return graphs_ && !paged_ && backend_.supports_graphs(); }
 
   // K and V bytes per token, all layers, in the backend's storage format.
   int64_t kv_bytes_per_token() const { return 2 * L_ * K_ * H_ * backend_.element_bytes(); }

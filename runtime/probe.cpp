@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/dtype.hpp"
 #include "engine/ops.hpp"
 #include "runtime/sampling.hpp"
 #include "runtime/thread_pool.hpp"
@@ -543,11 +545,13 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
     }
   }
   curves.gemm.push_back(std::move(curve));
-  const std::string dtype = backend.dtype();
-  const bool half = dtype == "bf16" || dtype == "fp16";  // matrix units, 16-bit inputs
-  hw.peak_flops[static_cast<int>(dtype == "bf16"   ? engine::PeakClass::bf16
-                                 : dtype == "fp16" ? engine::PeakClass::fp16
-                                                   : engine::PeakClass::fp32)] = peak;
+  // The measured rate is the peak of the backend's format (the engine's class for it).
+  const std::optional<engine::DType> dtype = engine::parse_dtype(backend.dtype());
+  const std::optional<engine::PeakClass> peak_class =
+      dtype ? engine::matrix_peak_class(*dtype) : std::nullopt;
+  if (!peak_class) throw std::logic_error("probe: backend format " + backend.dtype());
+  hw.peak_flops[static_cast<int>(*peak_class)] = peak;
+  const bool half = *peak_class != engine::PeakClass::fp32;  // matrix units, 16-bit inputs
 
   // ---- fp8 matrix products (where the device has them): the fp8 peak ----
   {

@@ -674,6 +674,19 @@ __global__ void add_kernel(const T* a, const T* b, int64_t n, T* out) {
 
 // ---- the backend ----
 
+// The DeviceArrays slot of each kind of host array a kernel reads.
+enum ArraySlot : int {
+  kTokensSlot,
+  kPositionsSlot,
+  kRowOffsetsSlot,
+  kPastSlot,
+  kTablesSlot,
+  kDecodeRowsSlot,
+  kDecodeSequencesSlot,
+  kTilesSlot,
+  kUniformsSlot,
+};
+
 // Device copies of host metadata arrays (tokens, positions, row offsets, cached lengths, block
 // tables), grown on demand. An array equal to the one its slot already holds is not copied
 // again: a forward pass passes the same metadata to every layer, so it crosses to the device
@@ -957,7 +970,7 @@ class CudaBackend final : public Backend {
   void embedding(const float* table, const int32_t* tokens, int64_t n, int64_t d,
                  float* out) override {
     if (n == 0) return;
-    const int32_t* t = device_array(0, tokens, n);
+    const int32_t* t = device_array(kTokensSlot, tokens, n);
     embedding_kernel<T><<<static_cast<unsigned>(n), kThreads, 0, stream_>>>(D(table), t, d, D(out));
     STREAMSPARK_LAUNCH_CHECK();
   }
@@ -994,7 +1007,7 @@ class CudaBackend final : public Backend {
   void rope(float* x, int64_t rows, int64_t stride, int64_t heads, int64_t head_dim,
             const int64_t* positions, float theta) override {
     if (rows == 0) return;
-    const int64_t* pos = device_array(1, positions, rows);
+    const int64_t* pos = device_array(kPositionsSlot, positions, rows);
     rope_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(D(x), stride, heads,
                                                                           head_dim, pos, theta);
     STREAMSPARK_LAUNCH_CHECK();
@@ -1056,8 +1069,9 @@ class CudaBackend final : public Backend {
         const int64_t count = decode_count * heads * splits * (head_dim + 2);
         partial = capture_ ? graph_buffer<float>(count) : scratch_floats(count);
       }
-      const int64_t* rows = device_array(5, decode_rows_.data(), decode_count, true);
-      const int64_t* sequences = device_array(6, decode_sequences_.data(), decode_count, true);
+      const int64_t* rows = device_array(kDecodeRowsSlot, decode_rows_.data(), decode_count, true);
+      const int64_t* sequences =
+          device_array(kDecodeSequencesSlot, decode_sequences_.data(), decode_count, true);
       const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(heads),
                       static_cast<unsigned>(decode_count));
       decode_attention_kernel<T><<<grid, kDecodeWarps * 32, 0, stream_>>>(
@@ -1074,7 +1088,7 @@ class CudaBackend final : public Backend {
     }
     if (!tiles_.empty()) {
       const int64_t tile_count = static_cast<int64_t>(tiles_.size()) / 3;
-      const int64_t* tiles = device_array(7, tiles_.data(), 3 * tile_count, true);
+      const int64_t* tiles = device_array(kTilesSlot, tiles_.data(), 3 * tile_count, true);
       const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(heads));
       prefill_attention_kernel<T>
           <<<grid, kTileWarps * 32, static_cast<size_t>(prefill_shared_bytes<T>(head_dim)),
@@ -1089,7 +1103,8 @@ class CudaBackend final : public Backend {
               const double* uniforms, int32_t* tokens) override {
     if (rows == 0) return;
     float* probabilities = temperature > 0 ? scratch_floats(rows * vocab) : nullptr;
-    const double* u = temperature > 0 ? arrays_.put(8, uniforms, rows, stream_) : nullptr;
+    const double* u =
+        temperature > 0 ? arrays_.put(kUniformsSlot, uniforms, rows, stream_) : nullptr;
     if (rows > sampled_capacity_) {
       if (sampled_) STREAMSPARK_CUDA_CHECK(cudaFree(sampled_));
       sampled_ = nullptr;
@@ -1130,9 +1145,9 @@ class CudaBackend final : public Backend {
     const int32_t* tables;
   };
   Metadata metadata(const SequenceBatch& batch, const KvCacheView& cache) {
-    return {device_array(2, batch.row_offsets, batch.sequences + 1),
-            device_array(3, batch.past, batch.sequences),
-            device_array(4, cache.block_tables, batch.sequences * cache.table_stride)};
+    return {device_array(kRowOffsetsSlot, batch.row_offsets, batch.sequences + 1),
+            device_array(kPastSlot, batch.past, batch.sequences),
+            device_array(kTablesSlot, cache.block_tables, batch.sequences * cache.table_stride)};
   }
 
   // A matmul description, its three layouts and the heuristic's algorithm, per shape.

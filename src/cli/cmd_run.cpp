@@ -68,7 +68,7 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
                      {"backend", backend->name()},
                      {"dtype", backend->dtype()},
                      {"threads", resolve_threads(o.runtime.threads)},
-                     {"graphs", decoder.graphs() && backend->supports_graphs()},
+                     {"graphs", decoder.decode_graphs()},
                      {"batch", B},
                      {"prompt", S},
                      {"generate", G},

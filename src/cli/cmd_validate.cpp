@@ -107,7 +107,7 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   v.method = std::string(engine::method_name(options.method));
   v.backend = backend->name();
   v.threads = resolve_threads(o.runtime.threads);
-  v.graphs = decoder.graphs() && backend->supports_graphs();
+  v.graphs = decoder.decode_graphs();
   v.repeats = repeats;
   v.warmup_steps = W;
   // Decode steps 1..W after the prefill are run untimed: the first steps after a prefill run

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 namespace streamspark::cli {
@@ -188,10 +190,9 @@ std::unique_ptr<runtime::Backend> make_backend(const BackendOptions& o) {
 }
 
 engine::Precision backend_precision(const runtime::Backend& backend) {
-  const std::string d = backend.dtype();
-  return engine::Precision::uniform(d == "bf16"   ? engine::DType::bf16
-                                    : d == "fp16" ? engine::DType::fp16
-                                                  : engine::DType::fp32);
+  const std::optional<engine::DType> d = engine::parse_dtype(backend.dtype());
+  if (!d) throw std::logic_error("backend dtype '" + backend.dtype() + "' has no engine format");
+  return engine::Precision::uniform(*d);
 }
 
 void check_fits_in_memory(const engine::Model& model, const engine::Workload& w,

@@ -155,12 +155,8 @@ class Backend {
                       double top_p, const double* uniforms, int32_t* tokens) = 0;
 };
 
-// The CPU backend (Eigen, multi-threaded); `threads` 0 means all cores.
+// The CPU backend (Eigen, multi-threaded); `threads` 0 means all cores. Other backends are
+// created through the registry (backend_registry.hpp).
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
-
-// The CUDA backend on the current device: `dtype` "bf16" or "fp16" storage, fp32
-// accumulation. Throws std::invalid_argument for another dtype, DeviceError when this build
-// has no CUDA backend or the machine no usable device.
-std::unique_ptr<Backend> make_cuda_backend(const std::string& dtype = "bf16");
 
 }  // namespace streamspark::runtime

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/random.hpp"
+#include "runtime/backend_registry.hpp"
 
 namespace streamspark::runtime {
 
@@ -35,18 +36,18 @@ float linear_limit(int64_t fan_in) {
 // Times one operator when a timer is given.
 class Timed {
  public:
-  Timed(Backend& backend, OpTimer* timer, std::string_view name)
-      : backend_(backend), timer_(timer), name_(name) {
+  Timed(Backend& backend, OpTimer* timer, engine::OpId id)
+      : backend_(backend), timer_(timer), id_(id) {
     if (timer_) from_ = backend_.mark();
   }
   ~Timed() {
-    if (timer_) timer_->add_interval(name_, from_, backend_.mark());
+    if (timer_) timer_->add_interval(id_, from_, backend_.mark());
   }
 
  private:
   Backend& backend_;
   OpTimer* timer_;
-  std::string_view name_;
+  engine::OpId id_;
   int64_t from_ = 0;
 };
 
@@ -111,37 +112,37 @@ DecoderWeights random_weights(const engine::Model& m, uint64_t seed) {
   return w;
 }
 
-void OpTimer::add(std::string_view name, double seconds) {
-  for (auto& [n, s] : entries_) {
-    if (n == name) {
+void OpTimer::add(engine::OpId id, double seconds) {
+  for (auto& [timed, s] : entries_) {
+    if (timed == id) {
       s += seconds;
       return;
     }
   }
-  entries_.emplace_back(std::string(name), seconds);
+  entries_.emplace_back(id, seconds);
 }
 
-void OpTimer::add_interval(std::string_view name, int64_t from_mark, int64_t to_mark) {
-  pending_.push_back({name, from_mark, to_mark});
+void OpTimer::add_interval(engine::OpId id, int64_t from_mark, int64_t to_mark) {
+  pending_.push_back({id, from_mark, to_mark});
 }
 
 void OpTimer::resolve(Backend& backend) {
-  for (const Interval& i : pending_) add(i.name, backend.seconds_between(i.from, i.to));
+  for (const Interval& i : pending_) add(i.id, backend.seconds_between(i.from, i.to));
   pending_.clear();
   backend.clear_marks();
 }
 
-double OpTimer::get(std::string_view name) const {
-  for (const auto& [n, s] : entries_) {
-    if (n == name) return s;
+std::optional<double> OpTimer::seconds(engine::OpId id) const {
+  for (const auto& [timed, s] : entries_) {
+    if (timed == id) return s;
   }
-  return 0;
+  return std::nullopt;
 }
 
 Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
                  int64_t max_batch, int64_t max_context)
     : backend_(backend),
-      model_(model),
+      inventory_(model, {backend_precision(backend), engine::MlaForm::automatic}),
       max_batch_(max_batch),
       max_context_(max_context),
       block_size_((max_context + 7) / 8 * 8),
@@ -153,7 +154,7 @@ Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeig
 Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
                  PagedKvConfig paged, int64_t max_context)
     : backend_(backend),
-      model_(model),
+      inventory_(model, {backend_precision(backend), engine::MlaForm::automatic}),
       max_batch_(0),
       max_context_(max_context),
       paged_(true),
@@ -168,11 +169,87 @@ Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeig
   load(weights, paged.blocks);
 }
 
+namespace {
+// The layer kernels this decoder has code for (run_layer_kernel's cases).
+bool has_layer_kernel(engine::OpId id) {
+  using engine::OpId;
+  switch (id) {
+    case OpId::attn_norm:
+    case OpId::qkv_proj:
+    case OpId::rope:
+    case OpId::kv_cache_write:
+    case OpId::attn_scores:
+    case OpId::out_proj:
+    case OpId::attn_residual:
+    case OpId::mlp_norm:
+    case OpId::mlp_gate:
+    case OpId::mlp_up:
+    case OpId::mlp_act:
+    case OpId::mlp_down:
+    case OpId::mlp_residual:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_model_op(engine::OpId id) {
+  using engine::OpId;
+  return id == OpId::embedding || id == OpId::final_norm || id == OpId::lm_head ||
+         id == OpId::sampling;
+}
+
+// The kernel ids of a step's op list (each kernel's first op), in order.
+std::vector<engine::OpId> kernel_ids(const std::vector<engine::Op>& ops) {
+  std::vector<engine::OpId> ids;
+  for (const engine::KernelSpan& k : engine::kernel_spans(ops)) ids.push_back(ops[k.first].id);
+  return ids;
+}
+}  // namespace
+
+void Decoder::plan_kernels() {
+  // A pass mixes prompt and decode tokens: both phases must have the same kernels.
+  std::vector<engine::Op> decode, prefill;
+  inventory_.build(engine::StepShape::decode(1, 1), decode);
+  inventory_.build(engine::StepShape::prefill(1, 2), prefill);
+  const std::vector<engine::OpId> ids = kernel_ids(decode);
+  if (ids != kernel_ids(prefill)) {
+    throw std::invalid_argument("the runtime runs one kernel list for prompt and decode tokens; " +
+                                inventory_.model().name + "'s prefill and decode ops differ");
+  }
+  // embedding, the layer kernels, final_norm, lm_head, sampling (the caller's).
+  const std::vector<engine::OpId> model_ops = {engine::OpId::embedding, engine::OpId::final_norm,
+                                               engine::OpId::lm_head, engine::OpId::sampling};
+  std::vector<engine::OpId> outside;
+  layer_kernels_.clear();
+  for (const engine::OpId id : ids) {
+    if (is_model_op(id)) {
+      outside.push_back(id);
+    } else if (has_layer_kernel(id)) {
+      layer_kernels_.push_back(id);
+    } else {
+      throw std::invalid_argument("the runtime has no kernel for the engine's op " +
+                                  std::string(engine::op_name(id)) + " (model " +
+                                  inventory_.model().name + ")");
+    }
+  }
+  if (outside != model_ops || ids.front() != engine::OpId::embedding) {
+    throw std::logic_error("decoder: unexpected embedding/head ops in the inventory of " +
+                           inventory_.model().name);
+  }
+  kernels_ = {engine::OpId::embedding};
+  kernels_.insert(kernels_.end(), layer_kernels_.begin(), layer_kernels_.end());
+  kernels_.push_back(engine::OpId::final_norm);
+  kernels_.push_back(engine::OpId::lm_head);
+}
+
 void Decoder::load(const DecoderWeights& weights, int64_t blocks) {
-  check_supported(model_);
-  const engine::LayerKind& k = model_.layers.front();
-  D_ = model_.d_model;
-  V_ = model_.vocab_size;
+  const engine::Model& model = inventory_.model();
+  check_supported(model);
+  plan_kernels();
+  const engine::LayerKind& k = model.layers.front();
+  D_ = model.d_model;
+  V_ = model.vocab_size;
   N_ = k.attention.n_heads;
   K_ = k.attention.n_kv_heads;
   H_ = k.attention.head_dim;
@@ -415,77 +492,76 @@ Decoder::PassShape Decoder::prepare(const std::vector<SequenceStep>& batch) {
   return {sequences, rows, logit_rows, table_stride, all_single};
 }
 
-void Decoder::enqueue(const std::vector<SequenceStep>& batch, const PassShape& shape,
-                      OpTimer* timer) {
+void Decoder::run_layer_kernel(engine::OpId id, const LayerBuffers& w, const PassShape& shape) {
+  using engine::OpId;
   Backend& be = backend_;
-  const int64_t sequences = shape.sequences, rows = shape.rows, table_stride = shape.table_stride;
+  const int64_t rows = shape.rows;
   const int64_t q_width = N_ * H_;
   const int64_t qkv_width = (N_ + 2 * K_) * H_;
-  const SequenceBatch seqs{sequences, row_offsets_.data(), past_.data()};
+  const SequenceBatch seqs{shape.sequences, row_offsets_.data(), past_.data()};
+  const KvCacheView cache{w.k_cache, w.v_cache, block_size_, tables_.data(), shape.table_stride};
+  switch (id) {
+    case OpId::attn_norm:
+      be.rmsnorm(x_, w.attn_norm, rows, D_, kRmsNormEps, h_);
+      return;
+    case OpId::qkv_proj:  // (rows, D) -> (rows, (N+2K)*H)
+      be.linear(h_, w.qkv, rows, qkv_width, D_, qkv_);
+      return;
+    case OpId::rope:  // q and k heads: the first N+K heads of each row
+      be.rope(qkv_, rows, qkv_width, N_ + K_, H_, positions_.data(), kRopeTheta);
+      return;
+    case OpId::kv_cache_write:
+      be.kv_write(qkv_, qkv_width, q_width, K_, H_, seqs, cache);
+      return;
+    case OpId::attn_scores:  // the FlashAttention kernel: attn_values is fused into it
+      be.attention(qkv_, qkv_width, N_, K_, H_, seqs, cache, attn_);
+      return;
+    case OpId::out_proj:  // (rows, N*H) -> (rows, D)
+      be.linear(attn_, w.out, rows, D_, q_width, y_);
+      return;
+    case OpId::attn_residual:
+    case OpId::mlp_residual:
+      be.add(x_, y_, rows * D_, x_);
+      return;
+    case OpId::mlp_norm:
+      be.rmsnorm(x_, w.mlp_norm, rows, D_, kRmsNormEps, h_);
+      return;
+    case OpId::mlp_gate:  // (rows, D) -> (rows, F)
+      be.linear(h_, w.gate, rows, F_, D_, gate_);
+      return;
+    case OpId::mlp_up:
+      be.linear(h_, w.up, rows, F_, D_, up_);
+      return;
+    case OpId::mlp_act:
+      be.silu_mul(gate_, up_, rows * F_, act_);
+      return;
+    case OpId::mlp_down:  // (rows, F) -> (rows, D)
+      be.linear(act_, w.down, rows, D_, F_, y_);
+      return;
+    default:
+      throw std::logic_error("decoder: no kernel for " + std::string(engine::op_name(id)));
+  }
+}
+
+void Decoder::enqueue(const std::vector<SequenceStep>& batch, const PassShape& shape,
+                      OpTimer* timer) {
+  using engine::OpId;
+  Backend& be = backend_;
+  const int64_t sequences = shape.sequences, rows = shape.rows;
   {
-    Timed op(be, timer, "embedding");
+    Timed op(be, timer, OpId::embedding);
     be.embedding(embedding_, tokens_.data(), rows, D_, x_);
   }
   for (const LayerBuffers& w : layers_) {
-    const KvCacheView cache{w.k_cache, w.v_cache, block_size_, tables_.data(), table_stride};
-    {
-      Timed op(be, timer, "attn_norm");
-      be.rmsnorm(x_, w.attn_norm, rows, D_, kRmsNormEps, h_);
-    }
-    {
-      Timed op(be, timer, "qkv_proj");  // (rows, D) -> (rows, (N+2K)*H)
-      be.linear(h_, w.qkv, rows, qkv_width, D_, qkv_);
-    }
-    {
-      Timed op(be, timer, "rope");  // q and k heads: the first N+K heads of each row
-      be.rope(qkv_, rows, qkv_width, N_ + K_, H_, positions_.data(), kRopeTheta);
-    }
-    {
-      Timed op(be, timer, "kv_cache_write");
-      be.kv_write(qkv_, qkv_width, q_width, K_, H_, seqs, cache);
-    }
-    {
-      // The engine's attn_scores and attn_values are one fused kernel: timed as attn_scores.
-      Timed op(be, timer, "attn_scores");
-      be.attention(qkv_, qkv_width, N_, K_, H_, seqs, cache, attn_);
-    }
-    {
-      Timed op(be, timer, "out_proj");  // (rows, N*H) -> (rows, D)
-      be.linear(attn_, w.out, rows, D_, q_width, y_);
-    }
-    {
-      Timed op(be, timer, "attn_residual");
-      be.add(x_, y_, rows * D_, x_);
-    }
-    {
-      Timed op(be, timer, "mlp_norm");
-      be.rmsnorm(x_, w.mlp_norm, rows, D_, kRmsNormEps, h_);
-    }
-    {
-      Timed op(be, timer, "mlp_gate");  // (rows, D) -> (rows, F)
-      be.linear(h_, w.gate, rows, F_, D_, gate_);
-    }
-    {
-      Timed op(be, timer, "mlp_up");
-      be.linear(h_, w.up, rows, F_, D_, up_);
-    }
-    {
-      Timed op(be, timer, "mlp_act");
-      be.silu_mul(gate_, up_, rows * F_, act_);
-    }
-    {
-      Timed op(be, timer, "mlp_down");  // (rows, F) -> (rows, D)
-      be.linear(act_, w.down, rows, D_, F_, y_);
-    }
-    {
-      Timed op(be, timer, "mlp_residual");
-      be.add(x_, y_, rows * D_, x_);
+    for (const OpId id : layer_kernels_) {
+      Timed op(be, timer, id);
+      run_layer_kernel(id, w, shape);
     }
   }
   {
     // Only the last positions of the sequences that ask need logits: gather those rows, then
     // normalise.
-    Timed op(be, timer, "final_norm");
+    Timed op(be, timer, OpId::final_norm);
     if (shape.all_single) {  // decode: the rows are the last positions already
       be.rmsnorm(x_, final_norm_, rows, D_, kRmsNormEps, last_);
     } else {
@@ -498,7 +574,7 @@ void Decoder::enqueue(const std::vector<SequenceStep>& batch, const PassShape& s
     }
   }
   if (shape.logit_rows > 0) {
-    Timed op(be, timer, "lm_head");  // (B, D) -> (B, V)
+    Timed op(be, timer, OpId::lm_head);  // (B, D) -> (B, V)
     be.linear(last_, lm_head_, shape.logit_rows, V_, D_, logits_);
   }
 }

@@ -1,6 +1,7 @@
 // A Llama-style decoder (RMSNorm, RoPE, MHA/GQA attention with a KV cache, gated SiLU MLP)
 // with seeded random weights, running prefill and decode steps on a backend. It executes the
-// engine's operator inventory: each timed operator carries the engine's op name.
+// engine's operator inventory: a pass runs the inventory's kernels in order, each timed under
+// its op id.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "engine/model.hpp"
+#include "engine/ops.hpp"
 #include "runtime/backend.hpp"
 
 namespace streamspark::runtime {
@@ -40,17 +42,19 @@ struct DecoderWeights {
 // outputs for unit inputs), embedding uniform in +-sqrt(3), norm scales 1.
 DecoderWeights random_weights(const engine::Model& model, uint64_t seed);
 
-// Seconds per engine operator name, summed over layers and calls. Intervals between two
-// backend timing marks are collected while a pass is queued and turned into seconds by
-// resolve() at its end, so timing adds no synchronisation between operators.
+// Seconds per engine operator, summed over layers and calls. Intervals between two backend
+// timing marks are collected while a pass is queued and turned into seconds by resolve() at
+// its end, so timing adds no synchronisation between operators.
 class OpTimer {
  public:
-  void add(std::string_view name, double seconds);
-  void add_interval(std::string_view name, int64_t from_mark, int64_t to_mark);
+  void add(engine::OpId id, double seconds);
+  void add_interval(engine::OpId id, int64_t from_mark, int64_t to_mark);
   // Adds the pending intervals (waits for the last mark) and clears the backend's marks.
   void resolve(Backend& backend);
-  double get(std::string_view name) const;  // 0 when never recorded
-  const std::vector<std::pair<std::string, double>>& entries() const { return entries_; }
+  // nullopt when the operator was never timed (never 0: a missing operator is not a fast one).
+  std::optional<double> seconds(engine::OpId id) const;
+  // Every timed operator with its seconds, in the order first timed.
+  const std::vector<std::pair<engine::OpId, double>>& entries() const { return entries_; }
   void clear() {
     entries_.clear();
     pending_.clear();
@@ -58,10 +62,10 @@ class OpTimer {
 
  private:
   struct Interval {
-    std::string_view name;  // the engine's op names are string literals
+    engine::OpId id;
     int64_t from, to;
   };
-  std::vector<std::pair<std::string, double>> entries_;
+  std::vector<std::pair<engine::OpId, double>> entries_;
   std::vector<Interval> pending_;
 };
 
@@ -123,7 +127,12 @@ class Decoder {
 
   int64_t batch() const { return batch_; }
   int64_t context() const { return context_; }  // tokens cached per sequence (contiguous)
-  const engine::Model& model() const { return model_; }
+  const engine::Model& model() const { return inventory_.model(); }
+  // The inventory the decoder executes (the backend's storage format throughout).
+  const engine::OpInventory& inventory() const { return inventory_; }
+  // The kernels one pass launches and times, in order (one per layer kind's kernel, each run
+  // per layer); sampling is the caller's (Backend::sample), timed as engine::OpId::sampling.
+  const std::vector<engine::OpId>& kernels() const { return kernels_; }
   bool paged() const { return paged_; }
   // Decode steps of a contiguous decoder run as a captured graph (one launch a step) when the
   // backend supports graphs (the CUDA backend) and no operator is timed; on by default.
@@ -148,6 +157,8 @@ class Decoder {
     float* v_cache;
   };
   void load(const DecoderWeights& weights, int64_t cache_floats);
+  // kernels_ and layer_kernels_ from the inventory; throws for an op without a kernel here.
+  void plan_kernels();
   std::vector<float> run_prefill(const std::vector<int32_t>& tokens, int64_t batch, int64_t prompt,
                                  OpTimer* timer, bool download);
   std::vector<float> run_decode(const std::vector<int32_t>& tokens, OpTimer* timer, bool download);
@@ -170,8 +181,13 @@ class Decoder {
   void ensure_work_buffers(int64_t rows, int64_t logit_rows);
   float* upload(const std::vector<float>& host);
 
+  // One layer kernel of the inventory on layer `w`'s weights and cache.
+  void run_layer_kernel(engine::OpId id, const LayerBuffers& w, const PassShape& shape);
+
   Backend& backend_;
-  engine::Model model_;
+  engine::OpInventory inventory_;
+  std::vector<engine::OpId> kernels_;        // embedding, layer kernels, final_norm, lm_head
+  std::vector<engine::OpId> layer_kernels_;  // one layer's, in order
   int64_t D_, V_, N_, K_, H_, F_, L_;
   int64_t max_batch_, max_context_;
   bool paged_ = false;

@@ -35,7 +35,7 @@ Generation generate(Decoder& decoder, const std::vector<int32_t>& prompts, int64
     backend.sample(decoder.device_logits(), batch, V, sampling.temperature, sampling.top_p,
                    uniforms.data(), next.data());
     if (timer) {
-      timer->add_interval("sampling", from, backend.mark());
+      timer->add_interval(engine::OpId::sampling, from, backend.mark());
       timer->resolve(backend);
     }
     for (int64_t b = 0; b < batch; ++b) {

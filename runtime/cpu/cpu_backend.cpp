@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/backend.hpp"
+#include "runtime/backend_registry.hpp"
 #include "runtime/probe.hpp"
 #include "runtime/sampling.hpp"
 #include "runtime/thread_pool.hpp"
@@ -541,6 +542,17 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(int threads) {
   return std::make_unique<CpuBackend>(threads);
+}
+
+BackendEntry cpu_backend_entry() {
+  BackendEntry e;
+  e.name = "cpu";
+  e.summary = "this machine's CPU cores (Eigen, fp32, multi-threaded)";
+  e.formats = {"fp32"};
+  e.capabilities.host = true;
+  e.available = [](std::string*) { return true; };
+  e.create = [](const std::string&, int threads) { return make_cpu_backend(threads); };
+  return e;
 }
 
 }  // namespace streamspark::runtime

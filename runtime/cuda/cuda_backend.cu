@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "runtime/backend.hpp"
+#include "runtime/cuda/cuda_module.hpp"
 
 namespace streamspark::runtime {
 
@@ -1313,10 +1314,42 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(const std::string& dtype) {
-  if (dtype == "bf16") return std::make_unique<CudaBackend<__nv_bfloat16>>();
-  if (dtype == "fp16") return std::make_unique<CudaBackend<__half>>();
-  throw std::invalid_argument("the CUDA backend stores bf16 or fp16, not '" + dtype + "'");
+namespace {
+void write_message(const std::string& text, char* out, size_t size) {
+  if (!out || size == 0) return;
+  const size_t n = std::min(text.size(), size - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
 }
+}  // namespace
 
 }  // namespace streamspark::runtime
+
+extern "C" int streamspark_cuda_device_count(char* reason, size_t reason_size) {
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  // Without a GPU the runtime reports an error here (an old or missing driver), not 0.
+  if (status != cudaSuccess || devices == 0) {
+    streamspark::runtime::write_message(
+        std::string("no usable CUDA device (") +
+            (status != cudaSuccess ? cudaGetErrorString(status) : "none found") + ")",
+        reason, reason_size);
+    return 0;
+  }
+  return devices;
+}
+
+extern "C" streamspark::runtime::Backend* streamspark_cuda_create_backend(const char* dtype,
+                                                                          char* error,
+                                                                          size_t error_size) {
+  using namespace streamspark::runtime;
+  try {
+    const std::string d = dtype ? dtype : "";
+    if (d == "bf16") return new CudaBackend<__nv_bfloat16>();
+    if (d == "fp16") return new CudaBackend<__half>();
+    write_message("the CUDA backend stores bf16 or fp16, not '" + d + "'", error, error_size);
+  } catch (const std::exception& e) {
+    write_message(e.what(), error, error_size);
+  }
+  return nullptr;
+}

@@ -37,7 +37,7 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   const auto generates = parse_int_list(o.generate, "--generate");
   engine::AnalysisOptions options;
   options.method = parse_method_option(o.method);
-  options.precision = parse_precision(o.precision);
+  options.costing.precision = parse_precision(o.precision);
   options.per_op = o.per_op;
   const Format format = parse_format_option(o.format, true);
   // CSV has no column for it; skip the work.

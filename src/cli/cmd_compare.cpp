@@ -38,7 +38,7 @@ int run_compare(const CompareOptions& o, const AppContext& ctx) {
   const Format format = parse_format_option(o.format, true);
   engine::AnalysisOptions base;
   base.method = parse_method_option(o.method);
-  base.precision = parse_precision(o.precision);
+  base.costing.precision = parse_precision(o.precision);
 
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Hardware hardware = catalog.hardware(o.hardware);

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
+#include "runtime/backend_registry.hpp"
 #include "runtime/probe.hpp"
 #include "spec/hardware_writer.hpp"
 
@@ -45,11 +46,13 @@ Command add_probe_command(CLI::App& root, const AppContext& ctx) {
         if (!o->quiet) {
           options.progress = [](std::string_view line) { fmt::print(stderr, "probe: {}\n", line); };
         }
-        if (backend->name() != "cpu" && o->name == "local-cpu") options.name = "local-gpu";
+        // A host backend: the CPU probe (cache levels from the OS, GEMMs per level); another
+        // device: the device probe.
+        const bool host = runtime::backend_entry(*backend).capabilities.host;
+        if (!host && o->name == "local-cpu") options.name = "local-gpu";
         const auto result =
-            backend->name() == "cpu"
-                ? runtime::probe_cpu(*backend, resolve_threads(o->runtime.threads), options)
-                : runtime::probe_device(*backend, options);
+            host ? runtime::probe_cpu(*backend, resolve_threads(o->runtime.threads), options)
+                 : runtime::probe_device(*backend, options);
         OutputFile out(o->output);
         out.write(spec::hardware_yaml(result.hardware));
         out.commit();

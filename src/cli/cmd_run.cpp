@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <memory>
-#include <numeric>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
@@ -12,7 +12,7 @@
 #include "report/table.hpp"
 #include "report/units.hpp"
 #include "runtime/decoder.hpp"
-#include "runtime/generation.hpp"
+#include "runtime/harness/measured_run.hpp"
 
 namespace streamspark::cli {
 
@@ -33,10 +33,15 @@ struct RunOptions {
 };
 
 int run_run(const RunOptions& o, const AppContext& ctx) {
-  const int64_t B = parse_int(o.batch, "--batch", 1);
-  const int64_t S = parse_int(o.prompt, "--prompt", 1);
-  const int64_t G = parse_int(o.generate, "--generate", 1);
-  const int64_t seed = parse_int(o.seed, "--seed", 0);
+  runtime::RunPlan plan;
+  plan.batch = parse_int(o.batch, "--batch", 1);
+  plan.prompt = parse_int(o.prompt, "--prompt", 1);
+  plan.generate = parse_int(o.generate, "--generate", 1);
+  plan.seed = static_cast<uint64_t>(parse_int(o.seed, "--seed", 0));
+  plan.temperature = o.temperature;
+  plan.top_p = o.top_p;
+  plan.per_op = o.per_op;
+  plan.graphs = !o.runtime.no_graphs;
   if (!(o.temperature >= 0) || !(o.top_p > 0 && o.top_p <= 1)) {
     throw UsageError("--temperature must be >= 0 and --top-p in (0, 1]");
   }
@@ -45,22 +50,10 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
   const engine::Model model = make_catalog(ctx).model(o.model);
   runtime::check_supported(model);
   const auto backend = make_backend(o.runtime);
-  check_fits_in_memory(model, {B, S, G}, *backend);
-  // The host weights are a temporary: freed once the decoder has uploaded them.
-  runtime::Decoder decoder(*backend, model,
-                           runtime::random_weights(model, static_cast<uint64_t>(seed)), B, S + G);
-  decoder.set_graphs(!o.runtime.no_graphs);
-  const auto prompts =
-      runtime::random_prompts(B, S, model.vocab_size, static_cast<uint64_t>(seed) + 1);
-  runtime::SamplingOptions sampling{o.temperature, o.top_p, static_cast<uint64_t>(seed) + 2};
-  runtime::OpTimer prefill_ops, decode_ops;
-  const runtime::Generation g =
-      runtime::generate(decoder, prompts, B, S, G, sampling, o.per_op ? &prefill_ops : nullptr,
-                        o.per_op ? &decode_ops : nullptr);
+  const runtime::MeasuredRun r = runtime::measure_run(*backend, model, plan);
+  const runtime::Generation& g = r.generation;
+  const int64_t B = plan.batch, S = plan.prompt, G = plan.generate;
   const double steps = static_cast<double>(g.step_s.size());
-  const double tpot =
-      g.step_s.empty() ? 0.0 : std::accumulate(g.step_s.begin(), g.step_s.end(), 0.0) / steps;
-  const double e2e = g.ttft_s + tpot * steps;
 
   std::string text;
   if (format == Format::json) {
@@ -68,23 +61,23 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
                      {"backend", backend->name()},
                      {"dtype", backend->dtype()},
                      {"threads", resolve_threads(o.runtime.threads)},
-                     {"graphs", decoder.decode_graphs()},
+                     {"graphs", r.graphs},
                      {"batch", B},
                      {"prompt", S},
                      {"generate", G},
                      {"ttft_s", g.ttft_s},
-                     {"tpot_s", tpot},
-                     {"e2e_s", e2e},
-                     {"decode_throughput_tok_s", tpot > 0 ? static_cast<double>(B) / tpot : 0.0},
+                     {"tpot_s", r.tpot_s},
+                     {"e2e_s", r.e2e_s},
+                     {"decode_throughput_tok_s", r.decode_throughput_tok_s},
                      {"step_times_s", g.step_s},
                      {"tokens", g.tokens}};
     if (o.per_op) {
       nlohmann::json ops = nlohmann::json::array();
-      for (const auto& [name, s] : prefill_ops.entries()) {
-        ops.push_back({{"phase", "prefill"}, {"name", name}, {"time_s", s}});
+      for (const auto& [id, s] : r.prefill_ops.entries()) {
+        ops.push_back({{"phase", "prefill"}, {"name", engine::op_name(id)}, {"time_s", s}});
       }
-      for (const auto& [name, s] : decode_ops.entries()) {
-        ops.push_back({{"phase", "decode"}, {"name", name}, {"time_s", steps > 0 ? s / steps : 0}});
+      for (const auto& [id, s] : r.decode_ops.entries()) {
+        ops.push_back({{"phase", "decode"}, {"name", engine::op_name(id)}, {"time_s", s / steps}});
       }
       j["ops"] = ops;
     }
@@ -94,8 +87,8 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
         "{} on the {} backend ({}, {} threads) · batch {}, prompt {}, generate {} · seed {}\n"
         "TTFT {} · TPOT {} · e2e {} · {} tokens/s\n",
         model.name, backend->name(), backend->dtype(), resolve_threads(o.runtime.threads), B, S, G,
-        seed, report::format_time(g.ttft_s), report::format_time(tpot), report::format_time(e2e),
-        report::significant(tpot > 0 ? static_cast<double>(B) / tpot : 0.0));
+        plan.seed, report::format_time(g.ttft_s), report::format_time(r.tpot_s),
+        report::format_time(r.e2e_s), report::significant(r.decode_throughput_tok_s));
     std::string first;
     for (size_t i = 0; i < std::min<size_t>(g.tokens[0].size(), 16); ++i) {
       first += fmt::format("{} ", g.tokens[0][i]);
@@ -107,10 +100,10 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
       t.add_column("op", report::Align::left);
       t.add_column("prefill");
       t.add_column("decode / step");
-      for (const auto& [name, s] : prefill_ops.entries()) {
-        const double d = decode_ops.get(name);
-        t.add_row({name, report::format_time(s),
-                   steps > 0 ? report::format_time(d / steps) : std::string("-")});
+      for (const auto& [id, s] : r.prefill_ops.entries()) {
+        const std::optional<double> d = r.decode_ops.seconds(id);
+        t.add_row({std::string(engine::op_name(id)), report::format_time(s),
+                   d && steps > 0 ? report::format_time(*d / steps) : std::string("-")});
       }
       text += "\n" + t.render();
     }

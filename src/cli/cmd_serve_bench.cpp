@@ -14,8 +14,7 @@
 #include "cli/value_list.hpp"
 #include "report/serving_report.hpp"
 #include "runtime/decoder.hpp"
-#include "runtime/generation.hpp"
-#include "runtime/serving_runtime.hpp"
+#include "runtime/harness/serve_bench.hpp"
 #include "spec/quantity.hpp"
 
 namespace streamspark::cli {
@@ -36,52 +35,13 @@ struct ServeBenchOptions {
   std::string requests_csv;
 };
 
-// The runtime executing iterations, each recorded to be costed by the engine afterwards (not
-// on the clock): predicted against measured per iteration, for iterations of decode tokens
-// only and for those with prompt tokens.
-class ComparedIterations final : public engine::IterationTimer {
- public:
-  explicit ComparedIterations(runtime::RuntimeIterations& runtime) : runtime_(runtime) {}
-  void prepare(const engine::Scheduler& scheduler) override { runtime_.prepare(scheduler); }
-  double seconds(const engine::Iteration& it, const engine::Scheduler& scheduler) override {
-    const double measured = runtime_.seconds(it, scheduler);
-    ran_.push_back({it, scheduler.kv_stored_tokens(), measured});
-    return measured;
-  }
-  int64_t kv_bytes_per_token() const override { return runtime_.kv_bytes_per_token(); }
-  bool real_time() const override { return true; }
-  double now() override { return runtime_.now(); }
-  void wait_until(double seconds) override { runtime_.wait_until(seconds); }
-
-  std::vector<report::IterationComparison> compare(engine::IterationCost& cost) const {
-    std::vector<std::pair<double, double>> decode, prompt;
-    for (const Ran& r : ran_) {
-      const bool has_prompt =
-          std::any_of(r.iteration.items.begin(), r.iteration.items.end(),
-                      [](const engine::IterationItem& i) { return i.new_tokens > 1; });
-      (has_prompt ? prompt : decode)
-          .emplace_back(cost.seconds(r.iteration, r.resident_kv_tokens), r.measured_s);
-    }
-    return {report::compare_iterations("decode only", decode),
-            report::compare_iterations("with prompt tokens", prompt)};
-  }
-
- private:
-  struct Ran {
-    engine::Iteration iteration;
-    int64_t resident_kv_tokens;
-    double measured_s;
-  };
-  runtime::RuntimeIterations& runtime_;
-  std::vector<Ran> ran_;
-};
-
 int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");
-  engine::AnalysisOptions analysis;
-  analysis.method = parse_method_option(o.method);
-  const auto seed = static_cast<uint64_t>(parse_int(o.weights_seed, "--weights-seed", 0));
+  runtime::ServeBenchPlan plan;
+  plan.method = parse_method_option(o.method);
+  plan.seed = static_cast<uint64_t>(parse_int(o.weights_seed, "--weights-seed", 0));
+  plan.verify_tokens = !o.no_verify;
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
   const engine::Hardware hardware = catalog.hardware(o.hardware);
@@ -89,138 +49,68 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   std::string workload;
   const auto requests = serving_requests(o.serving, &workload);
   check_requests_context(requests, model);
-  engine::ServingOptions options = serving_options(o.serving, model.max_context);
-  engine::SchedulerOptions& s = options.scheduler;
-  if (s.policy != engine::BatchingPolicy::continuous || s.kv != engine::KvLayout::paged) {
-    throw UsageError(
-        "serve-bench runs continuous batching over the paged KV cache; static "
-        "batching and contiguous KV are simulated only (serve-sim)");
-  }
-  if (s.preemption != engine::Preemption::recompute) {
-    throw UsageError(
-        "serve-bench: the runtime does not swap KV blocks to the host; use "
-        "--preemption recompute");
-  }
-  if (s.block_size % 8 != 0) {
-    throw UsageError(
-        fmt::format("--block-size: the runtime's KV blocks hold multiples of 8 positions, got {}",
-                    s.block_size));
-  }
-  const auto backend = make_backend(o.runtime);
-  analysis.precision = backend_precision(*backend);       // predict what the runtime stores
-  engine::IterationCost cost(model, hardware, analysis);  // refuses before the run, not after
-  // The KV pool: --kv-memory of K and V, in whole blocks; the prediction gets the same.
+  plan.options = serving_options(o.serving, model.max_context);
   const auto bytes = spec::parse_quantity(o.kv_memory, spec::Dimension::bytes);
   if (const auto* e = std::get_if<spec::QuantityError>(&bytes)) {
     throw UsageError("--kv-memory: " + e->message);
   }
-  const int64_t per_token = cost.kv_bytes_per_token();
-  const int64_t blocks =
-      std::min<int64_t>(cost.kv_tokens_in(std::get<double>(bytes)), int64_t{1} << 40) /
-      s.block_size;
-  if (blocks < 1 || blocks > (int64_t{1} << 31) - 1) {
-    throw UsageError(fmt::format(
-        "--kv-memory: {} holds {} blocks of {} tokens at {} bytes per token ({}); need 1 to "
-        "2^31 - 1",
-        o.kv_memory, blocks, s.block_size, per_token, backend->dtype()));
-  }
-  s.kv_capacity_tokens = blocks * s.block_size;
-  {
-    // The pool, the weights (twice while they upload, on the CPU) and a second decoder's
-    // weights and one-sequence cache for the token check, against what the backend has.
-    const double needed =
-        static_cast<double>(s.kv_capacity_tokens) * static_cast<double>(per_token) +
-        3.0 * static_cast<double>(engine::weight_bytes(model, analysis.precision)) +
-        static_cast<double>(model.max_context) * static_cast<double>(per_token);
-    const int64_t available = backend->available_bytes();
-    if (available > 0 && needed > static_cast<double>(available)) {
-      throw RuntimeFailure(fmt::format(
-          "serve-bench of {} with --kv-memory {} needs {:.4g} bytes (KV pool, {} weights) but "
-          "{} bytes are available; nothing was allocated",
-          model.name, o.kv_memory, needed, backend->dtype(), available));
-    }
-  }
-
-  runtime::Decoder decoder(*backend, model, runtime::random_weights(model, seed),
-                           runtime::PagedKvConfig{blocks, s.block_size}, model.max_context);
-  {
-    // Warm-up, untimed: one prompt and a few decode steps in the first blocks (the scheduler
-    // overwrites them before they are read).
-    const int64_t n =
-        std::min<int64_t>(64, std::min(model.max_context - 4, blocks * s.block_size - 4));
-    if (n >= 1) {
-      std::vector<int32_t> table;
-      for (int64_t b = 0; b * s.block_size < n + 4; ++b) table.push_back(static_cast<int32_t>(b));
-      const auto prompt = runtime::random_prompts(1, n, model.vocab_size, seed + 7);
-      decoder.step({runtime::SequenceStep{prompt.data(), n, 0, &table, true}});
-      for (int64_t t = 0; t < std::min<int64_t>(4, n); ++t) {
-        decoder.step({runtime::SequenceStep{prompt.data() + t, 1, n + t, &table, true}});
-      }
-    }
-  }
-  runtime::RuntimeIterations executor(
-      decoder, requests, runtime::workload_prompts(requests, model.vocab_size, seed + 1));
-  ComparedIterations compared(executor);
-  const engine::SimulationResult measured = engine::simulate(requests, options, compared);
-  const engine::SimulationResult predicted = engine::simulate(requests, options, cost);
-  const auto iterations_compared = compared.compare(cost);
-
-  // Tokens of the paged, batched run against each request alone on a contiguous cache.
-  runtime::TokenCheck tokens;
-  if (!o.no_verify) {
-    runtime::Decoder contiguous(*backend, model, runtime::random_weights(model, seed), 1,
-                                model.max_context);
-    tokens = runtime::check_tokens(contiguous, requests,
-                                   runtime::workload_prompts(requests, model.vocab_size, seed + 1),
-                                   executor);
+  plan.kv_memory_bytes = std::get<double>(bytes);
+  const auto backend = make_backend(o.runtime);
+  runtime::ServeBenchResult r;
+  try {
+    r = runtime::run_serve_bench(*backend, model, hardware, requests, plan);
+  } catch (const engine::OverflowError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
 
   const std::string where = backend->name() + " runtime (" +
                             std::to_string(resolve_threads(o.runtime.threads)) + " threads)";
   const report::ServingRun run_measured =
-      serving_run(model, where, "measured", workload, options, measured);
+      serving_run(model, where, "measured", workload, r.options, r.measured);
   const report::ServingRun run_predicted =
-      serving_run(model, hardware.name, std::string(engine::method_name(analysis.method)), workload,
-                  options, predicted);
+      serving_run(model, hardware.name, std::string(engine::method_name(plan.method)), workload,
+                  r.options, r.predicted);
   OutputFile out(o.output);
   if (format == Format::json) {
     nlohmann::json j = report::serving_comparison_json(run_measured, run_predicted);
-    j["iterations_compared"] = report::iteration_comparison_json(iterations_compared);
-    j["verified_requests"] = tokens.requests;
-    j["token_matches"] = tokens.matched;
-    j["token_near_ties"] = tokens.near_ties;
-    j["token_mismatches"] = tokens.mismatched();
+    j["iterations_compared"] = report::iteration_comparison_json(r.iterations);
+    j["verified_requests"] = r.tokens.requests;
+    j["token_matches"] = r.tokens.matched;
+    j["token_near_ties"] = r.tokens.near_ties;
+    j["token_mismatches"] = r.tokens.mismatched();
     out.write(j.dump(2) + "\n");
   } else {
     std::string text = report::serving_table(run_measured) + "\n" +
                        report::serving_comparison_table(run_measured, run_predicted) + "\n" +
-                       report::iteration_comparison_table(iterations_compared);
-    if (o.no_verify) {
+                       report::iteration_comparison_table(r.iterations);
+    if (!r.verified) {
       text += "tokens not verified (--no-verify)\n";
     } else {
       text +=
           fmt::format("tokens: {} of {} requests equal a contiguous-KV run of the request alone",
-                      tokens.matched, tokens.requests);
-      text += tokens.near_ties
+                      r.tokens.matched, r.tokens.requests);
+      text += r.tokens.near_ties
                   ? fmt::format(
                         "; {} first differ where the alone run's top two logits were within "
                         "{:g} (relative): a near tie, not an error\n",
-                        tokens.near_ties, runtime::kNearTieMargin)
+                        r.tokens.near_ties, runtime::kNearTieMargin)
                   : "\n";
     }
     out.write(text);
   }
   if (!o.requests_csv.empty()) {
     OutputFile csv(o.requests_csv);
-    csv.write(report::requests_csv(measured.outcomes));
+    csv.write(report::requests_csv(r.measured.outcomes));
     csv.commit();
   }
   out.commit();
-  if (tokens.mismatched() > 0) {
+  if (r.tokens.mismatched() > 0) {
     throw RuntimeFailure(fmt::format(
         "{} of {} requests generated different tokens with the paged KV cache than alone with "
         "a contiguous one",
-        tokens.mismatched(), tokens.requests));
+        r.tokens.mismatched(), r.tokens.requests));
   }
   return kExitOk;
 }

@@ -62,7 +62,7 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");
   engine::AnalysisOptions analysis;
   analysis.method = parse_method_option(o.method);
-  analysis.precision = parse_precision(o.precision);
+  analysis.costing.precision = parse_precision(o.precision);
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
   const engine::Hardware hardware = catalog.hardware(o.hardware);

@@ -1,7 +1,7 @@
 // Shared option parsing for subcommands.
 #include "cli/common_options.hpp"
 
-#include "runtime/probe.hpp"
+#include "runtime/backend_registry.hpp"
 
 #include <fmt/format.h>
 
@@ -93,11 +93,11 @@ void add_generation_options(CLI::App* app, GenerationOptions& o) {
 void apply_generation_options(const GenerationOptions& o, const engine::Model& model,
                               engine::AnalysisOptions& options) {
   if (o.mla_form == "auto") {
-    options.mla_form = engine::MlaForm::automatic;
+    options.costing.mla_form = engine::MlaForm::automatic;
   } else if (o.mla_form == "naive") {
-    options.mla_form = engine::MlaForm::naive;
+    options.costing.mla_form = engine::MlaForm::naive;
   } else if (o.mla_form == "absorbed") {
-    options.mla_form = engine::MlaForm::absorbed;
+    options.costing.mla_form = engine::MlaForm::absorbed;
   } else {
     throw UsageError(
         fmt::format("--mla-form: expected auto, naive or absorbed, got '{}'", o.mla_form));
@@ -150,66 +150,33 @@ std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
 }
 
 void add_backend_options(CLI::App* app, BackendOptions& o, bool graphs) {
+  std::string names;
+  for (const runtime::BackendEntry& e : runtime::backend_registry()) {
+    for (const std::string& f : e.formats) names += (names.empty() ? "" : ", ") + e.name + ":" + f;
+  }
   app->add_option("--backend", o.backend,
-                  "cpu, cuda (bf16) or cuda:fp16 (cuda: not yet run on a GPU)")
+                  "NAME[:FORMAT], one of " + names + " (the first format is the default)")
       ->capture_default_str();
   app->add_option("--threads,-j", o.threads, "threads (0: all cores)")->capture_default_str();
   if (graphs) {
     app->add_flag(
         "--no-graphs", o.no_graphs,
-        "launch decode steps kernel by kernel (the CUDA backend captures them as graphs)");
+        "launch decode steps kernel by kernel (backends that capture graphs replay them)");
   }
 }
 
 std::unique_ptr<runtime::Backend> make_backend(const BackendOptions& o) {
-  const std::string& spec = o.backend;
-  const std::string& threads = o.threads;
-  // NAME or NAME:DTYPE (cpu: fp32 only; cuda: bf16, the default, or fp16).
-  const size_t colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  const std::string dtype = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (name == "cpu") {
-    if (!dtype.empty() && dtype != "fp32") {
-      throw UsageError(fmt::format("--backend: the cpu backend computes in fp32, not '{}'", dtype));
-    }
-    return runtime::make_cpu_backend(resolve_threads(threads));
+  runtime::BackendRequest request;
+  try {
+    request = runtime::parse_backend_request(o.backend);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--backend: ") + e.what());
   }
-  if (name == "cuda") {
-    if (!dtype.empty() && dtype != "bf16" && dtype != "fp16") {
-      throw UsageError(
-          fmt::format("--backend: the cuda backend stores bf16 or fp16, not '{}'", dtype));
-    }
-    try {
-      return runtime::make_cuda_backend(dtype.empty() ? "bf16" : dtype);
-    } catch (const runtime::DeviceError& e) {
-      throw RuntimeFailure(std::string("--backend cuda: ") + e.what());
-    }
-  }
-  throw UsageError(fmt::format(
-      "--backend: unknown backend '{}'; expected cpu, cuda, cuda:bf16 or cuda:fp16", spec));
-}
-
-engine::Precision backend_precision(const runtime::Backend& backend) {
-  const std::optional<engine::DType> d = engine::parse_dtype(backend.dtype());
-  if (!d) throw std::logic_error("backend dtype '" + backend.dtype() + "' has no engine format");
-  return engine::Precision::uniform(*d);
-}
-
-void check_fits_in_memory(const engine::Model& model, const engine::Workload& w,
-                          const runtime::Backend& backend) {
-  const engine::Precision p = backend_precision(backend);
-  // The CPU backend holds a second copy of the weights (the host copy) while the decoder
-  // uploads them; a GPU's device memory holds one.
-  int64_t needed = engine::estimate_memory_bytes(model, p, w);
-  if (backend.name() == "cpu") needed = engine::checked_add(needed, engine::weight_bytes(model, p));
-  const int64_t available = backend.available_bytes();
-  if (available > 0 && needed > available) {
-    throw RuntimeFailure(fmt::format(
-        "{} at batch {}, prompt {}, generate {} needs {} bytes ({} weights, KV cache and "
-        "activations{}) but {} bytes are available on the {} backend; nothing was allocated",
-        model.name, w.batch, w.prompt, w.generate, needed, backend.dtype(),
-        backend.name() == "cpu" ? ", weights twice while they upload" : "", available,
-        backend.name()));
+  const int threads = resolve_threads(o.threads);
+  try {
+    return runtime::create_backend(request, threads);
+  } catch (const runtime::DeviceError& e) {
+    throw RuntimeFailure("--backend " + o.backend + ": " + e.what());
   }
 }
 

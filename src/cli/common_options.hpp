@@ -48,8 +48,8 @@ struct GenerationOptions {
   bool cache_prefix = false;    // block diffusion with a prefix KV cache
 };
 void add_generation_options(CLI::App* app, GenerationOptions& o);
-// Sets options.mla_form and options.diffusion for `model`; diffusion flags on a model without
-// a diffusion section are a UsageError.
+// Sets options.costing.mla_form and options.diffusion for `model`; diffusion flags on a model
+// without a diffusion section are a UsageError.
 void apply_generation_options(const GenerationOptions& o, const engine::Model& model,
                               engine::AnalysisOptions& options);
 
@@ -73,13 +73,6 @@ struct BackendOptions {
 };
 void add_backend_options(CLI::App* app, BackendOptions& o, bool graphs);
 std::unique_ptr<runtime::Backend> make_backend(const BackendOptions& o);
-
-// Refuses (RuntimeFailure) a workload whose memory estimate, in the backend's storage format,
-// exceeds the memory the backend can still allocate.
-void check_fits_in_memory(const engine::Model& model, const engine::Workload& w,
-                          const runtime::Backend& backend);
-// The engine's precision for what a backend stores (fp32, bf16 or fp16 throughout).
-engine::Precision backend_precision(const runtime::Backend& backend);
 
 // An Analyzer; a model/device/format combination it refuses becomes a UsageError naming the
 // model and the device.

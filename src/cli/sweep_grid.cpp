@@ -26,7 +26,7 @@ SweepGrid::SweepGrid(SweepAxes axes) : axes_(std::move(axes)) {
       for (const auto& p : axes_.precisions) {
         engine::AnalysisOptions options;
         options.method = axes_.method;
-        options.precision = p;
+        options.costing.precision = p;
         (void)make_analyzer(m, hw, options);
       }
     }
@@ -94,7 +94,7 @@ class SweepWorker {
       const engine::Model& m = axes_.models[index / np / nh];
       engine::AnalysisOptions options;
       options.method = axes_.method;
-      options.precision = p;
+      options.costing.precision = p;
       c.analyzer = std::make_unique<engine::Analyzer>(m, hw, options);
       c.context = report::make_context(*c.analyzer);
     }

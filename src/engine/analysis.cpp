@@ -36,31 +36,18 @@ void for_each_segment(const std::vector<int64_t>& starts, int64_t first, int64_t
 }  // namespace
 
 Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options)
-    : model_(model),
+    : inventory_(model, options.costing),
       hardware_(hardware),
       options_(options),
-      rates_(device_rates(hardware, options.precision, options.method)) {
-  if (model_.layers.empty()) throw std::invalid_argument("model " + model_.name + " has no layers");
-  check_weight_format(model_, options_.precision);
-  figures_.params = total_params(model_);
-  figures_.active_params = active_params(model_);
-  figures_.weight_bytes = weight_bytes(model_, options_.precision);
-  figures_.kv_bytes_per_token = kv_bytes_per_token(model_, options_.precision.kv_cache);
-  breakpoints_ = context_breakpoints(model_);
-  if (rates_.calibrated && hardware_.calibration) {
-    // Every operator class the model uses must have been measured.
-    std::vector<Op> ops;
-    build_ops(model_, options_.precision, decode_shape(1, 1), ops, options_.mla_form);
-    for (const Op& op : ops) {
-      if (rates_.classes[static_cast<size_t>(op.kind)].compute_efficiency <= 0) {
-        throw std::invalid_argument("the calibration of " + hardware_.name + " has no '" +
-                                    std::string(op_kind_name(op.kind)) +
-                                    "' class (its probe measured no such kernel), "
-                                    "needed for " +
-                                    std::string(op.name) + "; use --method roofline");
-      }
-    }
-  }
+      rates_(device_rates(hardware, options.costing.precision, options.method)) {
+  const Model& m = inventory_.model();
+  const Precision& p = options_.costing.precision;
+  figures_.params = total_params(m);
+  figures_.active_params = active_params(m);
+  figures_.weight_bytes = weight_bytes(m, p);
+  figures_.kv_bytes_per_token = kv_bytes_per_token(m, p.kv_cache);
+  breakpoints_ = context_breakpoints(m);
+  check_calibration_covers(inventory_, rates_, hardware_);
   if (options_.diffusion) {
     const DiffusionOptions& d = *options_.diffusion;
     if (d.block_length < 1 || d.steps < 1) {
@@ -70,16 +57,7 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
 }
 
 int64_t Analyzer::state_bytes(int64_t context) const {
-  return engine::state_bytes(model_, context, options_.precision.kv_cache);
-}
-
-StepShape Analyzer::decode_shape(int64_t batch, int64_t context) const {
-  StepShape s;
-  s.phase = Phase::decode;
-  s.batch = batch;
-  s.new_tokens = 1;
-  s.past_tokens = context;
-  return s;
+  return engine::state_bytes(model(), context, options_.costing.precision.kv_cache);
 }
 
 PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch,
@@ -113,9 +91,9 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
     r.time_s = r.compute_bound_s = static_cast<double>(r.flops) / rates_.matrix_flops;
     r.bound = Bound::compute;
   } else {
-    r.time_s = r.memory_bound_s =
-        bandwidth_decode_time(batch, weight_bytes_touched(model_, options_.precision, batch),
-                              static_cast<double>(state_bytes(context)), rates.bandwidth);
+    r.time_s = r.memory_bound_s = bandwidth_decode_time(
+        batch, weight_bytes_touched(model(), options_.costing.precision, batch),
+        static_cast<double>(state_bytes(context)), rates.bandwidth);
     r.bound = Bound::memory;
   }
   return r;
@@ -157,7 +135,7 @@ double Analyzer::sum_decode_steps(int64_t batch, int64_t first, int64_t count) {
   // level as the cache grows.
   std::vector<int64_t> starts = breakpoints_;
   const auto moves = level_starts(first, checked_add(first, count), [&](int64_t c) {
-    build_ops(model_, options_.precision, decode_shape(batch, c), level_ops_, options_.mla_form);
+    inventory_.build(StepShape::decode(batch, c), level_ops_);
     return step_working_set(level_ops_);
   });
   starts.insert(starts.end(), moves.begin(), moves.end());
@@ -175,14 +153,13 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
   if (options_.method == Method::bandwidth) {
     const double weights = state_.valid && state_.batch == batch
                                ? state_.step_weight_bytes
-                               : weight_bytes_touched(model_, options_.precision, batch);
+                               : weight_bytes_touched(model(), options_.costing.precision, batch);
     const double s0 = static_cast<double>(state_bytes(first));
     const double slope =
         count > 1 ? static_cast<double>(state_bytes(checked_add(first, 1))) - s0 : 0.0;
     // The mean of a linear function over the segment is its value at the mean context.
     const double mean_state = s0 + slope * static_cast<double>(count - 1) / 2.0;
-    build_ops(model_, options_.precision, decode_shape(batch, first), level_ops_,
-              options_.mla_form);
+    inventory_.build(StepShape::decode(batch, first), level_ops_);
     const double bandwidth = rates_.at_working_set(step_working_set(level_ops_)).bandwidth;
     return static_cast<double>(count) *
            bandwidth_decode_time(batch, weights, mean_state, bandwidth);
@@ -209,10 +186,8 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
       if (start == first) return lines;
     }
   }
-  build_ops(model_, options_.precision, decode_shape(batch, first), scratch_ops2_,
-            options_.mla_form);
-  build_ops(model_, options_.precision, decode_shape(batch, checked_add(first, 1)), scratch_ops3_,
-            options_.mla_form);
+  inventory_.build(StepShape::decode(batch, first), scratch_ops2_);
+  inventory_.build(StepShape::decode(batch, checked_add(first, 1)), scratch_ops3_);
   std::vector<DecodeLine> lines;
   lines.reserve(scratch_ops2_.size());
   // One memory level for the whole segment (level_starts splits where it changes).
@@ -248,12 +223,12 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
   const int64_t full_passes = batch / per_pass;
   const int64_t remainder = batch % per_pass;
   StepShape shape{Phase::prefill, per_pass, tokens, 0};
-  build_ops(model_, options_.precision, shape, scratch_ops_, options_.mla_form);
+  inventory_.build(shape, scratch_ops_);
   PhaseResult total = cost_phase(scratch_ops_, Phase::prefill, per_pass, 0, rows);
   if (activation_peak) {
     *activation_peak = step_activation_peak(
-        scratch_ops_, storage_bytes(checked_mul(per_pass, tokens, model_.d_model),
-                                    options_.precision.activations));
+        scratch_ops_, storage_bytes(checked_mul(per_pass, tokens, model().d_model),
+                                    options_.costing.precision.activations));
   }
   if (full_passes == 1 && remainder == 0) return total;
   // Several passes: scale the full pass, add the partial one.
@@ -273,7 +248,7 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
   accumulate(one, full_passes);
   if (remainder > 0) {
     shape.batch = remainder;
-    build_ops(model_, options_.precision, shape, scratch_ops_, options_.mla_form);
+    inventory_.build(shape, scratch_ops_);
     accumulate(cost_phase(scratch_ops_, Phase::prefill, remainder, 0, nullptr), 1);
   }
   total.passes = full_passes + (remainder > 0 ? 1 : 0);
@@ -287,8 +262,7 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
 }
 
 double Analyzer::decode_step_time(int64_t batch, int64_t context) {
-  build_ops(model_, options_.precision, decode_shape(batch, context), scratch_ops_,
-            options_.mla_form);
+  inventory_.build(StepShape::decode(batch, context), scratch_ops_);
   return cost_phase(scratch_ops_, Phase::decode, batch, context, nullptr).time_s;
 }
 
@@ -302,15 +276,14 @@ void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pas
   st.per_pass = per_pass;
   st.prefill = prefill(batch, prompt, per_pass, rows ? &rows->prefill_ops : nullptr,
                        &st.prefill_activations);
-  build_ops(model_, options_.precision, decode_shape(batch, prompt), decode_ops_,
-            options_.mla_form);
+  inventory_.build(StepShape::decode(batch, prompt), decode_ops_);
   st.decode =
       cost_phase(decode_ops_, Phase::decode, batch, prompt, rows ? &rows->decode_ops : nullptr);
   st.decode_activations = step_activation_peak(
       decode_ops_,
-      storage_bytes(checked_mul(batch, model_.d_model), options_.precision.activations));
+      storage_bytes(checked_mul(batch, model().d_model), options_.costing.precision.activations));
   st.step_weight_bytes = options_.method == Method::bandwidth
-                             ? weight_bytes_touched(model_, options_.precision, batch)
+                             ? weight_bytes_touched(model(), options_.costing.precision, batch)
                              : 0.0;
   st.valid = true;
 }
@@ -369,8 +342,7 @@ void Analyzer::sum_prefill_passes(int64_t sequences, int64_t first, int64_t coun
   const int64_t end = checked_add(first, count);
   const int64_t saturated = std::min(end, std::max(first, moe_saturation_tokens(sequences)));
   for (int64_t n = first; n < saturated; ++n) {
-    build_ops(model_, options_.precision, {Phase::prefill, sequences, n, 0}, scratch_ops_,
-              options_.mla_form);
+    inventory_.build({Phase::prefill, sequences, n, 0}, scratch_ops_);
     const PhaseResult p = cost_phase(scratch_ops_, Phase::prefill, sequences, 0, nullptr);
     *flops += static_cast<double>(p.flops);
     *time_s += p.time_s;
@@ -381,8 +353,7 @@ void Analyzer::sum_prefill_passes(int64_t sequences, int64_t first, int64_t coun
   std::vector<int64_t> starts = breakpoints_;
   for (int64_t& s : starts) ++s;
   const auto moves = level_starts(saturated, end, [&](int64_t n) {
-    build_ops(model_, options_.precision, {Phase::prefill, sequences, n, 0}, level_ops_,
-              options_.mla_form);
+    inventory_.build({Phase::prefill, sequences, n, 0}, level_ops_);
     return step_working_set(level_ops_);
   });
   starts.insert(starts.end(), moves.begin(), moves.end());
@@ -394,15 +365,16 @@ void Analyzer::sum_prefill_passes(int64_t sequences, int64_t first, int64_t coun
 
 int64_t Analyzer::moe_saturation_tokens(int64_t sequences) const {
   int64_t tokens = 0;
-  for (const LayerKind& k : model_.layers) {
+  for (const LayerKind& k : model().layers) {
     if (k.ffn != FfnKind::moe || k.moe.top_k >= k.moe.n_experts) continue;
     // Bytes of all routed experts of the kind: the untouched share of them decays as
     // (1 - k/E)^(sequences * n); past n* it is under half a byte.
     double routed = 0;
-    for (const WeightTensor& t : weight_tensors(model_, k)) {
+    for (const WeightTensor& t : weight_tensors(model(), k)) {
       if (t.routed) {
-        routed += static_cast<double>(matrix_bytes(options_.precision.weights, t.rows, t.cols)) *
-                  static_cast<double>(t.copies * t.layers);
+        routed +=
+            static_cast<double>(matrix_bytes(options_.costing.precision.weights, t.rows, t.cols)) *
+            static_cast<double>(t.copies * t.layers);
       }
     }
     const double miss =
@@ -419,11 +391,11 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
   // segment (attention pairs grow as n(n+1)/2, the rest linearly; the lm head sees one row per
   // sequence). Three consecutive n fix it: v(j) = v0 + d1*j + d2*j(j-1)/2 for n = first + j.
   StepShape shape{Phase::prefill, sequences, first, 0};
-  build_ops(model_, options_.precision, shape, scratch_ops_, options_.mla_form);
+  inventory_.build(shape, scratch_ops_);
   shape.new_tokens = checked_add(first, 1);
-  build_ops(model_, options_.precision, shape, scratch_ops2_, options_.mla_form);
+  inventory_.build(shape, scratch_ops2_);
   shape.new_tokens = checked_add(first, 2);
-  build_ops(model_, options_.precision, shape, scratch_ops3_, options_.mla_form);
+  inventory_.build(shape, scratch_ops3_);
   auto coefficients = [](double v0, double v1, double v2) {
     const double d1 = v1 - v0;
     const double d2 = v2 - 2 * v1 + v0;
@@ -474,10 +446,8 @@ SamplingComparison Analyzer::compare_sampling(const Workload& w, int64_t per_pas
   const int64_t steps = w.generate - 1;
   double decode_flops = 0;
   for_each_segment(breakpoints_, w.prompt, steps, [&](int64_t lo, int64_t n) {
-    build_ops(model_, options_.precision, decode_shape(w.batch, lo), scratch_ops2_,
-              options_.mla_form);
-    build_ops(model_, options_.precision, decode_shape(w.batch, lo + 1), scratch_ops3_,
-              options_.mla_form);
+    inventory_.build(StepShape::decode(w.batch, lo), scratch_ops2_);
+    inventory_.build(StepShape::decode(w.batch, lo + 1), scratch_ops3_);
     const double f0 =
         static_cast<double>(cost_phase(scratch_ops2_, Phase::decode, w.batch, lo, nullptr).flops);
     const double f1 = static_cast<double>(
@@ -506,7 +476,7 @@ DiffusionResult Analyzer::diffusion(const Workload& w, const DiffusionOptions& d
     s.logit_tokens = d.block_length;
     s.causal = false;
     s.write_cache = write_cache;
-    build_ops(model_, options_.precision, s, scratch_ops_, options_.mla_form);
+    inventory_.build(s, scratch_ops_);
     return cost_phase(scratch_ops_, Phase::prefill, w.batch, past, nullptr);
   };
   if (!d.cache_prefix) {
@@ -540,17 +510,16 @@ DiffusionResult Analyzer::diffusion(const Workload& w, const DiffusionOptions& d
   return out;
 }
 
-int64_t estimate_memory_bytes(const Model& model, const Precision& precision, const Workload& w) {
+int64_t estimate_memory_bytes(const OpInventory& inventory, const Workload& w) {
+  const Model& model = inventory.model();
+  const Precision& precision = inventory.precision();
   const int64_t per_pass = w.prefill_batch == 0 ? w.batch : std::min(w.prefill_batch, w.batch);
   std::vector<Op> ops;
-  build_ops(model, precision, {Phase::prefill, per_pass, w.prompt, 0}, ops);
+  inventory.build(StepShape::prefill(per_pass, w.prompt), ops);
   const int64_t prefill = step_activation_peak(
       ops, storage_bytes(checked_mul(per_pass, w.prompt, model.d_model), precision.activations));
   const int64_t context = checked_add(w.prompt, w.generate - 1);
-  StepShape decode;
-  decode.batch = w.batch;
-  decode.past_tokens = context;
-  build_ops(model, precision, decode, ops);
+  inventory.build(StepShape::decode(w.batch, context), ops);
   const int64_t decode_peak = step_activation_peak(
       ops, storage_bytes(checked_mul(w.batch, model.d_model), precision.activations));
   return checked_add(weight_bytes(model, precision),

@@ -42,10 +42,9 @@ struct DiffusionOptions {
 
 struct AnalysisOptions {
   Method method = Method::roofline;
-  Precision precision;
+  CostingConfig costing;        // formats and forms: what the operator inventory is built with
   bool per_op = false;          // keep the per-operator rows
   bool naive_sampling = false;  // also cost sampling without a KV cache
-  MlaForm mla_form = MlaForm::automatic;
   std::optional<DiffusionOptions> diffusion;  // cost diffusion generation too
 };
 
@@ -117,7 +116,7 @@ struct ModelFigures {
 // Weights + KV cache and state at prompt+generate-1 tokens + peak activations (the prefill
 // pass or a decode step), for B sequences: the memory a run of this workload needs, with no
 // device involved (runtimes check it against the memory they have).
-int64_t estimate_memory_bytes(const Model& model, const Precision& precision, const Workload& w);
+int64_t estimate_memory_bytes(const OpInventory& inventory, const Workload& w);
 
 // Evaluates workloads for one (model, hardware, options). Holds scratch buffers so repeated
 // evaluation (sweeps) does not allocate; not thread-safe, use one per thread.
@@ -127,7 +126,8 @@ class Analyzer {
   // or the weight format does not fit the model.
   Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options);
 
-  const Model& model() const { return model_; }
+  const Model& model() const { return inventory_.model(); }
+  const OpInventory& inventory() const { return inventory_; }
   const Hardware& hardware() const { return hardware_; }
   const ModelFigures& model_figures() const { return figures_; }
   const DeviceRates& rates() const { return rates_; }
@@ -176,7 +176,6 @@ class Analyzer {
     std::vector<std::pair<int64_t, std::vector<DecodeLine>>> segments;
   };
 
-  StepShape decode_shape(int64_t batch, int64_t context) const;
   PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch, int64_t context,
                          std::vector<OpRow>* rows) const;
   double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state,
@@ -206,7 +205,7 @@ class Analyzer {
   DiffusionResult diffusion(const Workload& w, const DiffusionOptions& d,
                             const PhaseResult& prompt_prefill);
 
-  Model model_;  // copies: an Analyzer never dangles
+  OpInventory inventory_;  // holds a copy of the model: an Analyzer never dangles
   Hardware hardware_;
   AnalysisOptions options_;
   DeviceRates rates_;

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace streamspark::engine {
 
@@ -134,10 +135,10 @@ class OpListBuilder {
   void set_repeat(int64_t repeat) { repeat_ = repeat; }
   int64_t repeat() const { return repeat_; }
 
-  Op& add(std::string_view name, OpKind kind, int64_t flops, Traffic bytes, int64_t launches = 1) {
+  Op& add(OpId id, OpKind kind, int64_t flops, Traffic bytes, int64_t launches = 1) {
     Op& op = out_.emplace_back();
     op.group = group_;
-    op.name = name;
+    op.id = id;
     op.kind = kind;
     op.flops = flops;
     op.bytes = bytes;
@@ -149,8 +150,7 @@ class OpListBuilder {
   // y (m x n) = x (m x k) * W (k x n) [+ bias (n)] with W a layer weight in the quantized
   // format; `weight_share` scales the weight traffic (MoE: the fraction of experts touched),
   // `batch` independent products of that shape (per-head matrices).
-  Op& gemm(std::string_view name, int64_t m, int64_t n, int64_t k, bool bias = false,
-           int64_t batch = 1) {
+  Op& gemm(OpId id, int64_t m, int64_t n, int64_t k, bool bias = false, int64_t batch = 1) {
     // Group sizes are checked against the stored matrices (check_weight_format); the few
     // GEMMs whose k is not a stored input dimension (MLA's absorbed products) override the
     // weight bytes after this.
@@ -166,7 +166,7 @@ class OpListBuilder {
     }
     t.activations =
         act_bytes(checked_mul(batch, checked_add(checked_mul(m, k), checked_mul(m, n))));
-    Op& op = add(name, OpKind::gemm, flops, t);
+    Op& op = add(id, OpKind::gemm, flops, t);
     op.gemm = GemmShape{m, n, k, batch};
     apply_outliers(op, k);
     return op;
@@ -191,44 +191,44 @@ class OpListBuilder {
   }
 
   // Reads rows x width activations, writes the same; weights width (RMS) or 2*width (LN).
-  void norm(std::string_view name, NormKind kind, int64_t rows, int64_t width) {
+  void norm(OpId id, NormKind kind, int64_t rows, int64_t width) {
     const int64_t elements = checked_mul(rows, width);
     const bool rms = kind == NormKind::rmsnorm;
     Traffic t;
     t.weights = small_param_bytes(norm_params(kind, width));
     t.activations = act_bytes(checked_mul(2, elements));
-    add(name, OpKind::norm,
+    add(id, OpKind::norm,
         checked_mul(elements, rms ? kRmsNormFlopsPerElement : kLayerNormFlopsPerElement), t);
   }
 
   // out = x + y over `elements`: two reads, one write.
-  void residual(std::string_view name, int64_t elements) {
+  void residual(OpId id, int64_t elements) {
     Traffic t;
     t.activations = act_bytes(checked_mul(3, elements));
-    add(name, OpKind::elementwise, checked_mul(elements, kResidualFlopsPerElement), t);
+    add(id, OpKind::elementwise, checked_mul(elements, kResidualFlopsPerElement), t);
   }
 
   // In-place elementwise op over `elements` activations (read and written).
-  void elementwise(std::string_view name, int64_t elements, int64_t flops_per_element) {
+  void elementwise(OpId id, int64_t elements, int64_t flops_per_element) {
     Traffic t;
     t.activations = act_bytes(checked_mul(2, elements));
-    add(name, OpKind::elementwise, checked_mul(elements, flops_per_element), t);
+    add(id, OpKind::elementwise, checked_mul(elements, flops_per_element), t);
   }
 
   // act(gate) * up (gated, reads two tensors) or act(up) (plain), `elements` outputs.
-  void activation(std::string_view name, int64_t elements, MlpKind kind, Activation a) {
+  void activation(OpId id, int64_t elements, MlpKind kind, Activation a) {
     const int64_t inputs = kind == MlpKind::gated ? 2 : 1;
     Traffic t;
     t.activations = act_bytes(checked_mul(inputs + 1, elements));
-    add(name, OpKind::elementwise, checked_mul(elements, activation_flops_per_element(kind, a)), t);
+    add(id, OpKind::elementwise, checked_mul(elements, activation_flops_per_element(kind, a)), t);
   }
 
   // New tokens' K/V (or latents) copied into the cache in the KV format.
-  void cache_write(std::string_view name, int64_t elements) {
+  void cache_write(OpId id, int64_t elements) {
     Traffic t;
     t.activations = act_bytes(elements);
     t.kv_write = kv_bytes(elements);
-    add(name, OpKind::kv_write, 0, t);
+    add(id, OpKind::kv_write, 0, t);
   }
 
  private:
@@ -267,24 +267,25 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   const int64_t q_width = checked_mul(N, H);
   const int64_t kv_width = checked_mul(K, H);
   const int64_t producers = k.count / a.kv_share;  // layers that project and store K, V
-  b.norm("attn_norm", norm, s.tokens, s.D);
+  b.norm(OpId::attn_norm, norm, s.tokens, s.D);
   if (a.kv_share == 1) {
-    b.gemm("qkv_proj", s.tokens, checked_add(q_width, checked_mul(2, kv_width)), s.D, a.qkv_bias);
+    b.gemm(OpId::qkv_proj, s.tokens, checked_add(q_width, checked_mul(2, kv_width)), s.D,
+           a.qkv_bias);
     if (a.rope) {
-      b.elementwise("rope", checked_mul(s.tokens, checked_add(q_width, kv_width)),
+      b.elementwise(OpId::rope, checked_mul(s.tokens, checked_add(q_width, kv_width)),
                     kRopeFlopsPerElement);
     }
-    if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, 2, kv_width));
+    if (s.write_cache) b.cache_write(OpId::kv_cache_write, checked_mul(s.tokens, 2, kv_width));
   } else {
     // Cross-layer attention: every layer projects Q; one layer per group projects, rotates
     // and stores K and V, which the others reuse.
-    b.gemm("q_proj", s.tokens, q_width, s.D, a.qkv_bias);
-    if (a.rope) b.elementwise("rope_q", checked_mul(s.tokens, q_width), kRopeFlopsPerElement);
+    b.gemm(OpId::q_proj, s.tokens, q_width, s.D, a.qkv_bias);
+    if (a.rope) b.elementwise(OpId::rope_q, checked_mul(s.tokens, q_width), kRopeFlopsPerElement);
     const int64_t all = b.repeat();
     b.set_repeat(producers);
-    b.gemm("kv_proj", s.tokens, checked_mul(2, kv_width), s.D, a.qkv_bias);
-    if (a.rope) b.elementwise("rope_k", checked_mul(s.tokens, kv_width), kRopeFlopsPerElement);
-    if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, 2, kv_width));
+    b.gemm(OpId::kv_proj, s.tokens, checked_mul(2, kv_width), s.D, a.qkv_bias);
+    if (a.rope) b.elementwise(OpId::rope_k, checked_mul(s.tokens, kv_width), kRopeFlopsPerElement);
+    if (s.write_cache) b.cache_write(OpId::kv_cache_write, checked_mul(s.tokens, 2, kv_width));
     b.set_repeat(all);
   }
   // One fused FlashAttention kernel, split in two rows: scores (QK^T) and values (PV).
@@ -299,13 +300,13 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   Traffic scores;
   scores.activations = b.act_bytes(checked_add(q_elements, new_kv));
   scores.kv_read = b.kv_bytes(past_kv);
-  b.add("attn_scores", OpKind::attention, matmul_flops, scores, 1);
+  b.add(OpId::attn_scores, OpKind::attention, matmul_flops, scores, 1);
   Traffic values;
   values.activations = b.act_bytes(checked_add(new_kv, q_elements));  // V new, O out
   values.kv_read = b.kv_bytes(past_kv);
-  b.add("attn_values", OpKind::attention, matmul_flops, values, 0);  // same kernel
-  b.gemm("out_proj", s.tokens, s.D, q_width);
-  b.residual("attn_residual", checked_mul(s.tokens, s.D));
+  b.add(OpId::attn_values, OpKind::attention, matmul_flops, values, 0);  // same kernel
+  b.gemm(OpId::out_proj, s.tokens, s.D, q_width);
+  b.residual(OpId::attn_residual, checked_mul(s.tokens, s.D));
 }
 
 // Multi-head latent attention (DeepSeek-V2 §2.1; HF DeepseekV2Attention). Dimensions:
@@ -318,20 +319,20 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
   const int64_t dh = x.qk_nope_head_dim, dr = x.qk_rope_head_dim, dv = x.v_head_dim;
   const int64_t dc = x.kv_lora_rank;
   const int64_t cached = x.cached_elements();  // d_c + d_r
-  b.norm("attn_norm", norm, s.tokens, s.D);
+  b.norm(OpId::attn_norm, norm, s.tokens, s.D);
   const int64_t q_width = checked_mul(N, checked_add(dh, dr));
   if (x.q_lora_rank > 0) {
-    b.gemm("q_down", s.tokens, x.q_lora_rank, s.D);
-    b.norm("q_norm", NormKind::rmsnorm, s.tokens, x.q_lora_rank);
-    b.gemm("q_up", s.tokens, q_width, x.q_lora_rank);
+    b.gemm(OpId::q_down, s.tokens, x.q_lora_rank, s.D);
+    b.norm(OpId::q_norm, NormKind::rmsnorm, s.tokens, x.q_lora_rank);
+    b.gemm(OpId::q_up, s.tokens, q_width, x.q_lora_rank);
   } else {
-    b.gemm("q_proj", s.tokens, q_width, s.D);
+    b.gemm(OpId::q_proj, s.tokens, q_width, s.D);
   }
-  b.gemm("kv_down", s.tokens, cached, s.D);  // latent c_KV and the RoPE key k^R
-  b.norm("kv_norm", NormKind::rmsnorm, s.tokens, dc);
-  b.elementwise("rope", checked_mul(s.tokens, checked_add(checked_mul(N, dr), dr)),
+  b.gemm(OpId::kv_down, s.tokens, cached, s.D);  // latent c_KV and the RoPE key k^R
+  b.norm(OpId::kv_norm, NormKind::rmsnorm, s.tokens, dc);
+  b.elementwise(OpId::rope, checked_mul(s.tokens, checked_add(checked_mul(N, dr), dr)),
                 kRopeFlopsPerElement);
-  if (s.write_cache) b.cache_write("kv_cache_write", checked_mul(s.tokens, cached));
+  if (s.write_cache) b.cache_write(OpId::kv_cache_write, checked_mul(s.tokens, cached));
   // auto: absorbed for decode, naive for every prefill (even a one-token one), as serving
   // engines run MLA.
   const bool absorbed =
@@ -343,24 +344,24 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     // against the cached latent and k^R (an MQA with d_c + d_r wide keys); the weighted sum
     // of latents (d_c per head) times W^UV (per head d_c x d_v) gives the heads' outputs.
     // W^UK and W^UV are stored as kv_up (d_c input rows): their bytes follow that layout.
-    b.gemm("q_absorb", s.tokens, dc, dh, false, N).bytes.weights =
+    b.gemm(OpId::q_absorb, s.tokens, dc, dh, false, N).bytes.weights =
         b.weight_bytes_stored(dc, checked_mul(N, dh));
     Traffic scores;
     scores.activations = b.act_bytes(
         checked_add(checked_mul(s.tokens, N, checked_add(dc, dr)), checked_mul(s.tokens, cached)));
     scores.kv_read = b.kv_bytes(checked_mul(past, cached));
-    b.add("attn_scores", OpKind::attention, checked_mul(2, s.B, N, checked_add(dc, dr), pairs),
+    b.add(OpId::attn_scores, OpKind::attention, checked_mul(2, s.B, N, checked_add(dc, dr), pairs),
           scores, 1);
     Traffic values;  // the latent already read for the scores is the value: no second read
     values.activations = b.act_bytes(checked_mul(s.tokens, N, dc));
-    b.add("attn_values", OpKind::attention, checked_mul(2, s.B, N, dc, pairs), values, 0);
-    b.gemm("v_absorb", s.tokens, dv, dc, false, N).bytes.weights =
+    b.add(OpId::attn_values, OpKind::attention, checked_mul(2, s.B, N, dc, pairs), values, 0);
+    b.gemm(OpId::v_absorb, s.tokens, dv, dc, false, N).bytes.weights =
         b.weight_bytes_stored(dc, checked_mul(N, dv));
   } else {
     // Decompress every position's latent (cached and new) into per-head K_nope and V with
     // kv_up (W^UK, W^UV), then attend with N heads of d_h + d_r (keys) and d_v (values).
     const int64_t positions = checked_mul(s.B, checked_add(s.P, s.T));
-    Op& up = b.gemm("kv_up", positions, checked_mul(N, checked_add(dh, dv)), dc);
+    Op& up = b.gemm(OpId::kv_up, positions, checked_mul(N, checked_add(dh, dv)), dc);
     // The cached latents are read from the cache, not from activations.
     up.bytes.activations -= b.act_bytes(checked_mul(past, dc));
     up.bytes.kv_read = b.kv_bytes(checked_mul(past, dc));
@@ -369,15 +370,15 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     scores.activations = b.act_bytes(
         checked_add(q_elements, checked_mul(positions, N, dh), checked_mul(s.tokens, dr)));
     scores.kv_read = b.kv_bytes(checked_mul(past, dr));
-    b.add("attn_scores", OpKind::attention, checked_mul(2, s.B, N, checked_add(dh, dr), pairs),
+    b.add(OpId::attn_scores, OpKind::attention, checked_mul(2, s.B, N, checked_add(dh, dr), pairs),
           scores, 1);
     Traffic values;
     values.activations =
         b.act_bytes(checked_add(checked_mul(positions, N, dv), checked_mul(s.tokens, N, dv)));
-    b.add("attn_values", OpKind::attention, checked_mul(2, s.B, N, dv, pairs), values, 0);
+    b.add(OpId::attn_values, OpKind::attention, checked_mul(2, s.B, N, dv, pairs), values, 0);
   }
-  b.gemm("out_proj", s.tokens, s.D, checked_mul(N, dv));
-  b.residual("attn_residual", checked_mul(s.tokens, s.D));
+  b.gemm(OpId::out_proj, s.tokens, s.D, checked_mul(N, dv));
+  b.residual(OpId::attn_residual, checked_mul(s.tokens, s.D));
 }
 
 // Mamba-1 mixer (Gu & Dao 2023, Algorithm 2; HF MambaMixer). d_inner = expand*D.
@@ -385,8 +386,8 @@ void add_mamba(OpListBuilder& b, const StepDims& s, const Model& m, const LayerK
   const Mamba& x = k.mamba;
   const int64_t di = mamba_inner_dim(m, x);
   const int64_t rows = s.tokens;
-  b.norm("mamba_norm", m.norm, rows, s.D);
-  b.gemm("mamba_in_proj", rows, checked_mul(2, di), s.D);  // x and the gate z
+  b.norm(OpId::mamba_norm, m.norm, rows, s.D);
+  b.gemm(OpId::mamba_in_proj, rows, checked_mul(2, di), s.D);  // x and the gate z
   {
     // Depthwise causal conv (width d_conv) + bias + SiLU. Decode reads and writes the conv
     // state (d_inner x d_conv per sequence); a prefill writes the final one.
@@ -398,14 +399,14 @@ void add_mamba(OpListBuilder& b, const StepDims& s, const Model& m, const LayerK
     t.activations = b.act_bytes(checked_mul(2, elements));
     t.kv_read = s.P > 0 ? b.kv_bytes(state) : 0;
     t.kv_write = s.write_cache ? b.kv_bytes(state) : 0;
-    b.add("mamba_conv", OpKind::elementwise,
+    b.add(OpId::mamba_conv, OpKind::elementwise,
           checked_mul(elements, checked_add(checked_mul(2, x.d_conv), 5)), t);
   }
   const int64_t bc_width = checked_mul(2, x.d_state);
-  b.gemm("mamba_x_proj", rows, checked_add(x.dt_rank, bc_width), di);  // dt, B, C
+  b.gemm(OpId::mamba_x_proj, rows, checked_add(x.dt_rank, bc_width), di);  // dt, B, C
   if (x.inner_norms)
-    b.norm("mamba_inner_norm", NormKind::rmsnorm, rows, checked_add(x.dt_rank, bc_width));
-  b.gemm("mamba_dt_proj", rows, di, x.dt_rank, true);
+    b.norm(OpId::mamba_inner_norm, NormKind::rmsnorm, rows, checked_add(x.dt_rank, bc_width));
+  b.gemm(OpId::mamba_dt_proj, rows, di, x.dt_rank, true);
   {
     // Selective scan with the gate: reads x, dt, z (d_inner each) and B, C per token, writes
     // y; the state h (d_inner x d_state) stays on chip within a step (the fused kernel), and
@@ -418,10 +419,10 @@ void add_mamba(OpListBuilder& b, const StepDims& s, const Model& m, const LayerK
     t.activations = b.act_bytes(checked_mul(rows, checked_add(checked_mul(4, di), bc_width)));
     t.kv_read = s.P > 0 ? b.kv_bytes(state) : 0;
     t.kv_write = s.write_cache ? b.kv_bytes(state) : 0;
-    b.add("mamba_scan", OpKind::scan, checked_mul(rows, per_token), t);
+    b.add(OpId::mamba_scan, OpKind::scan, checked_mul(rows, per_token), t);
   }
-  b.gemm("mamba_out_proj", rows, s.D, di);
-  b.residual("mamba_residual", checked_mul(rows, s.D));
+  b.gemm(OpId::mamba_out_proj, rows, s.D, di);
+  b.residual(OpId::mamba_residual, checked_mul(rows, s.D));
 }
 
 // Linear attention in its recurrent form: S_t = S_{t-1} + phi(k_t) v_t^T, o_t = phi(q_t)^T S_t
@@ -431,15 +432,16 @@ void add_linear_attention(OpListBuilder& b, const StepDims& s, const Model& m, c
   const LinearAttention& x = k.linear;
   const int64_t rows = s.tokens;
   const int64_t v_width = checked_mul(x.n_heads, x.head_dim);
-  b.norm("linear_norm", m.norm, rows, s.D);
-  b.gemm("linear_qkv_proj", rows, checked_add(checked_mul(2, x.n_heads, x.key_dim), v_width), s.D);
+  b.norm(OpId::linear_norm, m.norm, rows, s.D);
+  b.gemm(OpId::linear_qkv_proj, rows, checked_add(checked_mul(2, x.n_heads, x.key_dim), v_width),
+         s.D);
   {
     // phi(q), phi(k): key_dim -> feature_dim per head.
     const int64_t outputs = checked_mul(rows, 2, x.n_heads, x.feature_dim);
     Traffic t;
     t.activations =
         checked_add(b.act_bytes(checked_mul(rows, 2, x.n_heads, x.key_dim)), b.act_bytes(outputs));
-    b.add("linear_feature_map", OpKind::elementwise,
+    b.add(OpId::linear_feature_map, OpKind::elementwise,
           checked_mul(outputs, kFeatureMapFlopsPerFeature), t);
   }
   {
@@ -451,26 +453,26 @@ void add_linear_attention(OpListBuilder& b, const StepDims& s, const Model& m, c
         checked_add(checked_mul(rows, 2, x.n_heads, x.feature_dim), checked_mul(2, rows, v_width)));
     t.kv_read = s.P > 0 ? b.kv_bytes(state) : 0;
     t.kv_write = s.write_cache ? b.kv_bytes(state) : 0;
-    b.add("linear_state", OpKind::scan, checked_mul(4, rows, x.n_heads, state_per_head), t);
+    b.add(OpId::linear_state, OpKind::scan, checked_mul(4, rows, x.n_heads, state_per_head), t);
   }
   if (x.output_gate) {
     // MiniMax-01: RMSNorm over the heads' outputs, times sigmoid(x W_g) (sigmoid 4 + product).
-    b.norm("linear_out_norm", NormKind::rmsnorm, rows, v_width);
-    b.gemm("linear_gate_proj", rows, v_width, s.D);
-    b.activation("linear_gate", checked_mul(rows, v_width), MlpKind::gated, Activation::silu);
+    b.norm(OpId::linear_out_norm, NormKind::rmsnorm, rows, v_width);
+    b.gemm(OpId::linear_gate_proj, rows, v_width, s.D);
+    b.activation(OpId::linear_gate, checked_mul(rows, v_width), MlpKind::gated, Activation::silu);
   }
-  b.gemm("linear_out_proj", rows, s.D, v_width);
-  b.residual("linear_residual", checked_mul(rows, s.D));
+  b.gemm(OpId::linear_out_proj, rows, s.D, v_width);
+  b.residual(OpId::linear_residual, checked_mul(rows, s.D));
 }
 
 void add_dense_mlp(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
   const int64_t F = k.mlp.d_ff;
-  b.norm("mlp_norm", norm, s.tokens, s.D);
-  if (k.mlp.kind == MlpKind::gated) b.gemm("mlp_gate", s.tokens, F, s.D);  // (B*T, D) -> F
-  b.gemm("mlp_up", s.tokens, F, s.D);
-  b.activation("mlp_act", checked_mul(s.tokens, F), k.mlp.kind, k.mlp.activation);
-  b.gemm("mlp_down", s.tokens, s.D, F);  // (B*T, F) -> D
-  b.residual("mlp_residual", checked_mul(s.tokens, s.D));
+  b.norm(OpId::mlp_norm, norm, s.tokens, s.D);
+  if (k.mlp.kind == MlpKind::gated) b.gemm(OpId::mlp_gate, s.tokens, F, s.D);  // (B*T, D) -> F
+  b.gemm(OpId::mlp_up, s.tokens, F, s.D);
+  b.activation(OpId::mlp_act, checked_mul(s.tokens, F), k.mlp.kind, k.mlp.activation);
+  b.gemm(OpId::mlp_down, s.tokens, s.D, F);  // (B*T, F) -> D
+  b.residual(OpId::mlp_residual, checked_mul(s.tokens, s.D));
 }
 
 // Routed experts (Mixtral; DeepSeekMoE with shared experts). Each token's hidden state goes
@@ -480,46 +482,80 @@ void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
   const Moe& e = k.moe;
   const int64_t rows = s.tokens;
   const int64_t routed = checked_mul(rows, e.top_k);
-  b.norm("mlp_norm", norm, rows, s.D);
+  b.norm(OpId::mlp_norm, norm, rows, s.D);
   {
-    Op& router = b.gemm("moe_router", rows, e.n_experts, s.D);
+    Op& router = b.gemm(OpId::moe_router, rows, e.n_experts, s.D);
     router.bytes.weights = b.small_param_bytes(checked_mul(s.D, e.n_experts));
     Traffic t;
     t.activations = b.act_bytes(checked_mul(rows, e.n_experts));
-    b.add("moe_topk", OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit), t);
+    b.add(OpId::moe_topk, OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit),
+          t);
   }
   const double touched =
       expected_experts_touched(e.n_experts, e.top_k, rows) / static_cast<double>(e.n_experts);
-  auto expert_gemm = [&](std::string_view name, int64_t n, int64_t kdim) {
-    Op& op = b.gemm(name, routed, n, kdim);
+  auto expert_gemm = [&](OpId id, int64_t n, int64_t kdim) {
+    Op& op = b.gemm(id, routed, n, kdim);
     // The gemm costed one matrix; E experts exist, `touched` of them are read.
     const double all = static_cast<double>(op.bytes.weights) * static_cast<double>(e.n_experts);
     op.bytes.weights = static_cast<int64_t>(std::llround(all * touched));
   };
-  if (e.kind == MlpKind::gated) expert_gemm("moe_gate", e.d_ff, s.D);
-  expert_gemm("moe_up", e.d_ff, s.D);
-  b.activation("moe_act", checked_mul(routed, e.d_ff), e.kind, e.activation);
-  expert_gemm("moe_down", s.D, e.d_ff);
+  if (e.kind == MlpKind::gated) expert_gemm(OpId::moe_gate, e.d_ff, s.D);
+  expert_gemm(OpId::moe_up, e.d_ff, s.D);
+  b.activation(OpId::moe_act, checked_mul(routed, e.d_ff), e.kind, e.activation);
+  expert_gemm(OpId::moe_down, s.D, e.d_ff);
   {
     Traffic t;  // weighted sum of each token's top_k expert outputs
     t.activations = b.act_bytes(checked_add(checked_mul(routed, s.D), checked_mul(rows, s.D)));
-    b.add("moe_combine", OpKind::elementwise, checked_mul(routed, s.D, kCombineFlopsPerElement), t);
+    b.add(OpId::moe_combine, OpKind::elementwise, checked_mul(routed, s.D, kCombineFlopsPerElement),
+          t);
   }
   if (e.n_shared > 0) {
     // Shared experts see every token: one MLP of n_shared * shared_d_ff hidden units.
     const int64_t F = checked_mul(e.n_shared, e.shared_d_ff);
-    if (e.kind == MlpKind::gated) b.gemm("shared_gate", rows, F, s.D);
-    b.gemm("shared_up", rows, F, s.D);
-    b.activation("shared_act", checked_mul(rows, F), e.kind, e.activation);
-    b.gemm("shared_down", rows, s.D, F);
+    if (e.kind == MlpKind::gated) b.gemm(OpId::shared_gate, rows, F, s.D);
+    b.gemm(OpId::shared_up, rows, F, s.D);
+    b.activation(OpId::shared_act, checked_mul(rows, F), e.kind, e.activation);
+    b.gemm(OpId::shared_down, rows, s.D, F);
   }
-  b.residual("mlp_residual", checked_mul(rows, s.D));
+  b.residual(OpId::mlp_residual, checked_mul(rows, s.D));
 }
 
 }  // namespace
 
-void build_ops(const Model& model, const Precision& precision, const StepShape& shape,
-               std::vector<Op>& out, MlaForm mla_form) {
+std::optional<OpId> parse_op_id(std::string_view name) {
+  for (size_t i = 0; i < kOpIdCount; ++i) {
+    if (kOpIdNames[i] == name) return static_cast<OpId>(i);
+  }
+  return std::nullopt;
+}
+
+std::vector<KernelSpan> kernel_spans(const std::vector<Op>& ops) {
+  std::vector<KernelSpan> out;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].launches == 0 && !out.empty()) {
+      ++out.back().count;
+    } else {
+      out.push_back({i, 1});
+    }
+  }
+  return out;
+}
+
+OpInventory::OpInventory(Model model, CostingConfig config)
+    : model_(std::move(model)), config_(std::move(config)) {
+  if (model_.layers.empty()) throw std::invalid_argument("model " + model_.name + " has no layers");
+  check_weight_format(model_, config_.precision);
+}
+
+const std::vector<Op>& OpInventory::build(const StepShape& shape) {
+  build(shape, scratch_);
+  return scratch_;
+}
+
+void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
+  const Model& model = model_;
+  const Precision& precision = config_.precision;
+  const MlaForm mla_form = config_.mla_form;
   out.clear();
   OpListBuilder b(precision, out);
   const int64_t B = shape.batch;
@@ -534,7 +570,7 @@ void build_ops(const Model& model, const Precision& precision, const StepShape& 
     Traffic t;
     t.weights = storage_bytes(checked_mul(s.tokens, D), precision.embedding);
     t.activations = b.act_bytes(checked_mul(s.tokens, D));
-    b.add("embedding", OpKind::gather, 0, t);
+    b.add(OpId::embedding, OpKind::gather, 0, t);
   }
 
   // ---- each layer kind (repeat = its layer count) ----
@@ -555,7 +591,7 @@ void build_ops(const Model& model, const Precision& precision, const StepShape& 
         add_linear_attention(b, s, model, k);
         break;
     }
-    if (k.sandwich_norms) b.norm("attn_post_norm", model.norm, s.tokens, D);
+    if (k.sandwich_norms) b.norm(OpId::attn_post_norm, model.norm, s.tokens, D);
     switch (k.ffn) {
       case FfnKind::dense:
         add_dense_mlp(b, s, k, model.norm);
@@ -567,7 +603,7 @@ void build_ops(const Model& model, const Precision& precision, const StepShape& 
         break;
     }
     if (k.sandwich_norms && k.ffn != FfnKind::none) {
-      b.norm("mlp_post_norm", model.norm, s.tokens, D);
+      b.norm(OpId::mlp_post_norm, model.norm, s.tokens, D);
     }
   }
 
@@ -576,21 +612,21 @@ void build_ops(const Model& model, const Precision& precision, const StepShape& 
   // Only the positions that need logits are normalised and projected: the last one of each
   // sequence for prefill and decode, the block being denoised for diffusion.
   const int64_t logit_rows = checked_mul(B, shape.logit_tokens);
-  b.norm("final_norm", model.norm, logit_rows, D);
+  b.norm(OpId::final_norm, model.norm, logit_rows, D);
   {
     // lm head: (rows, D) x (D, V); the (V, D) matrix is streamed whole (tied or not).
     Traffic t;
     t.weights = storage_bytes(checked_mul(D, V), precision.embedding);
     t.activations = checked_add(b.act_bytes(checked_mul(logit_rows, D)),
                                 storage_bytes(checked_mul(logit_rows, V), kLogitsDType));
-    Op& head = b.add("lm_head", OpKind::gemm, checked_mul(2, logit_rows, D, V), t);
+    Op& head = b.add(OpId::lm_head, OpKind::gemm, checked_mul(2, logit_rows, D, V), t);
     head.gemm = GemmShape{logit_rows, V, D, 1};
   }
   {
     const int64_t logits = checked_mul(logit_rows, V);
     Traffic t;
     t.activations = storage_bytes(logits, kLogitsDType);
-    b.add("sampling", OpKind::sampling, checked_mul(logits, kSamplingFlopsPerLogit), t);
+    b.add(OpId::sampling, OpKind::sampling, checked_mul(logits, kSamplingFlopsPerLogit), t);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "engine/dtype.hpp"
 #include "engine/model.hpp"
+#include "engine/op_ids.hpp"
 #include "engine/overflow.hpp"
 #include "engine/quantization.hpp"
 
@@ -41,7 +42,7 @@ struct Traffic {
 
 struct Op {
   std::string_view group;  // layer kind of a hybrid model ("local+mlp"), empty otherwise
-  std::string_view name;   // stable: e.g. "mlp_up"; the runtime's timer rows use the same
+  OpId id = OpId::embedding;
   OpKind kind = OpKind::elementwise;
   GemmShape gemm;
   int64_t flops = 0;          // per instance
@@ -49,7 +50,17 @@ struct Op {
   Traffic bytes;              // per instance
   int64_t repeat = 1;         // instances per step: layers of the kind, or 1
   int64_t launches = 1;       // kernel launches per instance; 0 when fused into another op
+  std::string_view name() const { return op_name(id); }  // stable: e.g. "mlp_up"
 };
+
+// Ops [first, first + count) of a step's list that run as one kernel: an op with launches of
+// its own and the ops after it with none (fused into it, as attn_values is into the
+// FlashAttention kernel of attn_scores). The runtime times the kernel under the first op's id.
+struct KernelSpan {
+  size_t first = 0;
+  size_t count = 0;
+};
+std::vector<KernelSpan> kernel_spans(const std::vector<Op>& ops);
 
 // Which MLA form to cost (DeepSeek-V2 §2.1.2). naive: decompress every cached latent into
 // per-head K and V with W^UK, W^UV, then attend. absorbed: fold W^UK into the query and W^UV
@@ -70,10 +81,30 @@ struct StepShape {
   int64_t logit_tokens = 1;  // positions per sequence that need logits
   bool causal = true;        // false: every token attends to every token (diffusion)
   bool write_cache = true;   // false: no KV cache or state is kept (diffusion)
+
+  // One new token per sequence after `context` cached ones.
+  static StepShape decode(int64_t batch, int64_t context) {
+    return {Phase::decode, batch, 1, context, 1, true, true};
+  }
+  // A prompt of `tokens` per sequence from an empty cache; logits for the last position.
+  static StepShape prefill(int64_t batch, int64_t tokens) {
+    return {Phase::prefill, batch, tokens, 0, 1, true, true};
+  }
 };
 
-// Fills `out` (cleared first) with the step's operators in execution order: embedding, each
-// layer kind's ops (repeat = its layer count), final norm, lm head, sampling.
+// The settings that decide a configuration's operators besides the model: the numeric
+// formats and the MLA form. One object, so that a new setting reaches every consumer of the
+// inventory without a new argument.
+struct CostingConfig {
+  Precision precision;
+  MlaForm mla_form = MlaForm::automatic;
+};
+
+// The operator inventory of one configuration (model + costing settings): the analyzer, the
+// serving cost, the probe and the runtime decoder all take their operators from it.
+//
+// A step's operators come in execution order: embedding, each layer kind's ops (repeat = its
+// layer count), final norm, lm head, sampling.
 //
 // Byte accounting follows how the hardware moves data in a fused, FlashAttention-style
 // implementation: each weight matrix is read once per step; the embedding table is gathered
@@ -82,10 +113,26 @@ struct StepShape {
 // the new tokens' K/V are written. The lm head of a prefill computes logits for the last
 // position of each sequence only (that is all sampling needs). MoE layers read the weights of
 // the experts the step's tokens are routed to (expected count under uniform routing).
-//
-// Group sizes are validated against the stored matrices by check_weight_format.
-void build_ops(const Model& model, const Precision& precision, const StepShape& shape,
-               std::vector<Op>& out, MlaForm mla_form = MlaForm::automatic);
+class OpInventory {
+ public:
+  // Throws std::invalid_argument when the model has no layers or a weight group size does not
+  // divide a quantized matrix (check_weight_format).
+  OpInventory(Model model, CostingConfig config);
+
+  const Model& model() const { return model_; }
+  const CostingConfig& config() const { return config_; }
+  const Precision& precision() const { return config_.precision; }
+
+  // The step's operators into `out` (cleared first).
+  void build(const StepShape& shape, std::vector<Op>& out) const;
+  // The same into the inventory's own list, valid until the next call (not thread-safe).
+  const std::vector<Op>& build(const StepShape& shape);
+
+ private:
+  Model model_;
+  CostingConfig config_;
+  std::vector<Op> scratch_;
+};
 
 // Expected number of distinct experts that `tokens` tokens reach when each picks top_k of
 // n_experts uniformly at random: E * (1 - (1 - k/E)^tokens). The uniform-routing assumption is

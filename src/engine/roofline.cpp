@@ -114,6 +114,21 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
   return r;
 }
 
+void check_calibration_covers(const OpInventory& inventory, const DeviceRates& rates,
+                              const Hardware& hw) {
+  if (!rates.calibrated || !hw.calibration) return;
+  std::vector<Op> ops;
+  inventory.build(StepShape::decode(1, 1), ops);
+  for (const Op& op : ops) {
+    if (rates.classes[static_cast<size_t>(op.kind)].compute_efficiency <= 0) {
+      throw std::invalid_argument("the calibration of " + hw.name + " has no '" +
+                                  std::string(op_kind_name(op.kind)) +
+                                  "' class (its probe measured no such kernel), needed for " +
+                                  std::string(op.name()) + "; use --method roofline");
+    }
+  }
+}
+
 namespace {
 
 // Linear interpolation of y at x over points sorted by x (any type with .first/.second or a

@@ -86,6 +86,12 @@ struct DeviceRates {
 DeviceRates device_rates(const Hardware& hw, const Precision& precision,
                          Method method = Method::roofline);
 
+// Calibrated rates must have measured every operator class the inventory's ops use: throws
+// std::invalid_argument naming the first op whose class the probe did not measure. Nothing to
+// check for other methods or achievable fractions.
+void check_calibration_covers(const OpInventory& inventory, const DeviceRates& rates,
+                              const Hardware& hw);
+
 struct OpCost {           // one instance of the op
   double compute_s = 0;   // FLOPs / peak
   double memory_s = 0;    // bytes / bandwidth

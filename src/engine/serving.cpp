@@ -434,14 +434,23 @@ int64_t Scheduler::kv_capacity_tokens() const {
 // ---- iteration cost ----
 
 namespace {
-bool is_head_op(std::string_view name) {
-  return name == "final_norm" || name == "lm_head" || name == "sampling";
+// The ops a sequence runs only when it needs logits.
+bool is_head_op(OpId id) {
+  return id == OpId::final_norm || id == OpId::lm_head || id == OpId::sampling;
+}
+
+// One MLA form for every token, so that prefill chunks and decode tokens share one op list.
+CostingConfig serving_costing(CostingConfig c) {
+  if (c.mla_form == MlaForm::automatic) c.mla_form = MlaForm::absorbed;
+  return c;
 }
 }  // namespace
 
 IterationCost::IterationCost(const Model& model, const Hardware& hardware,
                              const AnalysisOptions& options)
-    : model_(model), hardware_(hardware), options_(options) {
+    : inventory_(model, serving_costing(options.costing)),
+      hardware_(hardware),
+      rates_(device_rates(hardware, options.costing.precision, options.method)) {
   for (const LayerKind& k : model.layers) {
     if (k.mixer != MixerKind::attention || k.local) {
       throw std::invalid_argument(
@@ -454,20 +463,18 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
     throw std::invalid_argument("serving simulates autoregressive decoding; " + model.name +
                                 " is a diffusion model");
   }
-  // One MLA form for every token, so prefill chunks and decode tokens share one op list.
-  if (options_.mla_form == MlaForm::automatic) options_.mla_form = MlaForm::absorbed;
-  const Analyzer validated(model_, hardware_, options_);  // device, dtype, calibration checks
-  rates_ = validated.rates();
-  kv_bytes_per_token_ = engine::kv_bytes_per_token(model_, options_.precision.kv_cache);
-  weight_bytes_ = engine::weight_bytes(model_, options_.precision);
+  check_calibration_covers(inventory_, rates_, hardware_);
+  const Precision& p = inventory_.precision();
+  kv_bytes_per_token_ = engine::kv_bytes_per_token(model, p.kv_cache);
+  weight_bytes_ = engine::weight_bytes(model, p);
   // Context-dependent ops: those whose work changes with the cached context.
   std::vector<Op> a, b;
-  build_ops(model_, options_.precision, {Phase::prefill, 1, 2, 0, 1}, a, options_.mla_form);
-  build_ops(model_, options_.precision, {Phase::prefill, 1, 2, 7, 1}, b, options_.mla_form);
+  inventory_.build({Phase::prefill, 1, 2, 0, 1}, a);
+  inventory_.build({Phase::prefill, 1, 2, 7, 1}, b);
   std::vector<Op> d;
-  build_ops(model_, options_.precision, {Phase::decode, 1, 1, 7, 1}, d, options_.mla_form);
+  inventory_.build(StepShape::decode(1, 7), d);
   if (a.size() != b.size() || a.size() != d.size()) {
-    throw std::logic_error("serving: prefill and decode op lists differ for " + model_.name);
+    throw std::logic_error("serving: prefill and decode op lists differ for " + model.name);
   }
   context_dependent_.resize(a.size());
   for (size_t j = 0; j < a.size(); ++j) {
@@ -492,11 +499,11 @@ IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64
   }
   const StepShape shape{new_tokens > 1 ? Phase::prefill : Phase::decode, 1, new_tokens, past,
                         std::max<int64_t>(1, logits)};
-  build_ops(model_, options_.precision, shape, ops_, options_.mla_form);
+  const std::vector<Op>& ops = inventory_.build(shape);
   Split s;
-  for (size_t j = 0; j < ops_.size(); ++j) {
-    const Op& op = ops_[j];
-    if (logits == 0 && is_head_op(op.name)) continue;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const Op& op = ops[j];
+    if (logits == 0 && is_head_op(op.id)) continue;
     const OpCost c = roofline_cost(op, rates);
     const auto n = static_cast<double>(op.repeat);
     if (context_dependent_[j]) {
@@ -572,9 +579,9 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
 }
 
 int64_t IterationCost::activation_bytes(int64_t tokens) {
-  build_ops(model_, options_.precision, {Phase::prefill, 1, tokens, 0, 1}, ops_, options_.mla_form);
-  return step_activation_peak(
-      ops_, storage_bytes(checked_mul(tokens, model_.d_model), options_.precision.activations));
+  const std::vector<Op>& ops = inventory_.build({Phase::prefill, 1, tokens, 0, 1});
+  return step_activation_peak(ops, storage_bytes(checked_mul(tokens, inventory_.model().d_model),
+                                                 inventory_.precision().activations));
 }
 
 double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tokens) {
@@ -603,21 +610,6 @@ int64_t IterationCost::kv_tokens_in(double bytes) const {
 }
 
 // ---- simulation ----
-
-Percentiles percentiles(std::vector<double> v) {
-  Percentiles p;
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  const auto rank = [&](double q) {
-    const auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return v[std::max<size_t>(k, 1) - 1];
-  };
-  p.p50 = rank(0.50);
-  p.p90 = rank(0.90);
-  p.p99 = rank(0.99);
-  p.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  return p;
-}
 
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o) {
   ServingMetrics m;

@@ -17,6 +17,7 @@
 
 #include "engine/analysis.hpp"
 #include "engine/kv_blocks.hpp"
+#include "engine/statistics.hpp"
 
 namespace streamspark::engine {
 
@@ -238,14 +239,12 @@ class IterationCost final : public IterationTimer {
   Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t level);
   size_t level_for(int64_t resident_kv_tokens) const;
 
-  Model model_;
+  OpInventory inventory_;  // the MLA form fixed to absorbed
   Hardware hardware_;
-  AnalysisOptions options_;
   DeviceRates rates_;
   int64_t kv_bytes_per_token_ = 0;
   int64_t weight_bytes_ = 0;
-  std::vector<bool> context_dependent_;  // per op index of build_ops
-  std::vector<Op> ops_;
+  std::vector<bool> context_dependent_;  // per op index of the inventory's step lists
   std::unordered_map<uint64_t, double> shared_memo_;
   std::unordered_map<uint64_t, Split> sequence_memo_;
   // Decode items (one new token) dominate; indexed [level][past], NaN shared_s = not yet costed.
@@ -259,10 +258,6 @@ struct ServingOptions {
   double host_bandwidth = 0;  // bytes/s between device and host memory: swap preemption
   double slo_ttft_s = 0;      // goodput: requests meeting both SLOs (0: that SLO is not set)
   double slo_tpot_s = 0;
-};
-
-struct Percentiles {
-  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
 };
 
 struct RequestOutcome {
@@ -299,8 +294,6 @@ struct ServingMetrics {
   int64_t copy_on_writes = 0;
 };
 
-// Percentiles by the nearest-rank method; all zero when empty.
-Percentiles percentiles(std::vector<double> values);
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o);
 
 // Time-weighted KV statistics, fed once per iteration by whatever drives the scheduler.

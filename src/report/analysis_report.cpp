@@ -57,7 +57,7 @@ json op_json(const OpRow& row, engine::Phase phase) {
   const engine::Op& op = row.op;
   json j{{"phase", str(engine::phase_name(phase))},
          {"group", str(op.group)},
-         {"name", str(op.name)},
+         {"name", str(op.name())},
          {"kind", str(engine::op_kind_name(op.kind))},
          {"repeat", op.repeat},
          {"launches", op.launches},
@@ -157,7 +157,7 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
                        {"ridge_intensity", ridge(ctx)},
                        {"kernel_overhead_s", ctx.rates.kernel_overhead_s}};
   j["method"] = str(engine::method_name(ctx.options.method));
-  j["precision"] = precision_json(ctx.options.precision);
+  j["precision"] = precision_json(ctx.options.costing.precision);
   json rs = json::array();
   for (const WorkloadResult& r : results) rs.push_back(result_json(r));
   j["results"] = std::move(rs);
@@ -203,7 +203,7 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
                            bool per_op) {
   const engine::Model& m = *ctx.model;
   const engine::Hardware& hw = *ctx.hardware;
-  const engine::Precision& p = ctx.options.precision;
+  const engine::Precision& p = ctx.options.costing.precision;
   std::string out;
   auto o = std::back_inserter(out);
   fmt::format_to(o, "{} on {} · method {} · {}\n", m.name, hw.name,
@@ -354,7 +354,7 @@ void append_csv_header(std::string& out) {
 }
 
 void append_csv_row(std::string& out, const AnalysisContext& ctx, const WorkloadResult& r) {
-  const engine::Precision& p = ctx.options.precision;
+  const engine::Precision& p = ctx.options.costing.precision;
   append_csv_field(out, ctx.model->name);
   out += ',';
   append_csv_field(out, ctx.hardware->name);
@@ -396,7 +396,7 @@ std::string ops_csv(const AnalysisContext& ctx, const std::vector<WorkloadResult
             ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
             "{}\n",
             engine::method_name(ctx.options.method), r.workload.batch, r.workload.prompt,
-            r.workload.generate, engine::phase_name(phase), op.group, op.name,
+            r.workload.generate, engine::phase_name(phase), op.group, op.name(),
             engine::op_kind_name(op.kind), op.repeat, op.launches, op.gemm.m, op.gemm.n, op.gemm.k,
             op.gemm.batch, op.flops, op.bytes.weights, op.bytes.activations, op.bytes.kv_read,
             op.bytes.kv_write, op.bytes.total(), engine::intensity(op.flops, op.bytes.total()),
@@ -413,7 +413,7 @@ void append_json_line(std::string& out, const AnalysisContext& ctx, const Worklo
   j["model"] = ctx.model->name;
   j["hardware"] = ctx.hardware->name;
   j["method"] = str(engine::method_name(ctx.options.method));
-  j["precision"] = precision_json(ctx.options.precision);
+  j["precision"] = precision_json(ctx.options.costing.precision);
   out += j.dump();
   out += '\n';
 }

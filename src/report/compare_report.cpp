@@ -69,7 +69,7 @@ std::string compare_table(const std::vector<Comparison>& comparisons) {
   const AnalysisContext& first = comparisons.front().front().context;
   out += fmt::format("compare on {} · method {} · {}\n", first.hardware->name,
                      engine::method_name(first.options.method),
-                     engine::describe(first.options.precision));
+                     engine::describe(first.options.costing.precision));
   for (const Comparison& c : comparisons) {
     out += fmt::format("\n{}\n", workload_title(c.front().result.workload));
     Table values;
@@ -104,7 +104,7 @@ json compare_json(const std::vector<Comparison>& comparisons) {
   const AnalysisContext& first = comparisons.front().front().context;
   j["hardware"] = first.hardware->name;
   j["method"] = std::string(engine::method_name(first.options.method));
-  j["precision"] = engine::describe(first.options.precision);
+  j["precision"] = engine::describe(first.options.costing.precision);
   json list = json::array();
   for (const Comparison& c : comparisons) {
     const engine::Workload& w = c.front().result.workload;

@@ -132,8 +132,8 @@ json model_json(const engine::Model& m) {
 }
 
 std::string op_label(const engine::Op& op) {
-  if (op.group.empty()) return std::string(op.name);
-  return fmt::format("{}/{}", op.group, op.name);
+  if (op.group.empty()) return std::string(op.name());
+  return fmt::format("{}/{}", op.group, op.name());
 }
 
 }  // namespace streamspark::report

@@ -167,7 +167,7 @@ std::string serving_comparison_table(const ServingRun& measured, const ServingRu
   for (const MetricRow& row : metric_rows()) {
     const double p = value(predicted.metrics, row), m = value(measured.metrics, row);
     t.add_row({row.name, show(p, row.time), show(m, row.time),
-               m > 0 ? fmt::format("{:+.1f}%", 100 * (p - m) / m) : "-"});
+               m > 0 ? fmt::format("{:+.1f}%", 100 * engine::relative_error(p, m)) : "-"});
   }
   return fmt::format("predicted by serve-sim ({} on {}, method {}) against measured:\n",
                      predicted.model, predicted.hardware, predicted.method) +
@@ -178,10 +178,9 @@ json serving_comparison_json(const ServingRun& measured, const ServingRun& predi
   json rows = json::array();
   for (const MetricRow& row : metric_rows()) {
     const double p = value(predicted.metrics, row), m = value(measured.metrics, row);
-    rows.push_back({{"metric", row.name},
-                    {"predicted", p},
-                    {"measured", m},
-                    {"error", m > 0 ? (p - m) / m : 0.0}});
+    json r{{"metric", row.name}, {"predicted", p}, {"measured", m}};
+    if (m > 0) r["error"] = engine::relative_error(p, m);  // none against a measured 0
+    rows.push_back(std::move(r));
   }
   return json{{"measured", serving_json(measured)},
               {"predicted", serving_json(predicted)},
@@ -198,11 +197,11 @@ IterationComparison compare_iterations(const std::string& kind,
   for (const auto& [predicted, measured] : times) {
     p.push_back(predicted);
     m.push_back(measured);
-    e.push_back((predicted - measured) / measured);
+    e.push_back(engine::relative_error(predicted, measured));
   }
-  c.predicted_s = engine::percentiles(p).p50;
-  c.measured_s = engine::percentiles(m).p50;
-  c.median_error = engine::percentiles(e).p50;
+  c.predicted_s = engine::median(p);
+  c.measured_s = engine::median(m);
+  c.median_error = engine::median(e);
   return c;
 }
 

@@ -14,42 +14,55 @@ namespace streamspark::report {
 using nlohmann::json;
 
 namespace {
-PhaseSummary summarize(const std::vector<double>& errors) {
-  PhaseSummary s;
-  if (errors.empty()) return s;
-  std::vector<double> abs;
-  for (double e : errors) abs.push_back(std::fabs(e));
-  std::sort(abs.begin(), abs.end());
-  const size_t n = abs.size();
-  s.median_abs_error = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
-  s.max_abs_error = abs.back();
-  return s;
-}
-
 std::string percent(double e) {
   return fmt::format("{:+.1f}%", 100.0 * e);
 }
 
 json comparison_json(const Comparison& c) {
-  return json{{"name", c.name},
-              {"predicted_s", c.predicted_s},
-              {"measured_s", c.measured_s},
-              {"error", c.error()}};
+  json j{{"name", c.name}};
+  if (c.predicted_s) j["predicted_s"] = *c.predicted_s;
+  if (c.measured_s) j["measured_s"] = *c.measured_s;
+  if (c.matched()) {
+    j["error"] = c.error();
+  } else {
+    j["missing"] = c.measured_s ? "predicted" : "measured";
+  }
+  return j;
+}
+
+std::string show_time(const std::optional<double>& t) {
+  return t ? format_time(*t) : "-";
+}
+
+std::string show_error(const Comparison& c) {
+  if (c.matched()) return percent(c.error());
+  return c.measured_s ? "not predicted" : "not measured";
 }
 
 void add_row(Table& t, const std::string& label, const Comparison& c) {
-  t.add_row({label, format_time(c.predicted_s), format_time(c.measured_s), percent(c.error())});
+  t.add_row({label, show_time(c.predicted_s), show_time(c.measured_s), show_error(c)});
 }
 }  // namespace
 
 void Validation::summarize() {
   std::vector<double> p, d;
+  unmatched_ops.clear();
   for (const auto& point : points) {
     p.push_back(point.prefill.error());
     d.push_back(point.decode.error());
+    for (const auto& [phase, ops] :
+         {std::pair{"prefill", &point.prefill_ops}, std::pair{"decode", &point.decode_ops}}) {
+      for (const Comparison& c : *ops) {
+        if (c.matched()) continue;
+        const std::string line = std::string(phase) + " " + c.name + ": " + show_error(c);
+        if (std::find(unmatched_ops.begin(), unmatched_ops.end(), line) == unmatched_ops.end()) {
+          unmatched_ops.push_back(line);
+        }
+      }
+    }
   }
-  prefill = report::summarize(p);
-  decode = report::summarize(d);
+  prefill = engine::summarize_errors(p);
+  decode = engine::summarize_errors(d);
 }
 
 std::string validation_table(const Validation& v, bool per_op) {
@@ -65,16 +78,19 @@ std::string validation_table(const Validation& v, bool per_op) {
   for (const auto& p : v.points) {
     for (const Comparison* c : {&p.prefill, &p.decode}) {
       t.add_row({std::to_string(p.batch), std::to_string(p.prompt), std::to_string(p.generate),
-                 c == &p.prefill ? "prefill (TTFT)" : "decode (TPOT)", format_time(c->predicted_s),
-                 format_time(c->measured_s), percent(c->error())});
+                 c == &p.prefill ? "prefill (TTFT)" : "decode (TPOT)", show_time(c->predicted_s),
+                 show_time(c->measured_s), show_error(*c)});
     }
   }
   out += t.render();
   out += fmt::format(
       "\nsummary: prefill median |error| {:.1f}%, max {:.1f}% · decode median |error| {:.1f}%, "
       "max {:.1f}%\n",
-      100 * v.prefill.median_abs_error, 100 * v.prefill.max_abs_error,
-      100 * v.decode.median_abs_error, 100 * v.decode.max_abs_error);
+      100 * v.prefill.median_abs, 100 * v.prefill.max_abs, 100 * v.decode.median_abs,
+      100 * v.decode.max_abs);
+  for (const std::string& line : v.unmatched_ops) {
+    out += "error: operator " + line + " (the runtime and the engine's inventory disagree)\n";
+  }
   Table e;
   for (const char* h : {"batch", "prompt"}) e.add_column(h);
   e.add_column("decode bandwidth");
@@ -126,22 +142,22 @@ json validation_json(const Validation& v) {
                             {"prefill_gemm_flops", p.prefill_gemm_flops},
                             {"peak_flops", p.peak_flops}}}});
   }
-  return json{{"model", v.model},
-              {"hardware", v.hardware},
-              {"method", v.method},
-              {"backend", v.backend},
-              {"threads", v.threads},
-              {"graphs", v.graphs},
-              {"repeats", v.repeats},
-              {"warmup_steps", v.warmup_steps},
-              {"points", points},
-              {"summary",
-               {{"prefill",
-                 {{"median_abs_error", v.prefill.median_abs_error},
-                  {"max_abs_error", v.prefill.max_abs_error}}},
-                {"decode",
-                 {{"median_abs_error", v.decode.median_abs_error},
-                  {"max_abs_error", v.decode.max_abs_error}}}}}};
+  return json{
+      {"model", v.model},
+      {"hardware", v.hardware},
+      {"method", v.method},
+      {"backend", v.backend},
+      {"threads", v.threads},
+      {"graphs", v.graphs},
+      {"repeats", v.repeats},
+      {"warmup_steps", v.warmup_steps},
+      {"points", points},
+      {"summary",
+       {{"prefill",
+         {{"median_abs_error", v.prefill.median_abs}, {"max_abs_error", v.prefill.max_abs}}},
+        {"decode",
+         {{"median_abs_error", v.decode.median_abs}, {"max_abs_error", v.decode.max_abs}}}}},
+      {"unmatched_ops", v.unmatched_ops}};
 }
 
 }  // namespace streamspark::report

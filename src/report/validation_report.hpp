@@ -5,17 +5,24 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/statistics.hpp"
+
 namespace streamspark::report {
 
-// error = (predicted - measured) / measured
+// One predicted time against one measured time. An operator can lack either side (the
+// engine predicts an op the runtime did not time, or the reverse): that is an error of the
+// validation, reported as such, never as a 0 % error.
 struct Comparison {
   std::string name;  // phase ("prefill", "decode") or operator
-  double predicted_s = 0;
-  double measured_s = 0;
-  double error() const { return measured_s > 0 ? (predicted_s - measured_s) / measured_s : 0; }
+  std::optional<double> predicted_s;
+  std::optional<double> measured_s;
+  bool matched() const { return predicted_s.has_value() && measured_s.has_value(); }
+  // (predicted - measured) / measured; only for a matched comparison.
+  double error() const { return engine::relative_error(*predicted_s, *measured_s); }
 };
 
 struct ValidationPoint {
@@ -38,11 +45,6 @@ struct ValidationPoint {
   double peak_flops = 0;
 };
 
-struct PhaseSummary {
-  double median_abs_error = 0;
-  double max_abs_error = 0;
-};
-
 struct Validation {
   std::string model;
   std::string hardware;
@@ -53,9 +55,12 @@ struct Validation {
   int repeats = 0;
   int64_t warmup_steps = 0;
   std::vector<ValidationPoint> points;
-  PhaseSummary prefill;
-  PhaseSummary decode;
-  void summarize();  // fills prefill and decode from the points
+  engine::ErrorSummary prefill;
+  engine::ErrorSummary decode;
+  // Operators predicted but not measured, or measured but not predicted ("decode lm_head: not
+  // measured"): each one fails the validation.
+  std::vector<std::string> unmatched_ops;
+  void summarize();  // fills prefill, decode and unmatched_ops from the points
 };
 
 std::string validation_table(const Validation& v, bool per_op);

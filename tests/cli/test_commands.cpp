@@ -41,10 +41,11 @@ fs::path scratch_dir() {
   return dir;
 }
 
-// Runs the binary with `args` (shell syntax), the catalog taken from the source tree.
-Run run(const std::string& args) {
+// Runs the binary with `args` (shell syntax), the catalog taken from the source tree; `env`:
+// more NAME=VALUE assignments for it.
+Run run(const std::string& args, const std::string& env = "") {
   const fs::path dir = scratch_dir();
-  const std::string cmd = std::string("STREAMSPARK_DATA='") + STREAMSPARK_SOURCE_DIR + "' '" +
+  const std::string cmd = env + " STREAMSPARK_DATA='" + STREAMSPARK_SOURCE_DIR + "' '" +
                           STREAMSPARK_BINARY + "' " + args + " > '" + (dir / "stdout").string() +
                           "' 2> '" + (dir / "stderr").string() + "'";
   const int status = std::system(cmd.c_str());
@@ -371,7 +372,7 @@ TEST_CASE("the runtime refuses what it cannot run: exit 3 for the machine, 2 for
   // Storage formats a backend does not have are usage errors.
   const Run cpu_bf16 = run("run -m tiny-test -p 8 -g 2 --backend cpu:bf16");
   CHECK(cpu_bf16.exit_code == 2);
-  CHECK(cpu_bf16.err.find("computes in fp32") != std::string::npos);
+  CHECK(cpu_bf16.err.find("stores fp32") != std::string::npos);
   CHECK(run("run -m tiny-test -p 8 -g 2 --backend cuda:fp8").exit_code == 2);
   CHECK(run("run -m tiny-test -p 8 -g 2 --backend tpu").exit_code == 2);
   // 10^6 sequences of 2048 tokens need terabytes of KV cache: refused before allocating.
@@ -382,6 +383,25 @@ TEST_CASE("the runtime refuses what it cannot run: exit 3 for the machine, 2 for
   const Run mamba = run("run -m mamba-2.8b -p 4 -g 2");
   CHECK(mamba.exit_code == 2);
   CHECK(mamba.err.find("the engine still analyzes it") != std::string::npos);
+}
+
+TEST_CASE("the binary needs no CUDA library: the CUDA backend is a module loaded on demand") {
+  // Nothing of CUDA is linked into the binary itself.
+  const std::string ldd = std::string("ldd '") + STREAMSPARK_BINARY + "' > '" +
+                          (scratch_dir() / "ldd").string() + "' 2>&1";
+  REQUIRE(std::system(ldd.c_str()) == 0);
+  const std::string libraries = slurp(scratch_dir() / "ldd");
+  CHECK(libraries.find("libc.so") != std::string::npos);  // ldd did list the libraries
+  CHECK(libraries.find("libcudart") == std::string::npos);
+  CHECK(libraries.find("libcublas") == std::string::npos);
+  // With the module absent, analysis runs and the cuda backend is refused with the reason.
+  const std::string absent = "STREAMSPARK_CUDA_MODULE=/nonexistent/libstreamspark_cuda.so";
+  CHECK(run("analyze -m tiny-test -H h100-sxm -b 1 -p 16", absent).exit_code == 0);
+  const Run cuda = run("run -m tiny-test -p 8 -g 2 --backend cuda", absent);
+  CHECK(cuda.exit_code == 3);
+  const bool told = cuda.err.find("not installed") != std::string::npos ||
+                    cuda.err.find("no CUDA backend") != std::string::npos;  // a build without
+  CHECK(told);
 }
 
 TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance exits 4") {

@@ -64,9 +64,16 @@ Hardware h100_lecture(double kernel_overhead_s) {
   return h;
 }
 
+std::vector<Op> step_ops(const Model& model, const StepShape& shape, const Precision& precision,
+                         MlaForm mla_form) {
+  std::vector<Op> ops;
+  OpInventory(model, {precision, mla_form}).build(shape, ops);
+  return ops;
+}
+
 const Op& find_op(const std::vector<Op>& ops, std::string_view name) {
   const auto it =
-      std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+      std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name() == name; });
   REQUIRE(it != ops.end());
   return *it;
 }

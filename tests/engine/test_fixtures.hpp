@@ -23,6 +23,11 @@ engine::Model tiny_test();
 // H100 SXM as the lecture uses it: 989e12 FLOP/s bf16, 3.35e12 B/s, 80 GB; fp32 67e12.
 engine::Hardware h100_lecture(double kernel_overhead_s = 0);
 
+// The operators of one step of `model`, from its inventory with these settings.
+std::vector<engine::Op> step_ops(const engine::Model& model, const engine::StepShape& shape,
+                                 const engine::Precision& precision = {},
+                                 engine::MlaForm mla_form = engine::MlaForm::automatic);
+
 // The operator named `name` in `ops` (fails the test when there is none).
 const engine::Op& find_op(const std::vector<engine::Op>& ops, std::string_view name);
 

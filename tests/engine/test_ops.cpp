@@ -14,6 +14,7 @@ using namespace streamspark::engine;
 
 namespace {
 using streamspark::test::find_op;
+using streamspark::test::step_ops;
 
 int64_t sum_over_step(const std::vector<Op>& ops, int64_t Traffic::*field) {
   int64_t total = 0;
@@ -27,10 +28,10 @@ TEST_CASE("decode operator list of the tiny GQA model, by hand") {
   // Decode step: B=2 sequences, T=1 new token, P=10 cached tokens.
   const Model m = test::tiny_test();
   std::vector<Op> ops;
-  build_ops(m, Precision{}, {Phase::decode, 2, 1, 10}, ops);
+  ops = step_ops(m, {Phase::decode, 2, 1, 10}, Precision{});
 
   std::vector<std::string> names;
-  for (const Op& op : ops) names.emplace_back(op.name);
+  for (const Op& op : ops) names.emplace_back(op.name());
   CHECK(names == std::vector<std::string>{
                      "embedding", "attn_norm", "qkv_proj", "rope", "kv_cache_write", "attn_scores",
                      "attn_values", "out_proj", "attn_residual", "mlp_norm", "mlp_gate", "mlp_up",
@@ -98,7 +99,7 @@ TEST_CASE("a step reads every weight once, gathers the embedding and reads the K
   const Precision p{};
   std::vector<Op> ops;
   const int64_t B = 3, P = 100;
-  build_ops(m, p, {Phase::decode, B, 1, P}, ops);
+  ops = step_ops(m, {Phase::decode, B, 1, P}, p);
   // All parameters except the embedding table, plus the B gathered rows.
   const int64_t table = m.vocab_size * m.d_model * 2;
   CHECK(sum_over_step(ops, &Traffic::weights) ==
@@ -112,7 +113,7 @@ TEST_CASE("a step reads every weight once, gathers the embedding and reads the K
 TEST_CASE("prefill computes logits for the last position of each sequence only") {
   const Model m = test::tiny_test();
   std::vector<Op> ops;
-  build_ops(m, Precision{}, {Phase::prefill, 2, 16, 0}, ops);
+  ops = step_ops(m, {Phase::prefill, 2, 16, 0}, Precision{});
   const Op& head = find_op(ops, "lm_head");
   CHECK(head.gemm.m == 2);  // B rows, not B*S = 32
   CHECK(find_op(ops, "final_norm").flops == 2 * 256 * 4);
@@ -134,7 +135,7 @@ TEST_CASE("lecture: MLP intensity is ~B*T when B*T << D, F") {
   for (int64_t bt : {1, 4, 16, 64}) {
     CAPTURE(bt);
     std::vector<Op> ops;
-    build_ops(m, Precision{}, {Phase::decode, bt, 1, 1024}, ops);
+    ops = step_ops(m, {Phase::decode, bt, 1, 1024}, Precision{});
     int64_t flops = 0, bytes = 0;
     for (const char* name : {"mlp_gate", "mlp_up", "mlp_down"}) {
       flops += find_op(ops, name).flops;
@@ -159,7 +160,7 @@ TEST_CASE("lecture: attention intensity is S*T/(S+T) and does not depend on B") 
       CAPTURE(batch);
       CAPTURE(past);
       std::vector<Op> ops;
-      build_ops(m, Precision{}, {Phase::decode, batch, 1, past}, ops);
+      ops = step_ops(m, {Phase::decode, batch, 1, past}, Precision{});
       const Op& s = find_op(ops, "attn_scores");
       const Op& v = find_op(ops, "attn_values");
       const double intensity = static_cast<double>(s.flops + v.flops) /
@@ -173,7 +174,7 @@ TEST_CASE("lecture: attention intensity is S*T/(S+T) and does not depend on B") 
   // bytes = (S+1)/4, still independent of B.
   for (int64_t batch : {1, 16}) {
     std::vector<Op> ops;
-    build_ops(m, Precision{}, {Phase::prefill, batch, 1024, 0}, ops);
+    ops = step_ops(m, {Phase::prefill, batch, 1024, 0}, Precision{});
     const Op& s = find_op(ops, "attn_scores");
     const Op& v = find_op(ops, "attn_values");
     const double intensity = static_cast<double>(s.flops + v.flops) /
@@ -184,8 +185,7 @@ TEST_CASE("lecture: attention intensity is S*T/(S+T) and does not depend on B") 
 
 TEST_CASE("counts that overflow 64 bits throw instead of wrapping") {
   const Model m = test::llama2_13b();
-  std::vector<Op> ops;
   CHECK_THROWS_AS(
-      build_ops(m, Precision{}, {Phase::prefill, int64_t{1} << 40, int64_t{1} << 30, 0}, ops),
+      (void)step_ops(m, {Phase::prefill, int64_t{1} << 40, int64_t{1} << 30, 0}, Precision{}),
       OverflowError);
 }

@@ -11,6 +11,7 @@
 
 using namespace streamspark;
 using namespace streamspark::engine;
+using streamspark::test::step_ops;
 
 TEST_CASE("op time is max(compute, memory) plus launches times the overhead") {
   DeviceRates r;
@@ -84,12 +85,12 @@ TEST_CASE("TPOT in closed form equals stepping through every decode step") {
   starved.peak_flops[static_cast<int>(PeakClass::bf16)] = 13e12;
   {
     std::vector<Op> first, last;
-    build_ops(m, Precision{}, {Phase::decode, 7, 1, 100}, first);
-    build_ops(m, Precision{}, {Phase::decode, 7, 1, 398}, last);
+    first = step_ops(m, {Phase::decode, 7, 1, 100}, Precision{});
+    last = step_ops(m, {Phase::decode, 7, 1, 398}, Precision{});
     const DeviceRates rates = device_rates(starved, Precision{});
     const Op& a0 = first[5];
     const Op& a1 = last[5];
-    REQUIRE(a0.name == "attn_scores");
+    REQUIRE(a0.name() == "attn_scores");
     CHECK(roofline_cost(a0, rates).bound == Bound::memory);
     CHECK(roofline_cost(a1, rates).bound == Bound::compute);
   }
@@ -148,7 +149,7 @@ TEST_CASE("a device without a peak for the compute dtype is refused") {
   const Model m = test::tiny_test();
   const Hardware h = test::h100_lecture();  // has fp32 and bf16 only
   AnalysisOptions o;
-  o.precision = Precision::uniform(DType::fp8_e4m3);
+  o.costing.precision = Precision::uniform(DType::fp8_e4m3);
   CHECK_THROWS_AS(Analyzer(m, h, o), std::invalid_argument);
 }
 

@@ -284,7 +284,7 @@ TEST_CASE("iteration cost: one sequence's decode equals the analysis's decode st
   const Model m = streamspark::test::llama2_13b();
   const Hardware hw = streamspark::test::h100_lecture();
   AnalysisOptions options;
-  options.precision = Precision::uniform(DType::bf16);
+  options.costing.precision = Precision::uniform(DType::bf16);
   IterationCost cost(m, hw, options);
   Analyzer analyzer(m, hw, options);
   for (const int64_t batch : {1, 8}) {
@@ -309,7 +309,7 @@ TEST_CASE("iteration cost refuses models without a per-token KV cache") {
   m.layers[0].local = true;
   m.layers[0].attention.window = 4096;
   AnalysisOptions options;
-  options.precision = Precision::uniform(DType::bf16);
+  options.costing.precision = Precision::uniform(DType::bf16);
   CHECK_THROWS_AS(IterationCost(m, streamspark::test::h100_lecture(), options),
                   std::invalid_argument);
 }

@@ -15,6 +15,7 @@ using namespace streamspark::engine;
 namespace {
 
 using streamspark::test::find_op;
+using streamspark::test::step_ops;
 
 int64_t step_weight_traffic(const std::vector<Op>& ops) {
   int64_t total = 0;
@@ -120,8 +121,8 @@ TEST_CASE("MLA: absorbed and naive decode forms differ in FLOPs, not in cache tr
   m.layers.resize(1);  // the dense layer alone: N = 128, d_h = 128, d_r = 64, d_v = 128
   const int64_t B = 2, P = 1000;
   std::vector<Op> naive, absorbed;
-  build_ops(m, Precision{}, {Phase::decode, B, 1, P}, naive, MlaForm::naive);
-  build_ops(m, Precision{}, {Phase::decode, B, 1, P}, absorbed, MlaForm::absorbed);
+  naive = step_ops(m, {Phase::decode, B, 1, P}, Precision{}, MlaForm::naive);
+  absorbed = step_ops(m, {Phase::decode, B, 1, P}, Precision{}, MlaForm::absorbed);
   // Naive: kv_up decompresses all P+1 positions: 2 * B(P+1) * d_c * N(d_h + d_v)
   //   = 2 * 2002 * 512 * 128 * 256 = 67,175,972,864 FLOPs; attention over N heads of d_h+d_r
   //   = 192 (scores) and d_v = 128 (values), P+1 = 1001 keys.
@@ -165,10 +166,10 @@ TEST_CASE("MoE: expected distinct experts under uniform top-k routing") {
   // active parameters, less the embedding table (gathered, one row).
   const Model m = mixtral();
   std::vector<Op> ops;
-  build_ops(m, Precision{}, {Phase::decode, 1, 1, 100}, ops);
+  ops = step_ops(m, {Phase::decode, 1, 1, 100}, Precision{});
   CHECK(step_weight_traffic(ops) == active_params(m) * 2 - 32000LL * 4096 * 2 + 4096 * 2);
   // At batch 4: 8 * (1 - 0.75^4) = 5.46875 experts per layer.
-  build_ops(m, Precision{}, {Phase::decode, 4, 1, 100}, ops);
+  ops = step_ops(m, {Phase::decode, 4, 1, 100}, Precision{});
   const double expert = 3.0 * 4096 * 14336 * 2;  // bytes of one expert
   const double expected =
       static_cast<double>(active_params(m) * 2 - 32000LL * 4096 * 2 + 4 * 4096 * 2) +
@@ -185,7 +186,7 @@ TEST_CASE("sliding window: the KV cache and the attention read stop growing at W
   CHECK(kv_bytes_per_token(m, DType::bf16) == 0);  // no growth at long context
   // Decode at P = 10,000 reads the last W - 1 = 4,095 cached tokens and attends W keys.
   std::vector<Op> ops;
-  build_ops(m, Precision{}, {Phase::decode, 1, 1, 10000}, ops);
+  ops = step_ops(m, {Phase::decode, 1, 1, 10000}, Precision{});
   CHECK(find_op(ops, "attn_scores").bytes.kv_read == 4095LL * 8 * 128 * 2);
   CHECK(find_op(ops, "attn_scores").flops == 2LL * 32 * 128 * 4096);
   // Prefill pairs: sum over queries of min(i + 1, W).
@@ -234,7 +235,7 @@ TEST_CASE("cross-layer attention: one KV cache per kv_share layers") {
   // 4 layers sharing in pairs: 2 caches of 2 * K * H = 128 elements per token.
   CHECK(state_elements(m, 10) == 2 * 10 * 128);
   std::vector<Op> ops;
-  build_ops(m, Precision{}, {Phase::decode, 1, 1, 10}, ops);
+  ops = step_ops(m, {Phase::decode, 1, 1, 10}, Precision{});
   CHECK(find_op(ops, "q_proj").repeat == 4);
   CHECK(find_op(ops, "kv_proj").repeat == 2);
   CHECK(find_op(ops, "kv_cache_write").repeat == 2);
@@ -253,12 +254,12 @@ TEST_CASE("Mamba: the state is constant, 64 x 5120 x (4 + 16) elements for Mamba
   CHECK(total_params(m) == 2'768'345'600);
   // Decode reads and writes the state once per step; a prefill only writes it.
   std::vector<Op> ops;
-  build_ops(m, Precision{}, {Phase::decode, 1, 1, 500}, ops);
+  ops = step_ops(m, {Phase::decode, 1, 1, 500}, Precision{});
   const Op& scan = find_op(ops, "mamba_scan");
   CHECK(scan.bytes.kv_read == 5120 * 16 * 2);
   CHECK(scan.bytes.kv_write == 5120 * 16 * 2);
   CHECK(find_op(ops, "mamba_conv").bytes.kv_read == 5120 * 4 * 2);
-  build_ops(m, Precision{}, {Phase::prefill, 1, 500, 0}, ops);
+  ops = step_ops(m, {Phase::prefill, 1, 500, 0}, Precision{});
   CHECK(find_op(ops, "mamba_scan").bytes.kv_read == 0);
   CHECK(find_op(ops, "mamba_scan").flops == 500LL * (5120 * 16 * 8 + 5120 * 10));
 }
@@ -275,7 +276,7 @@ TEST_CASE("linear attention: a feature_dim x head_dim state per head") {
   CHECK(state_elements(m, 5) == 4 * 8 * 273 * 33);
   CHECK(state_elements(m, 5000) == 4 * 8 * 273 * 33);
   std::vector<Op> ops;
-  build_ops(m, Precision{}, {Phase::decode, 2, 1, 5000}, ops);
+  ops = step_ops(m, {Phase::decode, 2, 1, 5000}, Precision{});
   const Op& state = find_op(ops, "linear_state");
   CHECK(state.flops == 4LL * 2 * 8 * 273 * 33);
   CHECK(state.bytes.kv_read == 2LL * 8 * 273 * 33 * 2);
@@ -305,7 +306,7 @@ TEST_CASE("quantization: int4 weights with group-128 fp16 scales on Llama 2 7B")
   CHECK(a.rates().matrix_flops == 989e12);
   // A step reads the quantized matrices: decode at B = 1 streams the weights once.
   std::vector<Op> ops;
-  build_ops(m, p, {Phase::decode, 1, 1, 10}, ops);
+  ops = step_ops(m, {Phase::decode, 1, 1, 10}, p);
   CHECK(step_weight_traffic(ops) == weight_bytes(m, p) - 32000LL * 4096 * 2 + 4096 * 2);
 }
 
@@ -339,7 +340,7 @@ TEST_CASE("LLM.int8(): outlier features run at the fp16 rate, with decomposition
   p.activations = DType::int8;
   p.outlier_fraction = 0.5 / 100;
   std::vector<Op> ops;
-  build_ops(m, p, {Phase::decode, 2, 1, 10}, ops);
+  ops = step_ops(m, {Phase::decode, 2, 1, 10}, p);
   const Op& up = find_op(ops, "mlp_up");
   // k = 256: round(0.005 * 256) = 1 outlier feature: 2 * m * n * 1 FLOPs at fp16.
   CHECK(up.outlier_flops == 2 * 2 * 688 * 1);
@@ -377,11 +378,11 @@ TEST_CASE("diffusion: every step is a bidirectional forward over the whole seque
   s.logit_tokens = 32;
   s.causal = false;
   s.write_cache = false;
-  build_ops(m, Precision{}, s, ops);
+  ops = step_ops(m, s, Precision{});
   CHECK(find_op(ops, "attn_scores").flops == 2LL * 2 * 8 * 32 * 164 * 164);
   CHECK(find_op(ops, "lm_head").gemm.m == 64);
   CHECK(std::none_of(ops.begin(), ops.end(),
-                     [](const Op& op) { return op.name == "kv_cache_write"; }));
+                     [](const Op& op) { return op.name() == "kv_cache_write"; }));
   // The step's time is its operators' roofline times summed (0 kernel overhead here).
   const DeviceRates rates = device_rates(test::h100_lecture(), Precision{});
   double step = 0;
@@ -422,8 +423,8 @@ TEST_CASE("MLA absorbed form reads W^UK and W^UV in their stored (d_c-row) forma
   p.weights.group_size = 256;  // divides d_c = 512 and D, not d_h = 128
   CHECK_NOTHROW(check_weight_format(m, p));
   std::vector<Op> naive, absorbed;
-  build_ops(m, p, {Phase::decode, 1, 1, 100}, naive, MlaForm::naive);
-  build_ops(m, p, {Phase::decode, 1, 1, 100}, absorbed, MlaForm::absorbed);
+  naive = step_ops(m, {Phase::decode, 1, 1, 100}, p, MlaForm::naive);
+  absorbed = step_ops(m, {Phase::decode, 1, 1, 100}, p, MlaForm::absorbed);
   CHECK(step_weight_traffic(naive) == step_weight_traffic(absorbed));
   CHECK(find_op(absorbed, "q_absorb").bytes.weights == matrix_bytes(p.weights, 512, 128 * 128));
 }

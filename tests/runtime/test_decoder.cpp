@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -22,7 +23,9 @@
 #include "test_source_dir.hpp"
 
 namespace rt = streamspark::runtime;
+namespace engine = streamspark::engine;
 using streamspark::engine::Model;
+using streamspark::engine::OpId;
 
 namespace {
 
@@ -481,21 +484,54 @@ TEST_CASE("operator timer: intervals between backend marks, resolved at the end 
   const int64_t c = backend->mark();
   CHECK(a == 0);
   CHECK(c == 2);
-  timer.add_interval("x", a, b);
-  timer.add_interval("x", b, c);
-  timer.add_interval("y", a, c);
-  CHECK(timer.get("x") == 0);  // nothing resolved yet
+
+  timer.add_interval(OpId::mlp_up, a, b);
+  timer.add_interval(OpId::mlp_up, b, c);
+  timer.add_interval(OpId::mlp_down, a, c);
+  CHECK_FALSE(timer.seconds(OpId::mlp_up).has_value());  // nothing resolved yet
   timer.resolve(*backend);
-  CHECK(timer.get("x") >= 0);
-  CHECK(timer.get("y") == doctest::Approx(timer.get("x")).epsilon(1e-9));
-  CHECK(backend->mark() == 0);  // resolve cleared the marks
-  // A decode pass with a timer records every operator once per layer kind, sampling apart.
-  const Model m = micro(4, 2, 20);
-  rt::Decoder decoder(*backend, m, rt::random_weights(m, 3), 1, 16);
-  rt::OpTimer ops;
-  decoder.prefill(rt::random_prompts(1, 8, m.vocab_size, 1), 1, 8);
-  decoder.decode({1}, &ops);
-  CHECK(ops.entries().size() >= 10);
-  CHECK(ops.get("lm_head") > 0);
-  CHECK(ops.get("qkv_proj") > 0);
+  REQUIRE(timer.seconds(OpId::mlp_up).has_value());
+  // [a, b] + [b, c] is [a, c] on one clock.
+  CHECK(*timer.seconds(OpId::mlp_down) ==
+        doctest::Approx(*timer.seconds(OpId::mlp_up)).epsilon(1e-9));
+  CHECK_FALSE(timer.seconds(OpId::lm_head).has_value());  // never timed: no value, not 0
+  CHECK(backend->mark() == 0);                            // resolve cleared the marks
+}
+
+TEST_CASE("the runtime times exactly the kernels of the engine's inventory for its model") {
+  // Every kernel the engine predicts for the model (each op with a launch of its own, the ops
+  // fused into it named by the first) is timed, and nothing else: prefill and decode passes
+  // with sampling, as generate() runs them.
+  auto backend = rt::make_cpu_backend(1);
+  for (const Model& m : {micro(4, 2, 20), tiny()}) {
+    CAPTURE(m.name);
+    rt::Decoder decoder(*backend, m, rt::random_weights(m, 3), 2, 24);
+    rt::OpTimer prefill, decode;
+    (void)rt::generate(decoder, rt::random_prompts(2, 8, m.vocab_size, 1), 2, 8, 4, {}, &prefill,
+                       &decode);
+    const engine::OpInventory inventory(m, {engine::Precision::uniform(engine::DType::fp32), {}});
+    for (const auto& [timer, shape] : {std::pair{&prefill, engine::StepShape::prefill(2, 8)},
+                                       std::pair{&decode, engine::StepShape::decode(2, 9)}}) {
+      std::vector<engine::Op> ops;
+      inventory.build(shape, ops);
+      std::set<OpId> predicted, timed;
+      for (const engine::KernelSpan& k : engine::kernel_spans(ops))
+        predicted.insert(ops[k.first].id);
+      for (const auto& [id, seconds] : timer->entries()) {
+        timed.insert(id);
+        CHECK(seconds > 0);
+      }
+      CHECK(timed == predicted);
+      CHECK(timed.count(OpId::sampling) == 1);
+      CHECK(timed.count(OpId::attn_values) == 0);  // fused into attn_scores' kernel
+    }
+  }
+}
+
+TEST_CASE("the decoder refuses a model whose inventory has an op it has no kernel for") {
+  auto backend = rt::make_cpu_backend(1);
+  Model m = micro(4, 2, 20);
+  m.layers[0].attention.qkv_bias = true;  // check_supported names it first
+  CHECK_THROWS_WITH_AS(rt::Decoder(*backend, m, rt::random_weights(micro(4, 2, 20), 3), 1, 16),
+                       doctest::Contains("q/k/v biases"), std::invalid_argument);
 }

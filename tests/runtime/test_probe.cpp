@@ -46,7 +46,7 @@ engine::WorkloadResult calibrated_tiny_test(const engine::Hardware& hw) {
       streamspark::spec::load_model(streamspark::test::source_dir() + "/model_zoo/tiny-test.yaml");
   engine::AnalysisOptions o;
   o.method = engine::Method::calibrated;
-  o.precision = engine::Precision::uniform(engine::DType::fp32);
+  o.costing.precision = engine::Precision::uniform(engine::DType::fp32);
   return engine::Analyzer(model, hw, o).analyze({1, 64, 4});
 }
 

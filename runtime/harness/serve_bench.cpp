@@ -1,0 +1,150 @@
+// Serving a workload for real, beside its simulation.
+#include "runtime/harness/serve_bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runtime/backend_registry.hpp"
+#include "runtime/decoder.hpp"
+#include "runtime/generation.hpp"
+
+namespace streamspark::runtime {
+
+namespace {
+
+// The runtime executing iterations, each recorded to be costed by the engine afterwards (not
+// on the clock): predicted against measured per iteration.
+class ComparedIterations final : public engine::IterationTimer {
+ public:
+  explicit ComparedIterations(RuntimeIterations& runtime) : runtime_(runtime) {}
+  void prepare(const engine::Scheduler& scheduler) override { runtime_.prepare(scheduler); }
+  double seconds(const engine::Iteration& it, const engine::Scheduler& scheduler) override {
+    const double measured = runtime_.seconds(it, scheduler);
+    ran_.push_back({it, scheduler.kv_stored_tokens(), measured});
+    return measured;
+  }
+  int64_t kv_bytes_per_token() const override { return runtime_.kv_bytes_per_token(); }
+  bool real_time() const override { return true; }
+  double now() override { return runtime_.now(); }
+  void wait_until(double seconds) override { runtime_.wait_until(seconds); }
+
+  // Decode-only iterations, then those with prompt tokens.
+  std::vector<report::IterationComparison> compare(engine::IterationCost& cost) const {
+    std::vector<std::pair<double, double>> decode, prompt;
+    for (const Ran& r : ran_) {
+      const bool has_prompt =
+          std::any_of(r.iteration.items.begin(), r.iteration.items.end(),
+                      [](const engine::IterationItem& i) { return i.new_tokens > 1; });
+      (has_prompt ? prompt : decode)
+          .emplace_back(cost.seconds(r.iteration, r.resident_kv_tokens), r.measured_s);
+    }
+    return {report::compare_iterations("decode only", decode),
+            report::compare_iterations("with prompt tokens", prompt)};
+  }
+
+ private:
+  struct Ran {
+    engine::Iteration iteration;
+    int64_t resident_kv_tokens;
+    double measured_s;
+  };
+  RuntimeIterations& runtime_;
+  std::vector<Ran> ran_;
+};
+
+// Untimed: one prompt and a few decode steps in the first blocks (the scheduler overwrites
+// them before they are read).
+void warm_up(Decoder& decoder, const engine::Model& model, int64_t blocks, int64_t block_size,
+             uint64_t seed) {
+  const int64_t n = std::min<int64_t>(64, std::min(model.max_context - 4, blocks * block_size - 4));
+  if (n < 1) return;
+  std::vector<int32_t> table;
+  for (int64_t b = 0; b * block_size < n + 4; ++b) table.push_back(static_cast<int32_t>(b));
+  const auto prompt = random_prompts(1, n, model.vocab_size, seed + 7);
+  decoder.step({SequenceStep{prompt.data(), n, 0, &table, true}});
+  for (int64_t t = 0; t < std::min<int64_t>(4, n); ++t) {
+    decoder.step({SequenceStep{prompt.data() + t, 1, n + t, &table, true}});
+  }
+}
+
+}  // namespace
+
+ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
+                                 const engine::Hardware& hardware,
+                                 const std::vector<engine::Request>& requests,
+                                 const ServeBenchPlan& plan) {
+  ServeBenchResult result;
+  result.options = plan.options;
+  engine::SchedulerOptions& s = result.options.scheduler;
+  if (s.policy != engine::BatchingPolicy::continuous || s.kv != engine::KvLayout::paged) {
+    throw std::invalid_argument(
+        "serve-bench runs continuous batching over the paged KV cache; static batching and "
+        "contiguous KV are simulated only (serve-sim)");
+  }
+  if (s.preemption != engine::Preemption::recompute) {
+    throw std::invalid_argument(
+        "serve-bench: the runtime does not swap KV blocks to the host; use --preemption "
+        "recompute");
+  }
+  if (s.block_size % 8 != 0) {
+    throw std::invalid_argument(
+        fmt::format("--block-size: the runtime's KV blocks hold multiples of 8 positions, got {}",
+                    s.block_size));
+  }
+  check_supported(model);
+  engine::AnalysisOptions analysis;
+  analysis.method = plan.method;
+  analysis.costing.precision = backend_precision(backend);  // predict what the runtime stores
+  engine::IterationCost cost(model, hardware, analysis);    // refuses before the run, not after
+  // The KV pool: whole blocks of the given bytes; the prediction gets the same.
+  const int64_t per_token = cost.kv_bytes_per_token();
+  const int64_t blocks =
+      std::min<int64_t>(cost.kv_tokens_in(plan.kv_memory_bytes), int64_t{1} << 40) / s.block_size;
+  if (blocks < 1 || blocks > (int64_t{1} << 31) - 1) {
+    throw std::invalid_argument(fmt::format(
+        "--kv-memory: {:.4g} bytes hold {} blocks of {} tokens at {} bytes per token ({}); need "
+        "1 to 2^31 - 1 blocks",
+        plan.kv_memory_bytes, blocks, s.block_size, per_token, backend.dtype()));
+  }
+  s.kv_capacity_tokens = blocks * s.block_size;
+  result.kv_blocks = blocks;
+  {
+    // The pool, the weights (twice while they upload, on the CPU) and a second decoder's
+    // weights and one-sequence cache for the token check, against what the backend has.
+    const double needed =
+        static_cast<double>(s.kv_capacity_tokens) * static_cast<double>(per_token) +
+        3.0 * static_cast<double>(engine::weight_bytes(model, analysis.costing.precision)) +
+        static_cast<double>(model.max_context) * static_cast<double>(per_token);
+    const int64_t available = backend.available_bytes();
+    if (available > 0 && needed > static_cast<double>(available)) {
+      throw DeviceError(fmt::format(
+          "serve-bench of {} with a {:.4g}-byte KV pool needs {:.4g} bytes (KV pool, {} weights) "
+          "but {} bytes are available; nothing was allocated",
+          model.name, plan.kv_memory_bytes, needed, backend.dtype(), available));
+    }
+  }
+
+  Decoder decoder(backend, model, random_weights(model, plan.seed),
+                  PagedKvConfig{blocks, s.block_size}, model.max_context);
+  warm_up(decoder, model, blocks, s.block_size, plan.seed);
+  RuntimeIterations executor(decoder, requests,
+                             workload_prompts(requests, model.vocab_size, plan.seed + 1));
+  ComparedIterations compared(executor);
+  result.measured = engine::simulate(requests, result.options, compared);
+  result.predicted = engine::simulate(requests, result.options, cost);
+  result.iterations = compared.compare(cost);
+
+  // Tokens of the paged, batched run against each request alone on a contiguous cache.
+  if (plan.verify_tokens) {
+    Decoder contiguous(backend, model, random_weights(model, plan.seed), 1, model.max_context);
+    result.tokens =
+        check_tokens(contiguous, requests,
+                     workload_prompts(requests, model.vocab_size, plan.seed + 1), executor);
+    result.verified = true;
+  }
+  return result;
+}
+
+}  // namespace streamspark::runtime

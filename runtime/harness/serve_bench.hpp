@@ -1,0 +1,45 @@
+// The serving harness (`streamspark serve-bench`): the engine's scheduler and paged KV cache
+// run a workload for real on a backend, replayed on the wall clock, next to the same workload
+// simulated with the engine's iteration cost; each iteration the runtime ran is costed again
+// afterwards, and every request's tokens can be checked against a run of it alone.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/serving.hpp"
+#include "report/serving_report.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/serving_runtime.hpp"
+
+namespace streamspark::runtime {
+
+struct ServeBenchPlan {
+  engine::ServingOptions options;  // continuous batching, paged KV, recompute preemption
+  double kv_memory_bytes = 0;      // the runtime's KV pool, in the backend's format
+  uint64_t seed = 0;               // weights; prompts use seed + 1
+  bool verify_tokens = true;
+  engine::Method method = engine::Method::calibrated;  // the prediction's
+};
+
+struct ServeBenchResult {
+  engine::SimulationResult measured;
+  engine::SimulationResult predicted;
+  engine::ServingOptions options;  // as run: KV capacity in whole blocks of the pool
+  int64_t kv_blocks = 0;
+  // Decode-only iterations, then iterations with prompt tokens.
+  std::vector<report::IterationComparison> iterations;
+  bool verified = false;
+  TokenCheck tokens;
+};
+
+// Throws std::invalid_argument for a plan the runtime cannot run (another batching policy or
+// KV layout, swap preemption, a block size that is not a multiple of 8, a KV pool outside
+// 1 .. 2^31-1 blocks) and DeviceError when it does not fit the backend's memory; nothing is
+// allocated then.
+ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
+                                 const engine::Hardware& hardware,
+                                 const std::vector<engine::Request>& requests,
+                                 const ServeBenchPlan& plan);
+
+}  // namespace streamspark::runtime

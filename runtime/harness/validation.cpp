@@ -1,0 +1,185 @@
+// Predict, run, compare: per phase and per operator.
+#include "runtime/harness/validation.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "engine/memory.hpp"
+#include "engine/statistics.hpp"
+#include "runtime/backend_registry.hpp"
+#include "runtime/decoder.hpp"
+#include "runtime/generation.hpp"
+#include "runtime/harness/memory_budget.hpp"
+
+namespace streamspark::runtime {
+
+namespace {
+
+// The step's kernels (kernel_spans) with their predicted seconds, each divided by `divide`.
+struct PredictedKernel {
+  engine::OpId id;
+  std::string label;  // "attn_scores+attn_values" for a kernel with fused ops
+  double seconds = 0;
+};
+
+std::vector<PredictedKernel> predicted_kernels(const std::vector<engine::OpRow>& rows,
+                                               double divide) {
+  std::vector<engine::Op> ops;
+  ops.reserve(rows.size());
+  for (const engine::OpRow& r : rows) ops.push_back(r.op);
+  std::vector<PredictedKernel> out;
+  for (const engine::KernelSpan& k : engine::kernel_spans(ops)) {
+    PredictedKernel p{ops[k.first].id, std::string(ops[k.first].name()), 0};
+    for (size_t i = k.first; i < k.first + k.count; ++i) {
+      if (i > k.first) p.label += "+" + std::string(ops[i].name());
+      p.seconds += rows[i].cost.time_s * static_cast<double>(rows[i].op.repeat) / divide;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// The median over repetitions of an operator's measured seconds (divided by `divide`); nullopt
+// when a repetition did not time it.
+std::optional<double> measured(const std::vector<OpTimer>& timers, engine::OpId id, double divide) {
+  std::vector<double> xs;
+  for (const OpTimer& t : timers) {
+    const std::optional<double> s = t.seconds(id);
+    if (!s) return std::nullopt;
+    xs.push_back(*s / divide);
+  }
+  return engine::median(xs);
+}
+
+// Predicted kernels against the timers: one comparison per predicted kernel, then one per
+// timed operator that no predicted kernel names.
+std::vector<report::Comparison> compare_kernels(const std::vector<PredictedKernel>& kernels,
+                                                const std::vector<OpTimer>& timers, double divide) {
+  std::vector<report::Comparison> out;
+  for (const PredictedKernel& k : kernels) {
+    out.push_back({k.label, k.seconds, measured(timers, k.id, divide)});
+  }
+  for (const OpTimer& t : timers) {
+    for (const auto& [id, s] : t.entries()) {
+      const bool predicted = std::any_of(kernels.begin(), kernels.end(),
+                                         [&](const PredictedKernel& k) { return k.id == id; });
+      const std::string name(engine::op_name(id));
+      const bool listed = std::any_of(out.begin(), out.end(),
+                                      [&](const report::Comparison& c) { return c.name == name; });
+      if (!predicted && !listed) out.push_back({name, std::nullopt, s / divide});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+report::Validation run_validation(Backend& backend, const engine::Model& model,
+                                  const engine::Hardware& hardware, const ValidationPlan& plan) {
+  const int64_t G = plan.generate, W = plan.warmup_steps;
+  if (G < 2 || W < 0 || W > G - 2) {
+    throw std::invalid_argument("validate: generate " + std::to_string(G) + " with " +
+                                std::to_string(W) + " warm-up steps times no decode step");
+  }
+  if (plan.batches.empty() || plan.prompts.empty() || plan.repeats < 1) {
+    throw std::invalid_argument("validate: no point to run");
+  }
+  check_supported(model);
+  engine::AnalysisOptions options;
+  options.method = plan.method;
+  options.per_op = true;
+  options.costing.precision = backend_precision(backend);  // predict what the runtime stores
+  engine::Analyzer analyzer(model, hardware, options);
+  const int64_t max_batch = *std::max_element(plan.batches.begin(), plan.batches.end());
+  const int64_t max_prompt = *std::max_element(plan.prompts.begin(), plan.prompts.end());
+  check_fits_in_memory(analyzer.inventory(), {max_batch, max_prompt, G}, backend);
+  // The host weights are a temporary: freed once the decoder has uploaded them.
+  Decoder decoder(backend, model, random_weights(model, plan.seed), max_batch, max_prompt + G);
+  decoder.set_graphs(plan.graphs);
+
+  report::Validation v;
+  v.model = model.name;
+  v.hardware = hardware.name;
+  v.method = std::string(engine::method_name(plan.method));
+  v.backend = backend.name();
+  v.graphs = decoder.decode_graphs();
+  v.repeats = plan.repeats;
+  v.warmup_steps = W;
+  // Decode steps 1..W after the prefill are run untimed: the first steps after a prefill run
+  // slower (caches and the branch predictor still hold the prefill's working set), and a
+  // serving system's steady state is what the engine predicts. Step i (1-based) runs at
+  // context S + i - 1, so the timed steps cover contexts S + W .. S + G - 2.
+  const double steps = static_cast<double>(G - 1 - W);
+  const auto repeats = static_cast<size_t>(plan.repeats);
+  for (const int64_t S : plan.prompts) {
+    for (const int64_t B : plan.batches) {
+      const auto tokens = random_prompts(B, S, model.vocab_size, plan.seed + 1);
+      // Warm-up, then timed repetitions of the whole steps (nothing timed inside them), then
+      // as many with every operator timed between backend marks (no synchronisation between
+      // operators), each after the device's caches are flushed.
+      (void)generate(decoder, tokens, B, S, G, {});
+      std::vector<double> ttft, tpot;
+      for (size_t r = 0; r < repeats; ++r) {
+        const Generation g = generate(decoder, tokens, B, S, G, {});
+        ttft.push_back(g.ttft_s);
+        tpot.push_back(std::accumulate(g.step_s.begin() + W, g.step_s.end(), 0.0) / steps);
+      }
+      std::vector<OpTimer> prefill_times(repeats), decode_times(repeats);
+      for (size_t r = 0; r < repeats; ++r) {
+        backend.flush_caches();
+        (void)generate(decoder, tokens, B, S, G, {}, &prefill_times[r], &decode_times[r], W);
+      }
+
+      // TTFT from the prompt; TPOT as the mean over the timed steps, i.e. a workload that
+      // starts decoding at context S + W.
+      const engine::WorkloadResult predicted = analyzer.analyze({B, S, G});
+      const engine::WorkloadResult steady = analyzer.analyze({B, S + W, G - W});
+      report::ValidationPoint p;
+      p.batch = B;
+      p.prompt = S;
+      p.generate = G;
+      p.prefill = {"prefill", predicted.ttft_s, engine::median(ttft)};
+      p.decode = {"decode", steady.tpot_s, engine::median(tpot)};
+      // Prefill operators: one pass. Decode operators: the mean over the steps' contexts.
+      p.prefill_ops =
+          compare_kernels(predicted_kernels(predicted.prefill_ops, 1), prefill_times, 1);
+      std::vector<PredictedKernel> decode_kernels;
+      for (int64_t c = S + W; c <= S + G - 2; ++c) {
+        const auto step = predicted_kernels(analyzer.analyze({B, c, 1}).decode_ops, steps);
+        if (decode_kernels.empty()) {
+          decode_kernels = step;
+        } else {
+          for (size_t i = 0; i < step.size(); ++i) decode_kernels[i].seconds += step[i].seconds;
+        }
+      }
+      p.decode_ops = compare_kernels(decode_kernels, decode_times, steps);
+
+      // Runtime efficiency: decode bytes per measured second at the first timed step's memory
+      // level; prefill GEMM FLOPs per measured GEMM second.
+      double gemm_flops = 0, gemm_seconds = 0;
+      for (const engine::OpRow& row : predicted.prefill_ops) {
+        if (row.op.kind != engine::OpKind::gemm) continue;
+        if (const auto s = measured(prefill_times, row.op.id, 1)) {
+          gemm_flops += static_cast<double>(row.op.flops * row.op.repeat);
+          gemm_seconds += *s;
+        }
+      }
+      std::vector<engine::Op> ops;
+      analyzer.inventory().build(engine::StepShape::decode(B, S + W), ops);
+      const size_t level = hardware.level_for(engine::step_working_set(ops));
+      p.decode_bandwidth = static_cast<double>(steady.decode.bytes.total()) / *p.decode.measured_s;
+      p.level = hardware.memory[level].name;
+      p.level_bandwidth = hardware.memory[level].bandwidth;
+      p.prefill_gemm_flops = gemm_seconds > 0 ? gemm_flops / gemm_seconds : 0;
+      // The matrix peak of the format the runtime computes in (fp32 on the CPU backend).
+      p.peak_flops = analyzer.rates().matrix_flops;
+      v.points.push_back(std::move(p));
+    }
+  }
+  v.summarize();
+  return v;
+}
+
+}  // namespace streamspark::runtime

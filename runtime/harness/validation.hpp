@@ -1,0 +1,33 @@
+// The predicted-vs-measured harness (`streamspark validate`): the engine predicts a workload,
+// the runtime runs the same workload on a backend, and both are compared per phase and per
+// operator. Operators are matched by the inventory's op ids: one the engine predicts and the
+// runtime did not time (or the reverse) is reported as unmatched, never as a 0 % error.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/analysis.hpp"
+#include "report/validation_report.hpp"
+#include "runtime/backend.hpp"
+
+namespace streamspark::runtime {
+
+struct ValidationPlan {
+  std::vector<int64_t> batches;
+  std::vector<int64_t> prompts;
+  int64_t generate = 32;     // >= 2: decode steps are measured
+  int64_t warmup_steps = 0;  // decode steps after the prefill left out of the decode timing
+  int repeats = 3;           // timed runs per point (medians)
+  uint64_t seed = 0;         // weights and prompts
+  bool graphs = true;        // decode steps as captured graphs where the backend can
+  engine::Method method = engine::Method::calibrated;
+};
+
+// Runs every (prompt, batch) point. Throws std::invalid_argument for a plan that times no
+// decode step or a model the runtime cannot execute, DeviceError when the workload does not
+// fit the backend's memory. The result's `threads` is left for the caller to fill.
+report::Validation run_validation(Backend& backend, const engine::Model& model,
+                                  const engine::Hardware& hardware, const ValidationPlan& plan);
+
+}  // namespace streamspark::runtime

@@ -1,0 +1,54 @@
+// Median, percentiles and relative errors.
+#include "engine/statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace streamspark::engine {
+
+double median(std::vector<double> v) {
+  if (v.empty()) throw std::invalid_argument("median of no values");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  const auto rank = [&](double q) {
+    const auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::max<size_t>(k, 1) - 1];
+  };
+  p.p50 = rank(0.50);
+  p.p90 = rank(0.90);
+  p.p99 = rank(0.99);
+  p.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  return p;
+}
+
+double relative_error(double predicted, double measured) {
+  if (!(measured > 0) || !std::isfinite(measured) || !std::isfinite(predicted)) {
+    throw std::invalid_argument("relative error against a measurement of " +
+                                std::to_string(measured) + " s (prediction " +
+                                std::to_string(predicted) + " s)");
+  }
+  return (predicted - measured) / measured;
+}
+
+ErrorSummary summarize_errors(const std::vector<double>& errors) {
+  ErrorSummary s;
+  if (errors.empty()) return s;
+  std::vector<double> abs;
+  abs.reserve(errors.size());
+  for (const double e : errors) abs.push_back(std::fabs(e));
+  s.median_abs = median(abs);
+  s.max_abs = *std::max_element(abs.begin(), abs.end());
+  return s;
+}
+
+}  // namespace streamspark::engine

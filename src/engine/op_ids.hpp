@@ -11,24 +11,27 @@ namespace streamspark::engine {
 
 // X(id): every operator of every layer kind, in no particular order. Names are the ids' own
 // spelling and are stable (JSON keys, CSV rows and the runtime's timer rows use them).
-#define STREAMSPARK_OP_IDS(X)                                                                      \
-  /* embedding and head */                                                                         \
-  X(embedding)                                                                                     \
-  X(final_norm) X(lm_head) X(sampling) /* attention (MHA/GQA/MQA, windows, cross-layer sharing) */ \
-      X(attn_norm) X(qkv_proj) X(q_proj) X(kv_proj) X(rope) X(rope_q) X(rope_k) X(kv_cache_write)  \
-          X(attn_scores) X(attn_values) X(out_proj) X(attn_residual)                               \
-              X(attn_post_norm) /* multi-head latent attention */                                  \
-      X(q_down) X(q_norm) X(q_up) X(kv_down) X(kv_norm) X(q_absorb) X(v_absorb)                    \
-          X(kv_up) /* Mamba */                                                                     \
-      X(mamba_norm) X(mamba_in_proj) X(mamba_conv) X(mamba_x_proj) X(mamba_inner_norm)             \
-          X(mamba_dt_proj) X(mamba_scan) X(mamba_out_proj)                                         \
-              X(mamba_residual) /* linear attention */                                             \
-      X(linear_norm) X(linear_qkv_proj) X(linear_feature_map) X(linear_state) X(linear_out_norm)   \
-          X(linear_gate_proj) X(linear_gate) X(linear_out_proj) X(linear_residual) /* dense MLP */ \
-      X(mlp_norm) X(mlp_gate) X(mlp_up) X(mlp_act) X(mlp_down) X(mlp_residual)                     \
-          X(mlp_post_norm) /* mixture of experts */                                                \
-      X(moe_router) X(moe_topk) X(moe_gate) X(moe_up) X(moe_act) X(moe_down) X(moe_combine)        \
-          X(shared_gate) X(shared_up) X(shared_act) X(shared_down)
+// clang-format off
+#define STREAMSPARK_OP_IDS(X)                                                                    \
+  /* embedding and head */                                                                       \
+  X(embedding) X(final_norm) X(lm_head) X(sampling)                                              \
+  /* attention (MHA/GQA/MQA, windows, cross-layer sharing) */                                    \
+  X(attn_norm) X(qkv_proj) X(q_proj) X(kv_proj) X(rope) X(rope_q) X(rope_k) X(kv_cache_write)    \
+  X(attn_scores) X(attn_values) X(out_proj) X(attn_residual) X(attn_post_norm)                   \
+  /* multi-head latent attention */                                                              \
+  X(q_down) X(q_norm) X(q_up) X(kv_down) X(kv_norm) X(q_absorb) X(v_absorb) X(kv_up)             \
+  /* Mamba */                                                                                    \
+  X(mamba_norm) X(mamba_in_proj) X(mamba_conv) X(mamba_x_proj) X(mamba_inner_norm)               \
+  X(mamba_dt_proj) X(mamba_scan) X(mamba_out_proj) X(mamba_residual)                             \
+  /* linear attention */                                                                         \
+  X(linear_norm) X(linear_qkv_proj) X(linear_feature_map) X(linear_state) X(linear_out_norm)     \
+  X(linear_gate_proj) X(linear_gate) X(linear_out_proj) X(linear_residual)                       \
+  /* dense MLP */                                                                                \
+  X(mlp_norm) X(mlp_gate) X(mlp_up) X(mlp_act) X(mlp_down) X(mlp_residual) X(mlp_post_norm)      \
+  /* mixture of experts */                                                                       \
+  X(moe_router) X(moe_topk) X(moe_gate) X(moe_up) X(moe_act) X(moe_down) X(moe_combine)          \
+  X(shared_gate) X(shared_up) X(shared_act) X(shared_down)
+// clang-format on
 
 enum class OpId : uint8_t {
 #define STREAMSPARK_OP_ID_ENUM(id) id,

@@ -121,7 +121,34 @@ std::string today() {
 
 }  // namespace
 
+namespace {
+// "l1=48K,l2=2M,l3=32M" or "none": the STREAMSPARK_CPU_CACHES override.
+std::vector<CacheLevel> caches_from_text(const std::string& text) {
+  std::vector<CacheLevel> out;
+  if (text == "none") return out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t eq = item.find('=');
+    const int64_t bytes = eq == std::string::npos ? 0 : parse_size(item.substr(eq + 1));
+    if (bytes <= 0) {
+      throw std::invalid_argument(
+          "STREAMSPARK_CPU_CACHES: expected none or l1=48K,l2=2M,... (K, "
+          "M or G), got '" +
+          text + "'");
+    }
+    out.push_back({item.substr(0, eq), bytes, 1});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CacheLevel& a, const CacheLevel& b) { return a.bytes < b.bytes; });
+  return out;
+}
+}  // namespace
+
 std::vector<CacheLevel> cpu_caches() {
+  if (const char* text = std::getenv("STREAMSPARK_CPU_CACHES"); text && *text) {
+    return caches_from_text(text);
+  }
   // Instances of each cache: distinct shared_cpu_list values across CPUs, per level and size
   // (a hybrid CPU has cores with different caches at the same level).
   std::map<int, std::map<std::string, std::set<std::string>>> instances;  // level, size
@@ -175,41 +202,124 @@ std::string cpu_model_name() {
 
 namespace {
 
-// The runtime's kernels of every class but GEMM, on `backend` (bytes in its element size).
-template <typename Say>
-void sample_kernel_classes(Backend& backend, bool quick, double min_time, Say&& say,
-                           std::vector<engine::CalibrationSample>& samples) {
+// The steps both probes share: timing through the backend, progress, the kernel samples.
+struct Probe {
+  Backend& backend;
+  const ProbeOptions& options;
+  double min_time;  // per timed batch of calls
+  ProbeResult result;
+  engine::ProbeCurves curves;
+
+  Probe(Backend& b, const ProbeOptions& o)
+      : backend(b), options(o), min_time(o.quick ? 0.002 : 0.02) {}
+
+  void say(const std::string& line) const {
+    if (options.progress) options.progress(line);
+  }
+  template <typename F>
+  double time(F&& fn, int rounds) {
+    return time_per_call(std::forward<F>(fn), min_time, rounds, [&] { backend.synchronize(); });
+  }
+  void sample(engine::OpKind kind, int64_t flops, int64_t bytes, int64_t working_set,
+              double seconds) {
+    result.samples.push_back({kind, flops, bytes, working_set, seconds});
+  }
+  void sample(const engine::Op& op, double seconds) {
+    const int64_t bytes = op.bytes.total();
+    sample(op.kind, op.flops, bytes, bytes, seconds);
+  }
+  // The engine's precision for what the backend stores.
+  engine::Precision precision() const {
+    const auto d = engine::parse_dtype(backend.dtype());
+    if (!d) throw std::logic_error("probe: backend format " + backend.dtype());
+    return engine::Precision::uniform(*d);
+  }
+  // The probe's fixed per-kernel overhead: a one-element kernel.
+  void measure_overhead() {
+    say("per-kernel overhead");
+    float* a = backend.allocate(16);
+    result.hardware.kernel_overhead_s = time([&] { backend.add(a, a, 1, a); }, 9);
+    backend.release(a);
+  }
+  void sample_kernel_classes();
+  // The calibration fitted from the samples, and the curves, into the result's hardware.
+  void fit() {
+    say("fitting per-class efficiencies");
+    engine::Hardware& hw = result.hardware;
+    hw.probe = curves;  // the fit reads bandwidths off the curve
+    engine::Calibration calibration = engine::fit_calibration(result.samples, hw);
+    calibration.source = fmt::format(
+        "fitted by streamspark probe on {} from {} kernel measurements (least squares on "
+        "relative error)",
+        today(), result.samples.size());
+    hw.calibration = calibration;
+  }
+};
+
+// A one-layer Llama-shaped model whose inventory ops have the given shapes (the probe's
+// kernel samples take their FLOPs and bytes from the engine, not from formulas of their own).
+engine::Model probe_model(int64_t vocab, int64_t d, int64_t heads, int64_t kv_heads,
+                          int64_t head_dim, int64_t d_ff) {
+  engine::Model m;
+  m.name = "probe";
+  m.vocab_size = vocab;
+  m.d_model = d;
+  m.max_context = int64_t{1} << 20;
+  engine::LayerKind k;
+  k.label = "attention+mlp";
+  k.count = 1;
+  k.attention.kind = engine::AttentionKind::gqa;
+  k.attention.n_heads = heads;
+  k.attention.n_kv_heads = kv_heads;
+  k.attention.head_dim = head_dim;
+  k.mlp = engine::Mlp{engine::MlpKind::gated, d_ff, engine::Activation::silu};
+  m.layers.push_back(k);
+  return m;
+}
+
+const engine::Op& op_of(const std::vector<engine::Op>& ops, engine::OpId id) {
+  for (const engine::Op& op : ops) {
+    if (op.id == id) return op;
+  }
+  throw std::logic_error("probe: no " + std::string(engine::op_name(id)) + " in the inventory");
+}
+
+// The runtime's kernels of every class but GEMM, each costed by the engine's inventory for the
+// same shapes.
+void Probe::sample_kernel_classes() {
   say("norm, elementwise, attention, KV write, gather and sampling kernels");
-  const int64_t e = backend.element_bytes();
-  auto sample = [&](engine::OpKind kind, int64_t flops, int64_t bytes, auto&& fn) {
-    samples.push_back({kind, flops, bytes, bytes,
-                       time_per_call(fn, min_time, 5, [&] { backend.synchronize(); })});
-  };
-  const std::vector<int64_t> sizes =
-      quick ? std::vector<int64_t>{1 << 10, 1 << 16, 1 << 22}
-            : std::vector<int64_t>{1 << 10, 1 << 13, 1 << 16, 1 << 19, 1 << 22, 1 << 25};
-  for (int64_t n : sizes) {
+  const engine::Precision p = precision();
+  using engine::OpId;
+  // Elementwise, norm, RoPE and gather over `rows` rows of D = 1024 (F = D; 16 heads of 64
+  // rotated per row).
+  const int64_t d = 1024;
+  const engine::OpInventory rows_inventory(probe_model(4096, d, 8, 4, 64, d), {p, {}});
+  const std::vector<int64_t> row_counts = options.quick
+                                              ? std::vector<int64_t>{1, 64, 4096}
+                                              : std::vector<int64_t>{1, 8, 64, 512, 4096, 32768};
+  for (const int64_t rows : row_counts) {
+    std::vector<engine::Op> ops;
+    rows_inventory.build(engine::StepShape::prefill(1, rows), ops);
+    const int64_t n = rows * d;
     float* a = backend.allocate(n);
     float* b = backend.allocate(n);
     float* c = backend.allocate(n);
-    sample(engine::OpKind::elementwise, n, 3 * e * n, [&] { backend.add(a, b, n, c); });
-    sample(engine::OpKind::elementwise, 5 * n, 3 * e * n, [&] { backend.silu_mul(a, b, n, c); });
-    const int64_t d = 1024, rows = std::max<int64_t>(1, n / d);
+    sample(op_of(ops, OpId::attn_residual), time([&] { backend.add(a, b, n, c); }, 5));
+    sample(op_of(ops, OpId::mlp_act), time([&] { backend.silu_mul(a, b, n, c); }, 5));
     float* w = backend.allocate(d);
-    sample(engine::OpKind::norm, 4 * rows * d, e * (2 * rows * d + d),
-           [&] { backend.rmsnorm(a, w, rows, d, 1e-5f, c); });
+    sample(op_of(ops, OpId::attn_norm), time([&] { backend.rmsnorm(a, w, rows, d, 1e-5f, c); }, 5));
     std::vector<int64_t> positions(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) positions[static_cast<size_t>(r)] = r % 4096;
-    sample(engine::OpKind::elementwise, 3 * rows * d, 2 * e * rows * d,
-           [&] { backend.rope(a, rows, d, d / 64, 64, positions.data(), 10000.0f); });
+    sample(op_of(ops, OpId::rope),
+           time([&] { backend.rope(a, rows, d, d / 64, 64, positions.data(), 10000.0f); }, 5));
     // Embedding rows gathered from a table of 4096 rows.
     float* table = backend.allocate(4096 * d);
     std::vector<int32_t> tokens(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r)
       tokens[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7 % 4096);
-    sample(engine::OpKind::gather, 0, 2 * e * rows * d,
-           [&] { backend.embedding(table, tokens.data(), rows, d, c); });
-    for (float* p : {a, b, c, w, table}) backend.release(p);
+    sample(op_of(ops, OpId::embedding),
+           time([&] { backend.embedding(table, tokens.data(), rows, d, c); }, 5));
+    for (float* x : {a, b, c, w, table}) backend.release(x);
   }
   // Attention (scores and values, one kernel) and the KV write, decode and prefill shapes.
   struct AttentionShape {
@@ -218,12 +328,18 @@ void sample_kernel_classes(Backend& backend, bool quick, double min_time, Say&& 
   std::vector<AttentionShape> shapes = {{1, 1, 128, 8, 2, 64},    {8, 1, 512, 8, 2, 64},
                                         {1, 1, 2048, 32, 8, 128}, {16, 1, 512, 8, 2, 32},
                                         {1, 128, 0, 8, 2, 64},    {4, 256, 0, 8, 4, 64}};
-  if (!quick) {
+  if (!options.quick) {
     shapes.push_back({4, 1, 4096, 32, 8, 128});
     shapes.push_back({2, 512, 0, 32, 8, 128});
     shapes.push_back({16, 512, 0, 8, 2, 32});
   }
   for (const AttentionShape& s : shapes) {
+    const engine::OpInventory inventory(
+        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256), {p, {}});
+    std::vector<engine::Op> ops;
+    inventory.build(
+        {s.tokens > 1 ? engine::Phase::prefill : engine::Phase::decode, s.batch, s.tokens, s.past},
+        ops);
     const int64_t stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
     const int64_t rows = s.batch * s.tokens;
     const int64_t context = (s.past + s.tokens + 7) / 8 * 8;  // the K cache's 8-position blocks
@@ -239,236 +355,266 @@ void sample_kernel_classes(Backend& backend, bool quick, double min_time, Say&& 
     for (int64_t b = 0; b < s.batch; ++b) tables.push_back(static_cast<int32_t>(b));
     const SequenceBatch batch{s.batch, row_offsets.data(), past.data()};
     const KvCacheView cache{kc, vc, context, tables.data(), 1};
-    const int64_t kv_elements = rows * 2 * s.kv_heads * s.head_dim;
-    sample(engine::OpKind::kv_write, 0, 2 * e * kv_elements, [&] {
-      backend.kv_write(qkv, stride, s.heads * s.head_dim, s.kv_heads, s.head_dim, batch, cache);
-    });
-    // The engine's convention (ops.cpp): 4*H FLOPs per (query, key) pair and head; Q, O and
-    // the new K/V as activations, the cached K/V read once.
-    const int64_t pairs = engine::attention_pairs(s.tokens, s.past, 0);
-    const int64_t flops = 4 * s.batch * s.heads * s.head_dim * pairs;
-    const int64_t bytes =
-        e * (2 * rows * s.heads * s.head_dim + 2 * rows * s.kv_heads * s.head_dim +
-             2 * s.batch * s.past * s.kv_heads * s.head_dim);
-    sample(engine::OpKind::attention, flops, bytes, [&] {
-      backend.attention(qkv, stride, s.heads, s.kv_heads, s.head_dim, batch, cache, out);
-    });
-    for (float* p : {qkv, kc, vc, out}) backend.release(p);
+    sample(op_of(ops, OpId::kv_cache_write), time(
+                                                 [&] {
+                                                   backend.kv_write(
+                                                       qkv, stride, s.heads * s.head_dim,
+                                                       s.kv_heads, s.head_dim, batch, cache);
+                                                 },
+                                                 5));
+    // One kernel: the engine's attn_scores and attn_values together.
+    const engine::Op& scores = op_of(ops, OpId::attn_scores);
+    const engine::Op& values = op_of(ops, OpId::attn_values);
+    const int64_t bytes = scores.bytes.total() + values.bytes.total();
+    sample(engine::OpKind::attention, scores.flops + values.flops, bytes, bytes,
+           time(
+               [&] {
+                 backend.attention(qkv, stride, s.heads, s.kv_heads, s.head_dim, batch, cache, out);
+               },
+               5));
+    for (float* x : {qkv, kc, vc, out}) backend.release(x);
   }
   // Sampling: argmax over the logits of each sequence, by the backend's sampler on its own
   // memory (the tokens come back to the host, as in a generation step).
-  for (int64_t vocab : {4096, 32000, 128256}) {
-    for (int64_t batch : {1, 16}) {
+  for (const int64_t vocab : {4096, 32000, 128256}) {
+    const engine::OpInventory inventory(probe_model(vocab, 256, 4, 4, 64, 256), {p, {}});
+    for (const int64_t batch : {1, 16}) {
+      std::vector<engine::Op> ops;
+      inventory.build(engine::StepShape::decode(batch, 1), ops);
       std::vector<float> host(static_cast<size_t>(batch * vocab));
       for (size_t i = 0; i < host.size(); ++i)
         host[i] = static_cast<float>((i * 2654435761u) % 1000);
       float* logits = backend.allocate(batch * vocab);
       backend.upload(logits, host.data(), batch * vocab);
       std::vector<int32_t> tokens(static_cast<size_t>(batch));
-      sample(engine::OpKind::sampling, batch * vocab, e * batch * vocab,
-             [&] { backend.sample(logits, batch, vocab, 0.0, 1.0, nullptr, tokens.data()); });
+      sample(
+          op_of(ops, OpId::sampling),
+          time([&] { backend.sample(logits, batch, vocab, 0.0, 1.0, nullptr, tokens.data()); }, 5));
       backend.release(logits);
     }
   }
 }
 
-// The calibration fitted from the samples, and the curves, into the result's hardware.
-template <typename Say>
-void fit(ProbeResult& result, engine::ProbeCurves curves, Say&& say) {
-  say("fitting per-class efficiencies");
-  engine::Calibration calibration = engine::fit_calibration(result.samples, result.hardware);
-  calibration.source = fmt::format(
-      "fitted by streamspark probe on {} from {} kernel measurements (least squares on relative "
-      "error)",
-      today(), result.samples.size());
-  result.hardware.calibration = calibration;
-  result.hardware.probe = std::move(curves);
+// Weights rotating through copies that together span a working set: every call reads its
+// weights from wherever data of that size lives.
+struct GemmGrid {
+  std::vector<int64_t> small_m;                     // at every anchor (bandwidth-bound products)
+  std::vector<int64_t> large_m;                     // at compute anchors only
+  std::vector<std::pair<int64_t, int64_t>> shapes;  // n, k
+  double max_flops = 0;  // larger products add no information (the rate has saturated)
+};
+
+struct GemmPoint {
+  size_t anchor;
+  int64_t m, n, k, working_set;
+  std::vector<double> seconds;  // one per pass
+};
+
+// The backend's GEMM at each anchor (working set, whether it measures large m). The grid is
+// measured in several passes and each point keeps its median: on a shared machine a burst of
+// interference spoils one pass's value, not the point. `random`: operands of random values (a
+// GPU's tensor cores run measurably faster on zeros).
+void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, bool>>& anchors,
+                          const GemmGrid& grid, const std::vector<std::string>& level_names,
+                          bool random, double* peak) {
+  Backend& be = probe.backend;
+  const int64_t e = be.element_bytes();
+  const engine::Precision precision = probe.precision();
+  const auto buffer = [&](int64_t count) {
+    float* p = be.allocate(count);
+    if (random) {
+      std::vector<float> host(static_cast<size_t>(count));
+      uint32_t state = 12345u + static_cast<uint32_t>(count);
+      for (float& v : host) {
+        state = state * 1664525u + 1013904223u;
+        v = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+      }
+      be.upload(p, host.data(), count);
+    }
+    return p;
+  };
+  std::vector<GemmPoint> points;
+  const int passes = 3;
+  for (int pass = 0; pass < passes; ++pass) {
+    size_t index = 0;
+    for (size_t a = 0; a < anchors.size(); ++a) {
+      const auto [working_set, large] = anchors[a];
+      // One buffer of the anchor's size holds every shape's copies.
+      float* pool = buffer(working_set / e);
+      for (const auto& [n, k] : grid.shapes) {
+        const int64_t weight_bytes = e * n * k;
+        if (weight_bytes > working_set) continue;  // one matrix alone exceeds the anchor
+        const int64_t copies = std::max<int64_t>(1, working_set / weight_bytes);
+        std::vector<float*> weights;
+        for (int64_t c = 0; c < copies; ++c) weights.push_back(be.at(pool, c * n * k));
+        std::vector<int64_t> ms = grid.small_m;
+        if (large) ms.insert(ms.end(), grid.large_m.begin(), grid.large_m.end());
+        for (const int64_t m : ms) {
+          if (2.0 * static_cast<double>(m * n * k) > grid.max_flops && m > 1) break;
+          float* x = buffer(m * k);
+          float* y = be.allocate(m * n);
+          size_t next = 0;
+          const double t = probe.time(
+              [&] {
+                be.linear(x, weights[next], m, n, k, y);
+                next = (next + 1) % weights.size();
+              },
+              1);
+          if (pass == 0) points.push_back({a, m, n, k, working_set, {}});
+          points[index++].seconds.push_back(t);
+          be.release(x);
+          be.release(y);
+        }
+      }
+      be.release(pool);
+    }
+  }
+  for (size_t a = 0; a < anchors.size(); ++a) {
+    engine::GemmCurve curve{static_cast<double>(anchors[a].first), level_names[a], {}};
+    for (GemmPoint& p : points) {
+      if (p.anchor != a) continue;
+      std::sort(p.seconds.begin(), p.seconds.end());
+      const double t = p.seconds[p.seconds.size() / 2];
+      curve.points.push_back(
+          {static_cast<double>(p.m), static_cast<double>(p.n), static_cast<double>(p.k), t});
+      const engine::Op op = engine::gemm_op(p.m, p.n, p.k, precision);
+      probe.sample(op.kind, op.flops, op.bytes.total(), p.working_set, t);
+      *peak = std::max(*peak, static_cast<double>(op.flops) / t);
+    }
+    if (!curve.points.empty()) probe.curves.gemm.push_back(std::move(curve));
+  }
+  if (!(*peak > 0)) throw std::runtime_error("probe: no GEMM was measured (no anchor fits one)");
+  probe.curves.gemm_dtype = probe.backend.dtype();
+}
+
+std::vector<std::pair<std::string, std::string>> base_provenance(const ProbeOptions& o,
+                                                                 const std::string& machine,
+                                                                 const Backend& backend) {
+  return {{"date", today()},
+          {"machine", machine},
+          {"mode", o.quick ? "quick" : "full"},
+          {"command", o.command},
+          {"runtime", backend.name() + " backend, " + backend.dtype()}};
 }
 
 }  // namespace
 
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options) {
-  auto say = [&](const std::string& line) {
-    if (options.progress) options.progress(line);
-  };
+  Probe probe(backend, options);
   const bool quick = options.quick;
-  const double min_time = quick ? 0.002 : 0.02;
-  ProbeResult result;
-  engine::Hardware& hw = result.hardware;
+  engine::Hardware& hw = probe.result.hardware;
   hw.name = options.name;
   hw.source = fmt::format("measured by streamspark probe on {}: {}, {} threads{}", today(),
                           cpu_model_name(), threads, quick ? " (quick mode)" : "");
-  hw.provenance = {{"date", today()},
-                   {"machine", cpu_model_name()},
-                   {"threads", std::to_string(threads)},
-                   {"mode", quick ? "quick" : "full"},
-                   {"command", options.command},
-                   {"runtime", backend.name() + " backend, " + backend.dtype()}};
+  hw.provenance = base_provenance(options, cpu_model_name(), backend);
+  hw.provenance.insert(hw.provenance.begin() + 2, {"threads", std::to_string(threads)});
+  const std::vector<CacheLevel> caches = options.caches ? *options.caches : cpu_caches();
 
-  // ---- bandwidth across working sets: read a buffer of each size on all threads ----
-  say("bandwidth across working-set sizes");
+  // ---- bandwidth in x2 steps of working set: reads on all threads ----
+  // From 16 KiB (inside any L1) to well past the last level: 1 GiB, or 4x the largest cache
+  // the OS reports (a hint: it only reaches further), within a quarter of the free memory.
+  probe.say("bandwidth across working-set sizes");
+  int64_t largest = int64_t{1} << 30;
+  if (!caches.empty()) largest = std::max(largest, 4 * caches.back().bytes);
+  const int64_t available = available_memory_bytes();
+  if (available > 0) largest = std::min(largest, std::max<int64_t>(available / 4, 64 << 20));
   ThreadPool pool(threads);
-  const int64_t largest = quick ? (int64_t{128} << 20) : (int64_t{1} << 30);
   std::vector<float> buffer(static_cast<size_t>(largest / 4), 1.0f);
-  engine::ProbeCurves curves;
   volatile float keep = 0;
-  for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= quick ? 4 : 2) {
+  for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= 2) {
     const int64_t n = bytes / 4;
     const int64_t passes = std::max<int64_t>(1, (int64_t{32} << 20) / bytes);  // >= 32 MB a call
     const double t =
-        time_per_call([&] { keep = keep + parallel_sum(pool, buffer.data(), n, passes); }, min_time,
-                      quick ? 3 : 5);
-    curves.bandwidth.push_back(
+        time_per_call([&] { keep = keep + parallel_sum(pool, buffer.data(), n, passes); },
+                      probe.min_time, quick ? 3 : 5);
+    probe.curves.bandwidth.push_back(
         {static_cast<double>(bytes), static_cast<double>(bytes * passes) / t});
   }
-  // Memory levels: each cache at half its capacity (it fits, with room), DRAM at the largest
-  // working set.
-  auto bandwidth_at = [&](int64_t bytes) {
-    double best = curves.bandwidth.front()[1];
-    for (const auto& [b, bw] : curves.bandwidth) {
-      if (b <= static_cast<double>(bytes)) best = bw;
-    }
-    return best;
-  };
-  // A level whose instances outnumber the threads is only partly usable: with 1 thread on a
-  // 16-core machine, one core's L2, not sixteen.
-  for (const CacheLevel& c : cpu_caches()) {
-    const int64_t usable = c.bytes * std::min<int64_t>(threads, c.instances) / c.instances;
-    hw.memory.push_back({c.name, usable, bandwidth_at(usable / 2)});
-  }
-  hw.memory.push_back({"dram", total_memory_bytes(), curves.bandwidth.back()[1]});
   buffer = {};
+  hw.probe = probe.curves;  // bandwidth_at reads the curve from here on
 
-  // ---- GEMM across shapes and memory levels (the runtime's own linear kernel) ----
-  // For each level past L1, the weights rotate through enough copies to overflow the level
-  // above and fit in half of this one, so every call reads its weights from this level, as a
-  // model whose working set lives there does. The grid is measured in several passes and each
-  // point keeps its median: on a shared machine a burst of interference (a neighbour
-  // streaming through the shared cache) then spoils one pass's value, not the point.
-  say("GEMM FLOP/s across shapes, with the weights in each memory level");
-  std::vector<engine::CalibrationSample>& samples = result.samples;
-  const std::vector<int64_t> ms =
-      quick ? std::vector<int64_t>{1, 4, 16, 64, 256}
-            : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  // ---- memory levels: the OS's caches, named regions of the curve ----
+  // A level whose instances outnumber the threads is only partly usable: with 1 thread on a
+  // 16-core machine, one core's L2, not sixteen. Each level's bandwidth is the curve's at half
+  // its usable size; a level whose value equals the next one's is reported (the OS's size is
+  // probably not this machine's), and the values are made non-increasing outward.
+  for (const CacheLevel& c : caches) {
+    const int64_t usable = c.bytes * std::min<int64_t>(threads, c.instances) / c.instances;
+    hw.memory.push_back({c.name, usable, hw.bandwidth_at(static_cast<double>(usable) / 2)});
+  }
+  hw.memory.push_back({"dram", total_memory_bytes(), probe.curves.bandwidth.back()[1]});
+  std::string suspicious;
+  for (size_t i = hw.memory.size() - 1; i-- > 0;) {
+    engine::MemoryLevel& level = hw.memory[i];
+    const double next = hw.memory[i + 1].bandwidth;
+    if (level.bandwidth <= 1.1 * next) {
+      suspicious += fmt::format("{}{} ({} B)", suspicious.empty() ? "" : ", ", level.name,
+                                level.capacity_bytes);
+    }
+    level.bandwidth = std::max(level.bandwidth, next);
+  }
+  if (!suspicious.empty()) {
+    const std::string note = fmt::format(
+        "the curve at half the size the OS reports for {} is no faster than the next level: "
+        "those sizes are probably not this machine's (a VM or container); costs follow the "
+        "measured curve, not the level sizes",
+        suspicious);
+    probe.say(note);
+    hw.provenance.push_back({"levels", note});
+  }
+
+  // ---- the runtime's GEMM at working-set anchors ----
+  // x4 apart from 256 KiB (within any L2) to the end of the bandwidth curve (main memory).
+  // Small m (bandwidth-bound) at every anchor; large m (compute-bound: the working set
+  // matters less) at every other anchor and the last.
+  probe.say("GEMM FLOP/s across shapes, at working-set anchors");
+  std::vector<std::pair<int64_t, bool>> anchors;
+  std::vector<std::string> names;
+  int64_t ws = 256 << 10;
+  for (int i = 0; ws <= largest; ++i, ws *= 4) anchors.push_back({ws, i % 2 == 0});
+  if (anchors.back().first * 2 <= largest) anchors.push_back({largest, true});
+  anchors.back().second = true;
+  for (const auto& [bytes, large] : anchors) {
+    names.push_back(hw.memory[hw.level_for(bytes)].name);
+  }
+  GemmGrid grid;
+  grid.small_m = quick ? std::vector<int64_t>{1, 4, 16} : std::vector<int64_t>{1, 2, 4, 8, 16};
+  grid.large_m =
+      quick ? std::vector<int64_t>{32, 256} : std::vector<int64_t>{32, 64, 128, 256, 512, 1024};
   // Output and input features: the short and long sides of a model's matrices (lm heads and
   // MLPs are far from square).
-  const std::vector<int64_t> sides =
-      quick ? std::vector<int64_t>{256, 2048} : std::vector<int64_t>{256, 1024, 4096};
-  std::vector<std::pair<int64_t, int64_t>> gemm_shapes;  // n, k
+  const std::vector<int64_t> sides = {256, 1024, 4096};
   for (const int64_t n : sides) {
-    for (const int64_t k : sides) gemm_shapes.emplace_back(n, k);
+    for (const int64_t k : sides) grid.shapes.emplace_back(n, k);
   }
-  // Larger products add no information (the rate has saturated) and only time.
-  const double max_flops = quick ? 1e9 : 1e10;
-  const int passes = 3;
-  const int64_t available = available_memory_bytes();
-  struct GemmPoint {
-    size_t level;
-    int64_t m, n, k, working_set;
-    std::vector<double> seconds;  // one per pass
-  };
-  std::vector<GemmPoint> points;
-  // Every level but L1 (no model's working set fits there), or DRAM alone when sysfs lists
-  // no caches.
-  const size_t first_gemm_level = hw.memory.size() > 1 ? 1 : 0;
-  for (int pass = 0; pass < passes; ++pass) {
-    size_t index = 0;
-    for (size_t level = first_gemm_level; level < hw.memory.size(); ++level) {
-      const bool last = level + 1 == hw.memory.size();
-      const int64_t above = level > 0 ? hw.memory[level - 1].capacity_bytes : 0;
-      int64_t target = hw.memory[level].capacity_bytes / 2;
-      if (last) {
-        target = std::max<int64_t>(4 * above, int64_t{64} << 20);
-        if (available > 0) target = std::min(target, available / 4);
-      }
-      for (const auto& [n, k] : gemm_shapes) {
-        const int64_t weight_bytes = 4 * n * k;
-        if (weight_bytes > target) continue;
-        const int64_t copies = std::max<int64_t>(1, target / weight_bytes);
-        if (copies * weight_bytes <= 2 * above && !last) continue;
-        std::vector<float*> weights;
-        for (int64_t c = 0; c < copies; ++c) weights.push_back(backend.allocate(n * k));
-        for (const int64_t m : ms) {
-          if (2.0 * static_cast<double>(m * n * k) > max_flops && m > 1) break;
-          float* x = backend.allocate(m * k);
-          float* y = backend.allocate(m * n);
-          size_t next = 0;
-          const double t = time_per_call(
-              [&] {
-                backend.linear(x, weights[next], m, n, k, y);
-                next = (next + 1) % weights.size();
-              },
-              min_time, 1);
-          if (pass == 0) {
-            points.push_back({level, m, n, k, copies * weight_bytes + 4 * (m * k + m * n), {}});
-          }
-          points[index++].seconds.push_back(t);
-          backend.release(x);
-          backend.release(y);
-        }
-        for (float* w : weights) backend.release(w);
-      }
-    }
-  }
+  grid.max_flops = quick ? 1e9 : 2e10;
   double peak = 0;
-  for (size_t level = first_gemm_level; level < hw.memory.size(); ++level) {
-    engine::GemmCurve curve{hw.memory[level].name, {}};
-    for (GemmPoint& p : points) {
-      if (p.level != level) continue;
-      std::sort(p.seconds.begin(), p.seconds.end());
-      const double t = p.seconds[p.seconds.size() / 2];
-      curve.points.push_back(
-          {static_cast<double>(p.m), static_cast<double>(p.n), static_cast<double>(p.k), t});
-      const int64_t bytes = 4 * (p.m * p.k + p.n * p.k + p.m * p.n);
-      samples.push_back({engine::OpKind::gemm, 2 * p.m * p.n * p.k, bytes, p.working_set, t});
-      peak = std::max(peak, 2.0 * static_cast<double>(p.m * p.n * p.k) / t);
-    }
-    if (!curve.points.empty()) curves.gemm.push_back(std::move(curve));
-  }
-  if (!(peak > 0))
-    throw std::runtime_error("probe: no GEMM was measured (no memory level fits one)");
+  measure_gemm_anchors(probe, anchors, grid, names, false, &peak);
   // On a CPU the matrix and vector units are the same FMA pipes: one measured fp32 peak.
   hw.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = peak;
 
-  // ---- fixed per-kernel overhead: a one-element kernel ----
-  say("per-kernel overhead");
-  {
-    float* a = backend.allocate(16);
-    hw.kernel_overhead_s = time_per_call([&] { backend.add(a, a, 1, a); }, min_time, 9);
-    backend.release(a);
-  }
-
-  sample_kernel_classes(backend, quick, min_time, say, samples);
-
-  fit(result, std::move(curves), say);
-  return result;
+  probe.measure_overhead();
+  probe.sample_kernel_classes();
+  probe.fit();
+  return probe.result;
 }
 
 ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
-  auto say = [&](const std::string& line) {
-    if (options.progress) options.progress(line);
-  };
+  Probe probe(backend, options);
   const bool quick = options.quick;
-  const double min_time = quick ? 0.002 : 0.02;
-  const auto sync = [&] { backend.synchronize(); };
   const int64_t e = backend.element_bytes();
   const DeviceInfo device = backend.device_info();
-  ProbeResult result;
-  engine::Hardware& hw = result.hardware;
+  engine::Hardware& hw = probe.result.hardware;
   hw.name = options.name;
   hw.source =
       fmt::format("measured by streamspark probe on {}: {} ({} backend, {}){}", today(),
                   device.name, backend.name(), backend.dtype(), quick ? " (quick mode)" : "");
-  hw.provenance = {{"date", today()},
-                   {"machine", device.name},
-                   {"mode", quick ? "quick" : "full"},
-                   {"command", options.command},
-                   {"runtime", backend.name() + " backend, " + backend.dtype()},
-                   {"bandwidth", "device-to-device copies; read and written bytes both counted"}};
+  hw.provenance = base_provenance(options, device.name, backend);
+  hw.provenance.push_back(
+      {"bandwidth", "device-to-device copies; read and written bytes both counted"});
 
-  // ---- bandwidth: copies of growing working sets (source + destination) ----
-  say("bandwidth across working-set sizes (copies)");
-  engine::ProbeCurves curves;
+  // ---- bandwidth: copies of growing working sets (source + destination), x2 steps ----
+  probe.say("bandwidth across working-set sizes (copies)");
   const int64_t available = backend.available_bytes();
   // Device memory is measured well past the last-level cache (at least 8 times it).
   int64_t largest =
@@ -479,76 +625,49 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
     float* src = backend.allocate(largest / 2 / e);
     float* dst = backend.allocate(largest / 2 / e);
     std::vector<int64_t> sizes;
-    for (int64_t bytes = int64_t{1} << 20; bytes < largest; bytes *= quick ? 8 : 2) {
-      sizes.push_back(bytes);
-    }
+    for (int64_t bytes = int64_t{1} << 20; bytes < largest; bytes *= 2) sizes.push_back(bytes);
     sizes.push_back(largest);  // always the largest: device memory's bandwidth
     for (const int64_t bytes : sizes) {
       const int64_t n = bytes / 2 / e;  // elements copied: the working set is both buffers
-      const double t = time_per_call([&] { backend.copy(dst, src, n); }, min_time, 5, sync);
-      curves.bandwidth.push_back({static_cast<double>(bytes), static_cast<double>(bytes) / t});
+      const double t = probe.time([&] { backend.copy(dst, src, n); }, 5);
+      probe.curves.bandwidth.push_back(
+          {static_cast<double>(bytes), static_cast<double>(bytes) / t});
     }
     backend.release(src);
     backend.release(dst);
   }
-  auto bandwidth_at = [&](int64_t bytes) {
-    double best = curves.bandwidth.front()[1];
-    for (const auto& [b, bw] : curves.bandwidth) {
-      if (b <= static_cast<double>(bytes)) best = bw;
-    }
-    return best;
-  };
+  hw.probe = probe.curves;
   if (device.cache_bytes > 0) {
-    hw.memory.push_back({"l2", device.cache_bytes, bandwidth_at(device.cache_bytes / 2)});
+    hw.memory.push_back(
+        {"l2", device.cache_bytes, hw.bandwidth_at(static_cast<double>(device.cache_bytes) / 2)});
   }
-  hw.memory.push_back({"device", device.memory_bytes, curves.bandwidth.back()[1]});
+  hw.memory.push_back({"device", device.memory_bytes, probe.curves.bandwidth.back()[1]});
+  if (hw.memory.size() == 2) {
+    hw.memory[0].bandwidth = std::max(hw.memory[0].bandwidth, hw.memory[1].bandwidth);
+  }
 
-  // ---- GEMM across shapes, weights in device memory ----
-  say("GEMM FLOP/s across shapes");
-  std::vector<engine::CalibrationSample>& samples = result.samples;
-  const std::vector<int64_t> ms = quick ? std::vector<int64_t>{1, 16, 256}
-                                        : std::vector<int64_t>{1, 4, 16, 64, 256, 1024, 4096};
+  // ---- GEMM across shapes, weights rotating through copies past the cache ----
+  probe.say("GEMM FLOP/s across shapes");
+  GemmGrid grid;
+  grid.small_m = quick ? std::vector<int64_t>{1, 16} : std::vector<int64_t>{1, 4, 16};
+  grid.large_m = quick ? std::vector<int64_t>{256} : std::vector<int64_t>{64, 256, 1024, 4096};
   const std::vector<int64_t> sides =
       quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096, 14336};
-  engine::GemmCurve curve{hw.memory.back().name, {}};
-  double peak = 0;
-  // Random operands: tensor cores run measurably faster on zeros than on real data.
-  const auto random_buffer = [&](int64_t count) {
-    std::vector<float> host(static_cast<size_t>(count));
-    uint32_t state = 12345u + static_cast<uint32_t>(count);
-    for (float& v : host) {
-      state = state * 1664525u + 1013904223u;
-      v = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
-    }
-    float* p = backend.allocate(count);
-    backend.upload(p, host.data(), count);
-    return p;
-  };
   for (const int64_t n : sides) {
-    for (const int64_t k : sides) {
-      float* w = random_buffer(n * k);
-      for (const int64_t m : ms) {
-        float* x = random_buffer(m * k);
-        float* y = backend.allocate(m * n);
-        const double t =
-            time_per_call([&] { backend.linear(x, w, m, n, k, y); }, min_time, 3, sync);
-        const int64_t flops = 2 * m * n * k;
-        curve.points.push_back(
-            {static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), t});
-        const int64_t bytes = e * (m * k + n * k + m * n);
-        samples.push_back({engine::OpKind::gemm, flops, bytes, bytes, t});
-        peak = std::max(peak, static_cast<double>(flops) / t);
-        backend.release(x);
-        backend.release(y);
-      }
-      backend.release(w);
-    }
+    for (const int64_t k : sides) grid.shapes.emplace_back(n, k);
   }
-  curves.gemm.push_back(std::move(curve));
+  grid.max_flops = 1e15;
+  // One anchor: 4x the last-level cache (device memory), and at least the largest matrix.
+  int64_t anchor = std::max<int64_t>(4 * device.cache_bytes, 64 << 20);
+  anchor = std::max(anchor, e * sides.back() * sides.back());
+  if (available > 0)
+    anchor = std::min(anchor, std::max<int64_t>(available / 4, e * sides.back() * sides.back()));
+  double peak = 0;
+  measure_gemm_anchors(probe, {{anchor, true}}, grid, {hw.memory.back().name}, true, &peak);
   // The measured rate is the peak of the backend's format (the engine's class for it).
-  const std::optional<engine::DType> dtype = engine::parse_dtype(backend.dtype());
+  const engine::Precision precision = probe.precision();
   const std::optional<engine::PeakClass> peak_class =
-      dtype ? engine::matrix_peak_class(*dtype) : std::nullopt;
+      engine::matrix_peak_class(precision.activations);
   if (!peak_class) throw std::logic_error("probe: backend format " + backend.dtype());
   hw.peak_flops[static_cast<int>(*peak_class)] = peak;
   const bool half = *peak_class != engine::PeakClass::fp32;  // matrix units, 16-bit inputs
@@ -559,44 +678,36 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
     const std::vector<int64_t> squares =
         quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{4096, 8192};
     for (const int64_t side : squares) {
-      const double t = backend.time_gemm_in("fp8_e4m3", side, side, side, min_time);
+      const double t = backend.time_gemm_in("fp8_e4m3", side, side, side, probe.min_time);
       if (t > 0) fp8 = std::max(fp8, 2.0 * static_cast<double>(side * side * side) / t);
     }
     if (fp8 > 0) {
-      say("fp8 (E4M3) GEMM peak measured");
+      probe.say("fp8 (E4M3) GEMM peak measured");
       hw.peak_flops[static_cast<int>(engine::PeakClass::fp8)] = fp8;
       hw.provenance.push_back(
           {"fp8", fmt::format("cuBLASLt E4M3 x E4M3 -> bf16 products of random data, square "
                               "sides {}; the fastest",
                               fmt::join(squares, ", "))});
     } else {
-      say("no fp8 matrix products on this device: fp8 peak not measured");
+      probe.say("no fp8 matrix products on this device: fp8 peak not measured");
     }
   }
 
-  // ---- per-kernel overhead ----
-  say("per-kernel overhead");
-  {
-    float* a = backend.allocate(16);
-    hw.kernel_overhead_s = time_per_call([&] { backend.add(a, a, 1, a); }, min_time, 9, sync);
-    backend.release(a);
-  }
-
-  sample_kernel_classes(backend, quick, min_time, say, samples);
+  probe.measure_overhead();
+  probe.sample_kernel_classes();
   if (half) {
     // The vector units' fp32 rate is not measured through these kernels (they are bound by
     // memory): the fastest elementwise FLOP rate seen stands in as a lower bound.
     double vector = 0;
-    for (const engine::CalibrationSample& s : samples) {
+    for (const engine::CalibrationSample& s : probe.result.samples) {
       if (s.kind == engine::OpKind::elementwise || s.kind == engine::OpKind::norm) {
         vector = std::max(vector, static_cast<double>(s.flops) / s.seconds);
       }
     }
     hw.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = vector;
   }
-
-  fit(result, std::move(curves), say);
-  return result;
+  probe.fit();
+  return probe.result;
 }
 
 }  // namespace streamspark::runtime

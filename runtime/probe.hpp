@@ -1,10 +1,16 @@
 // Measuring the machine the runtime runs on (`streamspark probe`): memory bandwidth across
 // working-set sizes (an empirical roofline, in the spirit of LBNL's Empirical Roofline
-// Toolkit), GEMM FLOP/s across shapes, per-kernel overhead, and the runtime's own kernels of
-// every operator class, from which the calibrated method's efficiencies are fitted.
+// Toolkit), the runtime's GEMM across shapes at working-set anchors, per-kernel overhead, and
+// the runtime's own kernels of every operator class, from which the calibrated method's
+// efficiencies are fitted.
+//
+// Costs follow the measured curves at a step's working set, never cache sizes: the sizes the
+// OS reports (sysfs) only name the curve's regions in the file, and they can be wrong (a VM
+// shows its host's L3, a container its host's memory).
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,11 +21,21 @@
 
 namespace streamspark::runtime {
 
+// One level of the cache hierarchy as the OS reports it (data and unified caches only).
+struct CacheLevel {
+  std::string name;   // "l1", "l2", ...
+  int64_t bytes = 0;  // summed over all instances (hybrid CPUs: over every core type)
+  int64_t instances = 0;
+};
+
 struct ProbeOptions {
   bool quick = false;  // fewer, smaller measurements (seconds, for tests)
   std::string name = "local-cpu";
   std::string command;                             // recorded in the file's provenance
   std::function<void(std::string_view)> progress;  // one line per stage; may be empty
+  // The cache levels that name the curve's regions (and bound how far the bandwidth curve
+  // reaches); default: cpu_caches().
+  std::optional<std::vector<CacheLevel>> caches;
 };
 
 struct ProbeResult {
@@ -27,24 +43,24 @@ struct ProbeResult {
   std::vector<engine::CalibrationSample> samples;  // every kernel measured
 };
 
-// Runs every measurement on `backend` (its threads, its kernels).
+// Runs every measurement on `backend` (its threads, its kernels): bandwidth of reads on all
+// threads in x2 steps of working set from 16 KiB to well past the last cache level, the
+// runtime's GEMM at working-set anchors (x4 apart, from 256 KiB to main memory: the weights
+// rotate through copies spanning the anchor's working set), overhead and kernel samples.
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options);
 
 // An accelerator through its backend alone: bandwidth of device-to-device copies across
 // working sets (read and written bytes both counted) giving two memory levels (the last-level
-// cache and device memory), the backend's GEMM across shapes (the peak of its storage format
-// is the best rate measured), the per-kernel overhead (a one-element kernel, launches and
+// cache and device memory), the backend's GEMM across shapes with weights rotating through
+// copies larger than the cache (one anchor: device memory; the peak of its storage format is
+// the best rate measured), the per-kernel overhead (a one-element kernel, launches and
 // synchronisation included) and the same per-class kernel samples as the CPU probe. Also runs
 // on the CPU backend (tests do), where probe_cpu measures more.
 ProbeResult probe_device(Backend& backend, const ProbeOptions& options);
 
-// One level of the cache hierarchy from sysfs (data and unified caches only).
-struct CacheLevel {
-  std::string name;   // "l1", "l2", ...
-  int64_t bytes = 0;  // summed over all instances (hybrid CPUs: over every core type)
-  int64_t instances = 0;
-};
-// Smallest first.
+// The OS's cache levels, smallest first: from sysfs, unless $STREAMSPARK_CPU_CACHES describes
+// them ("none", or "l1=48K,l2=2M,l3=32M": sizes summed over instances, one instance each) for
+// a machine whose sysfs is wrong, or to test the probe against a wrong one.
 std::vector<CacheLevel> cpu_caches();
 // MemTotal and MemAvailable from /proc/meminfo, in bytes (0 when unknown).
 int64_t total_memory_bytes();

@@ -110,12 +110,13 @@ double Analyzer::bandwidth_decode_time(int64_t batch, double step_weight_bytes, 
 std::vector<int64_t> Analyzer::level_starts(int64_t first, int64_t end,
                                             const std::function<int64_t(int64_t)>& working_set) {
   std::vector<int64_t> starts;
-  if (rates_.level_capacity.size() < 2 || end - first < 2) return starts;
-  auto level = [&](int64_t c) { return hardware_.level_for(working_set(c)); };
+  if (end - first < 2) return starts;
+  auto level = [&](int64_t c) { return rates_.bucket_of(static_cast<double>(working_set(c))); };
   int64_t lo = first;
-  size_t current = level(lo);
-  const size_t last = level(end - 1);
-  // The working set grows with the context, so levels only move outward: bisect for each
+  int64_t current = level(lo);
+  const int64_t last = level(end - 1);
+  if (current == last) return starts;
+  // The working set grows with the context, so buckets only move outward: bisect for each
   // move.
   while (current != last) {
     int64_t a = lo, b = end - 1;  // level(a) == current != level(b)

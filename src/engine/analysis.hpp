@@ -180,7 +180,8 @@ class Analyzer {
                          std::vector<OpRow>* rows) const;
   double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state,
                                double bandwidth) const;
-  // Contexts in [first, end) where the working set moves to another memory level.
+  // Contexts in [first, end) where the working set moves to another rate bucket (memory level
+  // or 1 % of a measured curve), so that each segment is costed at constant rates.
   std::vector<int64_t> level_starts(int64_t first, int64_t end,
                                     const std::function<int64_t(int64_t)>& working_set);
   // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences. Fills `rows`

@@ -18,7 +18,7 @@ struct Ideal {
 
 Ideal ideal(const CalibrationSample& s, const Hardware& hw) {
   const double peak = hw.peak(PeakClass::fp32);
-  const double bandwidth = hw.memory[hw.level_for(s.working_set)].bandwidth;
+  const double bandwidth = hw.bandwidth_at(static_cast<double>(s.working_set));
   return {static_cast<double>(s.flops) / peak, static_cast<double>(s.bytes) / bandwidth};
 }
 

@@ -47,18 +47,22 @@ struct Calibration {
   std::string source;
 };
 
-// The runtime's GEMM timed with its weights resident in one memory level (the probe rotates
-// through enough weight copies to overflow the levels above it).
+// The runtime's GEMM timed at one working-set anchor: every call reads its weights from a
+// rotation of copies that together (with the inputs and outputs) span `working_set` bytes, so
+// the weights come from wherever data of that size lives on the machine.
 struct GemmCurve {
-  std::string level;                          // a name in Hardware::memory
+  double working_set = 0;                     // bytes
+  std::string level;                          // the level holding it, for reports; may be ""
   std::vector<std::array<double, 4>> points;  // m, n, k, seconds per call
 };
 
-// Raw probe measurements, kept in the hardware file: the calibrated method times GEMMs from
-// the curves; the bandwidth curve is for plots and refits.
+// Raw probe measurements, kept in the hardware file. The calibrated method costs bytes at the
+// bandwidth curve's value at a step's working set and GEMMs from the curves at the anchors
+// around it; the memory levels of a probed file only name the curve's regions.
 struct ProbeCurves {
-  std::vector<GemmCurve> gemm;
-  std::vector<std::array<double, 2>> bandwidth;  // working-set bytes, bytes/s
+  std::string gemm_dtype = "fp32";               // the format the GEMM curves computed in
+  std::vector<GemmCurve> gemm;                   // ascending working set
+  std::vector<std::array<double, 2>> bandwidth;  // working-set bytes, bytes/s; ascending
 };
 
 struct Hardware {
@@ -88,6 +92,10 @@ struct Hardware {
     }
     return memory.size() - 1;
   }
+  // Bytes/s for a working set of this many bytes: the probe's bandwidth curve interpolated
+  // log-log (clamped to its ends) when the file has one; else the bandwidth of the level that
+  // holds it (a datasheet's step function).
+  double bandwidth_at(double working_set) const;
   // Ridge point of the roofline: the arithmetic intensity (FLOP/byte) above which an op is
   // compute-bound. H100 SXM bf16: 989e12 / 3.35e12 = 295.2 (CS336 lecture: ~295).
   double ridge_intensity(PeakClass c) const { return peak(c) / device_memory().bandwidth; }

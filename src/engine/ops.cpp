@@ -541,6 +541,12 @@ std::vector<KernelSpan> kernel_spans(const std::vector<Op>& ops) {
   return out;
 }
 
+Op gemm_op(int64_t m, int64_t n, int64_t k, const Precision& precision) {
+  std::vector<Op> out;
+  OpListBuilder(precision, out).gemm(OpId::mlp_up, m, n, k);
+  return out.front();
+}
+
 OpInventory::OpInventory(Model model, CostingConfig config)
     : model_(std::move(model)), config_(std::move(config)) {
   if (model_.layers.empty()) throw std::invalid_argument("model " + model_.name + " has no layers");

@@ -134,6 +134,10 @@ class OpInventory {
   std::vector<Op> scratch_;
 };
 
+// One product y (m x n) = x (m x k) W (k x n) as the inventory counts it (2mnk FLOPs; W in
+// the weight format, x and y activations), for measurements of lone GEMMs (the probe).
+Op gemm_op(int64_t m, int64_t n, int64_t k, const Precision& precision);
+
 // Expected number of distinct experts that `tokens` tokens reach when each picks top_k of
 // n_experts uniformly at random: E * (1 - (1 - k/E)^tokens). The uniform-routing assumption is
 // the standard first-order model; real routers are skewed, which touches fewer experts.

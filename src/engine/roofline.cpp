@@ -27,16 +27,63 @@ std::optional<Method> parse_method(std::string_view name) {
   return std::nullopt;
 }
 
-DeviceRates DeviceRates::at_working_set(int64_t working_set) const {
+namespace {
+// Buckets of a measured curve: 1 % steps of working set.
+const double kLogBucket = std::log(1.01);
+}  // namespace
+
+int64_t DeviceRates::bucket_of(double working_set) const {
+  const WorkingSetModel& m = *working_set_model;
+  if (!m.curve) {
+    const auto ws = working_set >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(working_set);
+    return static_cast<int64_t>(m.hardware.level_for(ws));
+  }
+  return std::llround(std::log(std::max(working_set, 1.0)) / kLogBucket);
+}
+
+DeviceRates DeviceRates::at_bucket(int64_t bucket) const {
   DeviceRates r = *this;
-  for (size_t i = 0; i < level_capacity.size(); ++i) {
-    if (working_set <= level_capacity[i] || i + 1 == level_capacity.size()) {
-      r.bandwidth = level_bandwidth[i];
-      r.level = i;
+  const WorkingSetModel& m = *working_set_model;
+  if (!m.curve) {
+    r.level = static_cast<size_t>(bucket);
+    r.bandwidth = m.hardware.memory[r.level].bandwidth;
+    r.log_working_set = std::log(static_cast<double>(m.hardware.memory[r.level].capacity_bytes));
+    return r;
+  }
+  r.log_working_set = static_cast<double>(bucket) * kLogBucket;
+  const double ws = std::exp(r.log_working_set);
+  r.bandwidth = m.hardware.bandwidth_at(ws);
+  r.level = m.hardware.level_for(ws >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(ws));
+  return r;
+}
+
+double WorkingSetModel::gemm_seconds(double log_ws, int64_t m, int64_t n, int64_t k) const {
+  // The anchors that measured this m; when none did, those with the largest m.
+  int64_t cover = 0;
+  for (const GemmAnchor& a : gemm) {
+    if (a.table.max_m() >= m) {
+      cover = m;
       break;
     }
+    cover = std::max(cover, a.table.max_m());
   }
-  return r;
+  const GemmAnchor* below = nullptr;
+  const GemmAnchor* above = nullptr;
+  for (const GemmAnchor& a : gemm) {
+    if (a.table.max_m() < cover) continue;
+    if (a.log_working_set <= log_ws) below = &a;
+    if (a.log_working_set >= log_ws && !above) above = &a;
+  }
+  const double flops =
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (!below || !above || below == above) {
+    const GemmAnchor* only = below ? below : above;
+    return flops / std::exp(only->table.log_rate(m, n, k));
+  }
+  const double t =
+      (log_ws - below->log_working_set) / (above->log_working_set - below->log_working_set);
+  const double lo = below->table.log_rate(m, n, k), hi = above->table.log_rate(m, n, k);
+  return flops / std::exp(lo + t * (hi - lo));
 }
 
 std::string_view bound_name(Bound b) {
@@ -54,13 +101,10 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
   DeviceRates r;
   r.matrix_flops = hw.peak(*matrix);
   r.vector_flops = hw.peak(PeakClass::fp32);
-  r.bandwidth = hw.device_memory().bandwidth;
-  r.level = hw.memory.size() - 1;
   r.kernel_overhead_s = hw.kernel_overhead_s;
-  for (const MemoryLevel& level : hw.memory) {
-    r.level_capacity.push_back(level.capacity_bytes);
-    r.level_bandwidth.push_back(level.bandwidth);
-  }
+  auto model = std::make_shared<WorkingSetModel>();
+  model->hardware = hw;
+  model->curve = hw.probe && !hw.probe->bandwidth.empty();
   if (method == Method::calibrated) {
     if (!hw.calibration && !hw.achievable) {
       throw std::invalid_argument(
@@ -81,20 +125,28 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
         c = ClassCalibration{hw.achievable->compute, hw.achievable->memory, hw.kernel_overhead_s};
       }
     }
-    // The probe's GEMM curves were measured with the runtime's fp32 kernels: they time fp32
-    // products only.
-    const bool fp32 = precision.activations == DType::fp32 &&
-                      precision.weights.dtype == DType::fp32 && precision.embedding == DType::fp32;
-    if (hw.probe && fp32 && !hw.probe->gemm.empty()) {
-      auto tables = std::make_shared<std::vector<GemmRateTable>>(hw.memory.size());
+    // The probe's GEMM curves time the runtime's kernels in one format: they cost products
+    // computed in that format only.
+    const std::optional<DType> curves = hw.probe ? parse_dtype(hw.probe->gemm_dtype) : std::nullopt;
+    const bool same = curves && precision.activations == *curves &&
+                      precision.weights.dtype == *curves && precision.embedding == *curves;
+    if (same) {
       for (const GemmCurve& curve : hw.probe->gemm) {
-        for (size_t i = 0; i < hw.memory.size(); ++i) {
-          if (hw.memory[i].name == curve.level) (*tables)[i] = GemmRateTable(curve.points);
+        if (curve.working_set > 0 && !curve.points.empty()) {
+          model->gemm.push_back({std::log(curve.working_set), GemmRateTable(curve.points)});
         }
       }
-      r.gemm_tables = std::move(tables);
+      std::sort(model->gemm.begin(), model->gemm.end(),
+                [](const auto& a, const auto& b) { return a.log_working_set < b.log_working_set; });
     }
   }
+  r.working_set_model = std::move(model);
+  // Until a step's working set is known: device memory's.
+  const DeviceRates device =
+      r.at_working_set(static_cast<double>(hw.device_memory().capacity_bytes));
+  r.bandwidth = device.bandwidth;
+  r.level = device.level;
+  r.log_working_set = device.log_working_set;
   if (r.matrix_flops <= 0) {
     throw std::invalid_argument("the hardware spec has no " +
                                 std::string(peak_class_name(*matrix)) + " peak, so compute in " +
@@ -160,6 +212,7 @@ GemmRateTable::GemmRateTable(const std::vector<std::array<double, 4>>& points) {
                           [&](const Curve& x) { return same(x.log_n, log_n); });
     if (c == fk->by_n.end()) c = fk->by_n.insert(fk->by_n.end(), Curve{log_n, {}});
     c->log_m_rate.emplace_back(std::log(m), std::log(2 * m * n * k / seconds));
+    max_m_ = std::max(max_m_, static_cast<int64_t>(m));
   }
   for (FixedK& f : by_k_) {
     for (Curve& c : f.by_n) std::sort(c.log_m_rate.begin(), c.log_m_rate.end());
@@ -182,21 +235,25 @@ double GemmRateTable::rate_in_n(const FixedK& f, double log_n, double log_m) {
       [&](const Curve& c) { return rate_in_m(c, log_m); });
 }
 
+double GemmRateTable::log_rate(int64_t m, int64_t n, int64_t k) const {
+  const double log_m = std::log(static_cast<double>(m)), log_n = std::log(static_cast<double>(n));
+  return interpolate(
+      by_k_, std::log(static_cast<double>(k)), [](const FixedK& f) { return f.log_k; },
+      [&](const FixedK& f) { return rate_in_n(f, log_n, log_m); });
+}
+
 double GemmRateTable::seconds(int64_t m, int64_t n, int64_t k) const {
-  const double fm = static_cast<double>(m), fn = static_cast<double>(n),
-               fk = static_cast<double>(k);
-  const double log_rate = interpolate(
-      by_k_, std::log(fk), [](const FixedK& f) { return f.log_k; },
-      [&](const FixedK& f) { return rate_in_n(f, std::log(fn), std::log(fm)); });
-  return 2.0 * fm * fn * fk / std::exp(log_rate);
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
+         std::exp(log_rate(m, n, k));
 }
 
 OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
   OpCost c;
-  if (rates.calibrated && op.kind == OpKind::gemm && op.gemm.m > 0 && rates.gemm_tables &&
-      !(*rates.gemm_tables)[rates.level].empty()) {
+  if (rates.calibrated && op.kind == OpKind::gemm && op.gemm.m > 0 &&
+      !rates.working_set_model->gemm.empty()) {
     const double t = static_cast<double>(op.gemm.batch) *
-                     (*rates.gemm_tables)[rates.level].seconds(op.gemm.m, op.gemm.n, op.gemm.k);
+                     rates.working_set_model->gemm_seconds(rates.log_working_set, op.gemm.m,
+                                                           op.gemm.n, op.gemm.k);
     const double compute = static_cast<double>(op.flops) / rates.matrix_flops;
     const double memory = static_cast<double>(op.bytes.total()) / rates.bandwidth;
     c.bound = compute > memory ? Bound::compute : Bound::memory;

@@ -33,16 +33,20 @@ std::string_view bound_name(Bound b);
 
 inline constexpr int kOpKindCount = 8;
 
-// Measured GEMM rates at one memory level (a probe GemmCurve), for interpolation: the
+// Measured GEMM rates at one working-set anchor (a probe GemmCurve), for interpolation: the
 // achieved FLOP/s on a grid of k, n and m.
 class GemmRateTable {
  public:
   GemmRateTable() = default;
   explicit GemmRateTable(const std::vector<std::array<double, 4>>& points);
   bool empty() const { return by_k_.empty(); }
-  // Seconds of one m x n x k product: log FLOP/s interpolated linearly in log m, then in log n
-  // between the measured n around the op's (at each measured k), then in log k; clamped to the
-  // measured range at every stage (past the largest m the rate stays at the largest m's).
+  int64_t max_m() const { return max_m_; }
+  // Log FLOP/s of one m x n x k product: interpolated linearly in log m, then in log n between
+  // the measured n around the op's (at each measured k), then in log k. Outside the measured
+  // range of any of them the rate stays at the nearest edge's: a rate in FLOP/s, so the time
+  // grows in proportion to m*n*k there (for small m, in proportion to the weight bytes, as
+  // for a bandwidth-bound product).
+  double log_rate(int64_t m, int64_t n, int64_t k) const;
   double seconds(int64_t m, int64_t n, int64_t k) const;
 
  private:
@@ -57,6 +61,26 @@ class GemmRateTable {
   static double rate_in_m(const Curve& c, double log_m);
   static double rate_in_n(const FixedK& f, double log_n, double log_m);
   std::vector<FixedK> by_k_;  // ascending log k
+  int64_t max_m_ = 0;
+};
+
+// How a device's rates follow the working set of a step: its memory levels (a datasheet
+// file: the level that holds the working set) or its measured curves (a probed file: the
+// bandwidth curve interpolated log-log, GEMM tables at working-set anchors). Shared by every
+// copy of a DeviceRates.
+struct WorkingSetModel {
+  Hardware hardware;  // levels and the bandwidth curve (Hardware::bandwidth_at)
+  bool curve = false;
+  struct GemmAnchor {
+    double log_working_set = 0;
+    GemmRateTable table;
+  };
+  // Calibrated method, a probed file whose GEMM format is the one computed in; ascending.
+  std::vector<GemmAnchor> gemm;
+  // Seconds of an m x n x k product at this log working set: log FLOP/s interpolated linearly
+  // in log working set between the nearest anchors on either side that measured this m (or,
+  // when none did, the anchors with the largest m), clamped to the outermost.
+  double gemm_seconds(double log_working_set, int64_t m, int64_t n, int64_t k) const;
 };
 
 // The rates an operator of a given kind runs at on a given device and precision.
@@ -64,20 +88,22 @@ struct DeviceRates {
   double matrix_flops = 0;   // FLOP/s for gemm and attention at the compute dtype
   double vector_flops = 0;   // FLOP/s for elementwise work (the fp32 non-matrix peak)
   double outlier_flops = 0;  // FLOP/s of LLM.int8()'s fp16 outlier products (fp16 peak)
-  double bandwidth = 0;      // bytes/s of the memory level in use (device memory by default)
+  double bandwidth = 0;      // bytes/s at the working set in use (device memory by default)
   double kernel_overhead_s = 0;
-  std::vector<int64_t> level_capacity;  // the hardware's memory levels, smallest first
-  std::vector<double> level_bandwidth;
-  size_t level = 0;  // index of the level whose bandwidth is in use
+  double log_working_set = 0;  // the working set the rates are at (0: device memory's)
+  size_t level = 0;            // the memory level holding it (reports name levels)
   // calibrated: per op kind (indexed by OpKind) efficiencies and launch overhead.
   bool calibrated = false;
   std::array<ClassCalibration, kOpKindCount> classes{};
-  // calibrated, fp32 compute, probed hardware: measured GEMM rates per memory level (an empty
-  // table where the probe has no curve); GEMMs at a level with a table take its time.
-  std::shared_ptr<const std::vector<GemmRateTable>> gemm_tables;
+  std::shared_ptr<const WorkingSetModel> working_set_model;
 
-  // The same rates with the bandwidth of the level that holds `working_set` bytes.
-  DeviceRates at_working_set(int64_t working_set) const;
+  // Working sets with the same rates share a bucket: a datasheet file's memory level, or for
+  // a measured curve a 1 % step in working set (the rates of a bucket are those at its
+  // centre, within 0.5 % of any working set in it).
+  int64_t bucket_of(double working_set) const;
+  DeviceRates at_bucket(int64_t bucket) const;
+  // The same rates at the bandwidth (and GEMM rates) of `working_set` bytes.
+  DeviceRates at_working_set(double working_set) const { return at_bucket(bucket_of(working_set)); }
 };
 
 // Throws std::invalid_argument when the device has no peak for the compute dtype (or for
@@ -102,8 +128,8 @@ struct OpCost {           // one instance of the op
 
 // max(FLOPs / peak, bytes / bandwidth) + launches * overhead; with calibrated rates, each
 // term divided by the op class's efficiency and the class's launch overhead, except GEMMs
-// with a measured rate table at their level: their time is the table's (the measured call
-// includes its overhead), reported in the term of the roofline's bound.
+// with measured rate tables: their time is the tables' at the rates' working set (the
+// measured call includes its overhead), reported in the term of the roofline's bound.
 OpCost roofline_cost(const Op& op, const DeviceRates& rates);
 
 // Arithmetic intensity in FLOP/byte; 0 when no bytes move.

@@ -482,21 +482,24 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   }
 }
 
-size_t IterationCost::level_for(int64_t resident_kv_tokens) const {
-  if (hardware_.memory.size() == 1) return 0;
+size_t IterationCost::slot_for(int64_t resident_kv_tokens) {
+  // The memory level (or 1 % bucket of a measured curve) of the weights and the resident KV.
   const double ws =
       static_cast<double>(weight_bytes_) +
       static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token_);
-  return hardware_.level_for(ws > 9e18 ? INT64_MAX : static_cast<int64_t>(ws));
+  const int64_t bucket = rates_.bucket_of(ws);
+  if (!slots_.empty() && slots_[last_slot_].bucket == bucket) return last_slot_;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].bucket == bucket) return last_slot_ = i;
+  }
+  if (slots_.size() >= kMaxSlots) throw std::logic_error("serving: too many rate buckets");
+  slots_.push_back({bucket, rates_.at_bucket(bucket), {}});
+  return last_slot_ = slots_.size() - 1;
 }
 
 IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64_t logits,
-                                         size_t level) {
-  DeviceRates rates = rates_;
-  if (!rates.level_capacity.empty()) {
-    rates.bandwidth = rates.level_bandwidth[level];
-    rates.level = level;
-  }
+                                         size_t slot) {
+  const DeviceRates& rates = slots_[slot].rates;
   const StepShape shape{new_tokens > 1 ? Phase::prefill : Phase::decode, 1, new_tokens, past,
                         std::max<int64_t>(1, logits)};
   const std::vector<Op>& ops = inventory_.build(shape);
@@ -516,7 +519,7 @@ IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64
   return s;
 }
 
-// Contexts up to this many tokens use the flat decode memo (16 M entries at most per level).
+// Contexts up to this many tokens use the flat decode memo (16 M entries at most per slot).
 constexpr int64_t kDecodeMemoLimit = int64_t{1} << 24;
 
 double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
@@ -524,56 +527,55 @@ double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
 }
 
 double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
-  const size_t level = level_for(resident_kv_tokens);
+  const size_t slot = slot_for(resident_kv_tokens);
+  const auto slot_bits = static_cast<uint64_t>(slot) << 52;  // kMaxSlots = 2^12
   int64_t tokens = 0, logits = 0;
   double per_sequence = 0, overhead = 0;
   for (const IterationItem& item : it.items) {
     tokens += item.new_tokens;
     logits += (item.emits_token || item.padding) ? 1 : 0;
-    // Memoised by (level, new tokens, past) when they pack into 64 bits.
-    const bool packable = item.new_tokens < (int64_t{1} << 24) && item.past < (int64_t{1} << 36);
-    const uint64_t key = (static_cast<uint64_t>(level) << 60) |
-                         (static_cast<uint64_t>(item.new_tokens) << 36) |
+    // Memoised by (slot, new tokens, past) when they pack into 64 bits.
+    const bool packable = item.new_tokens < (int64_t{1} << 24) && item.past < (int64_t{1} << 28);
+    const uint64_t key = slot_bits | (static_cast<uint64_t>(item.new_tokens) << 28) |
                          static_cast<uint64_t>(item.past);
     Split s;
     if (item.new_tokens == 1 && item.past < kDecodeMemoLimit) {
-      if (decode_memo_.size() <= level) decode_memo_.resize(level + 1);
-      std::vector<Split>& memo = decode_memo_[level];
+      std::vector<Split>& memo = slots_[slot].decode_memo;
       const auto past = static_cast<size_t>(item.past);
       if (memo.size() <= past) {
         memo.resize(std::max(past + 1, memo.size() * 2),
                     Split{std::numeric_limits<double>::quiet_NaN(), 0, 0});
       }
-      if (std::isnan(memo[past].shared_s)) memo[past] = cost(1, item.past, 1, level);
+      if (std::isnan(memo[past].shared_s)) memo[past] = cost(1, item.past, 1, slot);
       s = memo[past];
     } else if (packable) {
       const auto found = sequence_memo_.find(key);
       if (found != sequence_memo_.end()) {
         s = found->second;
       } else {
-        s = cost(item.new_tokens, item.past, 1, level);
+        s = cost(item.new_tokens, item.past, 1, slot);
         sequence_memo_.emplace(key, s);
       }
     } else {
-      s = cost(item.new_tokens, item.past, 1, level);
+      s = cost(item.new_tokens, item.past, 1, slot);
     }
     per_sequence += s.per_sequence_s;
     overhead = s.per_sequence_overhead_s;  // one launch per op for all sequences
   }
   if (tokens == 0) return 0;
   double shared = 0;
-  if (tokens < (int64_t{1} << 30) && logits < (int64_t{1} << 30)) {
-    const uint64_t key = (static_cast<uint64_t>(level) << 60) |
-                         (static_cast<uint64_t>(tokens) << 30) | static_cast<uint64_t>(logits);
+  if (tokens < (int64_t{1} << 26) && logits < (int64_t{1} << 26)) {
+    const uint64_t key =
+        slot_bits | (static_cast<uint64_t>(tokens) << 26) | static_cast<uint64_t>(logits);
     const auto found = shared_memo_.find(key);
     if (found != shared_memo_.end()) {
       shared = found->second;
     } else {
-      shared = cost(tokens, 0, logits, level).shared_s;
+      shared = cost(tokens, 0, logits, slot).shared_s;
       shared_memo_.emplace(key, shared);
     }
   } else {
-    shared = cost(tokens, 0, logits, level).shared_s;
+    shared = cost(tokens, 0, logits, slot).shared_s;
   }
   return shared + per_sequence + overhead;
 }

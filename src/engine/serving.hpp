@@ -217,7 +217,7 @@ class IterationCost final : public IterationTimer {
   IterationCost(const Model& model, const Hardware& hardware, const AnalysisOptions& options);
 
   double seconds(const Iteration& it, const Scheduler& scheduler) override;
-  // The same with `resident_kv_tokens` tokens in the KV cache (they pick the memory level).
+  // The same with `resident_kv_tokens` tokens in the KV cache (they pick the rates).
   double seconds(const Iteration& it, int64_t resident_kv_tokens);
   int64_t kv_bytes_per_token() const override { return kv_bytes_per_token_; }
   int64_t weight_bytes() const { return weight_bytes_; }
@@ -236,8 +236,17 @@ class IterationCost final : public IterationTimer {
     double per_sequence_s = 0;  // the context-dependent ops, without launch overheads
     double per_sequence_overhead_s = 0;
   };
-  Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t level);
-  size_t level_for(int64_t resident_kv_tokens) const;
+  // Rates at one bucket of working set (a memory level, or 1 % of a measured curve), with the
+  // decode costs memoised there.
+  struct Slot {
+    int64_t bucket = 0;
+    DeviceRates rates;
+    std::vector<Split> decode_memo;  // by past tokens; NaN shared_s = not yet costed
+  };
+  static constexpr size_t kMaxSlots = size_t{1} << 12;  // the memo keys' slot bits
+  Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t slot);
+  // The slot of the weights plus `resident_kv_tokens` tokens of KV cache.
+  size_t slot_for(int64_t resident_kv_tokens);
 
   OpInventory inventory_;  // the MLA form fixed to absorbed
   Hardware hardware_;
@@ -247,8 +256,8 @@ class IterationCost final : public IterationTimer {
   std::vector<bool> context_dependent_;  // per op index of the inventory's step lists
   std::unordered_map<uint64_t, double> shared_memo_;
   std::unordered_map<uint64_t, Split> sequence_memo_;
-  // Decode items (one new token) dominate; indexed [level][past], NaN shared_s = not yet costed.
-  std::vector<std::vector<Split>> decode_memo_;
+  std::vector<Slot> slots_;
+  size_t last_slot_ = 0;
 };
 
 // ---- simulation ----

@@ -15,13 +15,15 @@
 //   calibration: {source, <op kind>: {compute_efficiency, memory_efficiency, overhead}}
 //                                fitted by `streamspark probe`; op kinds gemm, attention,
 //                                norm, elementwise, gather, kv_write, scan, sampling
-//   probe: {gemm: {<level>: [[m, n, k, seconds]...]...}, bandwidth: [[bytes, bytes/s]...]}
-//                                raw probe measurements: GEMM times with the weights in each
-//                                memory level (the calibrated method interpolates them)
+//   probe: {gemm_dtype, gemm: [{working_set, level, points: [[m, n, k, seconds]...]}...],
+//           bandwidth: [[bytes, bytes/s]...]}
+//                                raw probe measurements: GEMM times at working-set anchors
+//                                and the bandwidth curve (the engine interpolates both)
 //   provenance: {date, machine, threads, command, ...}    strings, for measured files
 #include "spec/hardware_spec.hpp"
 
 #include "engine/calibration.hpp"
+#include "engine/dtype.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -176,21 +178,49 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
       }
       return true;
     };
-    if (auto gemm = probe->map("gemm", Presence::optional)) {
-      for (const std::string& level : gemm->undeclared_keys()) {
-        engine::GemmCurve curve{level, {}};
-        if (!read_rows(*gemm, level, "probe.gemm.", 4, curve.points)) continue;
-        const bool known =
-            std::any_of(hw.memory.begin(), hw.memory.end(),
-                        [&](const engine::MemoryLevel& m) { return m.name == level; });
-        if (!known && !hw.memory.empty()) {
-          gemm->error_at(level, "not a memory level of this hardware");
+    if (const auto dtype = probe->string("gemm_dtype", Presence::optional)) {
+      if (engine::parse_dtype(*dtype)) {
+        curves.gemm_dtype = *dtype;
+      } else {
+        probe->error_at("gemm_dtype", "unknown format '" + *dtype + "'");
+      }
+    }
+    if (const auto anchors = probe->sequence("gemm", Presence::optional)) {
+      for (size_t i = 0; i < anchors->size(); ++i) {
+        const YAML::Node& node = (*anchors)[i];
+        const std::string path = fmt::format("probe.gemm[{}]", i);
+        if (!node.IsMap()) {
+          ctx.error(location_of(node), path, "expected a mapping with working_set and points");
+          continue;
+        }
+        MapReader a(node, path, ctx);
+        engine::GemmCurve curve;
+        const auto ws = a.quantity("working_set", Dimension::bytes, Presence::required,
+                                   Range{1.0, false, kMaxCapacityBytes, "1 B"});
+        curve.level = a.string("level", Presence::optional).value_or("");
+        read_rows(a, "points", path + ".", 4, curve.points);
+        a.finish();
+        if (!ws) continue;
+        curve.working_set = *ws;
+        if (!curves.gemm.empty() && curve.working_set <= curves.gemm.back().working_set) {
+          ctx.error(location_of(node), path + ".working_set",
+                    "anchors go from the smallest working set to the largest");
         }
         curves.gemm.push_back(std::move(curve));
       }
-      gemm->finish();
     }
     read_rows(*probe, "bandwidth", "probe.", 2, curves.bandwidth);
+    for (size_t i = 0; i < curves.bandwidth.size(); ++i) {
+      const auto& [bytes, rate] = curves.bandwidth[i];
+      const bool ascending = i == 0 || bytes > curves.bandwidth[i - 1][0];
+      if (!(bytes >= 1 && rate >= 1) || !ascending) {
+        probe->error_at("bandwidth",
+                        fmt::format("row {}: working sets must ascend from 1 B and bandwidths be "
+                                    ">= 1 B/s (log-log interpolation), got [{:g}, {:g}]",
+                                    i, bytes, rate));
+        break;
+      }
+    }
     probe->finish();
     hw.probe = curves;
   }

@@ -61,12 +61,17 @@ std::string hardware_yaml(const engine::Hardware& hw) {
   if (hw.probe && (!hw.probe->gemm.empty() || !hw.probe->bandwidth.empty())) {
     fmt::format_to(o, "probe:\n");
     if (!hw.probe->gemm.empty()) {
-      fmt::format_to(o, "  gemm:  # weights resident in the level: m, n, k, seconds per call\n");
+      fmt::format_to(o, "  gemm_dtype: {}\n", quoted(hw.probe->gemm_dtype));
+      fmt::format_to(o,
+                     "  gemm:  # calls cycling through working_set bytes: m, n, k, seconds per "
+                     "call\n");
     }
     for (const auto& curve : hw.probe->gemm) {
-      fmt::format_to(o, "    {}:\n", quoted(curve.level));
+      fmt::format_to(o, "    - working_set: {:.0f} B\n", curve.working_set);
+      if (!curve.level.empty()) fmt::format_to(o, "      level: {}\n", quoted(curve.level));
+      fmt::format_to(o, "      points:\n");
       for (const auto& g : curve.points) {
-        fmt::format_to(o, "      - [{:.0f}, {:.0f}, {:.0f}, {:.6g}]\n", g[0], g[1], g[2], g[3]);
+        fmt::format_to(o, "        - [{:.0f}, {:.0f}, {:.0f}, {:.6g}]\n", g[0], g[1], g[2], g[3]);
       }
     }
     if (!hw.probe->bandwidth.empty()) {

@@ -499,6 +499,31 @@ std::vector<std::pair<std::string, std::string>> base_provenance(const ProbeOpti
 
 }  // namespace
 
+CpuProbePlan cpu_probe_plan(const std::vector<CacheLevel>& caches, int64_t available_bytes,
+                            bool quick) {
+  CpuProbePlan plan;
+  // From 16 KiB (inside any L1) to well past the last level: 4x the largest cache the OS
+  // reports (a hint: it only moves the end), at least 1 GiB, at most 2 GiB (quick) or 8 GiB,
+  // and within a quarter of the free memory.
+  int64_t largest = int64_t{1} << 30;
+  if (!caches.empty()) largest = std::max(largest, 4 * caches.back().bytes);
+  largest = std::min(largest, quick ? int64_t{2} << 30 : int64_t{8} << 30);
+  if (available_bytes > 0) largest = std::min(largest, std::max<int64_t>(available_bytes / 4, 64 << 20));
+  for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= 2) plan.bandwidth_sizes.push_back(bytes);
+  // GEMM anchors x4 apart from 256 KiB (within any L2) to the curve's end (main memory): small
+  // m at every anchor, large m (compute-bound: the working set matters less) at every other
+  // one and the last.
+  int64_t ws = 256 << 10;
+  for (int i = 0; ws <= plan.bandwidth_sizes.back(); ++i, ws *= 4) {
+    plan.gemm_anchors.push_back({ws, i % 2 == 0});
+  }
+  if (plan.gemm_anchors.back().first * 2 <= plan.bandwidth_sizes.back()) {
+    plan.gemm_anchors.push_back({plan.bandwidth_sizes.back(), true});
+  }
+  plan.gemm_anchors.back().second = true;
+  return plan;
+}
+
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options) {
   Probe probe(backend, options);
   const bool quick = options.quick;
@@ -511,17 +536,13 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   const std::vector<CacheLevel> caches = options.caches ? *options.caches : cpu_caches();
 
   // ---- bandwidth in x2 steps of working set: reads on all threads ----
-  // From 16 KiB (inside any L1) to well past the last level: 1 GiB, or 4x the largest cache
-  // the OS reports (a hint: it only reaches further), within a quarter of the free memory.
   probe.say("bandwidth across working-set sizes");
-  int64_t largest = int64_t{1} << 30;
-  if (!caches.empty()) largest = std::max(largest, 4 * caches.back().bytes);
-  const int64_t available = available_memory_bytes();
-  if (available > 0) largest = std::min(largest, std::max<int64_t>(available / 4, 64 << 20));
+  const CpuProbePlan plan = cpu_probe_plan(caches, available_memory_bytes(), quick);
+  const int64_t largest = plan.bandwidth_sizes.back();
   ThreadPool pool(threads);
   std::vector<float> buffer(static_cast<size_t>(largest / 4), 1.0f);
   volatile float keep = 0;
-  for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= 2) {
+  for (const int64_t bytes : plan.bandwidth_sizes) {
     const int64_t n = bytes / 4;
     const int64_t passes = std::max<int64_t>(1, (int64_t{32} << 20) / bytes);  // >= 32 MB a call
     const double t =
@@ -564,16 +585,9 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   }
 
   // ---- the runtime's GEMM at working-set anchors ----
-  // x4 apart from 256 KiB (within any L2) to the end of the bandwidth curve (main memory).
-  // Small m (bandwidth-bound) at every anchor; large m (compute-bound: the working set
-  // matters less) at every other anchor and the last.
   probe.say("GEMM FLOP/s across shapes, at working-set anchors");
-  std::vector<std::pair<int64_t, bool>> anchors;
+  const std::vector<std::pair<int64_t, bool>>& anchors = plan.gemm_anchors;
   std::vector<std::string> names;
-  int64_t ws = 256 << 10;
-  for (int i = 0; ws <= largest; ++i, ws *= 4) anchors.push_back({ws, i % 2 == 0});
-  if (anchors.back().first * 2 <= largest) anchors.push_back({largest, true});
-  anchors.back().second = true;
   for (const auto& [bytes, large] : anchors) {
     names.push_back(hw.memory[hw.level_for(bytes)].name);
   }

@@ -43,6 +43,15 @@ struct ProbeResult {
   std::vector<engine::CalibrationSample> samples;  // every kernel measured
 };
 
+// What probe_cpu measures where: bandwidth at working sets x2 apart, GEMMs at anchors x4 apart
+// (with whether large m is measured there). The cache levels only move the end of the range.
+struct CpuProbePlan {
+  std::vector<int64_t> bandwidth_sizes;                // bytes, ascending
+  std::vector<std::pair<int64_t, bool>> gemm_anchors;  // bytes, large m; ascending
+};
+CpuProbePlan cpu_probe_plan(const std::vector<CacheLevel>& caches, int64_t available_bytes,
+                            bool quick);
+
 // Runs every measurement on `backend` (its threads, its kernels): bandwidth of reads on all
 // threads in x2 steps of working set from 16 KiB to well past the last cache level, the
 // runtime's GEMM at working-set anchors (x4 apart, from 256 KiB to main memory: the weights

@@ -3,9 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <cmath>
 #include <fstream>
+#include <optional>
 
 #include "engine/analysis.hpp"
+#include "engine/statistics.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/probe.hpp"
 #include "spec/hardware_spec.hpp"
@@ -52,16 +55,76 @@ engine::WorkloadResult calibrated_tiny_test(const engine::Hardware& hw) {
 
 }  // namespace
 
-TEST_CASE("a quick probe writes a hardware file that loads and drives the calibrated method") {
-  auto backend = rt::make_cpu_backend(2);
-  const engine::Hardware hw =
-      write_and_load(rt::probe_cpu(*backend, 2, quick_options("probe-test")).hardware);
+TEST_CASE("where the probe measures does not depend on the cache sizes the OS reports") {
+  // The plan for the real caches, for none, and for a bogus 1 GiB L3 (a VM showing its
+  // host's): the same x2 bandwidth grid and x4 GEMM anchors from the same start; the cache
+  // sizes only move where the curve ends (at least 1 GiB, 4x the largest cache).
+  const int64_t memory = int64_t{16} << 30;
+  const rt::CpuProbePlan none = rt::cpu_probe_plan({}, memory, true);
+  const rt::CpuProbePlan bogus =
+      rt::cpu_probe_plan({{"l1", 32 << 10, 1}, {"l3", int64_t{1} << 30, 1}}, memory, true);
+  const rt::CpuProbePlan real = rt::cpu_probe_plan(rt::cpu_caches(), memory, true);
+  for (const rt::CpuProbePlan* p : {&none, &bogus, &real}) {
+    CHECK(p->bandwidth_sizes.front() == 16 << 10);
+    CHECK(p->bandwidth_sizes.back() >= int64_t{1} << 30);
+    for (size_t i = 1; i < p->bandwidth_sizes.size(); ++i) {
+      CHECK(p->bandwidth_sizes[i] == 2 * p->bandwidth_sizes[i - 1]);
+    }
+    CHECK(p->gemm_anchors.front().first == 256 << 10);
+    CHECK(p->gemm_anchors.back().first == p->bandwidth_sizes.back());  // main memory
+    CHECK(p->gemm_anchors.back().second);
+  }
+  CHECK(none.bandwidth_sizes.back() == int64_t{1} << 30);
+  CHECK(bogus.bandwidth_sizes.back() == int64_t{2} << 30);  // quick mode's end
+  // The shorter plan is a prefix of the longer one.
+  for (size_t i = 0; i < none.gemm_anchors.size(); ++i) {
+    CHECK(none.gemm_anchors[i].first == bogus.gemm_anchors[i].first);
+  }
+}
 
-  CHECK(hw.name == "probe-test");
-  REQUIRE(hw.memory.size() >= 2);
+TEST_CASE("a quick probe gives the same curves whatever the OS says of the caches") {
+  // Measured curves with the caches as sysfs reports them, with none, and with a bogus 1 GiB
+  // L3: the same within noise (the median ratio of the common points within 1.5x on a shared
+  // machine; the medians ignore a few disturbed points).
+  auto backend = rt::make_cpu_backend(1);
+  auto probe = [&](std::optional<std::vector<rt::CacheLevel>> caches) {
+    rt::ProbeOptions o = quick_options("cache-test");
+    o.caches = std::move(caches);
+    return rt::probe_cpu(*backend, 1, o).hardware;
+  };
+  const engine::Hardware real = probe(std::nullopt);
+  for (const auto& caches : {std::vector<rt::CacheLevel>{},
+                             std::vector<rt::CacheLevel>{{"l1", 32 << 10, 1},
+                                                         {"l3", int64_t{1} << 30, 1}}}) {
+    const engine::Hardware other = probe(caches);
+    REQUIRE(other.probe);
+    std::vector<double> bandwidth_ratios, gemm_ratios;
+    for (const auto& [ws, bw] : real.probe->bandwidth) {
+      bandwidth_ratios.push_back(std::abs(std::log(other.bandwidth_at(ws) / bw)));
+    }
+    for (const engine::GemmCurve& a : real.probe->gemm) {
+      for (const engine::GemmCurve& b : other.probe->gemm) {
+        if (a.working_set != b.working_set) continue;
+        for (size_t i = 0; i < std::min(a.points.size(), b.points.size()); ++i) {
+          REQUIRE(a.points[i][0] == b.points[i][0]);  // the same (m, n, k) grid
+          gemm_ratios.push_back(std::abs(std::log(b.points[i][3] / a.points[i][3])));
+        }
+      }
+    }
+    REQUIRE(gemm_ratios.size() > 20);
+    CHECK(engine::median(bandwidth_ratios) < std::log(1.5));
+    CHECK(engine::median(gemm_ratios) < std::log(1.5));
+  }
+  // The file of the real probe: levels named from sysfs (or dram alone), curves and a
+  // calibration.
+  const engine::Hardware hw = write_and_load(real);
+
+  CHECK(hw.name == "cache-test");
+  REQUIRE(!hw.memory.empty());
   CHECK(hw.memory.back().name == "dram");
   for (size_t i = 1; i < hw.memory.size(); ++i) {
     CHECK(hw.memory[i].capacity_bytes > hw.memory[i - 1].capacity_bytes);
+    CHECK(hw.memory[i].bandwidth <= hw.memory[i - 1].bandwidth);  // made non-increasing
   }
   for (const auto& level : hw.memory) CHECK(level.bandwidth > 0);
   CHECK(hw.peak(engine::PeakClass::fp32) > 0);
@@ -75,6 +138,11 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   REQUIRE(hw.probe);
   REQUIRE(!hw.probe->gemm.empty());
   CHECK(hw.probe->gemm.back().level == "dram");
+  CHECK(hw.probe->gemm_dtype == "fp32");
+  for (size_t i = 1; i < hw.probe->gemm.size(); ++i) {  // x4 apart; the last may be x2
+    const double step = hw.probe->gemm[i].working_set / hw.probe->gemm[i - 1].working_set;
+    CHECK((step == 4 || (step == 2 && i + 1 == hw.probe->gemm.size())));
+  }
   CHECK(!hw.probe->bandwidth.empty());
   bool has_date = false;
   for (const auto& [key, value] : hw.provenance)

@@ -1,0 +1,138 @@
+// Costs follow the measured working-set curve, not the cache sizes a probed file names: a VM
+// whose sysfs claims a 260 MiB L3 while its bandwidth drops between 16 and 64 MiB.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/analysis.hpp"
+#include "engine/roofline.hpp"
+#include "engine/test_fixtures.hpp"
+
+using namespace streamspark;
+using namespace streamspark::engine;
+
+namespace {
+
+constexpr double MiB = 1024.0 * 1024.0;
+
+// Bytes/s of the synthetic machine at a working set: 100 GB/s up to 2 MiB (L2), 28 GB/s from
+// 4 to 32 MiB (the real last level), 12 GB/s from 64 MiB on (main memory); the curve is
+// sampled in x2 steps as the probe does.
+double synthetic_bandwidth(double ws) {
+  if (ws <= 2 * MiB) return 100e9;
+  if (ws <= 32 * MiB) return ws <= 4 * MiB ? 50e9 : 28e9;
+  return ws <= 64 * MiB ? 12e9 : 11.5e9;
+}
+
+// A probed file as that VM's probe would write it: sysfs levels (l3 260 MiB, which is the
+// host's), the curve, and GEMM anchors x4 apart whose matrix-vector products run at the
+// curve's bandwidth (weights read once per call) and whose larger products at 50 GFLOP/s.
+Hardware vm_with_wrong_l3() {
+  Hardware h;
+  h.name = "vm";
+  h.peak_flops[static_cast<int>(PeakClass::fp32)] = 100e9;
+  h.memory = {{"l1", 32 << 10, 200e9},
+              {"l2", 2 << 20, 100e9},
+              {"l3", int64_t{260} << 20, 11.5e9},  // measured at 130 MiB: main memory's
+              {"dram", int64_t{24} << 30, 11.5e9}};
+  ProbeCurves c;
+  for (double ws = 16 * 1024; ws <= 1024 * MiB; ws *= 2) {
+    c.bandwidth.push_back({ws, synthetic_bandwidth(ws)});
+  }
+  for (double ws = 0.25 * MiB; ws <= 1024 * MiB; ws *= 4) {
+    GemmCurve g{ws, "", {}};
+    for (const double side : {256.0, 1024.0, 4096.0}) {
+      for (const double m : {1.0, 16.0, 256.0}) {
+        const double weights = 4 * side * side;
+        if (weights > ws) continue;
+        const double memory = weights / synthetic_bandwidth(ws);
+        const double compute = 2 * m * side * side / 50e9;
+        g.points.push_back({m, side, side, std::max(memory, compute)});
+      }
+    }
+    c.gemm.push_back(g);
+  }
+  h.probe = c;
+  Calibration cal;
+  for (const char* kind :
+       {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
+    cal.classes[kind] = ClassCalibration{1, 1, 0};
+  }
+  h.calibration = cal;
+  return h;
+}
+
+DeviceRates calibrated_fp32(const Hardware& h) {
+  return device_rates(h, Precision::uniform(DType::fp32), Method::calibrated);
+}
+
+// Seconds of a 1 x 1024 x 1024 fp32 product (4 MiB of weights) at a step's working set.
+double gemv_at(const DeviceRates& rates, double working_set) {
+  return roofline_cost(gemm_op(1, 1024, 1024, Precision::uniform(DType::fp32)),
+                       rates.at_working_set(working_set))
+      .time_s;
+}
+
+}  // namespace
+
+TEST_CASE("bandwidth is the probe's curve interpolated log-log at the working set") {
+  const Hardware h = vm_with_wrong_l3();
+  // At a curve point exactly; and between 32 MiB (28 GB/s) and 64 MiB (12 GB/s) at the
+  // geometric middle 45.25 MiB: exp((ln 28e9 + ln 12e9) / 2) = sqrt(28e9 * 12e9) = 18.33 GB/s.
+  CHECK(h.bandwidth_at(16 * MiB) == doctest::Approx(28e9));
+  CHECK(h.bandwidth_at(std::sqrt(32.0 * 64.0) * MiB) == doctest::Approx(std::sqrt(28e9 * 12e9)));
+  // Clamped at both ends of the curve.
+  CHECK(h.bandwidth_at(1024) == doctest::Approx(100e9));
+  CHECK(h.bandwidth_at(1e13) == doctest::Approx(11.5e9));
+  // A datasheet file (no curve) keeps its levels' step function.
+  Hardware sheet = h;
+  sheet.probe.reset();
+  CHECK(sheet.bandwidth_at(16 * MiB) == doctest::Approx(11.5e9));  // "l3" as the file says
+}
+
+TEST_CASE("a GEMM costs the plateau rate at 15 MiB and main memory's at 100 MiB, whatever L3 says") {
+  const DeviceRates rates = calibrated_fp32(vm_with_wrong_l3());
+  // 4 MiB of weights at 28 GB/s (the 4-32 MiB plateau): 4194304 / 28e9 = 149.8 us; the
+  // cache-level model would have used the "l3" level measured at 130 MiB: 11.5 GB/s, +143 %.
+  const double plateau = 4 * MiB / 28e9;
+  CHECK(gemv_at(rates, 15 * MiB) == doctest::Approx(plateau).epsilon(0.05));
+  // At 100 MiB, between the 64 MiB and 256 MiB anchors (12 and 11.5 GB/s): within 5 % of
+  // main memory's 11.5-12 GB/s.
+  const double memory = 4 * MiB / 11.75e9;
+  CHECK(gemv_at(rates, 100 * MiB) == doctest::Approx(memory).epsilon(0.05));
+}
+
+TEST_CASE("costs change smoothly with the working set: no jump over 10 % between neighbours") {
+  const DeviceRates rates = calibrated_fp32(vm_with_wrong_l3());
+  // Working sets 1 % apart from 1 MiB to 1 GiB: the interpolated GEMM time and bandwidth of
+  // neighbours differ by less than 10 % (the curve's steepest segment, 28 -> 12 GB/s over a
+  // x2 step, changes 1.9 % per 1 % of working set at most).
+  double previous_time = gemv_at(rates, MiB);
+  double previous_bw = rates.at_working_set(MiB).bandwidth;
+  for (double ws = MiB * 1.01; ws <= 1024 * MiB; ws *= 1.01) {
+    const double t = gemv_at(rates, ws);
+    const double bw = rates.at_working_set(ws).bandwidth;
+    CHECK(std::abs(t / previous_time - 1) < 0.10);
+    CHECK(std::abs(bw / previous_bw - 1) < 0.10);
+    previous_time = t;
+    previous_bw = bw;
+  }
+}
+
+TEST_CASE("the decode step of a model whose working set is on the plateau costs plateau rates") {
+  // tiny-test, fp32: 4,868,352 params, of which the embedding's 4096 x 256 are gathered, not
+  // streamed: the decode step reads 3,819,776 params (15,279,104 B) plus the one gathered
+  // embedding row (256 x 4 = 1,024 B) = 15,280,128 B ~ 14.6 MiB of weights, on the 28 GB/s
+  // plateau. Roofline method, memory-bound ops: the step's weight time is 15,280,128 / 28e9 =
+  // 545.7 us (KV cache and activations add a little).
+  const Hardware h = vm_with_wrong_l3();
+  AnalysisOptions o;
+  o.method = Method::roofline;
+  o.costing.precision = Precision::uniform(DType::fp32);
+  Analyzer a(test::tiny_test(), h, o);
+  const WorkloadResult r = a.analyze({1, 16, 2});
+  const double weights_s = 15'280'128.0 / 28e9;
+  CHECK(r.decode.bytes.weights == 15'280'128);
+  CHECK(r.decode.time_s > weights_s);
+  CHECK(r.decode.time_s < weights_s * 1.05);
+}

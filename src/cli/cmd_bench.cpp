@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "engine/statistics.hpp"
 #include "cli/common_options.hpp"
 #include "cli/sweep_grid.hpp"
 
@@ -29,12 +30,6 @@ struct BenchOptions {
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
 int run_bench(const BenchOptions& o, const AppContext& ctx) {
@@ -87,9 +82,9 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
     sweep_times.push_back(seconds_since(t0));
   }
 
-  const double step_rate = median(step_rates);
-  const double workload_rate = median(workload_rates);
-  const double sweep_time = median(sweep_times);
+  const double step_rate = engine::median(step_rates);
+  const double workload_rate = engine::median(workload_rates);
+  const double sweep_time = engine::median(sweep_times);
   fmt::print("engine benchmark: {} on {}, roofline, bf16 (medians of {} runs)\n", model.name,
              hardware.name, repeats);
   fmt::print("  decode-step evaluations, 1 thread:   {:>12.0f} /s  ({:.0f} ns each)\n", step_rate,

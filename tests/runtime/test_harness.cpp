@@ -1,0 +1,127 @@
+// The measurement harnesses driven directly with the CPU backend (no binary spawned): validate,
+// run and serve-bench return their report structs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "runtime/backend.hpp"
+#include "runtime/harness/measured_run.hpp"
+#include "runtime/harness/serve_bench.hpp"
+#include "runtime/harness/validation.hpp"
+#include "spec/model_spec.hpp"
+#include "test_source_dir.hpp"
+
+namespace rt = streamspark::runtime;
+namespace engine = streamspark::engine;
+
+namespace {
+
+// A 2-layer model small enough for a few passes per test.
+engine::Model micro() {
+  engine::Model m = streamspark::spec::load_model(streamspark::test::source_dir() +
+                                                  "/model_zoo/tiny-test.yaml");
+  m.name = "micro";
+  m.vocab_size = 128;
+  m.d_model = 64;
+  m.layers.front().count = 2;
+  m.layers.front().attention.n_heads = 4;
+  m.layers.front().attention.n_kv_heads = 2;
+  m.layers.front().attention.head_dim = 16;
+  m.layers.front().mlp.d_ff = 96;
+  return m;
+}
+
+// A device description of some CPU (its numbers matter only for the predictions' size).
+engine::Hardware some_cpu() {
+  engine::Hardware h;
+  h.name = "some-cpu";
+  h.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = 50e9;
+  h.memory = {{"dram", int64_t{16} << 30, 20e9}};
+  h.kernel_overhead_s = 1e-6;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("validation harness: every point predicted and measured, every kernel matched") {
+  auto backend = rt::make_cpu_backend(1);
+  rt::ValidationPlan plan;
+  plan.batches = {1, 2};
+  plan.prompts = {8};
+  plan.generate = 6;
+  plan.warmup_steps = 2;
+  plan.repeats = 1;
+  plan.method = engine::Method::roofline;
+  const auto v = rt::run_validation(*backend, micro(), some_cpu(), plan);
+  REQUIRE(v.points.size() == 2);
+  CHECK(v.unmatched_ops.empty());
+  CHECK(v.method == "roofline");
+  CHECK(v.backend == "cpu");
+  for (const auto& p : v.points) {
+    CHECK(*p.prefill.measured_s > 0);
+    CHECK(*p.decode.measured_s > 0);
+    CHECK(*p.decode.predicted_s > 0);
+    CHECK(std::isfinite(p.decode.error()));
+    // The inventory's kernels of a Llama layer plus embedding, head and sampling: 13 layer
+    // kernels (attn_norm, qkv_proj, rope, kv_cache_write, attn_scores with attn_values fused
+    // in, out_proj, attn_residual, mlp_norm, mlp_gate, mlp_up, mlp_act, mlp_down,
+    // mlp_residual), then embedding, final_norm, lm_head, sampling: 17.
+    CHECK(p.decode_ops.size() == 17);
+    for (const auto& op : p.decode_ops) CHECK(op.matched());
+  }
+  CHECK(std::isfinite(v.decode.median_abs));
+  // A plan that times no decode step is refused.
+  plan.warmup_steps = 5;
+  CHECK_THROWS_AS(rt::run_validation(*backend, micro(), some_cpu(), plan), std::invalid_argument);
+}
+
+TEST_CASE("run harness: TTFT, TPOT, e2e and the operators of one generation") {
+  auto backend = rt::make_cpu_backend(1);
+  rt::RunPlan plan;
+  plan.batch = 2;
+  plan.prompt = 8;
+  plan.generate = 5;
+  plan.per_op = true;
+  const rt::MeasuredRun r = rt::measure_run(*backend, micro(), plan);
+  REQUIRE(r.generation.step_s.size() == 4);
+  REQUIRE(r.generation.tokens.size() == 2);
+  CHECK(r.generation.tokens[0].size() == 5);
+  double steps = 0;
+  for (const double s : r.generation.step_s) steps += s;
+  CHECK(r.tpot_s == doctest::Approx(steps / 4));
+  CHECK(r.e2e_s == doctest::Approx(r.generation.ttft_s + steps));
+  CHECK(r.decode_throughput_tok_s == doctest::Approx(2 / r.tpot_s));
+  CHECK(r.prefill_ops.seconds(engine::OpId::lm_head).has_value());
+  CHECK(r.decode_ops.seconds(engine::OpId::sampling).has_value());
+}
+
+TEST_CASE("serve-bench harness: measured and predicted runs of one workload, tokens verified") {
+  auto backend = rt::make_cpu_backend(1);
+  engine::WorkloadSpec w;
+  w.requests = 6;
+  w.rate = 200;
+  w.prompt = {engine::LengthKind::uniform, 4, 24, 0};
+  w.output = {engine::LengthKind::uniform, 2, 6, 0};
+  const auto requests = engine::generate_requests(w);
+  rt::ServeBenchPlan plan;
+  plan.options.scheduler.max_batch = 4;
+  plan.options.scheduler.max_tokens = 64;
+  plan.options.scheduler.block_size = 8;
+  plan.options.scheduler.max_context = micro().max_context;
+  plan.kv_memory_bytes = 1 << 20;
+  plan.method = engine::Method::roofline;
+  const rt::ServeBenchResult r = rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan);
+  CHECK(r.measured.outcomes.size() == 6);
+  CHECK(r.predicted.outcomes.size() == 6);
+  CHECK(r.kv_blocks > 0);
+  CHECK(r.options.scheduler.kv_capacity_tokens == r.kv_blocks * 8);
+  REQUIRE(r.verified);
+  CHECK(r.tokens.requests == 6);
+  CHECK(r.tokens.mismatched() == 0);
+  REQUIRE(r.iterations.size() == 2);
+  CHECK(r.iterations[0].kind == "decode only");
+  // The runtime does not swap: refused before anything runs.
+  plan.options.scheduler.preemption = engine::Preemption::swap;
+  CHECK_THROWS_AS(rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan),
+                  std::invalid_argument);
+}

@@ -40,8 +40,8 @@ TEST_CASE("matched operators: relative errors; the phase summary from them") {
 }
 
 TEST_CASE("an operator predicted but not measured (or the reverse) is reported, not 0 %") {
-  const Validation v =
-      with_ops({{"mlp_up", 1.0, 1.0}, {"lm_head", 2.0, std::nullopt}, {"extra", std::nullopt, 1.0}});
+  const Validation v = with_ops(
+      {{"mlp_up", 1.0, 1.0}, {"lm_head", 2.0, std::nullopt}, {"extra", std::nullopt, 1.0}});
   REQUIRE(v.unmatched_ops.size() == 2);
   CHECK(v.unmatched_ops[0] == "decode lm_head: not measured");
   CHECK(v.unmatched_ops[1] == "decode extra: not predicted");

@@ -18,8 +18,8 @@ namespace {
 
 // A 2-layer model small enough for a few passes per test.
 engine::Model micro() {
-  engine::Model m = streamspark::spec::load_model(streamspark::test::source_dir() +
-                                                  "/model_zoo/tiny-test.yaml");
+  engine::Model m =
+      streamspark::spec::load_model(streamspark::test::source_dir() + "/model_zoo/tiny-test.yaml");
   m.name = "micro";
   m.vocab_size = 128;
   m.d_model = 64;

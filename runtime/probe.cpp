@@ -435,12 +435,15 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   };
   std::vector<GemmPoint> points;
   const int passes = 3;
+  // One buffer of the largest anchor's size holds every anchor's and shape's copies (an
+  // anchor uses its first bytes).
+  int64_t largest = 0;
+  for (const auto& [working_set, large] : anchors) largest = std::max(largest, working_set);
+  float* pool = buffer(largest / e);
   for (int pass = 0; pass < passes; ++pass) {
     size_t index = 0;
     for (size_t a = 0; a < anchors.size(); ++a) {
       const auto [working_set, large] = anchors[a];
-      // One buffer of the anchor's size holds every shape's copies.
-      float* pool = buffer(working_set / e);
       for (const auto& [n, k] : grid.shapes) {
         const int64_t weight_bytes = e * n * k;
         if (weight_bytes > working_set) continue;  // one matrix alone exceeds the anchor
@@ -466,9 +469,9 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
           be.release(y);
         }
       }
-      be.release(pool);
     }
   }
+  be.release(pool);
   for (size_t a = 0; a < anchors.size(); ++a) {
     engine::GemmCurve curve{static_cast<double>(anchors[a].first), level_names[a], {}};
     for (GemmPoint& p : points) {
@@ -508,8 +511,10 @@ CpuProbePlan cpu_probe_plan(const std::vector<CacheLevel>& caches, int64_t avail
   int64_t largest = int64_t{1} << 30;
   if (!caches.empty()) largest = std::max(largest, 4 * caches.back().bytes);
   largest = std::min(largest, quick ? int64_t{2} << 30 : int64_t{8} << 30);
-  if (available_bytes > 0) largest = std::min(largest, std::max<int64_t>(available_bytes / 4, 64 << 20));
-  for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= 2) plan.bandwidth_sizes.push_back(bytes);
+  if (available_bytes > 0)
+    largest = std::min(largest, std::max<int64_t>(available_bytes / 4, 64 << 20));
+  for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= 2)
+    plan.bandwidth_sizes.push_back(bytes);
   // GEMM anchors x4 apart from 256 KiB (within any L2) to the curve's end (main memory): small
   // m at every anchor, large m (compute-bound: the working set matters less) at every other
   // one and the last.

@@ -2,8 +2,8 @@
 // measured levels, an fp32 peak, per-level GEMM curves and a calibration the engine can use.
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -82,39 +82,55 @@ TEST_CASE("where the probe measures does not depend on the cache sizes the OS re
   }
 }
 
-TEST_CASE("a quick probe gives the same curves whatever the OS says of the caches") {
-  // Measured curves with the caches as sysfs reports them, with none, and with a bogus 1 GiB
-  // L3: the same within noise (the median ratio of the common points within 1.5x on a shared
-  // machine; the medians ignore a few disturbed points).
+TEST_CASE("a quick probe with the cache lookup faked measures the same points, named otherwise") {
+  // No caches, and a bogus 1 GiB L3 (a VM showing its host's): the probe measures the plan's
+  // points (the same bandwidth grid and GEMM anchors as with the real caches, up to where the
+  // curve ends); the fake only names the curve's regions. Whether the measured values then
+  // agree is timing, checked where nothing else runs beside it: the CI regression
+  // (tests/runtime/validate_regression.sh) validates with each fake.
   auto backend = rt::make_cpu_backend(1);
   auto probe = [&](std::optional<std::vector<rt::CacheLevel>> caches) {
     rt::ProbeOptions o = quick_options("cache-test");
     o.caches = std::move(caches);
     return rt::probe_cpu(*backend, 1, o).hardware;
   };
-  const engine::Hardware real = probe(std::nullopt);
-  for (const auto& caches : {std::vector<rt::CacheLevel>{},
-                             std::vector<rt::CacheLevel>{{"l1", 32 << 10, 1},
-                                                         {"l3", int64_t{1} << 30, 1}}}) {
-    const engine::Hardware other = probe(caches);
-    REQUIRE(other.probe);
-    std::vector<double> bandwidth_ratios, gemm_ratios;
-    for (const auto& [ws, bw] : real.probe->bandwidth) {
-      bandwidth_ratios.push_back(std::abs(std::log(other.bandwidth_at(ws) / bw)));
-    }
-    for (const engine::GemmCurve& a : real.probe->gemm) {
-      for (const engine::GemmCurve& b : other.probe->gemm) {
-        if (a.working_set != b.working_set) continue;
-        for (size_t i = 0; i < std::min(a.points.size(), b.points.size()); ++i) {
-          REQUIRE(a.points[i][0] == b.points[i][0]);  // the same (m, n, k) grid
-          gemm_ratios.push_back(std::abs(std::log(b.points[i][3] / a.points[i][3])));
-        }
-      }
-    }
-    REQUIRE(gemm_ratios.size() > 20);
-    CHECK(engine::median(bandwidth_ratios) < std::log(1.5));
-    CHECK(engine::median(gemm_ratios) < std::log(1.5));
+  const engine::Hardware none = probe(std::vector<rt::CacheLevel>{});
+  REQUIRE(none.memory.size() == 1);  // device memory alone
+  CHECK(none.memory[0].name == "dram");
+  const rt::CpuProbePlan plan = rt::cpu_probe_plan({}, rt::available_memory_bytes(), true);
+  REQUIRE(none.probe);
+  REQUIRE(none.probe->bandwidth.size() == plan.bandwidth_sizes.size());
+  for (size_t i = 0; i < plan.bandwidth_sizes.size(); ++i) {
+    CHECK(none.probe->bandwidth[i][0] == static_cast<double>(plan.bandwidth_sizes[i]));
   }
+  REQUIRE(none.probe->gemm.size() == plan.gemm_anchors.size());
+  for (size_t i = 0; i < plan.gemm_anchors.size(); ++i) {
+    CHECK(none.probe->gemm[i].working_set == static_cast<double>(plan.gemm_anchors[i].first));
+  }
+  const engine::Hardware bogus =
+      probe(std::vector<rt::CacheLevel>{{"l1", 32 << 10, 1}, {"l3", int64_t{1} << 30, 1}});
+  REQUIRE(bogus.memory.size() == 3);
+  CHECK(bogus.memory[1].name == "l3");
+  CHECK(bogus.memory[1].bandwidth >= bogus.memory[2].bandwidth);  // made non-increasing
+  // Every anchor of the shorter plan measured the same (m, n, k) points.
+  for (size_t i = 0; i < none.probe->gemm.size(); ++i) {
+    const auto& a = none.probe->gemm[i].points;
+    const auto& b = bogus.probe->gemm[i].points;
+    REQUIRE(a.size() == b.size());
+    for (size_t j = 0; j < a.size(); ++j) {
+      CHECK(a[j][0] == b[j][0]);
+      CHECK(a[j][1] == b[j][1]);
+      CHECK(a[j][2] == b[j][2]);
+    }
+  }
+  // Costs of the calibrated method come out of either file.
+  CHECK(calibrated_tiny_test(write_and_load(none)).tpot_s > 0);
+  CHECK(calibrated_tiny_test(write_and_load(bogus)).tpot_s > 0);
+}
+
+TEST_CASE("a quick probe writes a hardware file that loads and drives the calibrated method") {
+  auto backend = rt::make_cpu_backend(2);
+  const engine::Hardware real = rt::probe_cpu(*backend, 2, quick_options("cache-test")).hardware;
   // The file of the real probe: levels named from sysfs (or dram alone), curves and a
   // calibration.
   const engine::Hardware hw = write_and_load(real);

@@ -516,11 +516,11 @@ CpuProbePlan cpu_probe_plan(const std::vector<CacheLevel>& caches, int64_t avail
   for (int64_t bytes = 16 << 10; bytes <= largest; bytes *= 2)
     plan.bandwidth_sizes.push_back(bytes);
   // GEMM anchors x4 apart from 256 KiB (within any L2) to the curve's end (main memory): small
-  // m at every anchor, large m (compute-bound: the working set matters less) at every other
-  // one and the last.
+  // m at every anchor; large m (compute-bound: the working set matters less) at 4 MiB and the
+  // last (quick), or every other anchor and the last.
   int64_t ws = 256 << 10;
   for (int i = 0; ws <= plan.bandwidth_sizes.back(); ++i, ws *= 4) {
-    plan.gemm_anchors.push_back({ws, i % 2 == 0});
+    plan.gemm_anchors.push_back({ws, quick ? ws == (4 << 20) : i % 2 == 0});
   }
   if (plan.gemm_anchors.back().first * 2 <= plan.bandwidth_sizes.back()) {
     plan.gemm_anchors.push_back({plan.bandwidth_sizes.back(), true});
@@ -606,7 +606,7 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   for (const int64_t n : sides) {
     for (const int64_t k : sides) grid.shapes.emplace_back(n, k);
   }
-  grid.max_flops = quick ? 1e9 : 2e10;
+  grid.max_flops = quick ? 5e9 : 2e10;
   double peak = 0;
   measure_gemm_anchors(probe, anchors, grid, names, false, &peak);
   // On a CPU the matrix and vector units are the same FMA pipes: one measured fp32 peak.

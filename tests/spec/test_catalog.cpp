@@ -69,6 +69,10 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       {"llama2-13b-gqa8", {{11'338'142'720}, {}}},
       {"tiny-test", {{4'868'352}, {}}},
       {"small-test", {{31'990'272}, {}}},
+      {"test-1mib", {{426'624}, {}}},  // the derivations are in each file
+      {"test-4mib", {{1'606'400}, {}}},
+      {"test-60mib", {{20'189'696}, {}}},
+      {"test-250mib", {{81'798'144}, {}}},
   };
   const Catalog catalog = repo_catalog();
   const auto files = catalog.list(SpecKind::model);

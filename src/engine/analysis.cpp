@@ -36,7 +36,7 @@ void for_each_segment(const std::vector<int64_t>& starts, int64_t first, int64_t
 }  // namespace
 
 Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options)
-    : inventory_(model, options.costing),
+    : inventory_(model, costing_on(options.costing, hardware)),
       hardware_(hardware),
       options_(options),
       rates_(device_rates(hardware, options.costing.precision, options.method)) {
@@ -48,6 +48,14 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
   figures_.kv_bytes_per_token = kv_bytes_per_token(m, p.kv_cache);
   breakpoints_ = context_breakpoints(m);
   check_calibration_covers(inventory_, rates_, hardware_);
+  check_links(inventory_, rates_, hardware_);
+  const ParallelLayout& layout = options_.costing.parallel;
+  if (!layout.single_gpu() && options_.method == Method::bandwidth) {
+    throw std::invalid_argument(
+        "the bandwidth method is the lecture's one-GPU model; use roofline or calibrated for "
+        "a parallel layout (" + describe(layout) + ")");
+  }
+  figures_.weight_bytes_per_gpu = weight_bytes_per_gpu(m, p, layout);
   if (options_.diffusion) {
     const DiffusionOptions& d = *options_.diffusion;
     if (d.block_length < 1 || d.steps < 1) {
@@ -70,7 +78,11 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
     r.kernel_launches += op.launches * op.repeat;
     const OpCost c = roofline_cost(op, rates);
     const double n = static_cast<double>(op.repeat);
-    if (c.bound == Bound::compute) {
+    if (c.bound == Bound::communication) {
+      r.communication_s += n * c.communication_s;
+      r.communication_counted_s += n * c.time_s;
+      r.communication_bytes += n * static_cast<double>(op.collective.bytes);
+    } else if (c.bound == Bound::compute) {
       r.compute_bound_s += n * c.compute_s;
     } else {
       r.memory_bound_s += n * c.memory_s;
@@ -81,7 +93,7 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
   r.intensity = intensity(r.flops, r.bytes.total());
   r.sequences_per_pass = batch;
   if (options_.method != Method::bandwidth) {
-    r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s;
+    r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s + r.communication_counted_s;
     r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
     return r;
   }
@@ -152,7 +164,7 @@ double Analyzer::sum_decode_steps(int64_t batch, int64_t first, int64_t count) {
 // each op's time is the max of two lines plus a constant, summed in closed form.
 double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count) {
   if (options_.method == Method::bandwidth) {
-    const double weights = state_.valid && state_.batch == batch
+    const double weights = state_.valid && state_.decode_batch == batch
                                ? state_.step_weight_bytes
                                : weight_bytes_touched(model(), options_.costing.precision, batch);
     const double s0 = static_cast<double>(state_bytes(first));
@@ -181,7 +193,7 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
 // Each op's time at context `first` and its growth per token, from the steps at first and
 // first + 1; cached per segment start while the batch and prompt stay the same.
 const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, int64_t first) {
-  const bool cacheable = state_.valid && state_.batch == batch;
+  const bool cacheable = state_.valid && state_.decode_batch == batch;
   if (cacheable) {
     for (const auto& [start, lines] : state_.segments) {
       if (start == first) return lines;
@@ -203,7 +215,8 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
     l.compute_slope = c1.compute_s - c0.compute_s;
     l.memory_s = c0.memory_s;
     l.memory_slope = c1.memory_s - c0.memory_s;
-    l.overhead_s = c0.overhead_s;
+    // A collective's time is a constant of the step (its bytes do not grow with the context).
+    l.overhead_s = c0.overhead_s + (at.kind == OpKind::communication ? c0.time_s : 0.0);
     l.flops = at.flops;
     l.flops_slope = next.flops - at.flops;
     l.bytes = at.bytes.total();
@@ -219,18 +232,64 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
   return state_.segments.back().second;
 }
 
+PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vector<OpRow>* rows,
+                                   int64_t* activation_peak) {
+  const ParallelLayout& l = options_.costing.parallel;
+  // Pipeline: m micro-batches of whole sequences (the first sequences % m one larger) flow
+  // through the pp stages in m + pp - 1 stage times (GPipe); a stage time is 1/pp of the
+  // largest micro-batch's pass through all stages (stages hold equal layers).
+  const int64_t m = l.pp == 1 ? 1 : std::min(l.microbatches > 0 ? l.microbatches : sequences,
+                                              sequences);
+  const int64_t large = (sequences + m - 1) / m;
+  const int64_t larger = sequences % m == 0 ? m : sequences % m;  // micro-batches of `large`
+  inventory_.build(StepShape::prefill(large, tokens), scratch_ops_);
+  PhaseResult r = cost_phase(scratch_ops_, Phase::prefill, large, 0, rows);
+  if (activation_peak) {
+    *activation_peak = step_activation_peak(
+        scratch_ops_, storage_bytes(checked_mul(large, tokens, model().d_model),
+                                    options_.costing.precision.activations));
+  }
+  r.sequences_per_pass = sequences;
+  r.sequences_per_microbatch = large;
+  if (m == 1 && l.pp == 1) return r;
+  // Work: every micro-batch's; time: (m + pp - 1) stage times.
+  PhaseResult work = r;
+  if (larger < m) {
+    inventory_.build(StepShape::prefill(large - 1, tokens), scratch_ops2_);
+    const PhaseResult small = cost_phase(scratch_ops2_, Phase::prefill, large - 1, 0, nullptr);
+    work.flops = checked_add(checked_mul(r.flops, larger), checked_mul(small.flops, m - larger));
+    work.bytes = Traffic{};
+    add_traffic(work.bytes, r.bytes, larger);
+    add_traffic(work.bytes, small.bytes, m - larger);
+    work.communication_bytes = static_cast<double>(larger) * r.communication_bytes +
+                               static_cast<double>(m - larger) * small.communication_bytes;
+    work.kernel_launches = checked_add(checked_mul(r.kernel_launches, larger),
+                                       checked_mul(small.kernel_launches, m - larger));
+  } else {
+    work.flops = checked_mul(r.flops, m);
+    work.bytes = Traffic{};
+    add_traffic(work.bytes, r.bytes, m);
+    work.communication_bytes = static_cast<double>(m) * r.communication_bytes;
+    work.kernel_launches = checked_mul(r.kernel_launches, m);
+  }
+  const double ticks =
+      static_cast<double>(m + l.pp - 1) / static_cast<double>(l.pp);  // in passes of `large`
+  for (double* t : {&work.time_s, &work.compute_bound_s, &work.memory_bound_s, &work.overhead_s,
+                    &work.communication_s, &work.communication_counted_s}) {
+    *t *= ticks;
+  }
+  work.intensity = intensity(work.flops, work.bytes.total());
+  work.microbatches = m;
+  work.bubble_fraction =
+      static_cast<double>(l.pp - 1) / static_cast<double>(m + l.pp - 1);
+  return work;
+}
+
 PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
                               std::vector<OpRow>* rows, int64_t* activation_peak) {
   const int64_t full_passes = batch / per_pass;
   const int64_t remainder = batch % per_pass;
-  StepShape shape{Phase::prefill, per_pass, tokens, 0};
-  inventory_.build(shape, scratch_ops_);
-  PhaseResult total = cost_phase(scratch_ops_, Phase::prefill, per_pass, 0, rows);
-  if (activation_peak) {
-    *activation_peak = step_activation_peak(
-        scratch_ops_, storage_bytes(checked_mul(per_pass, tokens, model().d_model),
-                                    options_.costing.precision.activations));
-  }
+  PhaseResult total = prefill_pass(per_pass, tokens, rows, activation_peak);
   if (full_passes == 1 && remainder == 0) return total;
   // Several passes: scale the full pass, add the partial one.
   const PhaseResult one = total;
@@ -243,23 +302,33 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
     total.compute_bound_s += n * p.compute_bound_s;
     total.memory_bound_s += n * p.memory_bound_s;
     total.overhead_s += n * p.overhead_s;
+    total.communication_s += n * p.communication_s;
+    total.communication_counted_s += n * p.communication_counted_s;
+    total.communication_bytes += n * p.communication_bytes;
     total.kernel_launches =
         checked_add(total.kernel_launches, checked_mul(p.kernel_launches, times));
   };
   accumulate(one, full_passes);
-  if (remainder > 0) {
-    shape.batch = remainder;
-    inventory_.build(shape, scratch_ops_);
-    accumulate(cost_phase(scratch_ops_, Phase::prefill, remainder, 0, nullptr), 1);
-  }
+  if (remainder > 0) accumulate(prefill_pass(remainder, tokens, nullptr, nullptr), 1);
   total.passes = full_passes + (remainder > 0 ? 1 : 0);
   total.sequences_per_pass = per_pass;
+  total.microbatches = one.microbatches;
+  total.sequences_per_microbatch = one.sequences_per_microbatch;
+  total.bubble_fraction = one.bubble_fraction;
   total.intensity = intensity(total.flops, total.bytes.total());
   total.bound = one.bound;
   if (options_.method == Method::roofline) {
     total.bound = total.compute_bound_s > total.memory_bound_s ? Bound::compute : Bound::memory;
   }
   return total;
+}
+
+int64_t Analyzer::decode_microbatch(int64_t batch) const {
+  // Pipeline: the batch in min(B, pp) micro-batches, one per stage in flight (vLLM's virtual
+  // engines); a sequence's token passes every stage once per step.
+  const int64_t pp = options_.costing.parallel.pp;
+  const int64_t m = std::min(batch, pp);
+  return (batch + m - 1) / m;
 }
 
 double Analyzer::decode_step_time(int64_t batch, int64_t context) {
@@ -277,12 +346,17 @@ void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pas
   st.per_pass = per_pass;
   st.prefill = prefill(batch, prompt, per_pass, rows ? &rows->prefill_ops : nullptr,
                        &st.prefill_activations);
-  inventory_.build(StepShape::decode(batch, prompt), decode_ops_);
+  const int64_t mb = decode_microbatch(batch);
+  st.decode_batch = mb;
+  inventory_.build(StepShape::decode(mb, prompt), decode_ops_);
   st.decode =
-      cost_phase(decode_ops_, Phase::decode, batch, prompt, rows ? &rows->decode_ops : nullptr);
+      cost_phase(decode_ops_, Phase::decode, mb, prompt, rows ? &rows->decode_ops : nullptr);
+  st.decode.microbatches = std::min(batch, options_.costing.parallel.pp);
+  st.decode.sequences_per_microbatch = mb;
+  st.decode.sequences_per_pass = batch;
   st.decode_activations = step_activation_peak(
       decode_ops_,
-      storage_bytes(checked_mul(batch, model().d_model), options_.costing.precision.activations));
+      storage_bytes(checked_mul(mb, model().d_model), options_.costing.precision.activations));
   st.step_weight_bytes = options_.method == Method::bandwidth
                              ? weight_bytes_touched(model(), options_.costing.precision, batch)
                              : 0.0;
@@ -314,20 +388,32 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   r.prefill = st.prefill;
   r.decode = st.decode;
   r.ttft_s = r.prefill.time_s;
-  r.tpot_s =
-      steps == 0 ? r.decode.time_s : sum_decode_steps(B, S, steps) / static_cast<double>(steps);
+  // A step's time is that of one micro-batch through the pipeline (the whole batch on one
+  // stage): the time between two tokens of a sequence.
+  r.tpot_s = steps == 0 ? r.decode.time_s
+                        : sum_decode_steps(st.decode_batch, S, steps) / static_cast<double>(steps);
   r.e2e_s = r.ttft_s + static_cast<double>(steps) * r.tpot_s;
   r.decode_throughput_tok_s = static_cast<double>(B) / r.tpot_s;
+  const ParallelLayout& layout = options_.costing.parallel;
+  r.gpus = layout.gpus();
+  r.deployment_throughput_tok_s = static_cast<double>(layout.replicas) * r.decode_throughput_tok_s;
 
+  // Memory of one GPU: its weights, the KV cache of its layers and heads for the B sequences,
+  // the activations of the micro-batch it runs at a time.
   const int64_t peak_context = checked_add(S, steps);  // S + G - 1 tokens cached at the end
   r.kv_bytes_per_sequence = state_bytes(peak_context);
+  const int64_t kv_per_gpu = state_bytes_per_gpu(model(), peak_context,
+                                                 options_.costing.precision.kv_cache, layout);
   ActivationModel activation_model;
+  const int64_t prefill_in_flight =
+      layout.pp == 1 ? per_pass : st.prefill.sequences_per_microbatch;
   activation_model.prefill_per_sequence =
-      static_cast<double>(st.prefill_activations) / static_cast<double>(per_pass);
-  activation_model.prefill_batch = w.prefill_batch;
-  activation_model.decode_per_sequence =
-      static_cast<double>(st.decode_activations) / static_cast<double>(B);
-  r.memory = memory_footprint(B, figures_.weight_bytes, r.kv_bytes_per_sequence,
+      static_cast<double>(st.prefill_activations) / static_cast<double>(prefill_in_flight);
+  activation_model.prefill_batch = layout.pp == 1 ? w.prefill_batch : prefill_in_flight;
+  activation_model.decode_per_sequence = static_cast<double>(st.decode_activations) /
+                                         static_cast<double>(st.decode_batch) /
+                                         static_cast<double>(std::min(B, layout.pp));
+  r.memory = memory_footprint(B, figures_.weight_bytes_per_gpu, kv_per_gpu,
                               std::max(st.prefill_activations, st.decode_activations),
                               activation_model, hardware_.device_memory().capacity_bytes);
 
@@ -418,6 +504,11 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
       const OpCost c0 = roofline_cost(o0, rates);
       const OpCost c1 = roofline_cost(o1, rates);
       const OpCost c2 = roofline_cost(o2, rates);
+      if (o0.kind == OpKind::communication) {  // no max: the collective's own polynomial
+        const auto t = coefficients(c0.time_s, c1.time_s, c2.time_s);
+        *time_s += repeat * sum_of_max_of_quadratics(t, t, count);
+        continue;
+      }
       *time_s += repeat * (sum_of_max_of_quadratics(
                                coefficients(c0.compute_s, c1.compute_s, c2.compute_s),
                                coefficients(c0.memory_s, c1.memory_s, c2.memory_s), count) +

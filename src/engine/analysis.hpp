@@ -58,9 +58,19 @@ struct PhaseResult {
   double compute_bound_s = 0;  // time of ops limited by FLOPs
   double memory_bound_s = 0;   // time of ops limited by bytes
   double overhead_s = 0;       // kernel launches
+  // Collectives of a parallel layout on their links; counted in time_s unless overlapped.
+  double communication_s = 0;
+  double communication_counted_s = 0;
+  double communication_bytes = 0;  // as collective_seconds counts them
   int64_t kernel_launches = 0;
   int64_t passes = 1;              // forward passes (prefill in prefill_batch chunks)
   int64_t sequences_per_pass = 0;  // sequences in each full pass
+  // Pipeline parallelism: micro-batches each pass (prefill) or step (decode) is split into,
+  // sequences in each, and the bubble's share of the phase's time, (pp - 1) / (m + pp - 1)
+  // for prefill (GPipe, Huang et al. 2019).
+  int64_t microbatches = 1;
+  int64_t sequences_per_microbatch = 0;
+  double bubble_fraction = 0;
 };
 
 struct OpRow {  // one operator of a phase, costed per instance (totals: times op.repeat)
@@ -97,9 +107,11 @@ struct WorkloadResult {
   double ttft_s = 0;
   double tpot_s = 0;  // mean over the G-1 decode steps (G = 1: the step at context = prompt)
   double e2e_s = 0;   // ttft + (G-1) * tpot
-  double decode_throughput_tok_s = 0;  // B / tpot
+  double decode_throughput_tok_s = 0;  // B / tpot (one replica)
+  int64_t gpus = 1;                    // of the deployment: replicas x tp x pp
+  double deployment_throughput_tok_s = 0;  // replicas x B / tpot
   int64_t kv_bytes_per_sequence = 0;   // KV cache and state of one sequence at S+G-1 tokens
-  MemoryFootprint memory;
+  MemoryFootprint memory;              // of one GPU of the layout (the whole model on one)
   std::optional<SamplingComparison> sampling;
   std::optional<DiffusionResult> diffusion;
   std::vector<OpRow> prefill_ops;  // filled when options.per_op; one prefill pass
@@ -110,6 +122,7 @@ struct ModelFigures {
   int64_t params = 0;
   int64_t active_params = 0;       // per token (MoE: top_k of the routed experts)
   int64_t weight_bytes = 0;        // all parameters in the configured formats
+  int64_t weight_bytes_per_gpu = 0;  // what one GPU of the layout holds (= weight_bytes alone)
   int64_t kv_bytes_per_token = 0;  // KV growth per token at long context (full attention)
 };
 
@@ -166,6 +179,7 @@ class Analyzer {
     int64_t batch = 0;
     int64_t prompt = 0;
     int64_t per_pass = 0;
+    int64_t decode_batch = 0;  // sequences of a decode micro-batch (the batch without PP)
     PhaseResult prefill;
     PhaseResult decode;  // at context = prompt; its ops are in decode_ops_
     int64_t prefill_activations = 0;
@@ -189,6 +203,11 @@ class Analyzer {
   PhaseResult prefill(int64_t batch, int64_t tokens, int64_t per_pass, std::vector<OpRow>* rows,
                       int64_t* activation_peak);
   void prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass, WorkloadResult* rows);
+  // One prefill pass of `sequences` prompts (split into pipeline micro-batches under pp > 1).
+  PhaseResult prefill_pass(int64_t sequences, int64_t tokens, std::vector<OpRow>* rows,
+                           int64_t* activation_peak);
+  // Sequences of a decode micro-batch: ceil(B / min(B, pp)).
+  int64_t decode_microbatch(int64_t batch) const;
   // Sum of decode step times over contexts first .. first+count-1 of `batch` sequences.
   double sum_decode_steps(int64_t batch, int64_t first, int64_t count);
   double sum_decode_segment(int64_t batch, int64_t first, int64_t count);

@@ -18,10 +18,19 @@ struct MemoryLevel {
   double bandwidth = 0;        // bytes/s
 };
 
-struct Interconnect {
+// A link between GPUs: bandwidth per GPU and direction, latency per message step.
+struct NodeLink {
   std::string name;
-  double bandwidth = 0;  // bytes/s per device, as the datasheet gives it (usually both directions)
-  double latency_s = 0;  // 0 when not given
+  double bandwidth = 0;  // bytes/s per GPU per direction
+  double latency_s = 0;
+};
+
+// How GPUs of this kind are connected: `gpus_per_node` on one intra-node link (NVLink and
+// NVSwitch, Infinity Fabric, PCIe), nodes on a network (InfiniBand, RoCE).
+struct Topology {
+  int64_t gpus_per_node = 1;
+  std::optional<NodeLink> intra_node;
+  std::optional<NodeLink> inter_node;
 };
 
 // Fractions of peak that well-tuned kernels reach, with their source; used by the
@@ -73,7 +82,7 @@ struct Hardware {
   // Ordered fastest/smallest first; the last level is device memory, where weights and the
   // KV cache live.
   std::vector<MemoryLevel> memory;
-  std::optional<Interconnect> interconnect;
+  std::optional<Topology> topology;  // multi-GPU layouts need it
   double kernel_overhead_s = 0;          // fixed cost per kernel launch
   std::optional<double> price_per_hour;  // USD
   std::optional<AchievableFractions> achievable;

@@ -102,7 +102,35 @@ void add_mlp_tensors(std::vector<WeightTensor>& out, const char* gate, const cha
 
 }  // namespace
 
+namespace {
+// Tensor-parallel split of each weight by name (see TensorSplit; vLLM's and Megatron-LM's
+// column- and row-parallel layers).
+TensorSplit split_of(std::string_view name) {
+  for (const char* c :
+       {"q_proj", "q_up", "kv_up", "q_bias", "mamba_in_proj", "mamba_conv", "mamba_conv_bias",
+        "mamba_dt_proj", "mamba_dt_bias", "mamba_a_log", "mamba_d", "linear_qkv_proj",
+        "linear_gate_proj", "linear_out_norm", "mlp_gate", "mlp_up", "moe_gate", "moe_up",
+        "shared_gate", "shared_up"}) {
+    if (name == c) return TensorSplit::columns;
+  }
+  for (const char* r : {"out_proj", "mamba_x_proj", "mamba_out_proj", "linear_out_proj",
+                        "mlp_down", "moe_down", "shared_down"}) {
+    if (name == r) return TensorSplit::rows;
+  }
+  if (name == "kv_proj" || name == "kv_bias") return TensorSplit::kv_heads;
+  return TensorSplit::replicated;
+}
+std::vector<WeightTensor> unsplit_weight_tensors(const Model& m, const LayerKind& k);
+}  // namespace
+
 std::vector<WeightTensor> weight_tensors(const Model& m, const LayerKind& k) {
+  std::vector<WeightTensor> t = unsplit_weight_tensors(m, k);
+  for (WeightTensor& w : t) w.split = split_of(w.name);
+  return t;
+}
+
+namespace {
+std::vector<WeightTensor> unsplit_weight_tensors(const Model& m, const LayerKind& k) {
   std::vector<WeightTensor> t;
   const int64_t D = m.d_model;
   const int64_t L = k.count;
@@ -201,6 +229,7 @@ std::vector<WeightTensor> weight_tensors(const Model& m, const LayerKind& k) {
   t.push_back({"norms", 1, checked_mul(norms_per_layer(k), norm_params(m.norm, D)), 1, L, false});
   return t;
 }
+}  // namespace
 
 namespace {
 int64_t params(const Model& m, bool active) {

@@ -150,6 +150,12 @@ int64_t mamba_inner_dim(const Model& m, const Mamba& mamba);
 // One weight tensor of a layer kind. Matrices (rows = input features, cols = outputs) are
 // what weight quantization applies to; vectors (norm scales, biases, SSM A and D, conv
 // filters) and the MoE router stay in the activation format.
+// How tensor parallelism splits a weight (Megatron-LM): over its outputs (column-parallel:
+// QKV, gate and up projections and the vectors of their outputs), over its inputs
+// (row-parallel: output and down projections), by KV head (K and V projections: K/tp heads,
+// or one replicated head when K < tp), or not at all (norms, routers, MLA's down projections).
+enum class TensorSplit { replicated, columns, rows, kv_heads };
+
 struct WeightTensor {
   std::string_view name;
   int64_t rows = 0;
@@ -157,7 +163,8 @@ struct WeightTensor {
   int64_t copies = 1;  // per layer: experts
   int64_t layers = 0;  // layers holding it: the kind's count, or count / kv_share for K, V
   bool matrix = true;
-  bool routed = false;       // a routed expert: a token uses top_k of its copies
+  bool routed = false;  // a routed expert: a token uses top_k of its copies
+  TensorSplit split = TensorSplit::replicated;
   int64_t elements() const;  // rows * cols * copies * layers
 };
 // Every weight tensor of a layer kind, with the source of each shape beside its code.

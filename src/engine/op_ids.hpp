@@ -30,7 +30,10 @@ namespace streamspark::engine {
   X(mlp_norm) X(mlp_gate) X(mlp_up) X(mlp_act) X(mlp_down) X(mlp_residual) X(mlp_post_norm)      \
   /* mixture of experts */                                                                       \
   X(moe_router) X(moe_topk) X(moe_gate) X(moe_up) X(moe_act) X(moe_down) X(moe_combine)          \
-  X(shared_gate) X(shared_up) X(shared_act) X(shared_down)
+  X(shared_gate) X(shared_up) X(shared_act) X(shared_down)                                       \
+  /* communication of parallel layouts */                                                        \
+  X(embedding_allreduce) X(attn_allreduce) X(mixer_allreduce) X(ssm_x_allreduce)                 \
+  X(mlp_allreduce) X(ep_dispatch) X(ep_combine) X(logits_gather) X(pp_send)
 // clang-format on
 
 enum class OpId : uint8_t {

@@ -54,6 +54,8 @@ std::string_view op_kind_name(OpKind k) {
       return "scan";
     case OpKind::sampling:
       return "sampling";
+    case OpKind::communication:
+      return "communication";
   }
   return "?";
 }
@@ -223,6 +225,16 @@ class OpListBuilder {
     add(id, OpKind::elementwise, checked_mul(elements, activation_flops_per_element(kind, a)), t);
   }
 
+  // A collective of the parallel layout over `group` GPUs moving `bytes` (as
+  // collective_seconds counts them): no FLOPs and no device-memory traffic of its own (the
+  // link is what bounds it). Nothing when the group is one GPU.
+  void collective(OpId id, CollectiveKind kind, int64_t group, int64_t bytes, bool inter_node,
+                  bool overlapped) {
+    if (group <= 1 && kind != CollectiveKind::send) return;
+    Op& op = add(id, OpKind::communication, 0, Traffic{});
+    op.collective = Collective{kind, group, bytes, inter_node, overlapped};
+  }
+
   // New tokens' K/V (or latents) copied into the cache in the KV format.
   void cache_write(OpId id, int64_t elements) {
     Traffic t;
@@ -238,7 +250,7 @@ class OpListBuilder {
   int64_t repeat_ = 1;
 };
 
-// Everything a layer builder needs about the step.
+// Everything a layer builder needs about the step and the layout.
 struct StepDims {
   Phase phase;
   int64_t B;       // sequences
@@ -248,6 +260,16 @@ struct StepDims {
   int64_t D;
   bool causal;
   bool write_cache;
+  int64_t tp = 1;             // tensor-parallel GPUs of a stage
+  int64_t ep = 1;             // expert-parallel GPUs (1 or tp)
+  bool tp_inter_node = false;  // the stage's GPUs span nodes
+  bool overlapped = false;     // collectives hidden behind computation
+
+  // The all-reduce of a row-parallel projection's (tokens, width) output.
+  void all_reduce(OpListBuilder& b, OpId id, int64_t width) const {
+    b.collective(id, CollectiveKind::all_reduce, tp,
+                 b.act_bytes(checked_mul(tokens, width)), tp_inter_node, overlapped);
+  }
 };
 
 // (query, key) pairs per head and sequence for this layer kind.
@@ -261,9 +283,12 @@ int64_t past_read(const StepDims& s, const LayerKind& k) {
   return k.local ? std::min(s.P, k.attention.window - 1) : s.P;
 }
 
+// MHA/GQA/MQA under tensor parallelism: each GPU holds N/tp query heads and K/tp KV heads (one
+// KV head, replicated, when K < tp); QKV is column-parallel, the output projection
+// row-parallel with an all-reduce of its (tokens, D) output.
 void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
   const Attention& a = k.attention;
-  const int64_t N = a.n_heads, K = a.n_kv_heads, H = a.head_dim;
+  const int64_t N = a.n_heads / s.tp, K = kv_heads_per_gpu(a.n_kv_heads, s.tp), H = a.head_dim;
   const int64_t q_width = checked_mul(N, H);
   const int64_t kv_width = checked_mul(K, H);
   const int64_t producers = k.count / a.kv_share;  // layers that project and store K, V
@@ -306,16 +331,20 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   values.kv_read = b.kv_bytes(past_kv);
   b.add(OpId::attn_values, OpKind::attention, matmul_flops, values, 0);  // same kernel
   b.gemm(OpId::out_proj, s.tokens, s.D, q_width);
+  s.all_reduce(b, OpId::attn_allreduce, s.D);
   b.residual(OpId::attn_residual, checked_mul(s.tokens, s.D));
 }
 
 // Multi-head latent attention (DeepSeek-V2 §2.1; HF DeepseekV2Attention). Dimensions:
 // N heads, d_h (nope) + d_r (rope) per query/key head, d_v per value head, latent d_c, query
 // bottleneck d_q. The cache holds the latent c_KV (d_c) and the shared RoPE key (d_r).
+// Tensor parallelism (vLLM's DeepseekV2MLAAttention) splits the heads: q_up, kv_up and the
+// output projection are sharded by head; the down projections, their norms and the latent
+// cache, shared by every head, are replicated on each GPU.
 void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm, MlaForm form) {
   const Attention& a = k.attention;
   const Mla& x = a.mla;
-  const int64_t N = a.n_heads;
+  const int64_t N = a.n_heads / s.tp;
   const int64_t dh = x.qk_nope_head_dim, dr = x.qk_rope_head_dim, dv = x.v_head_dim;
   const int64_t dc = x.kv_lora_rank;
   const int64_t cached = x.cached_elements();  // d_c + d_r
@@ -378,13 +407,17 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     b.add(OpId::attn_values, OpKind::attention, checked_mul(2, s.B, N, dv, pairs), values, 0);
   }
   b.gemm(OpId::out_proj, s.tokens, s.D, checked_mul(N, dv));
+  s.all_reduce(b, OpId::attn_allreduce, s.D);
   b.residual(OpId::attn_residual, checked_mul(s.tokens, s.D));
 }
 
-// Mamba-1 mixer (Gu & Dao 2023, Algorithm 2; HF MambaMixer). d_inner = expand*D.
+// Mamba-1 mixer (Gu & Dao 2023, Algorithm 2; HF MambaMixer). d_inner = expand*D. Tensor
+// parallelism (vLLM's MambaMixer) splits the inner channels: in_proj and dt_proj are
+// column-parallel, x_proj (whose dt, B and C mix every channel) and out_proj row-parallel,
+// each followed by an all-reduce; the conv and the scan are per channel.
 void add_mamba(OpListBuilder& b, const StepDims& s, const Model& m, const LayerKind& k) {
   const Mamba& x = k.mamba;
-  const int64_t di = mamba_inner_dim(m, x);
+  const int64_t di = mamba_inner_dim(m, x) / s.tp;
   const int64_t rows = s.tokens;
   b.norm(OpId::mamba_norm, m.norm, rows, s.D);
   b.gemm(OpId::mamba_in_proj, rows, checked_mul(2, di), s.D);  // x and the gate z
@@ -404,6 +437,7 @@ void add_mamba(OpListBuilder& b, const StepDims& s, const Model& m, const LayerK
   }
   const int64_t bc_width = checked_mul(2, x.d_state);
   b.gemm(OpId::mamba_x_proj, rows, checked_add(x.dt_rank, bc_width), di);  // dt, B, C
+  s.all_reduce(b, OpId::ssm_x_allreduce, checked_add(x.dt_rank, bc_width));
   if (x.inner_norms)
     b.norm(OpId::mamba_inner_norm, NormKind::rmsnorm, rows, checked_add(x.dt_rank, bc_width));
   b.gemm(OpId::mamba_dt_proj, rows, di, x.dt_rank, true);
@@ -422,38 +456,41 @@ void add_mamba(OpListBuilder& b, const StepDims& s, const Model& m, const LayerK
     b.add(OpId::mamba_scan, OpKind::scan, checked_mul(rows, per_token), t);
   }
   b.gemm(OpId::mamba_out_proj, rows, s.D, di);
+  s.all_reduce(b, OpId::mixer_allreduce, s.D);
   b.residual(OpId::mamba_residual, checked_mul(rows, s.D));
 }
 
 // Linear attention in its recurrent form: S_t = S_{t-1} + phi(k_t) v_t^T, o_t = phi(q_t)^T S_t
 // (Katharopoulos et al. 2020). A prefill is costed with the same per-token FLOPs (chunked
-// kernels add intra-chunk work that depends on the chunk size, not modeled).
+// kernels add intra-chunk work that depends on the chunk size, not modeled). Tensor
+// parallelism splits the heads (each GPU keeps its heads' states); the output projection is
+// row-parallel with an all-reduce. MiniMax's output norm runs over each GPU's heads.
 void add_linear_attention(OpListBuilder& b, const StepDims& s, const Model& m, const LayerKind& k) {
   const LinearAttention& x = k.linear;
+  const int64_t heads = x.n_heads / s.tp;
   const int64_t rows = s.tokens;
-  const int64_t v_width = checked_mul(x.n_heads, x.head_dim);
+  const int64_t v_width = checked_mul(heads, x.head_dim);
   b.norm(OpId::linear_norm, m.norm, rows, s.D);
-  b.gemm(OpId::linear_qkv_proj, rows, checked_add(checked_mul(2, x.n_heads, x.key_dim), v_width),
-         s.D);
+  b.gemm(OpId::linear_qkv_proj, rows, checked_add(checked_mul(2, heads, x.key_dim), v_width), s.D);
   {
     // phi(q), phi(k): key_dim -> feature_dim per head.
-    const int64_t outputs = checked_mul(rows, 2, x.n_heads, x.feature_dim);
+    const int64_t outputs = checked_mul(rows, 2, heads, x.feature_dim);
     Traffic t;
     t.activations =
-        checked_add(b.act_bytes(checked_mul(rows, 2, x.n_heads, x.key_dim)), b.act_bytes(outputs));
+        checked_add(b.act_bytes(checked_mul(rows, 2, heads, x.key_dim)), b.act_bytes(outputs));
     b.add(OpId::linear_feature_map, OpKind::elementwise,
           checked_mul(outputs, kFeatureMapFlopsPerFeature), t);
   }
   {
     const int64_t state_per_head =
         checked_mul(x.feature_dim, checked_add(x.head_dim, x.normalizer ? int64_t{1} : int64_t{0}));
-    const int64_t state = checked_mul(s.B, x.n_heads, state_per_head);
+    const int64_t state = checked_mul(s.B, heads, state_per_head);
     Traffic t;
     t.activations = b.act_bytes(
-        checked_add(checked_mul(rows, 2, x.n_heads, x.feature_dim), checked_mul(2, rows, v_width)));
+        checked_add(checked_mul(rows, 2, heads, x.feature_dim), checked_mul(2, rows, v_width)));
     t.kv_read = s.P > 0 ? b.kv_bytes(state) : 0;
     t.kv_write = s.write_cache ? b.kv_bytes(state) : 0;
-    b.add(OpId::linear_state, OpKind::scan, checked_mul(4, rows, x.n_heads, state_per_head), t);
+    b.add(OpId::linear_state, OpKind::scan, checked_mul(4, rows, heads, state_per_head), t);
   }
   if (x.output_gate) {
     // MiniMax-01: RMSNorm over the heads' outputs, times sigmoid(x W_g) (sigmoid 4 + product).
@@ -462,26 +499,39 @@ void add_linear_attention(OpListBuilder& b, const StepDims& s, const Model& m, c
     b.activation(OpId::linear_gate, checked_mul(rows, v_width), MlpKind::gated, Activation::silu);
   }
   b.gemm(OpId::linear_out_proj, rows, s.D, v_width);
+  s.all_reduce(b, OpId::mixer_allreduce, s.D);
   b.residual(OpId::linear_residual, checked_mul(rows, s.D));
 }
 
+// Gate and up column-parallel (F/tp each), down row-parallel with an all-reduce.
 void add_dense_mlp(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
-  const int64_t F = k.mlp.d_ff;
+  const int64_t F = k.mlp.d_ff / s.tp;
   b.norm(OpId::mlp_norm, norm, s.tokens, s.D);
   if (k.mlp.kind == MlpKind::gated) b.gemm(OpId::mlp_gate, s.tokens, F, s.D);  // (B*T, D) -> F
   b.gemm(OpId::mlp_up, s.tokens, F, s.D);
   b.activation(OpId::mlp_act, checked_mul(s.tokens, F), k.mlp.kind, k.mlp.activation);
   b.gemm(OpId::mlp_down, s.tokens, s.D, F);  // (B*T, F) -> D
+  s.all_reduce(b, OpId::mlp_allreduce, s.D);
   b.residual(OpId::mlp_residual, checked_mul(s.tokens, s.D));
 }
 
 // Routed experts (Mixtral; DeepSeekMoE with shared experts). Each token's hidden state goes
 // to top_k experts: expert GEMMs see B*T*top_k rows in total, and read the weights of the
 // experts touched (expected count under uniform routing).
+// Without expert parallelism every GPU holds every expert split tp ways (like a dense MLP).
+// With it (ep = tp) each GPU holds E/ep whole experts: the stage's tokens are split evenly
+// over its GPUs for routing, an all-to-all dispatches each token's hidden state to its top_k
+// experts' GPUs ((n-1)/n of B*T/ep * top_k * D activations leave each GPU) and a second one
+// combines the results; a GPU's experts then see B*T*top_k/ep rows. The shared experts are
+// tensor-parallel, and one all-reduce of (B*T, D) ends the layer (it sums the shared experts'
+// partial outputs and returns every token's output to every GPU of the stage).
 void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
   const Moe& e = k.moe;
   const int64_t rows = s.tokens;
-  const int64_t routed = checked_mul(rows, e.top_k);
+  const bool ep = s.ep > 1;
+  const int64_t routed = checked_mul(rows, e.top_k) / s.ep;  // rows of this GPU's experts
+  const int64_t experts = e.n_experts / s.ep;                // experts this GPU holds
+  const int64_t F = ep ? e.d_ff : e.d_ff / s.tp;
   b.norm(OpId::mlp_norm, norm, rows, s.D);
   {
     Op& router = b.gemm(OpId::moe_router, rows, e.n_experts, s.D);
@@ -491,18 +541,29 @@ void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     b.add(OpId::moe_topk, OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit),
           t);
   }
+  const int64_t dispatched = b.act_bytes(checked_mul(rows / s.ep, e.top_k, s.D));
+  if (ep) {
+    b.collective(OpId::ep_dispatch, CollectiveKind::all_to_all, s.ep, dispatched, s.tp_inter_node,
+                 s.overlapped);
+  }
+  // Experts of this GPU touched by the step's tokens: E * (1 - (1 - k/E)^tokens) over all E,
+  // the GPU's share of them (uniform routing spreads them evenly).
   const double touched =
       expected_experts_touched(e.n_experts, e.top_k, rows) / static_cast<double>(e.n_experts);
   auto expert_gemm = [&](OpId id, int64_t n, int64_t kdim) {
     Op& op = b.gemm(id, routed, n, kdim);
-    // The gemm costed one matrix; E experts exist, `touched` of them are read.
-    const double all = static_cast<double>(op.bytes.weights) * static_cast<double>(e.n_experts);
+    // The gemm costed one matrix; `experts` are held here, `touched` of them read.
+    const double all = static_cast<double>(op.bytes.weights) * static_cast<double>(experts);
     op.bytes.weights = static_cast<int64_t>(std::llround(all * touched));
   };
-  if (e.kind == MlpKind::gated) expert_gemm(OpId::moe_gate, e.d_ff, s.D);
-  expert_gemm(OpId::moe_up, e.d_ff, s.D);
-  b.activation(OpId::moe_act, checked_mul(routed, e.d_ff), e.kind, e.activation);
-  expert_gemm(OpId::moe_down, s.D, e.d_ff);
+  if (e.kind == MlpKind::gated) expert_gemm(OpId::moe_gate, F, s.D);
+  expert_gemm(OpId::moe_up, F, s.D);
+  b.activation(OpId::moe_act, checked_mul(routed, F), e.kind, e.activation);
+  expert_gemm(OpId::moe_down, s.D, F);
+  if (ep) {
+    b.collective(OpId::ep_combine, CollectiveKind::all_to_all, s.ep, dispatched, s.tp_inter_node,
+                 s.overlapped);
+  }
   {
     Traffic t;  // weighted sum of each token's top_k expert outputs
     t.activations = b.act_bytes(checked_add(checked_mul(routed, s.D), checked_mul(rows, s.D)));
@@ -511,13 +572,25 @@ void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
   }
   if (e.n_shared > 0) {
     // Shared experts see every token: one MLP of n_shared * shared_d_ff hidden units.
-    const int64_t F = checked_mul(e.n_shared, e.shared_d_ff);
-    if (e.kind == MlpKind::gated) b.gemm(OpId::shared_gate, rows, F, s.D);
-    b.gemm(OpId::shared_up, rows, F, s.D);
-    b.activation(OpId::shared_act, checked_mul(rows, F), e.kind, e.activation);
-    b.gemm(OpId::shared_down, rows, s.D, F);
+    const int64_t Fs = checked_mul(e.n_shared, e.shared_d_ff) / s.tp;
+    if (e.kind == MlpKind::gated) b.gemm(OpId::shared_gate, rows, Fs, s.D);
+    b.gemm(OpId::shared_up, rows, Fs, s.D);
+    b.activation(OpId::shared_act, checked_mul(rows, Fs), e.kind, e.activation);
+    b.gemm(OpId::shared_down, rows, s.D, Fs);
   }
+  s.all_reduce(b, OpId::mlp_allreduce, s.D);
   b.residual(OpId::mlp_residual, checked_mul(rows, s.D));
+}
+
+// Stage boundaries crossing nodes: stages occupy consecutive GPUs (stage s: GPUs s*tp ..
+// s*tp + tp - 1), `gpus_per_node` to a node; boundary s -> s+1 crosses when GPU (s+1)*tp - 1
+// and GPU (s+1)*tp are on different nodes.
+int64_t inter_node_boundaries(const ParallelLayout& p, int64_t gpus_per_node) {
+  int64_t n = 0;
+  for (int64_t s = 0; s + 1 < p.pp; ++s) {
+    if (((s + 1) * p.tp - 1) / gpus_per_node != ((s + 1) * p.tp) / gpus_per_node) ++n;
+  }
+  return n;
 }
 
 }  // namespace
@@ -551,6 +624,8 @@ OpInventory::OpInventory(Model model, CostingConfig config)
     : model_(std::move(model)), config_(std::move(config)) {
   if (model_.layers.empty()) throw std::invalid_argument("model " + model_.name + " has no layers");
   check_weight_format(model_, config_.precision);
+  check_layout(model_, config_.parallel);
+  check_sharded_groups(model_, config_.precision, config_.parallel.tp);
 }
 
 const std::vector<Op>& OpInventory::build(const StepShape& shape) {
@@ -568,15 +643,27 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
   const int64_t T = shape.new_tokens;
   const int64_t D = model.d_model;
   const int64_t V = model.vocab_size;
-  const StepDims s{shape.phase,      B, T, shape.past_tokens, checked_mul(B, T), D, shape.causal,
-                   shape.write_cache};
+  const ParallelLayout& par = config_.parallel;
+  const int64_t per_node = std::max<int64_t>(1, config_.gpus_per_node);
+  StepDims s{shape.phase,      B, T, shape.past_tokens, checked_mul(B, T), D, shape.causal,
+             shape.write_cache};
+  s.tp = par.tp;
+  s.ep = par.ep;
+  s.tp_inter_node = par.tp > per_node;
+  s.overlapped = par.overlap_communication;
+  // Vocabulary-parallel embedding and lm head: each GPU holds ceil(V/tp) rows (the last
+  // padded, as vLLM pads the vocabulary).
+  const int64_t V_local = (V + par.tp - 1) / par.tp;
 
   // ---- embedding (once): B*T rows of D gathered from the (V, D) table, not streamed ----
+  // Under tensor parallelism each GPU gathers the rows in its slice (1/tp of them on average)
+  // and an all-reduce assembles the embeddings.
   {
     Traffic t;
-    t.weights = storage_bytes(checked_mul(s.tokens, D), precision.embedding);
+    t.weights = storage_bytes(checked_mul(s.tokens, D), precision.embedding) / par.tp;
     t.activations = b.act_bytes(checked_mul(s.tokens, D));
     b.add(OpId::embedding, OpKind::gather, 0, t);
+    s.all_reduce(b, OpId::embedding_allreduce, D);
   }
 
   // ---- each layer kind (repeat = its layer count) ----
@@ -613,20 +700,37 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
     }
   }
 
-  // ---- head (once) ----
+  // ---- pipeline: the activations of each micro-batch cross the pp - 1 stage boundaries ----
   b.set_group({}, 1);
+  if (par.pp > 1) {
+    const int64_t inter = inter_node_boundaries(par, per_node);
+    const int64_t message = b.act_bytes(checked_mul(s.tokens, D));
+    for (const auto& [count, crosses] :
+         {std::pair{par.pp - 1 - inter, false}, std::pair{inter, true}}) {
+      if (count == 0) continue;
+      b.set_repeat(count);
+      b.collective(OpId::pp_send, CollectiveKind::send, 2, message, crosses, s.overlapped);
+    }
+    b.set_repeat(1);
+  }
+
+  // ---- head (once) ----
   // Only the positions that need logits are normalised and projected: the last one of each
   // sequence for prefill and decode, the block being denoised for diffusion.
   const int64_t logit_rows = checked_mul(B, shape.logit_tokens);
   b.norm(OpId::final_norm, model.norm, logit_rows, D);
   {
-    // lm head: (rows, D) x (D, V); the (V, D) matrix is streamed whole (tied or not).
+    // lm head: (rows, D) x (D, V); the (V, D) matrix is streamed whole (tied or not). Under
+    // tensor parallelism each GPU computes its vocabulary slice's logits, then gathers all.
     Traffic t;
-    t.weights = storage_bytes(checked_mul(D, V), precision.embedding);
+    t.weights = storage_bytes(checked_mul(D, V_local), precision.embedding);
     t.activations = checked_add(b.act_bytes(checked_mul(logit_rows, D)),
-                                storage_bytes(checked_mul(logit_rows, V), kLogitsDType));
-    Op& head = b.add(OpId::lm_head, OpKind::gemm, checked_mul(2, logit_rows, D, V), t);
-    head.gemm = GemmShape{logit_rows, V, D, 1};
+                                storage_bytes(checked_mul(logit_rows, V_local), kLogitsDType));
+    Op& head = b.add(OpId::lm_head, OpKind::gemm, checked_mul(2, logit_rows, D, V_local), t);
+    head.gemm = GemmShape{logit_rows, V_local, D, 1};
+    b.collective(OpId::logits_gather, CollectiveKind::all_gather, par.tp,
+                 storage_bytes(checked_mul(logit_rows, V), kLogitsDType), s.tp_inter_node,
+                 s.overlapped);
   }
   {
     const int64_t logits = checked_mul(logit_rows, V);

@@ -11,6 +11,7 @@
 #include "engine/model.hpp"
 #include "engine/op_ids.hpp"
 #include "engine/overflow.hpp"
+#include "engine/parallel.hpp"
 #include "engine/quantization.hpp"
 
 namespace streamspark::engine {
@@ -20,7 +21,18 @@ std::string_view phase_name(Phase p);
 
 // gemm and attention run on the matrix units at the compute dtype's peak; the rest are
 // vector work at the fp32 (non-matrix) peak.
-enum class OpKind { gemm, attention, norm, elementwise, gather, kv_write, scan, sampling };
+// communication: a collective between the GPUs of a parallel layout, costed on their links.
+enum class OpKind {
+  gemm,
+  attention,
+  norm,
+  elementwise,
+  gather,
+  kv_write,
+  scan,
+  sampling,
+  communication
+};
 std::string_view op_kind_name(OpKind k);
 bool uses_matrix_units(OpKind k);
 
@@ -40,6 +52,16 @@ struct Traffic {
   int64_t total() const { return checked_add(weights, activations, kv_read, kv_write); }
 };
 
+// What a communication op moves: a collective over `group` GPUs, `bytes` as
+// collective_seconds counts them, on the intra-node link or across nodes.
+struct Collective {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  int64_t group = 1;
+  int64_t bytes = 0;
+  bool inter_node = false;
+  bool overlapped = false;  // hidden behind computation (ParallelLayout::overlap_communication)
+};
+
 struct Op {
   std::string_view group;  // layer kind of a hybrid model ("local+mlp"), empty otherwise
   OpId id = OpId::embedding;
@@ -50,6 +72,7 @@ struct Op {
   Traffic bytes;              // per instance
   int64_t repeat = 1;         // instances per step: layers of the kind, or 1
   int64_t launches = 1;       // kernel launches per instance; 0 when fused into another op
+  Collective collective;      // kind == communication
   std::string_view name() const { return op_name(id); }  // stable: e.g. "mlp_up"
 };
 
@@ -98,6 +121,9 @@ struct StepShape {
 struct CostingConfig {
   Precision precision;
   MlaForm mla_form = MlaForm::automatic;
+  ParallelLayout parallel;  // the operators of one GPU of each stage (one GPU when default)
+  // GPUs on one node's fast link (the hardware topology's), for which collectives cross nodes.
+  int64_t gpus_per_node = 8;
 };
 
 // The operator inventory of one configuration (model + costing settings): the analyzer, the
@@ -105,6 +131,14 @@ struct CostingConfig {
 //
 // A step's operators come in execution order: embedding, each layer kind's ops (repeat = its
 // layer count), final norm, lm head, sampling.
+//
+// Under a parallel layout the ops are those of one GPU of each pipeline stage, summed over the
+// stages (what one micro-batch's pass through the pipeline runs): every op's shapes, FLOPs and
+// bytes are one tensor-parallel rank's share, and communication ops (kind communication) are
+// added: an all-reduce after each row-parallel projection (attention output, MLP down; the
+// Mamba x and out projections; the embedding), the lm head's logits all-gathered, for
+// expert-parallel MoE layers an all-to-all dispatch and combine, and a send at each of the
+// pp - 1 stage boundaries.
 //
 // Byte accounting follows how the hardware moves data in a fused, FlashAttention-style
 // implementation: each weight matrix is read once per step; the embedding table is gathered

@@ -87,7 +87,15 @@ double WorkingSetModel::gemm_seconds(double log_ws, int64_t m, int64_t n, int64_
 }
 
 std::string_view bound_name(Bound b) {
-  return b == Bound::compute ? "compute" : "memory";
+  switch (b) {
+    case Bound::compute:
+      return "compute";
+    case Bound::memory:
+      return "memory";
+    case Bound::communication:
+      return "communication";
+  }
+  return "?";
 }
 
 DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method method) {
@@ -141,6 +149,14 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     }
   }
   r.working_set_model = std::move(model);
+  if (hw.topology) {
+    if (hw.topology->intra_node) {
+      r.intra_node = Link{hw.topology->intra_node->bandwidth, hw.topology->intra_node->latency_s};
+    }
+    if (hw.topology->inter_node) {
+      r.inter_node = Link{hw.topology->inter_node->bandwidth, hw.topology->inter_node->latency_s};
+    }
+  }
   // Until a step's working set is known: device memory's.
   const DeviceRates device =
       r.at_working_set(static_cast<double>(hw.device_memory().capacity_bytes));
@@ -172,6 +188,7 @@ void check_calibration_covers(const OpInventory& inventory, const DeviceRates& r
   std::vector<Op> ops;
   inventory.build(StepShape::decode(1, 1), ops);
   for (const Op& op : ops) {
+    if (op.kind == OpKind::communication) continue;  // costed on the links, not calibrated
     if (rates.classes[static_cast<size_t>(op.kind)].compute_efficiency <= 0) {
       throw std::invalid_argument("the calibration of " + hw.name + " has no '" +
                                   std::string(op_kind_name(op.kind)) +
@@ -247,8 +264,43 @@ double GemmRateTable::seconds(int64_t m, int64_t n, int64_t k) const {
          std::exp(log_rate(m, n, k));
 }
 
+CostingConfig costing_on(CostingConfig costing, const Hardware& hw) {
+  costing.gpus_per_node = hw.topology ? hw.topology->gpus_per_node : 1;
+  return costing;
+}
+
+void check_links(const OpInventory& inventory, const DeviceRates& rates, const Hardware& hw) {
+  if (!inventory.config().parallel.single_gpu() && inventory.config().parallel.gpus_per_replica() > 1 &&
+      !hw.topology) {
+    throw std::invalid_argument(hw.name + "'s file has no topology (GPUs per node and their "
+                                          "links), which " +
+                                describe(inventory.config().parallel) + " needs");
+  }
+  std::vector<Op> ops;
+  inventory.build(StepShape::decode(1, 1), ops);
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::communication) continue;
+    const bool inter = op.collective.inter_node;
+    if ((inter ? rates.inter_node : rates.intra_node).bandwidth <= 0) {
+      throw std::invalid_argument(
+          hw.name + "'s file has no topology." + (inter ? "inter_node" : "intra_node") +
+          " link, which " + describe(inventory.config().parallel) + " needs for " +
+          std::string(op.name()) +
+          (inter ? " (its GPUs span more than topology.gpus_per_node)" : ""));
+    }
+  }
+}
+
 OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
   OpCost c;
+  if (op.kind == OpKind::communication) {
+    const Collective& x = op.collective;
+    c.communication_s = collective_seconds(x.kind, x.group, static_cast<double>(x.bytes),
+                                           x.inter_node ? rates.inter_node : rates.intra_node);
+    c.time_s = x.overlapped ? 0 : c.communication_s;
+    c.bound = Bound::communication;
+    return c;
+  }
   if (rates.calibrated && op.kind == OpKind::gemm && op.gemm.m > 0 &&
       !rates.working_set_model->gemm.empty()) {
     const double t = static_cast<double>(op.gemm.batch) *

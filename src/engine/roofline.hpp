@@ -10,6 +10,7 @@
 
 #include "engine/hardware.hpp"
 #include "engine/ops.hpp"
+#include "engine/parallel.hpp"
 
 namespace streamspark::engine {
 
@@ -28,10 +29,11 @@ enum class Method { bandwidth, roofline, calibrated };
 std::string_view method_name(Method m);
 std::optional<Method> parse_method(std::string_view name);
 
-enum class Bound { compute, memory };
+// communication: a collective's time on the layout's links.
+enum class Bound { compute, memory, communication };
 std::string_view bound_name(Bound b);
 
-inline constexpr int kOpKindCount = 8;
+inline constexpr int kOpKindCount = 9;
 
 // Measured GEMM rates at one working-set anchor (a probe GemmCurve), for interpolation: the
 // achieved FLOP/s on a grid of k, n and m.
@@ -96,6 +98,9 @@ struct DeviceRates {
   bool calibrated = false;
   std::array<ClassCalibration, kOpKindCount> classes{};
   std::shared_ptr<const WorkingSetModel> working_set_model;
+  // The hardware topology's links (bandwidth 0 when the file has none).
+  Link intra_node;
+  Link inter_node;
 
   // Working sets with the same rates share a bucket: a datasheet file's memory level, or for
   // a measured curve a 1 % step in working set (the rates of a bucket are those at its
@@ -118,13 +123,23 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision,
 void check_calibration_covers(const OpInventory& inventory, const DeviceRates& rates,
                               const Hardware& hw);
 
-struct OpCost {           // one instance of the op
-  double compute_s = 0;   // FLOPs / peak
-  double memory_s = 0;    // bytes / bandwidth
-  double overhead_s = 0;  // launches * kernel overhead
-  double time_s = 0;      // max(compute_s, memory_s) + overhead_s
+struct OpCost {                // one instance of the op
+  double compute_s = 0;        // FLOPs / peak
+  double memory_s = 0;         // bytes / bandwidth
+  double overhead_s = 0;       // launches * kernel overhead
+  double communication_s = 0;  // a collective's time on its link (communication ops)
+  // max(compute_s, memory_s) + overhead_s; a collective's time unless it is overlapped
+  double time_s = 0;
   Bound bound = Bound::memory;
 };
+
+// The costing settings with the hardware's GPUs per node (from its topology; 1 without one),
+// which decide the collectives that cross nodes.
+CostingConfig costing_on(CostingConfig costing, const Hardware& hw);
+
+// A layout's collectives need the hardware topology's links: throws std::invalid_argument
+// naming the link the inventory's communication ops cross that the hardware file lacks.
+void check_links(const OpInventory& inventory, const DeviceRates& rates, const Hardware& hw);
 
 // max(FLOPs / peak, bytes / bandwidth) + launches * overhead; with calibrated rates, each
 // term divided by the op class's efficiency and the class's launch overhead, except GEMMs

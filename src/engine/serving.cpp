@@ -448,7 +448,7 @@ CostingConfig serving_costing(CostingConfig c) {
 
 IterationCost::IterationCost(const Model& model, const Hardware& hardware,
                              const AnalysisOptions& options)
-    : inventory_(model, serving_costing(options.costing)),
+    : inventory_(model, serving_costing(costing_on(options.costing, hardware))),
       hardware_(hardware),
       rates_(device_rates(hardware, options.costing.precision, options.method)) {
   for (const LayerKind& k : model.layers) {
@@ -464,6 +464,7 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
                                 " is a diffusion model");
   }
   check_calibration_covers(inventory_, rates_, hardware_);
+  check_links(inventory_, rates_, hardware_);
   const Precision& p = inventory_.precision();
   kv_bytes_per_token_ = engine::kv_bytes_per_token(model, p.kv_cache);
   weight_bytes_ = engine::weight_bytes(model, p);

@@ -56,6 +56,26 @@ std::string peak_cell(const engine::Hardware& hw, PeakClass c) {
 }
 }  // namespace
 
+namespace {
+// "8 x NVLink 4 450 GB/s; IB NDR 50 GB/s".
+std::string topology_cell(const engine::Hardware& hw) {
+  if (!hw.topology) return "-";
+  const engine::Topology& t = *hw.topology;
+  std::string out = std::to_string(t.gpus_per_node) + " per node";
+  if (t.intra_node) {
+    out += fmt::format(" · {} {}", t.intra_node->name, format_bandwidth(t.intra_node->bandwidth));
+  }
+  if (t.inter_node) {
+    out += fmt::format(" · {} {}", t.inter_node->name, format_bandwidth(t.inter_node->bandwidth));
+  }
+  return out;
+}
+
+json link_json(const engine::NodeLink& l) {
+  return json{{"name", l.name}, {"bandwidth", l.bandwidth}, {"latency_s", l.latency_s}};
+}
+}  // namespace
+
 std::string hardware_table(const std::vector<engine::Hardware>& devices) {
   Table t;
   t.add_column("hardware", Align::left);
@@ -63,7 +83,7 @@ std::string hardware_table(const std::vector<engine::Hardware>& devices) {
        {"fp32", "bf16", "fp8", "int8", "memory", "bandwidth", "ridge bf16", "kernel overhead"}) {
     t.add_column(h);
   }
-  t.add_column("interconnect", Align::left);
+  t.add_column("GPU links (per direction)", Align::left);
   for (const engine::Hardware& hw : devices) {
     const auto& mem = hw.device_memory();
     const double bf16 = hw.peak(PeakClass::bf16);
@@ -72,9 +92,7 @@ std::string hardware_table(const std::vector<engine::Hardware>& devices) {
                format_bytes(static_cast<double>(mem.capacity_bytes)),
                format_bandwidth(mem.bandwidth), bf16 > 0 ? significant(bf16 / mem.bandwidth) : "-",
                format_time(hw.kernel_overhead_s),
-               hw.interconnect ? fmt::format("{} {}", hw.interconnect->name,
-                                             format_bandwidth(hw.interconnect->bandwidth))
-                               : "-"});
+               topology_cell(hw)});
   }
   return t.render() + "peaks in dense TFLOP/s (TOP/s for int8); ridge in FLOP/byte\n";
 }
@@ -97,10 +115,11 @@ json hardware_json(const std::vector<engine::Hardware>& devices) {
            {"peak_flops", peaks},
            {"memory", memory},
            {"kernel_overhead_s", hw.kernel_overhead_s}};
-    if (hw.interconnect) {
-      j["interconnect"] = json{{"name", hw.interconnect->name},
-                               {"bandwidth", hw.interconnect->bandwidth},
-                               {"latency_s", hw.interconnect->latency_s}};
+    if (hw.topology) {
+      json t{{"gpus_per_node", hw.topology->gpus_per_node}};
+      if (hw.topology->intra_node) t["intra_node"] = link_json(*hw.topology->intra_node);
+      if (hw.topology->inter_node) t["inter_node"] = link_json(*hw.topology->inter_node);
+      j["topology"] = t;
     }
     if (hw.price_per_hour) j["price_per_hour"] = *hw.price_per_hour;
     if (hw.achievable) {

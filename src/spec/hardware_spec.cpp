@@ -7,7 +7,9 @@
 //                                dense peaks (no structured sparsity), FLOP/s or OP/s
 //   memory: [{name, capacity, bandwidth, source}, ...]
 //                                fastest/smallest first; the last is device memory
-//   interconnect: {name, bandwidth, latency, source}       optional
+//   topology: {gpus_per_node, intra_node: {name, bandwidth, latency, source},
+//              inter_node: {...}, source}     optional; bandwidths per GPU and direction,
+//                                latencies per message step (multi-GPU layouts need it)
 //   kernel_overhead              time per kernel launch, optional (default 0 s)
 //   kernel_overhead_source       string, optional
 //   price_per_hour               USD, optional
@@ -101,18 +103,36 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     }
   }
 
-  if (auto ic = r.map("interconnect", Presence::optional)) {
-    const auto ic_name = ic->string("name", Presence::required);
-    const auto bandwidth =
-        ic->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
-    const auto latency =
-        ic->quantity("latency", Dimension::time, Presence::optional, Range{0, false});
-    ic->string("source", Presence::optional);
-    ic->finish();
-    if (ic_name && bandwidth) {
-      hw.interconnect = engine::Interconnect{*ic_name, *bandwidth, latency.value_or(0.0)};
-    }
+  if (r.has("interconnect")) {
+    r.error_at("interconnect",
+               "replaced by topology: {gpus_per_node, intra_node: {name, bandwidth, latency}, "
+               "inter_node: {...}} with bandwidths per GPU and direction (see README, Adding "
+               "hardware)");
+    r.allow("interconnect");
   }
+  if (auto topo = r.map("topology", Presence::optional)) {
+    engine::Topology t;
+    t.gpus_per_node = topo->integer("gpus_per_node", Presence::required, 1).value_or(1);
+    topo->string("source", Presence::optional);
+    auto link = [&](const char* key) -> std::optional<engine::NodeLink> {
+      auto l = topo->map(key, Presence::optional);
+      if (!l) return std::nullopt;
+      const auto link_name = l->string("name", Presence::required);
+      const auto bandwidth =
+          l->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
+      const auto latency =
+          l->quantity("latency", Dimension::time, Presence::required, Range{0, false, 1.0});
+      l->string("source", Presence::optional);
+      l->finish();
+      if (!link_name || !bandwidth || !latency) return std::nullopt;
+      return engine::NodeLink{*link_name, *bandwidth, *latency};
+    };
+    t.intra_node = link("intra_node");
+    t.inter_node = link("inter_node");
+    topo->finish();
+    hw.topology = t;
+  }
+
 
   const auto overhead =
       r.quantity("kernel_overhead", Dimension::time, Presence::optional, Range{0, false});

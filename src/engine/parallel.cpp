@@ -1,0 +1,224 @@
+// Parallel layouts: divisibility rules and the cost of collectives.
+#include "engine/parallel.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model.hpp"
+#include "engine/overflow.hpp"
+
+namespace streamspark::engine {
+
+std::string describe(const ParallelLayout& p) {
+  if (p.gpus() == 1) return "1 GPU";
+  std::string out = "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp);
+  if (p.ep > 1) out += ", ep " + std::to_string(p.ep);
+  if (p.replicas > 1) out += ", " + std::to_string(p.replicas) + " replicas";
+  return out + " (" + std::to_string(p.gpus()) + " GPUs)";
+}
+
+int64_t kv_heads_per_gpu(int64_t kv_heads, int64_t tp) {
+  return kv_heads >= tp ? kv_heads / tp : 1;
+}
+
+namespace {
+std::string divides(const std::string& what, int64_t value, const std::string& by, int64_t n) {
+  return what + " " + std::to_string(value) + " does not divide by " + by + " " +
+         std::to_string(n);
+}
+}  // namespace
+
+void check_layout(const Model& m, const ParallelLayout& p) {
+  if (p.tp < 1 || p.pp < 1 || p.ep < 1 || p.replicas < 1 || p.microbatches < 0) {
+    throw std::invalid_argument("tp, pp, ep and replicas must be >= 1 and micro-batches >= 0");
+  }
+  if (p.tp > 1024 || p.pp > 1024 || p.replicas > (int64_t{1} << 20)) {
+    throw std::invalid_argument("tp and pp at most 1024, replicas at most 2^20");
+  }
+  const std::string name = m.name + ": ";
+  bool moe = false;
+  for (const LayerKind& k : m.layers) {
+    const std::string kind = name + k.label + " layers: ";
+    if (k.count % p.pp != 0) {
+      throw std::invalid_argument(kind + divides("the layer count", k.count, "--pp", p.pp) +
+                                  " (every stage holds the same layers of each kind)");
+    }
+    switch (k.mixer) {
+      case MixerKind::attention: {
+        const Attention& a = k.attention;
+        if (a.n_heads % p.tp != 0) {
+          throw std::invalid_argument(kind + divides("query heads", a.n_heads, "--tp", p.tp));
+        }
+        const int64_t K = a.n_kv_heads;
+        if (a.kind != AttentionKind::mla && K % p.tp != 0 && p.tp % K != 0) {
+          throw std::invalid_argument(kind + divides("KV heads", K, "--tp", p.tp) +
+                                      ", nor does --tp divide by them (fewer KV heads than "
+                                      "GPUs are replicated only when they divide tp)");
+        }
+        break;
+      }
+      case MixerKind::mamba: {
+        const int64_t di = mamba_inner_dim(m, k.mamba);
+        if (di % p.tp != 0) {
+          throw std::invalid_argument(kind + divides("the Mamba inner dimension", di, "--tp", p.tp));
+        }
+        break;
+      }
+      case MixerKind::linear_attention:
+        if (k.linear.n_heads % p.tp != 0) {
+          throw std::invalid_argument(
+              kind + divides("linear-attention heads", k.linear.n_heads, "--tp", p.tp));
+        }
+        break;
+    }
+    if (k.ffn == FfnKind::dense && k.mlp.d_ff % p.tp != 0) {
+      throw std::invalid_argument(kind + divides("the MLP width", k.mlp.d_ff, "--tp", p.tp));
+    }
+    if (k.ffn == FfnKind::moe) {
+      moe = true;
+      const Moe& e = k.moe;
+      if (p.ep == 1 && e.d_ff % p.tp != 0) {
+        throw std::invalid_argument(kind + divides("the expert width", e.d_ff, "--tp", p.tp));
+      }
+      if (e.n_experts % p.ep != 0) {
+        throw std::invalid_argument(kind + divides("experts", e.n_experts, "--ep", p.ep));
+      }
+      if (e.n_shared > 0 && e.shared_d_ff * e.n_shared % p.tp != 0) {
+        throw std::invalid_argument(
+            kind + divides("the shared experts' width", e.shared_d_ff * e.n_shared, "--tp", p.tp));
+      }
+    }
+  }
+  if (p.ep > 1 && !moe) {
+    throw std::invalid_argument(name + "--ep " + std::to_string(p.ep) +
+                                " applies to mixture-of-experts layers; the model has none");
+  }
+  if (p.ep > 1 && p.ep != p.tp) {
+    throw std::invalid_argument("--ep " + std::to_string(p.ep) + " must equal --tp " +
+                                std::to_string(p.tp) +
+                                ": experts are spread over a stage's tensor-parallel GPUs");
+  }
+  if (m.diffusion && p.pp > 1) {
+    throw std::invalid_argument(name + "pipeline parallelism of diffusion generation is not "
+                                       "modelled (its denoising steps have no decode batch to "
+                                       "pipeline)");
+  }
+}
+
+namespace {
+// Bytes of one GPU's share of a layer tensor (all its layers in the model).
+int64_t tensor_bytes_per_gpu(const WeightTensor& t, const Precision& p, const ParallelLayout& l,
+                             const LayerKind& k) {
+  int64_t rows = t.rows, cols = t.cols, copies = t.copies;
+  if (t.routed && l.ep > 1) {
+    copies /= l.ep;  // whole experts, E/ep of them
+  } else {
+    switch (t.split) {
+      case TensorSplit::replicated:
+        break;
+      case TensorSplit::columns:
+        cols /= l.tp;
+        break;
+      case TensorSplit::rows:
+        rows /= l.tp;
+        break;
+      case TensorSplit::kv_heads: {
+        const int64_t K = k.attention.n_kv_heads;
+        cols = cols / K * kv_heads_per_gpu(K, l.tp);
+        break;
+      }
+    }
+  }
+  const int64_t one = t.matrix ? matrix_bytes(p.weights, rows, cols)
+                               : storage_bytes(checked_mul(rows, cols), p.activations);
+  return checked_mul(one, copies, t.layers);
+}
+}  // namespace
+
+void check_sharded_groups(const Model& m, const Precision& p, int64_t tp) {
+  const int64_t g = p.weights.group_size;
+  if (g <= 0 || tp == 1) return;
+  for (const LayerKind& k : m.layers) {
+    for (const WeightTensor& t : weight_tensors(m, k)) {
+      if (t.matrix && t.split == TensorSplit::rows && (t.rows / tp) % g != 0) {
+        throw std::invalid_argument("weight group size " + std::to_string(g) +
+                                    " does not divide the " + std::to_string(t.rows / tp) +
+                                    " input features one GPU holds of " + std::string(t.name) +
+                                    " under --tp " + std::to_string(tp));
+      }
+    }
+  }
+}
+
+int64_t weight_bytes_per_gpu(const Model& m, const Precision& p, const ParallelLayout& l) {
+  int64_t layers = 0;
+  for (const LayerKind& k : m.layers) {
+    for (const WeightTensor& t : weight_tensors(m, k)) {
+      layers = checked_add(layers, tensor_bytes_per_gpu(t, p, l, k));
+    }
+  }
+  layers /= l.pp;  // every stage holds count / pp layers of each kind
+  const int64_t rows = (m.vocab_size + l.tp - 1) / l.tp;
+  const int64_t table = storage_bytes(checked_mul(rows, m.d_model), p.embedding);
+  const int64_t final_norm = storage_bytes(norm_params(m.norm, m.d_model), p.activations);
+  // A tied lm head shares the embedding on one stage; the last of several keeps its own copy.
+  const int64_t head = m.tied_embeddings && l.pp == 1 ? 0 : table;
+  const int64_t ends = l.pp == 1 ? checked_add(table, head, final_norm)
+                                 : std::max(table, checked_add(head, final_norm));
+  return checked_add(layers, ends);
+}
+
+int64_t state_bytes_per_gpu(const Model& m, int64_t context, DType kv, const ParallelLayout& l) {
+  if (l.single_gpu()) return state_bytes(m, context, kv);
+  int64_t elements = 0;
+  for (const LayerKind& k : m.layers) {
+    int64_t e = state_elements(m, k, context);
+    switch (k.mixer) {
+      case MixerKind::attention:
+        if (k.attention.kind != AttentionKind::mla) {
+          const int64_t K = k.attention.n_kv_heads;
+          e = e / K * kv_heads_per_gpu(K, l.tp);
+        }
+        break;
+      case MixerKind::mamba:
+      case MixerKind::linear_attention:
+        e /= l.tp;
+        break;
+    }
+    elements = checked_add(elements, e / l.pp);
+  }
+  return storage_bytes(elements, kv);
+}
+
+std::string_view collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce:
+      return "all-reduce";
+    case CollectiveKind::all_gather:
+      return "all-gather";
+    case CollectiveKind::all_to_all:
+      return "all-to-all";
+    case CollectiveKind::send:
+      return "send";
+  }
+  return "?";
+}
+
+double collective_seconds(CollectiveKind kind, int64_t group, double bytes, const Link& link) {
+  if (group <= 1 && kind != CollectiveKind::send) return 0;
+  const double n = static_cast<double>(group);
+  const double steps = n - 1;
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      return 2 * steps / n * bytes / link.bandwidth + 2 * steps * link.latency_s;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::all_to_all:
+      return steps / n * bytes / link.bandwidth + steps * link.latency_s;
+    case CollectiveKind::send:
+      return bytes / link.bandwidth + link.latency_s;
+  }
+  return 0;
+}
+
+}  // namespace streamspark::engine

@@ -1,0 +1,90 @@
+// Multi-GPU deployments: the parallel layout (tensor, pipeline, expert and data parallelism),
+// how it shards a model (Megatron-LM style), and what its collectives cost on the hardware's
+// links.
+//
+// A replica is tp x pp GPUs: pp pipeline stages of L/pp layers each, every stage split over tp
+// GPUs (Shoeybi et al., "Megatron-LM", 2019: column-parallel QKV, gate and up projections,
+// row-parallel output and down projections, an all-reduce after each row-parallel one;
+// vocabulary-parallel embedding and lm head). Expert parallelism spreads a MoE layer's experts
+// over the stage's tp GPUs (ep = tp; GShard, Lepikhin et al. 2020: tokens dispatched to their
+// experts' GPUs and combined back by all-to-all). `replicas` copies of the replica serve equal
+// shares of the load (data parallelism).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/quantization.hpp"
+
+namespace streamspark::engine {
+
+struct ParallelLayout {
+  int64_t tp = 1;        // tensor-parallel GPUs per pipeline stage
+  int64_t pp = 1;        // pipeline stages
+  int64_t ep = 1;        // expert-parallel GPUs (1: experts split by tp like dense layers)
+  int64_t replicas = 1;  // data-parallel copies of the whole replica
+  // Micro-batches a prefill pass is split into along the pipeline; 0: one per sequence.
+  int64_t microbatches = 0;
+  // Communication hidden behind computation (perfect overlap); by default it is not: every
+  // collective adds its time to the step (vLLM and TensorRT-LLM run the TP all-reduce between
+  // the layers' kernels).
+  bool overlap_communication = false;
+
+  int64_t gpus_per_replica() const { return tp * pp; }
+  int64_t gpus() const { return tp * pp * replicas; }
+  bool single_gpu() const { return tp == 1 && pp == 1 && ep == 1; }
+  bool operator==(const ParallelLayout&) const = default;
+};
+
+// "tp 8, pp 2, ep 8, 2 replicas (32 GPUs)", or "1 GPU".
+std::string describe(const ParallelLayout& p);
+
+// Throws std::invalid_argument naming what does not divide: query heads by tp (KV heads either
+// divide by tp or divide tp: fewer KV heads than tp are replicated, one per GPU, as vLLM and
+// TensorRT-LLM do), each layer kind's count by pp, experts by ep, ep equal to tp when > 1,
+// Mamba's inner dimension and linear-attention heads by tp, the vocabulary by tp.
+void check_layout(const Model& model, const ParallelLayout& layout);
+
+// KV heads one GPU holds: K / tp, or 1 when K < tp (the K heads replicated tp / K times).
+int64_t kv_heads_per_gpu(int64_t kv_heads, int64_t tp);
+
+// Throws std::invalid_argument when a weight group size does not divide the input features
+// one GPU holds of a row-parallel matrix (GPTQ and AWQ kernels need whole groups per GPU).
+void check_sharded_groups(const Model& model, const Precision& precision, int64_t tp);
+
+// Bytes of the weights one GPU holds (the stage that holds most: the first holds the
+// embedding, the last the lm head and final norm, both under a single stage): its stage's
+// layers' tensors split by TensorSplit over tp (routed experts: E/ep whole experts when ep > 1),
+// ceil(V/tp) rows of the vocabulary-parallel embedding and lm head. Equals weight_bytes for a
+// single GPU.
+int64_t weight_bytes_per_gpu(const Model& model, const Precision& precision,
+                             const ParallelLayout& layout);
+
+// KV cache and recurrent state one GPU holds for one sequence at `context` tokens: its stage's
+// layers (count / pp of each kind), attention K and V for its KV heads (K/tp, or one when K <
+// tp), MLA's latent whole (every GPU keeps it), Mamba and linear-attention states split tp
+// ways. Equals state_bytes for a single GPU.
+int64_t state_bytes_per_gpu(const Model& model, int64_t context, DType kv,
+                            const ParallelLayout& layout);
+
+// The link a collective crosses.
+struct Link {
+  double bandwidth = 0;  // bytes/s per GPU per direction
+  double latency_s = 0;  // per message step
+};
+
+enum class CollectiveKind { all_reduce, all_gather, all_to_all, send };
+std::string_view collective_name(CollectiveKind k);
+
+// Seconds of a collective over `group` GPUs on `link`, `bytes` being the data each GPU holds
+// (all-reduce, all-to-all), the gathered result (all-gather) or the message (send). The ring
+// algorithms' costs (Thakur, Rabenseifner and Gropp, "Optimization of collective communication
+// operations in MPICH", IJHPCA 2005; NCCL's bus-bandwidth convention):
+//   all-reduce  2 (n-1)/n * bytes / bandwidth + 2 (n-1) * latency
+//   all-gather    (n-1)/n * bytes / bandwidth +   (n-1) * latency
+//   all-to-all    (n-1)/n * bytes / bandwidth +   (n-1) * latency
+//   send                    bytes / bandwidth +           latency
+// 0 for a group of one.
+double collective_seconds(CollectiveKind kind, int64_t group, double bytes, const Link& link);
+
+}  // namespace streamspark::engine

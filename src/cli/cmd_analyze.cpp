@@ -22,6 +22,7 @@ struct AnalyzeOptions {
   std::string generate = "256";
   PrecisionOptions precision;
   GenerationOptions generation;
+  ParallelOptions parallel;
   std::string method = "roofline";
   bool per_op = false;
   bool no_naive = false;
@@ -38,6 +39,7 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   engine::AnalysisOptions options;
   options.method = parse_method_option(o.method);
   options.costing.precision = parse_precision(o.precision);
+  options.costing.parallel = parse_parallel(o.parallel);
   options.per_op = o.per_op;
   const Format format = parse_format_option(o.format, true);
   // CSV has no column for it; skip the work.
@@ -110,6 +112,7 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   add_precision_options(app, o->precision);
   add_generation_options(app, o->generation);
+  add_parallel_options(app, o->parallel);
   app->add_option("--method", o->method,
                   "roofline (per-op max of compute and memory time), bandwidth (the "
                   "lecture's first-order model) or calibrated (the roofline with measured "

@@ -21,6 +21,7 @@ struct ServeSimOptions {
   std::string model;
   std::string hardware;
   PrecisionOptions precision;
+  ParallelOptions parallel;
   std::string method = "roofline";
   std::string kv_memory;  // bytes for the KV cache; empty: from --memory-fraction
   std::string memory_fraction = "0.9";
@@ -30,15 +31,15 @@ struct ServeSimOptions {
   std::string requests_csv;
 };
 
-// KV token slots: --kv-memory bytes, or what the usable memory fraction leaves.
-int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memory_fraction,
-                           engine::IterationCost& cost, int64_t max_tokens) {
+// The KV bytes of one GPU: --kv-memory, or what the usable memory fraction leaves.
+double kv_bytes(const std::string& kv_memory, const std::string& memory_fraction,
+                engine::IterationCost& cost, int64_t max_tokens) {
   if (!kv_memory.empty()) {
     const auto v = spec::parse_quantity(kv_memory, spec::Dimension::bytes);
     if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
       throw UsageError("--kv-memory: " + e->message);
     }
-    return cost.kv_tokens_in(std::get<double>(v));
+    return std::get<double>(v);
   }
   double fraction = 0;
   try {
@@ -51,7 +52,7 @@ int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memo
                      "'");
   }
   try {
-    return cost.kv_tokens_in(cost.kv_bytes_available(fraction, max_tokens));
+    return cost.kv_bytes_available(fraction, max_tokens);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string(e.what()) + "; pass --kv-memory");
   }
@@ -63,6 +64,7 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   engine::AnalysisOptions analysis;
   analysis.method = parse_method_option(o.method);
   analysis.costing.precision = parse_precision(o.precision);
+  analysis.costing.parallel = parse_parallel(o.parallel);
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
   const engine::Hardware hardware = catalog.hardware(o.hardware);
@@ -70,14 +72,20 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   const auto requests = serving_requests(o.serving, &workload);
   check_requests_context(requests, model);
   engine::ServingOptions options = serving_options(o.serving, model.max_context);
-  engine::IterationCost cost(model, hardware, analysis);
-  options.scheduler.kv_capacity_tokens =
-      kv_capacity_tokens(o.kv_memory, o.memory_fraction, cost, options.scheduler.max_tokens);
-  const engine::SimulationResult result = engine::simulate(requests, options, cost);
+  const auto cost = make_iteration_cost(model, hardware, analysis);
+  const double bytes = kv_bytes(o.kv_memory, o.memory_fraction, *cost, options.scheduler.max_tokens);
+  try {
+    cost->configure(options.scheduler, bytes);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("--kv-memory / --memory-fraction: {}", e.what()));
+  }
+  const engine::SimulationResult result =
+      engine::simulate_deployment(requests, options, *cost, analysis.costing.parallel);
 
-  const report::ServingRun run =
+  report::ServingRun run =
       serving_run(model, hardware.name, std::string(engine::method_name(analysis.method)), workload,
                   options, result);
+  run.layout = analysis.costing.parallel;
   OutputFile out(o.output);
   out.write(format == Format::json ? report::serving_json(run).dump(2) + "\n"
                                    : report::serving_table(run));
@@ -102,11 +110,13 @@ Command add_serve_sim_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--hardware,-H", o->hardware, "hardware name in hardware/ or a YAML path")
       ->required();
   add_precision_options(app, o->precision);
+  add_parallel_options(app, o->parallel);
   app->add_option("--method", o->method,
                   "iteration cost: roofline, bandwidth or calibrated (see analyze)")
       ->capture_default_str();
   app->add_option("--kv-memory", o->kv_memory,
-                  "bytes for the KV cache, e.g. '40 GB' (default: see --memory-fraction)");
+                  "bytes for the KV cache of each GPU, e.g. '40 GB' (default: see "
+                  "--memory-fraction)");
   app->add_option("--memory-fraction", o->memory_fraction,
                   "usable fraction of device memory; the KV cache gets it minus weights and "
                   "activations")

@@ -121,6 +121,38 @@ void apply_generation_options(const GenerationOptions& o, const engine::Model& m
   options.diffusion = d;
 }
 
+void add_parallel_options(CLI::App* app, ParallelOptions& o) {
+  app->add_option("--tp", o.tp,
+                  "tensor-parallel GPUs per pipeline stage (Megatron-LM splits; KV heads fewer "
+                  "than tp are replicated)")
+      ->capture_default_str();
+  app->add_option("--pp", o.pp, "pipeline stages (each layer kind's count must divide)")
+      ->capture_default_str();
+  app->add_option("--ep", o.ep,
+                  "expert-parallel GPUs of MoE layers: 1 (experts split like dense layers) or "
+                  "the --tp value (whole experts spread over the stage's GPUs, all-to-all)")
+      ->capture_default_str();
+  app->add_option("--replicas", o.replicas,
+                  "data-parallel copies of the tp x pp replica, each serving its share")
+      ->capture_default_str();
+  app->add_option("--microbatches", o.microbatches,
+                  "pipeline micro-batches per prefill pass (0: one per sequence)")
+      ->capture_default_str();
+  app->add_flag("--overlap-communication", o.overlap_communication,
+                "count collectives as hidden behind computation (default: they add to the step)");
+}
+
+engine::ParallelLayout parse_parallel(const ParallelOptions& o) {
+  engine::ParallelLayout l;
+  l.tp = parse_int(o.tp, "--tp", 1);
+  l.pp = parse_int(o.pp, "--pp", 1);
+  l.ep = parse_int(o.ep, "--ep", 1);
+  l.replicas = parse_int(o.replicas, "--replicas", 1);
+  l.microbatches = parse_int(o.microbatches, "--microbatches", 0);
+  l.overlap_communication = o.overlap_communication;
+  return l;
+}
+
 engine::Method parse_method_option(const std::string& name) {
   if (const auto m = engine::parse_method(name)) return *m;
   throw UsageError(fmt::format(
@@ -144,6 +176,16 @@ std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
                                                 const engine::AnalysisOptions& options) {
   try {
     return std::make_unique<engine::Analyzer>(model, hardware, options);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("{} on {}: {}", model.name, hardware.name, e.what()));
+  }
+}
+
+std::unique_ptr<engine::IterationCost> make_iteration_cost(const engine::Model& model,
+                                                           const engine::Hardware& hardware,
+                                                           const engine::AnalysisOptions& options) {
+  try {
+    return std::make_unique<engine::IterationCost>(model, hardware, options);
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("{} on {}: {}", model.name, hardware.name, e.what()));
   }

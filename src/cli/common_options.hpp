@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/value_list.hpp"
 #include "engine/analysis.hpp"
+#include "engine/serving.hpp"
 #include "runtime/backend.hpp"
 #include "spec/catalog.hpp"
 #include "spec/diagnostics.hpp"
@@ -53,6 +54,18 @@ void add_generation_options(CLI::App* app, GenerationOptions& o);
 void apply_generation_options(const GenerationOptions& o, const engine::Model& model,
                               engine::AnalysisOptions& options);
 
+// The parallel layout: --tp, --pp, --ep, --replicas, --microbatches, --overlap-communication.
+struct ParallelOptions {
+  std::string tp = "1";
+  std::string pp = "1";
+  std::string ep = "1";
+  std::string replicas = "1";
+  std::string microbatches = "0";
+  bool overlap_communication = false;
+};
+void add_parallel_options(CLI::App* app, ParallelOptions& o);
+engine::ParallelLayout parse_parallel(const ParallelOptions& o);
+
 engine::Method parse_method_option(const std::string& name);
 Format parse_format_option(const std::string& name, bool table_allowed);
 
@@ -79,6 +92,11 @@ std::unique_ptr<runtime::Backend> make_backend(const BackendOptions& o);
 std::unique_ptr<engine::Analyzer> make_analyzer(const engine::Model& model,
                                                 const engine::Hardware& hardware,
                                                 const engine::AnalysisOptions& options);
+
+// The serving cost of a model on a device; what it refuses becomes a UsageError naming both.
+std::unique_ptr<engine::IterationCost> make_iteration_cost(const engine::Model& model,
+                                                           const engine::Hardware& hardware,
+                                                           const engine::AnalysisOptions& options);
 
 // One line per problem on stderr.
 void print_diagnostics(const spec::SpecError& e);

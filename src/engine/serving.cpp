@@ -175,16 +175,24 @@ void Scheduler::arrive(int64_t index) {
   waiting_.push_back(index);
 }
 
+int64_t Scheduler::state_id(int64_t i) const {
+  // After the requests' ids and the shared prefix's.
+  return static_cast<int64_t>(requests_.size()) + 1 + i;
+}
+
 bool Scheduler::admit_kv(int64_t i) {
   Sequence& s = sequences_[static_cast<size_t>(i)];
+  const int64_t state = options_.reserved_tokens_per_sequence;
   if (paged_) {
+    // The constant state's slots, as a sequence of their own.
+    if (state > 0 && !paged_->append(state_id(i), state)) return false;
     if (requests_[static_cast<size_t>(i)].shared_prefix > 0) {
       paged_->share(static_cast<int64_t>(requests_.size()), i, prefix_tokens_);
       s.cached = prefix_tokens_;
     }
     return true;
   }
-  return contiguous_->reserve(i, reservation(i));
+  return contiguous_->reserve(i, reservation(i) + state);
 }
 
 bool Scheduler::grow_kv(int64_t i, int64_t tokens) {
@@ -195,6 +203,7 @@ bool Scheduler::grow_kv(int64_t i, int64_t tokens) {
 void Scheduler::release_kv(int64_t i) {
   if (paged_) {
     paged_->release(i);
+    if (paged_->has(state_id(i))) paged_->release(state_id(i));
   } else {
     contiguous_->release(i);
   }
@@ -451,23 +460,23 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
     : inventory_(model, serving_costing(costing_on(options.costing, hardware))),
       hardware_(hardware),
       rates_(device_rates(hardware, options.costing.precision, options.method)) {
-  for (const LayerKind& k : model.layers) {
-    if (k.mixer != MixerKind::attention || k.local) {
-      throw std::invalid_argument(
-          "serving needs a KV cache that grows by the same bytes every token; " + model.name +
-          " has " + (k.mixer != MixerKind::attention ? "recurrent-state" : "sliding-window") +
-          " layers");
-    }
-  }
   if (model.diffusion) {
-    throw std::invalid_argument("serving simulates autoregressive decoding; " + model.name +
-                                " is a diffusion model");
+    throw std::invalid_argument(
+        "serving simulates autoregressive decoding; " + model.name +
+        " is a diffusion model (no serving model of its iterative block denoising is "
+        "documented here)");
   }
   check_calibration_covers(inventory_, rates_, hardware_);
   check_links(inventory_, rates_, hardware_);
   const Precision& p = inventory_.precision();
-  kv_bytes_per_token_ = engine::kv_bytes_per_token(model, p.kv_cache);
-  weight_bytes_ = engine::weight_bytes(model, p);
+  const ParallelLayout& layout = inventory_.config().parallel;
+  // Per GPU: bytes(c) = growing * c + constant past the longest window (its last breakpoint).
+  const std::vector<int64_t> windows = context_breakpoints(model);
+  const int64_t c0 = windows.empty() ? 0 : windows.back();
+  const int64_t at = state_bytes_per_gpu(model, c0, p.kv_cache, layout);
+  kv_bytes_per_token_ = state_bytes_per_gpu(model, c0 + 1, p.kv_cache, layout) - at;
+  state_bytes_per_sequence_ = at - checked_mul(kv_bytes_per_token_, c0);
+  weight_bytes_ = weight_bytes_per_gpu(model, p, layout);
   // Context-dependent ops: those whose work changes with the cached context.
   std::vector<Op> a, b;
   inventory_.build({Phase::prefill, 1, 2, 0, 1}, a);
@@ -606,6 +615,30 @@ double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tok
   return usable - taken;
 }
 
+void IterationCost::configure(SchedulerOptions& s, double kv_bytes) const {
+  const double state = static_cast<double>(state_bytes_per_sequence_);
+  if (kv_bytes_per_token_ > 0) {
+    s.kv_capacity_tokens = kv_tokens_in(kv_bytes);
+    s.reserved_tokens_per_sequence =
+        static_cast<int64_t>(std::ceil(state / static_cast<double>(kv_bytes_per_token_)));
+    if (s.reserved_tokens_per_sequence + 1 > s.kv_capacity_tokens) {
+      throw std::invalid_argument("the KV memory holds less than one sequence's state");
+    }
+    return;
+  }
+  // Constant state only (SSM, linear attention, windows): sequences, not tokens, fill it.
+  const double sequences = std::floor(kv_bytes / state);
+  if (!(sequences >= 1)) {
+    throw std::invalid_argument("the KV memory holds less than one sequence's state of " +
+                                std::to_string(state_bytes_per_sequence_) + " bytes");
+  }
+  s.max_batch = std::min<int64_t>(s.max_batch, sequences > 1e9 ? int64_t{1'000'000'000}
+                                                               : static_cast<int64_t>(sequences));
+  // Tokens take no memory: slots for every running sequence at the whole context.
+  s.kv_capacity_tokens = checked_mul(s.max_batch, std::max<int64_t>(s.max_context, 1));
+  s.reserved_tokens_per_sequence = 0;
+}
+
 int64_t IterationCost::kv_tokens_in(double bytes) const {
   const double tokens = bytes / static_cast<double>(kv_bytes_per_token_);
   if (!(tokens >= 1)) throw std::invalid_argument("the KV memory holds less than one token");
@@ -613,6 +646,53 @@ int64_t IterationCost::kv_tokens_in(double bytes) const {
 }
 
 // ---- simulation ----
+
+SimulationResult simulate_deployment(const std::vector<Request>& requests,
+                                     const ServingOptions& options, IterationTimer& timer,
+                                     const ParallelLayout& layout) {
+  const int64_t engines = checked_mul(layout.replicas, layout.pp);
+  if (engines == 1) return simulate(requests, options, timer);
+  ServingOptions engine_options = options;
+  SchedulerOptions& s = engine_options.scheduler;
+  // The pp schedulers of a replica share its GPUs' KV slots (each stage's GPUs hold every
+  // scheduler's sequences for their layers).
+  s.kv_capacity_tokens = options.scheduler.kv_capacity_tokens / layout.pp;
+  if (s.kv_capacity_tokens < 1) throw std::invalid_argument("the KV cache holds no token");
+  SimulationResult merged;
+  merged.kv_capacity_tokens = options.scheduler.kv_capacity_tokens;
+  merged.outcomes.resize(requests.size());
+  ServingMetrics kv;  // sums of the schedulers' KV figures, then means
+  int64_t used = 0;
+  for (int64_t e = 0; e < engines; ++e) {
+    std::vector<Request> mine;
+    std::vector<size_t> index;
+    for (size_t i = static_cast<size_t>(e); i < requests.size(); i += static_cast<size_t>(engines)) {
+      mine.push_back(requests[i]);
+      index.push_back(i);
+    }
+    if (mine.empty()) continue;
+    const SimulationResult r = simulate(mine, engine_options, timer);
+    for (size_t j = 0; j < index.size(); ++j) merged.outcomes[index[j]] = r.outcomes[j];
+    const ServingMetrics& m = r.metrics;
+    kv.kv_allocated_fraction += m.kv_allocated_fraction;
+    kv.kv_waste_fraction += m.kv_waste_fraction;
+    kv.kv_peak_allocated_fraction = std::max(kv.kv_peak_allocated_fraction,
+                                             m.kv_peak_allocated_fraction);
+    kv.kv_shared_fraction += m.kv_shared_fraction;
+    kv.copy_on_writes += m.copy_on_writes;
+    kv.iterations += m.iterations;
+    ++used;
+  }
+  merged.metrics = summarize(merged.outcomes, options);
+  const double n = static_cast<double>(std::max<int64_t>(used, 1));
+  merged.metrics.kv_allocated_fraction = kv.kv_allocated_fraction / n;
+  merged.metrics.kv_waste_fraction = kv.kv_waste_fraction / n;
+  merged.metrics.kv_peak_allocated_fraction = kv.kv_peak_allocated_fraction;
+  merged.metrics.kv_shared_fraction = kv.kv_shared_fraction / n;
+  merged.metrics.copy_on_writes = kv.copy_on_writes;
+  merged.metrics.iterations = kv.iterations;
+  return merged;
+}
 
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o) {
   ServingMetrics m;

@@ -80,6 +80,10 @@ struct SchedulerOptions {
   KvLayout kv = KvLayout::paged;
   int64_t block_size = 16;
   int64_t kv_capacity_tokens = 0;  // KV slots the cache holds (paged: whole blocks of them)
+  // Slots each running sequence holds besides its tokens: state that does not grow with the
+  // context (sliding-window KV at its full window, SSM and linear-attention states) in
+  // token-sized units, reserved when the sequence is admitted (IterationCost::configure).
+  int64_t reserved_tokens_per_sequence = 0;
   // Contiguous KV (and static batching) reserve prompt + max_output tokens, capped at
   // max_context, when a request is admitted: its real output length is unknown then.
   int64_t max_output = 0;
@@ -159,6 +163,7 @@ class Scheduler {
   // Allocates KV for `tokens` more tokens of sequence i; false when the cache is full.
   bool grow_kv(int64_t i, int64_t tokens);
   bool admit_kv(int64_t i);  // a waiting request's first KV (shared prefix, reservation)
+  int64_t state_id(int64_t i) const;  // the allocator id of request i's reserved state
   void release_kv(int64_t i);
   void preempt(int64_t i, Iteration& it);
   int64_t reservation(int64_t i) const;
@@ -211,16 +216,25 @@ class IterationTimer {
 // level: the one holding the weights plus the resident KV cache. Costs are memoised.
 class IterationCost final : public IterationTimer {
  public:
-  // Throws std::invalid_argument for models whose KV cache does not grow by the same bytes
-  // every token (sliding windows, SSM or linear-attention state, diffusion): the paged cache
-  // and the capacity model assume it does.
+  // The costs of one GPU of options.costing.parallel (one pipeline micro-batch's pass through
+  // every stage). Throws std::invalid_argument for a diffusion model (no serving model of
+  // iterative block denoising is documented here) and what the Analyzer refuses.
   IterationCost(const Model& model, const Hardware& hardware, const AnalysisOptions& options);
 
   double seconds(const Iteration& it, const Scheduler& scheduler) override;
   // The same with `resident_kv_tokens` tokens in the KV cache (they pick the rates).
   double seconds(const Iteration& it, int64_t resident_kv_tokens);
+  // KV bytes one GPU adds per token (full-attention and MLA layers; 0 for a model of constant
+  // state only) and what it holds per sequence whatever its length (sliding-window layers at
+  // their full window, SSM and linear-attention states).
   int64_t kv_bytes_per_token() const override { return kv_bytes_per_token_; }
-  int64_t weight_bytes() const { return weight_bytes_; }
+  int64_t state_bytes_per_sequence() const { return state_bytes_per_sequence_; }
+  int64_t weight_bytes() const { return weight_bytes_; }  // of one GPU
+  // The scheduler's KV capacity from `kv_bytes` of one GPU: token slots, the slots each
+  // sequence reserves for its constant state (ceil(state / bytes per token)), and for a model
+  // with no growing KV a cap of max_batch at the sequences whose state fits (the token slots
+  // then unlimited). Throws std::invalid_argument when not one sequence fits.
+  void configure(SchedulerOptions& s, double kv_bytes) const;
   // Peak activation bytes of an iteration of `tokens` concatenated tokens.
   int64_t activation_bytes(int64_t tokens);
   // Bytes left for the KV cache: `memory_fraction` of the device memory minus the weights and
@@ -252,6 +266,7 @@ class IterationCost final : public IterationTimer {
   Hardware hardware_;
   DeviceRates rates_;
   int64_t kv_bytes_per_token_ = 0;
+  int64_t state_bytes_per_sequence_ = 0;
   int64_t weight_bytes_ = 0;
   std::vector<bool> context_dependent_;  // per op index of the inventory's step lists
   std::unordered_map<uint64_t, double> shared_memo_;
@@ -325,5 +340,14 @@ struct SimulationResult {
 // Runs the workload to completion on the simulated clock.
 SimulationResult simulate(const std::vector<Request>& requests, const ServingOptions& options,
                           IterationTimer& timer);
+
+// A parallel deployment: `replicas` copies, each running pp pipeline micro-batch schedulers
+// at once (vLLM's virtual engines: while one micro-batch runs on stage s, the others run on
+// the other stages), each scheduler with 1/pp of its replica's KV slots and an iteration time
+// of one pass through every stage. Request i goes to scheduler i mod (replicas x pp). The
+// outcomes are merged in request order; the KV figures are the schedulers' means.
+SimulationResult simulate_deployment(const std::vector<Request>& requests,
+                                     const ServingOptions& options, IterationTimer& timer,
+                                     const ParallelLayout& layout);
 
 }  // namespace streamspark::engine

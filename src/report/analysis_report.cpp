@@ -42,6 +42,12 @@ json traffic_json(const engine::Traffic& t) {
 
 json phase_json(const PhaseResult& p, const char* time_key) {
   return json{{"flops", p.flops},
+              {"communication_s", p.communication_s},
+              {"communication_bytes", p.communication_bytes},
+              {"communication_share", p.time_s > 0 ? p.communication_counted_s / p.time_s : 0.0},
+              {"microbatches", p.microbatches},
+              {"sequences_per_microbatch", p.sequences_per_microbatch},
+              {"bubble_fraction", p.bubble_fraction},
               {"bytes", p.bytes.total()},
               {"bytes_by_kind", traffic_json(p.bytes)},
               {"intensity", p.intensity},
@@ -75,6 +81,14 @@ json op_json(const OpRow& row, engine::Phase phase) {
         json{{"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}, {"batch", op.gemm.batch}};
   }
   if (op.outlier_flops > 0) j["outlier_flops"] = op.outlier_flops;
+  if (op.kind == engine::OpKind::communication) {
+    j["collective"] = json{{"kind", str(engine::collective_name(op.collective.kind))},
+                           {"group", op.collective.group},
+                           {"bytes", op.collective.bytes},
+                           {"inter_node", op.collective.inter_node},
+                           {"overlapped", op.collective.overlapped}};
+    j["communication_s"] = row.cost.communication_s;
+  }
   return j;
 }
 
@@ -90,6 +104,16 @@ json precision_json(const engine::Precision& p) {
 }
 
 }  // namespace
+
+json parallel_json(const engine::ParallelLayout& p) {
+  return json{{"tp", p.tp},
+              {"pp", p.pp},
+              {"ep", p.ep},
+              {"replicas", p.replicas},
+              {"gpus", p.gpus()},
+              {"microbatches", p.microbatches},
+              {"overlap_communication", p.overlap_communication}};
+}
 
 json result_json(const WorkloadResult& r) {
   json prefill = phase_json(r.prefill, "time_s");
@@ -113,7 +137,9 @@ json result_json(const WorkloadResult& r) {
          {"ttft_s", r.ttft_s},
          {"tpot_s", r.tpot_s},
          {"e2e_s", r.e2e_s},
-         {"decode_throughput_tok_s", r.decode_throughput_tok_s}};
+         {"decode_throughput_tok_s", r.decode_throughput_tok_s},
+         {"gpus", r.gpus},
+         {"deployment_throughput_tok_s", r.deployment_throughput_tok_s}};
   if (r.diffusion) {
     const auto& d = *r.diffusion;
     j["diffusion"] = json{{"block_length", d.options.block_length},
@@ -148,6 +174,7 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
   json j;
   j["model"] = model_json(m);
   j["model"]["weight_bytes"] = ctx.figures.weight_bytes;
+  j["model"]["weight_bytes_per_gpu"] = ctx.figures.weight_bytes_per_gpu;
   j["model"]["kv_bytes_per_token"] = ctx.figures.kv_bytes_per_token;
   j["hardware"] = json{{"name", hw.name},
                        {"peak_flops", ctx.rates.matrix_flops},
@@ -158,6 +185,7 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
                        {"kernel_overhead_s", ctx.rates.kernel_overhead_s}};
   j["method"] = str(engine::method_name(ctx.options.method));
   j["precision"] = precision_json(ctx.options.costing.precision);
+  j["parallel"] = parallel_json(ctx.options.costing.parallel);
   json rs = json::array();
   for (const WorkloadResult& r : results) rs.push_back(result_json(r));
   j["results"] = std::move(rs);
@@ -218,6 +246,13 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
                  format_bytes(static_cast<double>(ctx.figures.weight_bytes)),
                  format_bytes(static_cast<double>(ctx.figures.kv_bytes_per_token)), m.n_layers(),
                  layer_summary(m));
+  const engine::ParallelLayout& layout = ctx.options.costing.parallel;
+  const bool parallel = layout.gpus() > 1;
+  if (parallel) {
+    fmt::format_to(o, "layout    {} · {} weights per GPU{}\n", engine::describe(layout),
+                   format_bytes(static_cast<double>(ctx.figures.weight_bytes_per_gpu)),
+                   layout.overlap_communication ? " · communication overlapped" : "");
+  }
   fmt::format_to(o, "hardware  {} {} · {} · {} · ridge {} FLOP/B · {} per kernel\n\n",
                  format_flop_rate(ctx.rates.matrix_flops),
                  engine::peak_class_name(*engine::matrix_peak_class(p.activations)),
@@ -236,21 +271,40 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
   t.add_column("TPOT");
   t.add_column("e2e");
   t.add_column("tokens/s");
+  if (parallel) {
+    t.add_column("comm prefill");
+    t.add_column("comm decode");
+    t.add_column("deployment tok/s");
+  }
   for (const WorkloadResult& r : results) {
-    t.add_row({std::to_string(r.workload.batch), std::to_string(r.workload.prompt),
-               std::to_string(r.workload.generate),
-               format_bytes(static_cast<double>(r.memory.total_bytes)),
-               r.memory.fits ? "yes" : "no", std::to_string(r.memory.max_batch),
-               format_time(r.ttft_s), str(engine::bound_name(r.prefill.bound)),
-               format_time(r.decode.time_s), str(engine::bound_name(r.decode.bound)),
-               format_time(r.tpot_s), format_time(r.e2e_s),
-               significant(r.decode_throughput_tok_s)});
+    std::vector<std::string> row = {
+        std::to_string(r.workload.batch), std::to_string(r.workload.prompt),
+        std::to_string(r.workload.generate),
+        format_bytes(static_cast<double>(r.memory.total_bytes)),
+        r.memory.fits ? "yes" : "no", std::to_string(r.memory.max_batch),
+        format_time(r.ttft_s), str(engine::bound_name(r.prefill.bound)),
+        format_time(r.decode.time_s), str(engine::bound_name(r.decode.bound)),
+        format_time(r.tpot_s), format_time(r.e2e_s), significant(r.decode_throughput_tok_s)};
+    if (parallel) {
+      for (const PhaseResult* ph : {&r.prefill, &r.decode}) {
+        row.push_back(fmt::format("{:.1f}%", ph->time_s > 0 ? 100 * ph->communication_counted_s /
+                                                                  ph->time_s
+                                                            : 0.0));
+      }
+      row.push_back(significant(r.deployment_throughput_tok_s));
+    }
+    t.add_row(row);
   }
   out += t.render();
   out +=
       "\nTTFT: prefill of the whole batch, lm head on the last position only. decode step: "
       "context = prompt.\nTPOT: mean decode step over the gen-1 later tokens. memory: weights "
       "+ KV cache at prompt+gen-1 tokens + peak activations.\n";
+  if (parallel) {
+    out +=
+        "Per GPU: memory, fits and max batch. A decode step is one micro-batch's pass through "
+        "every pipeline stage; comm: share of the phase's time in collectives.\n";
+  }
 
   bool any_diffusion = false;
   for (const WorkloadResult& r : results) any_diffusion = any_diffusion || r.diffusion.has_value();

@@ -34,6 +34,9 @@ nlohmann::json analysis_json(const AnalysisContext& ctx,
 // One element of results[]: batch, prompt, generate, prefill, decode, memory, ttft_s, ...
 nlohmann::json result_json(const engine::WorkloadResult& r);
 
+// {"tp", "pp", "ep", "replicas", "gpus", "microbatches", "overlap_communication"}
+nlohmann::json parallel_json(const engine::ParallelLayout& p);
+
 // RFC 4180: `s` quoted when it holds a comma, quote or newline.
 void append_csv_field(std::string& out, std::string_view s);
 

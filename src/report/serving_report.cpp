@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "report/analysis_report.hpp"
 #include "report/table.hpp"
 #include "report/units.hpp"
 
@@ -73,7 +74,8 @@ std::string show(double v, bool time) {
 
 std::string serving_table(const ServingRun& r) {
   const ServingMetrics& m = r.metrics;
-  std::string out = fmt::format("{} on {} · {}\n{}\nworkload: {}\n\n", r.model, r.hardware,
+  std::string out = fmt::format("{} on {}{} · {}\n{}\nworkload: {}\n\n", r.model, r.hardware,
+                                r.layout.gpus() > 1 ? " · " + engine::describe(r.layout) : "",
                                 r.method == "measured" ? "measured" : "method " + r.method,
                                 setup_line(r), r.workload);
   Table t;
@@ -113,6 +115,7 @@ json serving_json(const ServingRun& r) {
               {"hardware", r.hardware},
               {"method", r.method},
               {"workload", r.workload},
+              {"parallel", parallel_json(r.layout)},
               {"scheduler",
                {{"policy", engine::policy_name(s.policy)},
                 {"max_batch", s.max_batch},

@@ -22,7 +22,8 @@ struct ServingRun {
   engine::SchedulerOptions scheduler;
   double slo_ttft_s = 0;
   double slo_tpot_s = 0;
-  int64_t kv_capacity_tokens = 0;
+  int64_t kv_capacity_tokens = 0;  // of one replica's GPUs (all its pipeline schedulers)
+  engine::ParallelLayout layout;    // of the deployment (one GPU by default)
   engine::ServingMetrics metrics;
 };
 

@@ -495,9 +495,19 @@ TEST_CASE("serve-sim: request traces, and what it refuses") {
   CHECK(too_long.exit_code == 2);
   CHECK(too_long.err.find("request 0: prompt 4000 + output 200 uses 4199 positions") !=
         std::string::npos);
-  const Run ssm = run("serve-sim -m mamba-2.8b -H a100-80gb -n 4");
-  CHECK(ssm.exit_code == 2);
-  CHECK(ssm.err.find("recurrent-state") != std::string::npos);
+  // Every model kind the engine analyzes is served, but diffusion generation.
+  for (const char* model : {"mamba-2.8b", "mistral-7b-v0.1", "jamba-v0.1", "minimax-text-01",
+                            "gemma-2-9b", "deepseek-v2-lite"}) {
+    CAPTURE(model);
+    const Run served =
+        run(std::string("serve-sim -m ") + model + " -H b200 -n 8 --format json --tp " +
+            (std::string(model) == "minimax-text-01" ? "8" : "1"));
+    CHECK(served.exit_code == 0);
+    CHECK(served.err == "");
+  }
+  const Run diffusion = run("serve-sim -m llada-8b -H a100-80gb -n 4");
+  CHECK(diffusion.exit_code == 2);
+  CHECK(diffusion.err.find("is a diffusion model") != std::string::npos);
   CHECK(run("serve-sim -m llama2-13b -H a100-80gb --prompt-len lognormal:512").exit_code == 2);
 }
 

@@ -2,6 +2,7 @@
 // measured levels, an fp32 peak, per-level GEMM curves and a calibration the engine can use.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -112,16 +113,19 @@ TEST_CASE("a quick probe with the cache lookup faked measures the same points, n
   REQUIRE(bogus.memory.size() == 3);
   CHECK(bogus.memory[1].name == "l3");
   CHECK(bogus.memory[1].bandwidth >= bogus.memory[2].bandwidth);  // made non-increasing
-  // Every anchor of the shorter plan measured the same (m, n, k) points.
-  for (size_t i = 0; i < none.probe->gemm.size(); ++i) {
-    const auto& a = none.probe->gemm[i].points;
-    const auto& b = bogus.probe->gemm[i].points;
-    REQUIRE(a.size() == b.size());
-    for (size_t j = 0; j < a.size(); ++j) {
-      CHECK(a[j][0] == b[j][0]);
-      CHECK(a[j][1] == b[j][1]);
-      CHECK(a[j][2] == b[j][2]);
+  // Every anchor of the shorter plan measured the same small-m (m, n, k) points (large m is
+  // measured at the last anchor, which differs with the curve's end).
+  auto small_m = [](const std::vector<std::array<double, 4>>& points) {
+    std::vector<std::array<double, 3>> out;
+    for (const auto& p : points) {
+      if (p[0] <= 16) out.push_back({p[0], p[1], p[2]});
     }
+    return out;
+  };
+  for (size_t i = 0; i < none.probe->gemm.size(); ++i) {
+    const auto a = small_m(none.probe->gemm[i].points);
+    REQUIRE(!a.empty());
+    CHECK(a == small_m(bogus.probe->gemm[i].points));
   }
   // Costs of the calibrated method come out of either file.
   CHECK(calibrated_tiny_test(write_and_load(none)).tpot_s > 0);

@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "cli/commands.hpp"
-#include "engine/statistics.hpp"
 #include "cli/common_options.hpp"
 #include "cli/sweep_grid.hpp"
+#include "engine/statistics.hpp"
 
 namespace streamspark::cli {
 

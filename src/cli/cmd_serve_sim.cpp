@@ -73,7 +73,8 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   check_requests_context(requests, model);
   engine::ServingOptions options = serving_options(o.serving, model.max_context);
   const auto cost = make_iteration_cost(model, hardware, analysis);
-  const double bytes = kv_bytes(o.kv_memory, o.memory_fraction, *cost, options.scheduler.max_tokens);
+  const double bytes =
+      kv_bytes(o.kv_memory, o.memory_fraction, *cost, options.scheduler.max_tokens);
   try {
     cost->configure(options.scheduler, bytes);
   } catch (const std::invalid_argument& e) {

@@ -53,7 +53,8 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
   if (!layout.single_gpu() && options_.method == Method::bandwidth) {
     throw std::invalid_argument(
         "the bandwidth method is the lecture's one-GPU model; use roofline or calibrated for "
-        "a parallel layout (" + describe(layout) + ")");
+        "a parallel layout (" +
+        describe(layout) + ")");
   }
   figures_.weight_bytes_per_gpu = weight_bytes_per_gpu(m, p, layout);
   if (options_.diffusion) {
@@ -238,8 +239,8 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
   // Pipeline: m micro-batches of whole sequences (the first sequences % m one larger) flow
   // through the pp stages in m + pp - 1 stage times (GPipe); a stage time is 1/pp of the
   // largest micro-batch's pass through all stages (stages hold equal layers).
-  const int64_t m = l.pp == 1 ? 1 : std::min(l.microbatches > 0 ? l.microbatches : sequences,
-                                              sequences);
+  const int64_t m =
+      l.pp == 1 ? 1 : std::min(l.microbatches > 0 ? l.microbatches : sequences, sequences);
   const int64_t large = (sequences + m - 1) / m;
   const int64_t larger = sequences % m == 0 ? m : sequences % m;  // micro-batches of `large`
   inventory_.build(StepShape::prefill(large, tokens), scratch_ops_);
@@ -280,8 +281,7 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
   }
   work.intensity = intensity(work.flops, work.bytes.total());
   work.microbatches = m;
-  work.bubble_fraction =
-      static_cast<double>(l.pp - 1) / static_cast<double>(m + l.pp - 1);
+  work.bubble_fraction = static_cast<double>(l.pp - 1) / static_cast<double>(m + l.pp - 1);
   return work;
 }
 
@@ -402,11 +402,10 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   // the activations of the micro-batch it runs at a time.
   const int64_t peak_context = checked_add(S, steps);  // S + G - 1 tokens cached at the end
   r.kv_bytes_per_sequence = state_bytes(peak_context);
-  const int64_t kv_per_gpu = state_bytes_per_gpu(model(), peak_context,
-                                                 options_.costing.precision.kv_cache, layout);
+  const int64_t kv_per_gpu =
+      state_bytes_per_gpu(model(), peak_context, options_.costing.precision.kv_cache, layout);
   ActivationModel activation_model;
-  const int64_t prefill_in_flight =
-      layout.pp == 1 ? per_pass : st.prefill.sequences_per_microbatch;
+  const int64_t prefill_in_flight = layout.pp == 1 ? per_pass : st.prefill.sequences_per_microbatch;
   activation_model.prefill_per_sequence =
       static_cast<double>(st.prefill_activations) / static_cast<double>(prefill_in_flight);
   activation_model.prefill_batch = layout.pp == 1 ? w.prefill_batch : prefill_in_flight;

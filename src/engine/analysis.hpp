@@ -107,11 +107,11 @@ struct WorkloadResult {
   double ttft_s = 0;
   double tpot_s = 0;  // mean over the G-1 decode steps (G = 1: the step at context = prompt)
   double e2e_s = 0;   // ttft + (G-1) * tpot
-  double decode_throughput_tok_s = 0;  // B / tpot (one replica)
-  int64_t gpus = 1;                    // of the deployment: replicas x tp x pp
+  double decode_throughput_tok_s = 0;      // B / tpot (one replica)
+  int64_t gpus = 1;                        // of the deployment: replicas x tp x pp
   double deployment_throughput_tok_s = 0;  // replicas x B / tpot
-  int64_t kv_bytes_per_sequence = 0;   // KV cache and state of one sequence at S+G-1 tokens
-  MemoryFootprint memory;              // of one GPU of the layout (the whole model on one)
+  int64_t kv_bytes_per_sequence = 0;       // KV cache and state of one sequence at S+G-1 tokens
+  MemoryFootprint memory;                  // of one GPU of the layout (the whole model on one)
   std::optional<SamplingComparison> sampling;
   std::optional<DiffusionResult> diffusion;
   std::vector<OpRow> prefill_ops;  // filled when options.per_op; one prefill pass
@@ -120,10 +120,10 @@ struct WorkloadResult {
 
 struct ModelFigures {
   int64_t params = 0;
-  int64_t active_params = 0;       // per token (MoE: top_k of the routed experts)
-  int64_t weight_bytes = 0;        // all parameters in the configured formats
+  int64_t active_params = 0;         // per token (MoE: top_k of the routed experts)
+  int64_t weight_bytes = 0;          // all parameters in the configured formats
   int64_t weight_bytes_per_gpu = 0;  // what one GPU of the layout holds (= weight_bytes alone)
-  int64_t kv_bytes_per_token = 0;  // KV growth per token at long context (full attention)
+  int64_t kv_bytes_per_token = 0;    // KV growth per token at long context (full attention)
 };
 
 // Weights + KV cache and state at prompt+generate-1 tokens + peak activations (the prefill

@@ -82,7 +82,7 @@ struct Hardware {
   // Ordered fastest/smallest first; the last level is device memory, where weights and the
   // KV cache live.
   std::vector<MemoryLevel> memory;
-  std::optional<Topology> topology;  // multi-GPU layouts need it
+  std::optional<Topology> topology;      // multi-GPU layouts need it
   double kernel_overhead_s = 0;          // fixed cost per kernel launch
   std::optional<double> price_per_hour;  // USD
   std::optional<AchievableFractions> achievable;

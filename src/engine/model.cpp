@@ -106,15 +106,30 @@ namespace {
 // Tensor-parallel split of each weight by name (see TensorSplit; vLLM's and Megatron-LM's
 // column- and row-parallel layers).
 TensorSplit split_of(std::string_view name) {
-  for (const char* c :
-       {"q_proj", "q_up", "kv_up", "q_bias", "mamba_in_proj", "mamba_conv", "mamba_conv_bias",
-        "mamba_dt_proj", "mamba_dt_bias", "mamba_a_log", "mamba_d", "linear_qkv_proj",
-        "linear_gate_proj", "linear_out_norm", "mlp_gate", "mlp_up", "moe_gate", "moe_up",
-        "shared_gate", "shared_up"}) {
+  for (const char* c : {"q_proj",
+                        "q_up",
+                        "kv_up",
+                        "q_bias",
+                        "mamba_in_proj",
+                        "mamba_conv",
+                        "mamba_conv_bias",
+                        "mamba_dt_proj",
+                        "mamba_dt_bias",
+                        "mamba_a_log",
+                        "mamba_d",
+                        "linear_qkv_proj",
+                        "linear_gate_proj",
+                        "linear_out_norm",
+                        "mlp_gate",
+                        "mlp_up",
+                        "moe_gate",
+                        "moe_up",
+                        "shared_gate",
+                        "shared_up"}) {
     if (name == c) return TensorSplit::columns;
   }
-  for (const char* r : {"out_proj", "mamba_x_proj", "mamba_out_proj", "linear_out_proj",
-                        "mlp_down", "moe_down", "shared_down"}) {
+  for (const char* r : {"out_proj", "mamba_x_proj", "mamba_out_proj", "linear_out_proj", "mlp_down",
+                        "moe_down", "shared_down"}) {
     if (name == r) return TensorSplit::rows;
   }
   if (name == "kv_proj" || name == "kv_bias") return TensorSplit::kv_heads;

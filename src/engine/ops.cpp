@@ -260,15 +260,15 @@ struct StepDims {
   int64_t D;
   bool causal;
   bool write_cache;
-  int64_t tp = 1;             // tensor-parallel GPUs of a stage
-  int64_t ep = 1;             // expert-parallel GPUs (1 or tp)
+  int64_t tp = 1;              // tensor-parallel GPUs of a stage
+  int64_t ep = 1;              // expert-parallel GPUs (1 or tp)
   bool tp_inter_node = false;  // the stage's GPUs span nodes
   bool overlapped = false;     // collectives hidden behind computation
 
   // The all-reduce of a row-parallel projection's (tokens, width) output.
   void all_reduce(OpListBuilder& b, OpId id, int64_t width) const {
-    b.collective(id, CollectiveKind::all_reduce, tp,
-                 b.act_bytes(checked_mul(tokens, width)), tp_inter_node, overlapped);
+    b.collective(id, CollectiveKind::all_reduce, tp, b.act_bytes(checked_mul(tokens, width)),
+                 tp_inter_node, overlapped);
   }
 };
 

@@ -24,8 +24,7 @@ int64_t kv_heads_per_gpu(int64_t kv_heads, int64_t tp) {
 
 namespace {
 std::string divides(const std::string& what, int64_t value, const std::string& by, int64_t n) {
-  return what + " " + std::to_string(value) + " does not divide by " + by + " " +
-         std::to_string(n);
+  return what + " " + std::to_string(value) + " does not divide by " + by + " " + std::to_string(n);
 }
 }  // namespace
 
@@ -61,7 +60,8 @@ void check_layout(const Model& m, const ParallelLayout& p) {
       case MixerKind::mamba: {
         const int64_t di = mamba_inner_dim(m, k.mamba);
         if (di % p.tp != 0) {
-          throw std::invalid_argument(kind + divides("the Mamba inner dimension", di, "--tp", p.tp));
+          throw std::invalid_argument(kind +
+                                      divides("the Mamba inner dimension", di, "--tp", p.tp));
         }
         break;
       }
@@ -100,9 +100,10 @@ void check_layout(const Model& m, const ParallelLayout& p) {
                                 ": experts are spread over a stage's tensor-parallel GPUs");
   }
   if (m.diffusion && p.pp > 1) {
-    throw std::invalid_argument(name + "pipeline parallelism of diffusion generation is not "
-                                       "modelled (its denoising steps have no decode batch to "
-                                       "pipeline)");
+    throw std::invalid_argument(name +
+                                "pipeline parallelism of diffusion generation is not "
+                                "modelled (its denoising steps have no decode batch to "
+                                "pipeline)");
   }
 }
 

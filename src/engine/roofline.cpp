@@ -270,10 +270,11 @@ CostingConfig costing_on(CostingConfig costing, const Hardware& hw) {
 }
 
 void check_links(const OpInventory& inventory, const DeviceRates& rates, const Hardware& hw) {
-  if (!inventory.config().parallel.single_gpu() && inventory.config().parallel.gpus_per_replica() > 1 &&
-      !hw.topology) {
-    throw std::invalid_argument(hw.name + "'s file has no topology (GPUs per node and their "
-                                          "links), which " +
+  if (!inventory.config().parallel.single_gpu() &&
+      inventory.config().parallel.gpus_per_replica() > 1 && !hw.topology) {
+    throw std::invalid_argument(hw.name +
+                                "'s file has no topology (GPUs per node and their "
+                                "links), which " +
                                 describe(inventory.config().parallel) + " needs");
   }
   std::vector<Op> ops;

@@ -632,8 +632,8 @@ void IterationCost::configure(SchedulerOptions& s, double kv_bytes) const {
     throw std::invalid_argument("the KV memory holds less than one sequence's state of " +
                                 std::to_string(state_bytes_per_sequence_) + " bytes");
   }
-  s.max_batch = std::min<int64_t>(s.max_batch, sequences > 1e9 ? int64_t{1'000'000'000}
-                                                               : static_cast<int64_t>(sequences));
+  s.max_batch = std::min<int64_t>(
+      s.max_batch, sequences > 1e9 ? int64_t{1'000'000'000} : static_cast<int64_t>(sequences));
   // Tokens take no memory: slots for every running sequence at the whole context.
   s.kv_capacity_tokens = checked_mul(s.max_batch, std::max<int64_t>(s.max_context, 1));
   s.reserved_tokens_per_sequence = 0;
@@ -666,7 +666,8 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   for (int64_t e = 0; e < engines; ++e) {
     std::vector<Request> mine;
     std::vector<size_t> index;
-    for (size_t i = static_cast<size_t>(e); i < requests.size(); i += static_cast<size_t>(engines)) {
+    for (size_t i = static_cast<size_t>(e); i < requests.size();
+         i += static_cast<size_t>(engines)) {
       mine.push_back(requests[i]);
       index.push_back(i);
     }
@@ -676,8 +677,8 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     const ServingMetrics& m = r.metrics;
     kv.kv_allocated_fraction += m.kv_allocated_fraction;
     kv.kv_waste_fraction += m.kv_waste_fraction;
-    kv.kv_peak_allocated_fraction = std::max(kv.kv_peak_allocated_fraction,
-                                             m.kv_peak_allocated_fraction);
+    kv.kv_peak_allocated_fraction =
+        std::max(kv.kv_peak_allocated_fraction, m.kv_peak_allocated_fraction);
     kv.kv_shared_fraction += m.kv_shared_fraction;
     kv.copy_on_writes += m.copy_on_writes;
     kv.iterations += m.iterations;

@@ -162,7 +162,7 @@ class Scheduler {
   void next_static(Iteration& it);
   // Allocates KV for `tokens` more tokens of sequence i; false when the cache is full.
   bool grow_kv(int64_t i, int64_t tokens);
-  bool admit_kv(int64_t i);  // a waiting request's first KV (shared prefix, reservation)
+  bool admit_kv(int64_t i);           // a waiting request's first KV (shared prefix, reservation)
   int64_t state_id(int64_t i) const;  // the allocator id of request i's reserved state
   void release_kv(int64_t i);
   void preempt(int64_t i, Iteration& it);

@@ -277,19 +277,23 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
     t.add_column("deployment tok/s");
   }
   for (const WorkloadResult& r : results) {
-    std::vector<std::string> row = {
-        std::to_string(r.workload.batch), std::to_string(r.workload.prompt),
-        std::to_string(r.workload.generate),
-        format_bytes(static_cast<double>(r.memory.total_bytes)),
-        r.memory.fits ? "yes" : "no", std::to_string(r.memory.max_batch),
-        format_time(r.ttft_s), str(engine::bound_name(r.prefill.bound)),
-        format_time(r.decode.time_s), str(engine::bound_name(r.decode.bound)),
-        format_time(r.tpot_s), format_time(r.e2e_s), significant(r.decode_throughput_tok_s)};
+    std::vector<std::string> row = {std::to_string(r.workload.batch),
+                                    std::to_string(r.workload.prompt),
+                                    std::to_string(r.workload.generate),
+                                    format_bytes(static_cast<double>(r.memory.total_bytes)),
+                                    r.memory.fits ? "yes" : "no",
+                                    std::to_string(r.memory.max_batch),
+                                    format_time(r.ttft_s),
+                                    str(engine::bound_name(r.prefill.bound)),
+                                    format_time(r.decode.time_s),
+                                    str(engine::bound_name(r.decode.bound)),
+                                    format_time(r.tpot_s),
+                                    format_time(r.e2e_s),
+                                    significant(r.decode_throughput_tok_s)};
     if (parallel) {
       for (const PhaseResult* ph : {&r.prefill, &r.decode}) {
-        row.push_back(fmt::format("{:.1f}%", ph->time_s > 0 ? 100 * ph->communication_counted_s /
-                                                                  ph->time_s
-                                                            : 0.0));
+        row.push_back(fmt::format(
+            "{:.1f}%", ph->time_s > 0 ? 100 * ph->communication_counted_s / ph->time_s : 0.0));
       }
       row.push_back(significant(r.deployment_throughput_tok_s));
     }

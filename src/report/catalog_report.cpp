@@ -91,8 +91,7 @@ std::string hardware_table(const std::vector<engine::Hardware>& devices) {
                peak_cell(hw, PeakClass::fp8), peak_cell(hw, PeakClass::int8),
                format_bytes(static_cast<double>(mem.capacity_bytes)),
                format_bandwidth(mem.bandwidth), bf16 > 0 ? significant(bf16 / mem.bandwidth) : "-",
-               format_time(hw.kernel_overhead_s),
-               topology_cell(hw)});
+               format_time(hw.kernel_overhead_s), topology_cell(hw)});
   }
   return t.render() + "peaks in dense TFLOP/s (TOP/s for int8); ridge in FLOP/byte\n";
 }

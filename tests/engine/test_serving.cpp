@@ -304,14 +304,68 @@ TEST_CASE("iteration cost: one sequence's decode equals the analysis's decode st
   CHECK(cost.seconds(both, 2560) < cost.seconds(prefill, 512) + cost.seconds(decode, 2048));
 }
 
-TEST_CASE("iteration cost refuses models without a per-token KV cache") {
+TEST_CASE("iteration cost: constant per-sequence state reserved, growing KV in token slots") {
+  // Llama 2 13B with every layer on a 4096-token window: K and V of 40 heads x 128 x 2 B =
+  // 20,480 B per layer and token, 819,200 B per token over 40 layers; nothing grows past the
+  // window, so each sequence holds its whole window, 4096 x 819,200 = 3,355,443,200 B. 40 GB
+  // of KV memory then holds floor(40e9 / 3,355,443,200) = 11 sequences.
   Model m = streamspark::test::llama2_13b();
   m.layers[0].local = true;
   m.layers[0].attention.window = 4096;
   AnalysisOptions options;
   options.costing.precision = Precision::uniform(DType::bf16);
-  CHECK_THROWS_AS(IterationCost(m, streamspark::test::h100_lecture(), options),
+  IterationCost windowed(m, streamspark::test::h100_lecture(), options);
+  CHECK(windowed.kv_bytes_per_token() == 0);
+  CHECK(windowed.state_bytes_per_sequence() == 3'355'443'200);
+  SchedulerOptions s;
+  s.max_context = 4096;
+  windowed.configure(s, 40e9);
+  CHECK(s.max_batch == 11);
+  CHECK(s.reserved_tokens_per_sequence == 0);
+  // Half the layers global, half on a 1024-token window: 20 x 20,480 = 409,600 B per token
+  // grow; the local half holds 1024 tokens, 419,430,400 B, reserved as ceil(419,430,400 /
+  // 409,600) = 1024 token slots per sequence.
+  Model hybrid = streamspark::test::llama2_13b();
+  hybrid.layers[0].count = 20;
+  LayerKind local = hybrid.layers[0];
+  local.label = "local+mlp";
+  local.local = true;
+  local.attention.window = 1024;
+  hybrid.layers.push_back(local);
+  IterationCost mixed(hybrid, streamspark::test::h100_lecture(), options);
+  CHECK(mixed.kv_bytes_per_token() == 409'600);
+  CHECK(mixed.state_bytes_per_sequence() == 419'430'400);
+  SchedulerOptions t;
+  mixed.configure(t, 40e9);
+  CHECK(t.reserved_tokens_per_sequence == 1024);
+  CHECK(t.kv_capacity_tokens == static_cast<int64_t>(40e9 / 409'600));
+  // Diffusion generation has no serving model here.
+  Model diffusion = streamspark::test::llama2_13b();
+  diffusion.diffusion = Diffusion{32, 32, false};
+  CHECK_THROWS_AS(IterationCost(diffusion, streamspark::test::h100_lecture(), options),
                   std::invalid_argument);
+}
+
+TEST_CASE("a scheduler reserves each sequence's constant state when it admits it") {
+  // Capacity 64 slots in 4 blocks of 16; each sequence reserves 20 slots of state (2 blocks)
+  // besides its tokens (1 block for a 10-token prompt): 3 blocks each, so one runs at a time.
+  SchedulerOptions s;
+  s.kv_capacity_tokens = 64;
+  s.block_size = 16;
+  s.reserved_tokens_per_sequence = 20;
+  const std::vector<Request> requests = {{0, 10, 2, 0}, {0, 10, 2, 0}};
+  Scheduler scheduler(s, requests);
+  scheduler.arrive(0);
+  scheduler.arrive(1);
+  const Iteration it = scheduler.next();
+  REQUIRE(it.items.size() == 1);  // the second waits: 2 state blocks + 1 token block each
+  CHECK(scheduler.paged()->used_blocks() == 3);
+  scheduler.complete(it, 1.0);
+  scheduler.complete(scheduler.next(), 2.0);  // the first finishes, releasing its 3 blocks
+  CHECK(scheduler.paged()->used_blocks() <= 3);
+  while (!scheduler.all_finished()) scheduler.complete(scheduler.next(), 3.0);
+  CHECK(scheduler.paged()->used_blocks() == 0);
+  scheduler.paged()->check_invariants();
 }
 
 TEST_CASE("workloads: deterministic, and their distributions as specified") {

@@ -51,6 +51,18 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
     step_rates.push_back(static_cast<double>(kSteps) / seconds_since(t0));
   }
 
+  // 1b. The same with the model split over 8 GPUs (tensor parallelism, its all-reduces).
+  engine::AnalysisOptions tp8 = options;
+  tp8.costing.parallel.tp = 8;
+  const auto parallel = make_analyzer(model, hardware, tp8);
+  std::vector<double> parallel_rates;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < kSteps; ++i)
+      sink += parallel->decode_step_time(1 + i % 64, 1 + i % 4096);
+    parallel_rates.push_back(static_cast<double>(kSteps) / seconds_since(t0));
+  }
+
   // 2. Whole workload evaluations on one thread: prefill, decode step, exact TPOT, memory.
   constexpr int64_t kWorkloads = 50'000;
   std::vector<double> workload_rates;
@@ -83,12 +95,15 @@ int run_bench(const BenchOptions& o, const AppContext& ctx) {
   }
 
   const double step_rate = engine::median(step_rates);
+  const double parallel_rate = engine::median(parallel_rates);
   const double workload_rate = engine::median(workload_rates);
   const double sweep_time = engine::median(sweep_times);
   fmt::print("engine benchmark: {} on {}, roofline, bf16 (medians of {} runs)\n", model.name,
              hardware.name, repeats);
   fmt::print("  decode-step evaluations, 1 thread:   {:>12.0f} /s  ({:.0f} ns each)\n", step_rate,
              1e9 / step_rate);
+  fmt::print("  the same at --tp 8, 1 thread:        {:>12.0f} /s  ({:.0f} ns each)\n",
+             parallel_rate, 1e9 / parallel_rate);
   fmt::print(
       "  workload evaluations, 1 thread:      {:>12.0f} /s  ({:.0f} ns each: prefill, "
       "decode, exact TPOT, memory)\n",

@@ -21,6 +21,7 @@ struct CompareOptions {
   std::string generate = "256";
   PrecisionOptions precision;
   GenerationOptions generation;
+  ParallelOptions parallel;
   std::string method = "roofline";
   std::string prefill_batch = "0";
   bool allow_beyond_context = false;
@@ -39,6 +40,7 @@ int run_compare(const CompareOptions& o, const AppContext& ctx) {
   engine::AnalysisOptions base;
   base.method = parse_method_option(o.method);
   base.costing.precision = parse_precision(o.precision);
+  base.costing.parallel = parse_parallel(o.parallel);
 
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Hardware hardware = catalog.hardware(o.hardware);
@@ -108,6 +110,7 @@ Command add_compare_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   add_precision_options(app, o->precision);
   add_generation_options(app, o->generation);
+  add_parallel_options(app, o->parallel);
   app->add_option("--method", o->method,
                   "roofline, bandwidth, or calibrated (needs a probed hardware file)")
       ->capture_default_str();

@@ -1,6 +1,8 @@
 // Side-by-side model comparison: table, JSON, CSV.
 #include "report/compare_report.hpp"
 
+#include "report/analysis_report.hpp"
+
 #include <fmt/format.h>
 
 #include <functional>
@@ -67,9 +69,11 @@ std::string compare_table(const std::vector<Comparison>& comparisons) {
   std::string out;
   if (comparisons.empty() || comparisons.front().empty()) return out;
   const AnalysisContext& first = comparisons.front().front().context;
-  out += fmt::format("compare on {} · method {} · {}\n", first.hardware->name,
-                     engine::method_name(first.options.method),
-                     engine::describe(first.options.costing.precision));
+  const engine::ParallelLayout& layout = first.options.costing.parallel;
+  out += fmt::format(
+      "compare on {}{} · method {} · {}\n", first.hardware->name,
+      layout.gpus() > 1 ? " · " + engine::describe(layout) + " (memory per GPU)" : std::string(),
+      engine::method_name(first.options.method), engine::describe(first.options.costing.precision));
   for (const Comparison& c : comparisons) {
     out += fmt::format("\n{}\n", workload_title(c.front().result.workload));
     Table values;
@@ -105,6 +109,7 @@ json compare_json(const std::vector<Comparison>& comparisons) {
   j["hardware"] = first.hardware->name;
   j["method"] = std::string(engine::method_name(first.options.method));
   j["precision"] = engine::describe(first.options.costing.precision);
+  j["parallel"] = parallel_json(first.options.costing.parallel);
   json list = json::array();
   for (const Comparison& c : comparisons) {
     const engine::Workload& w = c.front().result.workload;

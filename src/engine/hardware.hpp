@@ -35,9 +35,13 @@ struct Topology {
 
 // Fractions of peak that well-tuned kernels reach, with their source; used by the
 // calibrated method when no probe data exists. The roofline method ignores them.
+// What a serving stack reaches on this device where nothing was measured here: fractions of
+// the peaks, a cost per kernel launch (0: the file's kernel_overhead) and per forward pass.
 struct AchievableFractions {
   double compute = 1.0;
   double memory = 1.0;
+  std::optional<double> kernel_overhead_s;
+  double step_overhead_s = 0;
   std::string source;
 };
 
@@ -53,6 +57,7 @@ struct ClassCalibration {
 
 struct Calibration {
   std::map<std::string, ClassCalibration> classes;  // by op kind name
+  double step_overhead_s = 0;  // per forward pass (prefill pass, decode step, iteration)
   std::string source;
 };
 
@@ -77,6 +82,7 @@ struct ProbeCurves {
 struct Hardware {
   std::string name;
   std::string source;
+  std::string kind;  // gpu, cpu or accelerator; "" when the file does not say
   // Dense peak FLOP/s (or OP/s) per class; 0 = the datasheet gives none.
   std::array<double, kPeakClassCount> peak_flops{};
   // Ordered fastest/smallest first; the last level is device memory, where weights and the

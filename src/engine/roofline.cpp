@@ -130,9 +130,12 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
             hw.calibration->classes.find(std::string(op_kind_name(static_cast<OpKind>(k))));
         c = it != hw.calibration->classes.end() ? it->second : ClassCalibration{0, 0, 0};
       } else {
-        c = ClassCalibration{hw.achievable->compute, hw.achievable->memory, hw.kernel_overhead_s};
+        c = ClassCalibration{hw.achievable->compute, hw.achievable->memory,
+                             hw.achievable->kernel_overhead_s.value_or(hw.kernel_overhead_s)};
       }
     }
+    r.step_overhead_s =
+        hw.calibration ? hw.calibration->step_overhead_s : hw.achievable->step_overhead_s;
     // The probe's GEMM curves time the runtime's kernels in one format: they cost products
     // computed in that format only.
     const std::optional<DType> curves = hw.probe ? parse_dtype(hw.probe->gemm_dtype) : std::nullopt;

@@ -92,6 +92,7 @@ struct DeviceRates {
   double outlier_flops = 0;  // FLOP/s of LLM.int8()'s fp16 outlier products (fp16 peak)
   double bandwidth = 0;      // bytes/s at the working set in use (device memory by default)
   double kernel_overhead_s = 0;
+  double step_overhead_s = 0;  // calibrated: per forward pass (a stack's scheduling, sampling)
   double log_working_set = 0;  // the working set the rates are at (0: device memory's)
   size_t level = 0;            // the memory level holding it (reports name levels)
   // calibrated: per op kind (indexed by OpKind) efficiencies and launch overhead.

@@ -587,7 +587,7 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   } else {
     shared = cost(tokens, 0, logits, slot).shared_s;
   }
-  return shared + per_sequence + overhead;
+  return shared + per_sequence + overhead + rates_.step_overhead_s;  // one pass per iteration
 }
 
 int64_t IterationCost::activation_bytes(int64_t tokens) {

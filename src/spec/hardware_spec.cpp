@@ -13,8 +13,11 @@
 //   kernel_overhead              time per kernel launch, optional (default 0 s)
 //   kernel_overhead_source       string, optional
 //   price_per_hour               USD, optional
-//   achievable: {compute, memory, source}                  optional fractions of peak
-//   calibration: {source, <op kind>: {compute_efficiency, memory_efficiency, overhead}}
+//   achievable: {compute, memory, kernel_overhead, step_overhead, source}
+//                                optional: what serving stacks reach (fractions of peak, a
+//                                cost per kernel launch and per forward pass)
+//   calibration: {source, step_overhead, <op kind>: {compute_efficiency, memory_efficiency,
+//                 overhead}}
 //                                fitted by `streamspark probe`; op kinds gemm, attention,
 //                                norm, elementwise, gather, kv_write, scan, sampling
 //   probe: {gemm_dtype, gemm: [{working_set, level, points: [[m, n, k, seconds]...]}...],
@@ -84,7 +87,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   engine::Hardware hw;
   const auto name = r.string("name", Presence::required);
   const auto source = r.string("source", Presence::required);
-  r.choice("kind", {"gpu", "cpu", "accelerator"}, Presence::optional);
+  hw.kind = r.choice("kind", {"gpu", "cpu", "accelerator"}, Presence::optional).value_or("");
   if (auto peaks = r.map("peak_flops", Presence::required)) parse_peaks(*peaks, hw);
 
   if (const auto levels = r.sequence("memory", Presence::required)) {
@@ -146,15 +149,23 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     const auto compute =
         ach->quantity("compute", Dimension::fraction, Presence::required, fraction);
     const auto memory = ach->quantity("memory", Dimension::fraction, Presence::required, fraction);
+    const Range overhead{0, false, 1.0};  // at most a second per launch or pass
+    const auto kernel =
+        ach->quantity("kernel_overhead", Dimension::time, Presence::optional, overhead);
+    const auto step = ach->quantity("step_overhead", Dimension::time, Presence::optional, overhead);
     const auto ach_source = ach->string("source", Presence::required);
     ach->finish();
     if (compute && memory && ach_source) {
-      hw.achievable = engine::AchievableFractions{*compute, *memory, *ach_source};
+      hw.achievable =
+          engine::AchievableFractions{*compute, *memory, kernel, step.value_or(0.0), *ach_source};
     }
   }
   if (auto cal = r.map("calibration", Presence::optional)) {
     engine::Calibration c;
     c.source = cal->string("source", Presence::required).value_or("");
+    c.step_overhead_s =
+        cal->quantity("step_overhead", Dimension::time, Presence::optional, Range{0, false, 1.0})
+            .value_or(0.0);
     for (const char* kind :
          {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
       auto k = cal->map(kind, Presence::optional);

@@ -29,10 +29,11 @@ std::string quoted(const std::string& s) {
 std::string hardware_yaml(const engine::Hardware& hw) {
   std::string out;
   auto o = std::back_inserter(out);
-  fmt::format_to(o, "# Measured by `streamspark probe`; see provenance. Not datasheet figures.\n");
+  fmt::format_to(o,
+                 "# Written by streamspark (probe or fit); see provenance for what was measured.\n");
   fmt::format_to(o, "name: {}\n", quoted(hw.name));
   fmt::format_to(o, "source: {}\n", quoted(hw.source));
-  fmt::format_to(o, "kind: cpu\n");
+  if (!hw.kind.empty()) fmt::format_to(o, "kind: {}\n", hw.kind);
   if (!hw.provenance.empty()) {
     fmt::format_to(o, "provenance:\n");
     for (const auto& [k, v] : hw.provenance) fmt::format_to(o, "  {}: {}\n", k, quoted(v));
@@ -48,9 +49,29 @@ std::string hardware_yaml(const engine::Hardware& hw) {
                    quoted(level.name), level.capacity_bytes, level.bandwidth);
   }
   fmt::format_to(o, "kernel_overhead: {:.6g} s\n", hw.kernel_overhead_s);
-  fmt::format_to(o, "kernel_overhead_source: \"measured: median time of a one-element kernel\"\n");
+  if (hw.topology) {
+    const engine::Topology& t = *hw.topology;
+    fmt::format_to(o, "topology:\n  gpus_per_node: {}\n", t.gpus_per_node);
+    for (const auto& [key, link] : {std::pair{"intra_node", &t.intra_node},
+                                    std::pair{"inter_node", &t.inter_node}}) {
+      if (!*link) continue;
+      fmt::format_to(o, "  {}: {{name: {}, bandwidth: {:.6g} B/s, latency: {:.6g} s}}\n", key,
+                     quoted((*link)->name), (*link)->bandwidth, (*link)->latency_s);
+    }
+  }
+  if (hw.price_per_hour) fmt::format_to(o, "price_per_hour: {:.6g}\n", *hw.price_per_hour);
+  if (hw.achievable) {
+    const engine::AchievableFractions& a = *hw.achievable;
+    fmt::format_to(o, "achievable:\n  compute: {:.6g}\n  memory: {:.6g}\n", a.compute, a.memory);
+    if (a.kernel_overhead_s) fmt::format_to(o, "  kernel_overhead: {:.6g} s\n", *a.kernel_overhead_s);
+    if (a.step_overhead_s > 0) fmt::format_to(o, "  step_overhead: {:.6g} s\n", a.step_overhead_s);
+    fmt::format_to(o, "  source: {}\n", quoted(a.source));
+  }
   if (hw.calibration) {
     fmt::format_to(o, "calibration:\n  source: {}\n", quoted(hw.calibration->source));
+    if (hw.calibration->step_overhead_s > 0) {
+      fmt::format_to(o, "  step_overhead: {:.6g} s\n", hw.calibration->step_overhead_s);
+    }
     for (const auto& [kind, c] : hw.calibration->classes) {
       fmt::format_to(o,
                      "  {}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "

@@ -1,0 +1,118 @@
+// Measurements of serving stacks (vLLM, SGLang, LMDeploy, MLPerf harnesses...) against the
+// engine's predictions, and the fit of what a stack adds to the roofline: compute and memory
+// efficiency, a cost per kernel launch and a cost per forward pass, by least squares on
+// relative error (`streamspark fit`, `streamspark validate --measured`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/analysis.hpp"
+#include "engine/serving.hpp"
+
+namespace streamspark::engine {
+
+// What a measurement ran: a static batch (B prompts of `input_len` tokens prefilled together,
+// each generating `output_len` tokens: vLLM's benchmark_throughput, LMDeploy's
+// profile_generation) or a serving run (`requests` arriving at `request_rate` per second, or
+// all at once when 0, at most `concurrency` in flight when > 0: vLLM's and SGLang's
+// bench_serving).
+enum class MeasurementMode { static_batch, serving };
+
+// Measured metrics; a metric not measured is absent. TTFT and TPOT: the run's mean or median
+// as the source reports (`stat`); e2e per request; throughput of output tokens per second.
+struct MeasuredMetrics {
+  std::optional<double> ttft_s;
+  std::optional<double> tpot_s;
+  std::optional<double> e2e_s;
+  std::optional<double> output_tok_s;
+};
+
+// One row of a measurement file, its model and hardware already resolved.
+struct MeasuredRun {
+  std::string where;  // "file:line", for reports
+  std::string model_name;
+  std::string hardware_name;
+  Model model;
+  Hardware hardware;
+  Precision precision;
+  ParallelLayout layout;
+  MeasurementMode mode = MeasurementMode::static_batch;
+  int64_t batch = 1;  // static: sequences; serving: the concurrency limit (0: none)
+  int64_t requests = 0;
+  double request_rate = 0;
+  int64_t input_len = 0;
+  int64_t output_len = 0;
+  MeasuredMetrics measured;
+  std::string stack;  // "vLLM 0.6.0"
+  std::string source;
+};
+
+// What a serving stack adds to the roofline, fitted or default. The compute and memory
+// efficiencies divide every operator's FLOP and byte times; every kernel launch costs
+// kernel_overhead_s and every forward pass (a prefill pass, a decode step, a serving
+// iteration) step_overhead_s.
+struct StackParameters {
+  double compute_efficiency = 1;
+  double memory_efficiency = 1;
+  double kernel_overhead_s = 0;
+  double step_overhead_s = 0;
+};
+
+// The hardware with these parameters as its calibration (every operator class; the
+// calibrated method reads them).
+Hardware with_parameters(Hardware hw, const StackParameters& p, const std::string& source);
+
+// The engine's prediction of a run's metrics by `method` on the run's hardware (a static batch
+// through the Analyzer, a serving run through the simulator), the metrics the run measured.
+MeasuredMetrics predict(const MeasuredRun& run, Method method);
+
+// One metric of one run: predicted against measured.
+struct MetricComparison {
+  std::string where;
+  std::string metric;  // "ttft", "tpot", "e2e", "output_tok_s"
+  double predicted = 0;
+  double measured = 0;
+  double error() const;  // (predicted - measured) / measured
+};
+std::vector<MetricComparison> compare(const MeasuredRun& run, const MeasuredMetrics& predicted);
+
+struct FitResult {
+  StackParameters parameters;
+  // Parameters the data determines (the others kept at their defaults, named in `fixed`).
+  int free_parameters = 0;
+  std::vector<std::string> fixed;
+  int64_t rows = 0;     // static runs used
+  int64_t metrics = 0;  // measured metrics fitted (equations)
+  double in_sample_median_abs_error = 0;
+};
+
+// Least squares on relative error over the static runs' TTFT and TPOT (serving runs are not
+// fitted: their metrics depend on queueing): each metric is linear in (1/ce, 1/me, kernel
+// overhead, step overhead) once each operator is assigned compute- or memory-bound, so the
+// assignment and the solution are iterated until the assignment is stable. A parameter whose
+// column the data leaves unconstrained (no compute-bound operator, say) or that the solution
+// drives out of range (negative overhead, efficiency above 1) is fixed at `defaults` and the
+// rest refitted. Throws std::invalid_argument with fewer measured metrics than parameters.
+FitResult fit_stack(const std::vector<MeasuredRun>& runs, const StackParameters& defaults);
+
+// Leave-one-group-out error: for each distinct key (a model, a hardware) the parameters
+// fitted on the other groups' runs predict the group's metrics; the median |error| of all
+// such predictions and per group. A group whose complement cannot be fitted is skipped.
+struct HeldOutError {
+  std::string group;
+  int64_t metrics = 0;
+  double median_abs_error = 0;
+};
+struct LeaveOneOut {
+  std::vector<HeldOutError> groups;
+  double median_abs_error = 0;
+  int64_t metrics = 0;
+};
+enum class GroupBy { model, hardware };
+LeaveOneOut leave_one_out(const std::vector<MeasuredRun>& runs, GroupBy by,
+                          const StackParameters& defaults);
+
+}  // namespace streamspark::engine

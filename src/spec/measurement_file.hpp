@@ -1,0 +1,62 @@
+// Measurement files: what serving stacks measured, as CSV (a header row, then one run per row)
+// or JSON Lines (one object per line), chosen by the extension (.csv, .jsonl); and importers
+// for the result files of vLLM's benchmark_serving.py (one JSON object) and SGLang's
+// bench_serving (JSON Lines, one run per line).
+//
+// Columns / keys (README: Measurements):
+//   model, hardware        catalog names or paths (required)
+//   dtype                  bf16 (default), fp16, fp8: weights, activations and KV cache
+//   tp, pp                 the layout (default 1)
+//   mode                   static (a batch of prompts prefilled together) or serving
+//   batch                  static: the batch (required); serving: the concurrency limit (0: none)
+//   requests, request_rate serving: how many, and per second (0 or inf: all at once)
+//   input_len, output_len  tokens per request (required)
+//   ttft_ms, tpot_ms (or itl_ms), e2e_ms, output_tok_s   what was measured (at least one)
+//   stat                   mean or median (what the latencies are)
+//   stack, stack_version, source, notes                  text
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/measured.hpp"
+
+namespace streamspark::spec {
+
+// One run as the file gives it, its model and hardware still names.
+struct MeasurementRow {
+  std::string where;  // "file:line"
+  std::string model;
+  std::string hardware;
+  std::string dtype = "bf16";
+  int64_t tp = 1;
+  int64_t pp = 1;
+  engine::MeasurementMode mode = engine::MeasurementMode::static_batch;
+  int64_t batch = 0;
+  int64_t requests = 0;
+  double request_rate = 0;
+  int64_t input_len = 0;
+  int64_t output_len = 0;
+  std::string stat = "median";
+  engine::MeasuredMetrics measured;
+  std::string stack;
+  std::string source;
+};
+
+// Throws SpecError with `file:line:col: column: message` diagnostics (col: the CSV column).
+std::vector<MeasurementRow> load_measurements(const std::string& path);
+
+// The CSV text of rows, loadable by load_measurements.
+std::string measurements_csv(const std::vector<MeasurementRow>& rows);
+
+// A benchmark's result file as measurement rows, for the given model and hardware (the
+// benchmarks do not record them in a form the catalog knows). vLLM: one run; SGLang: one per
+// line. Fixed input and output lengths are required (random datasets with range ratio 1, or
+// the detailed input_lens/output_lens all equal); the request rate and concurrency come from
+// the file. Throws SpecError naming the key that is missing or unusable.
+enum class BenchmarkFormat { vllm, sglang };
+std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkFormat format,
+                                             const MeasurementRow& defaults);
+
+}  // namespace streamspark::spec

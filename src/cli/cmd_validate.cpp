@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
@@ -31,7 +32,7 @@ struct ValidateOptions {
   std::string method = "calibrated";
   std::string repeats = "3";
   std::string seed = "0";
-  double tolerance = -1;  // < 0: none
+  std::string tolerance;  // percent, "P" or "P%"; empty: no gate
   bool per_op = false;
   std::string format = "table";
   std::string output = "-";
@@ -78,6 +79,8 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
         G - 2));
   }
   const int repeats = static_cast<int>(parse_int(o.repeats, "--repeats", 1));
+  std::optional<double> tolerance;  // percent; none: no gate
+  if (!o.tolerance.empty()) tolerance = parse_percent(o.tolerance, "--tolerance");
   const int64_t seed = parse_int(o.seed, "--seed", 0);
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: use table or json");
@@ -204,11 +207,11 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
     json.write(report::validation_json(v).dump(2) + "\n");
     json.commit();
   }
-  if (o.tolerance >= 0 && (v.prefill.median_abs_error * 100 > o.tolerance ||
-                           v.decode.median_abs_error * 100 > o.tolerance)) {
+  if (tolerance && (v.prefill.median_abs_error * 100 > *tolerance ||
+                    v.decode.median_abs_error * 100 > *tolerance)) {
     fmt::print(stderr,
                "validate: median error above the {}% tolerance (prefill {:.1f}%, decode {:.1f}%)\n",
-               o.tolerance, 100 * v.prefill.median_abs_error, 100 * v.decode.median_abs_error);
+               *tolerance, 100 * v.prefill.median_abs_error, 100 * v.decode.median_abs_error);
     return kExitTolerance;
   }
   return kExitOk;
@@ -239,7 +242,7 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   app->add_option("--seed", o->seed, "seed of weights and prompts")->capture_default_str();
   app->add_option("--tolerance", o->tolerance,
-                  "exit 4 when a phase's median |error| exceeds this many percent");
+                  "exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0)");
   app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")

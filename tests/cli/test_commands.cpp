@@ -417,6 +417,16 @@ TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance 
   CHECK(strict.err.find("tolerance") != std::string::npos);
   // Warm-up steps must leave a timed step.
   CHECK(run(base + " --warmup-steps 5").exit_code == 2);
+  // The gate cannot be switched off by accident: negative and non-finite tolerances are
+  // refused before anything runs; "P%" is accepted like "P".
+  const Run negative = run(base + " --tolerance -1");
+  CHECK(negative.exit_code == 2);
+  CHECK(negative.err == "error: --tolerance: must be >= 0, got -1\n");
+  const Run nan = run(base + " --tolerance nan");
+  CHECK(nan.exit_code == 2);
+  CHECK(nan.err == "error: --tolerance: expected a finite percentage (P or P%), got 'nan'\n");
+  CHECK(run(base + " --tolerance 0%").exit_code == 4);
+  CHECK(run(base + " --tolerance 1e9%").exit_code == 0);
 }
 
 TEST_CASE("serve-sim: JSON keys, percentiles in order, a CSV row per request, deterministic") {

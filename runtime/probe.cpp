@@ -275,6 +275,14 @@ void sample_kernel_classes(Backend& backend, bool quick, double min_time, Say&& 
 // The calibration fitted from the samples, and the curves, into the result's hardware.
 template <typename Say>
 void fit(ProbeResult& result, engine::ProbeCurves curves, Say&& say) {
+  // Data that fits a level also fits every larger level after it, so a level is at least as
+  // fast as the next (hardware files must say so). A smaller level measured slower (small
+  // working sets are dominated by each pass's start-up) gets the next level's bandwidth; the
+  // measured curve stays under probe.bandwidth.
+  std::vector<engine::MemoryLevel>& levels = result.hardware.memory;
+  for (size_t i = levels.size(); i-- > 1;) {
+    levels[i - 1].bandwidth = std::max(levels[i - 1].bandwidth, levels[i].bandwidth);
+  }
   say("fitting per-class efficiencies");
   engine::Calibration calibration = engine::fit_calibration(result.samples, result.hardware);
   calibration.source = fmt::format(

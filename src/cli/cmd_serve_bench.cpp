@@ -163,6 +163,7 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   ComparedIterations compared(executor);
   const engine::SimulationResult measured = engine::simulate(requests, options, compared);
   const engine::SimulationResult predicted = engine::simulate(requests, options, cost);
+  require_finite_result(model, hardware, predicted);
   const auto iterations_compared = compared.compare(cost);
 
   // Tokens of the paged, batched run against each request alone on a contiguous cache.

@@ -74,6 +74,7 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   options.scheduler.kv_capacity_tokens =
       kv_capacity_tokens(o.kv_memory, o.memory_fraction, cost, options.scheduler.max_tokens);
   const engine::SimulationResult result = engine::simulate(requests, options, cost);
+  require_finite_result(model, hardware, result);
 
   const report::ServingRun run =
       serving_run(model, hardware.name, std::string(engine::method_name(analysis.method)), workload,

@@ -151,6 +151,8 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
       // starts decoding at context S + W.
       const engine::WorkloadResult predicted = analyzer->analyze({B, S, G});
       const engine::WorkloadResult steady = analyzer->analyze({B, S + W, G - W});
+      require_finite_result(model, hardware, predicted);
+      require_finite_result(model, hardware, steady);
       report::ValidationPoint p;
       p.batch = B;
       p.prompt = S;

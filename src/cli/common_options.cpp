@@ -1,6 +1,7 @@
 // Shared option parsing for subcommands.
 #include "cli/common_options.hpp"
 
+#include "engine/finite_check.hpp"
 #include "runtime/probe.hpp"
 
 #include <fmt/format.h>
@@ -215,6 +216,30 @@ void check_fits_in_memory(const engine::Model& model, const engine::Workload& w,
 
 spec::Catalog make_catalog(const AppContext& ctx) {
   return spec::Catalog(spec::data_roots(ctx.executable));
+}
+
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::WorkloadResult& result) {
+  try {
+    engine::require_finite(result);
+  } catch (const engine::NonFiniteError& e) {
+    const engine::Workload& w = result.workload;
+    throw UsageError(fmt::format(
+        "{} on {}, batch {}, prompt {}, generate {}: {}: a number of the model or hardware "
+        "file is out of range",
+        model.name, hardware.name, w.batch, w.prompt, w.generate, e.what()));
+  }
+}
+
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::SimulationResult& result) {
+  try {
+    engine::require_finite(result);
+  } catch (const engine::NonFiniteError& e) {
+    throw UsageError(fmt::format(
+        "serving {} on {}: {}: a number of the model, hardware file or workload is out of range",
+        model.name, hardware.name, e.what()));
+  }
 }
 
 void check_context(const engine::Model& model, int64_t prompt, int64_t generate) {

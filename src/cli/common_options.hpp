@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/value_list.hpp"
 #include "engine/analysis.hpp"
+#include "engine/serving.hpp"
 #include "runtime/backend.hpp"
 #include "spec/catalog.hpp"
 #include "spec/diagnostics.hpp"
@@ -106,6 +107,14 @@ std::vector<T> load_catalog(const spec::Catalog& catalog, spec::SpecKind kind,
   }
   return out;
 }
+
+// engine::require_finite as a UsageError naming the model, the device and the workload. The
+// spec ranges keep every result finite; this turns anything they miss into exit 2, never an
+// "inf" or "nan" (or JSON null) in the output.
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::WorkloadResult& result);
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::SimulationResult& result);
 
 // Throws UsageError when the positions a request uses, prompt + generate - 1 (the last
 // generated token is never fed back), exceed the model's max_context.

@@ -304,7 +304,8 @@ std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, P
     return std::nullopt;
   }
   if (value > range.max) {
-    error_at(key, fmt::format("must be <= {}, got {}", range.max, *text));
+    const std::string max = range.max_text ? range.max_text : fmt::format("{}", range.max);
+    error_at(key, fmt::format("must be <= {}, got {}", max, *text));
     return std::nullopt;
   }
   return value;

@@ -45,6 +45,7 @@ struct Range {  // allowed interval for a quantity
   bool min_exclusive = true;  // > min (true) or >= min (false)
   double max = std::numeric_limits<double>::infinity();
   const char* min_text = nullptr;  // how to print min with its unit, e.g. "1 B/s"
+  const char* max_text = nullptr;  // how to print max with its unit, e.g. "1 s"
 };
 
 // Reports duplicate keys anywhere in the tree (a MapReader reports those of the maps it reads;

@@ -168,6 +168,27 @@ TEST_CASE("check validates files: ok lines, or one diagnostic per problem and ex
                        "-3.35 TB/s\n");
 }
 
+TEST_CASE("a hardware number that would make results infinite is refused by every command") {
+  // kernel_overhead: 1e307 s passed `check` once, and analyze printed "inf s", JSON null and
+  // serve-sim "-nan%", all with exit 0.
+  const std::string hw = "'" + kBad + "hw_overhead_too_large.yaml'";
+  const std::string line =
+      kBad + "hw_overhead_too_large.yaml:8:18: kernel_overhead: must be <= 1 s, got 1e307 s\n";
+  for (const std::string& args :
+       {"check " + hw, "analyze -m llama2-13b -p 128 -g 8 -H " + hw,
+        "analyze -m llama2-13b -p 128 -g 8 -f json -H " + hw,
+        "sweep -m llama2-13b -b 1,2 -p 128 -g 8 -q -H " + hw,
+        "compare --models llama2-7b,llama3-8b -p 128 -g 8 -H " + hw,
+        "serve-sim -m llama2-13b -n 4 -H " + hw, "serve-bench -m tiny-test -n 2 -H " + hw,
+        "validate -m tiny-test -p 16 -g 4 -H " + hw}) {
+    CAPTURE(args);
+    const Run r = run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == line);
+    CHECK(r.out.empty());
+  }
+}
+
 TEST_CASE("sweep writes every grid point, atomically") {
   const fs::path dir = scratch_dir() / "sweep";
   fs::remove_all(dir);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "spec/diagnostics.hpp"
+#include "spec/input_file.hpp"
 #include "spec/model_spec.hpp"
 #include "spec/yaml_reader.hpp"
 
@@ -303,11 +304,20 @@ void map_jamba(Yaml& y, const Config& c) {
 }
 
 json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError({Diagnostic{path, 0, 0, "", "cannot open file"}});
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
+  const std::string s = read_input_file(path, kMaxConfigFileBytes, "config.json files");
+  if (const auto at = json_too_deep_at(s)) {
+    int line = 1, column = 1;
+    for (size_t i = 0; i < *at; ++i) {
+      if (s[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw SpecError({Diagnostic{path, line, column, "",
+                                fmt::format("nested more than {} levels deep", kMaxJsonDepth)}});
+  }
   try {
     return json::parse(s);
   } catch (const json::parse_error& e) {

@@ -32,10 +32,18 @@ struct SpecContext {
   void error(Location at, std::string key_path, std::string message) const;
 };
 
-// Reads `path`; on failure (unreadable, syntax error, empty, not a mapping) records a
-// diagnostic and returns nullopt.
+// Limits of spec files, checked while parsing (their size, kMaxSpecFileBytes, before): values
+// nest at most 6 deep in a spec file (probe.gemm.<level>[row][column]); a file past a limit is
+// a mistake, or an attack, not something to parse for seconds and gigabytes of memory.
+inline constexpr int kMaxSpecDepth = 32;
+// Values (scalars, lists, maps) once aliases are expanded: an alias repeats its whole anchor.
+inline constexpr int64_t kMaxSpecValues = 100'000;
+
+// Reads `path`; on failure (unreadable, larger than kMaxSpecFileBytes, syntax error, nested
+// deeper than kMaxSpecDepth or with more than kMaxSpecValues values, empty, not a mapping)
+// records a diagnostic and returns nullopt.
 std::optional<YAML::Node> load_yaml_mapping(const std::string& path, const SpecContext& ctx);
-// Same, from text already in memory.
+// Same, from text already in memory (its size unchecked: the caller's).
 std::optional<YAML::Node> parse_yaml_mapping(const std::string& text, const SpecContext& ctx);
 
 enum class Presence { required, optional };

@@ -34,6 +34,7 @@ struct ValidateOptions {
   std::string seed = "0";
   std::string tolerance;  // percent, "P" or "P%"; empty: no gate
   bool per_op = false;
+  bool allow_beyond_context = false;
   std::string format = "table";
   std::string output = "-";
   std::string json_output;  // also the JSON report, here
@@ -90,6 +91,9 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
 
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
+  for (const int64_t S : prompts) {
+    if (!o.allow_beyond_context) check_context(model, S, G, "validate");
+  }
   const engine::Hardware hardware = catalog.hardware(o.hardware);
   runtime::check_supported(model);
   const auto backend = make_backend(o.runtime);
@@ -246,6 +250,8 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--tolerance", o->tolerance,
                   "exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0)");
   app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
+  app->add_flag("--allow-beyond-context", o->allow_beyond_context,
+                "validate prompt + generate beyond the model's max_context");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

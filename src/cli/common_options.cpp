@@ -242,12 +242,13 @@ void require_finite_result(const engine::Model& model, const engine::Hardware& h
   }
 }
 
-void check_context(const engine::Model& model, int64_t prompt, int64_t generate) {
+void check_context(const engine::Model& model, int64_t prompt, int64_t generate,
+                   const char* command) {
   if (prompt > model.max_context || generate - 1 > model.max_context - prompt) {
-    throw UsageError(
-        fmt::format("prompt {} + generate {} uses {} positions, beyond {}'s max_context {}; pass "
-                    "--allow-beyond-context to analyze it anyway",
-                    prompt, generate, prompt + generate - 1, model.name, model.max_context));
+    throw UsageError(fmt::format(
+        "prompt {} + generate {} uses {} positions, beyond {}'s max_context {}; pass "
+        "--allow-beyond-context to {} it anyway",
+        prompt, generate, prompt + generate - 1, model.name, model.max_context, command));
   }
 }
 

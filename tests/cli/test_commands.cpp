@@ -79,6 +79,29 @@ TEST_CASE("the context limit counts the positions used: prompt + generate - 1") 
   CHECK(run("analyze -m llama2-13b -H h100-sxm -p 4095 -g 3 --no-naive").exit_code == 2);
 }
 
+TEST_CASE("run, validate and serve-bench apply analyze's context rule") {
+  // tiny-test's max_context is 2048; `run -p 5000` once ran (exit 0).
+  const Run r = run("run -m tiny-test -p 5000 -g 2");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        "error: prompt 5000 + generate 2 uses 5001 positions, beyond tiny-test's max_context "
+        "2048; pass --allow-beyond-context to run it anyway\n");
+  CHECK(run("run -m tiny-test -p 2047 -g 2 --format json").exit_code == 0);  // 2048 positions
+  CHECK(run("run -m tiny-test -p 2047 -g 3").exit_code == 2);
+  CHECK(run("run -m tiny-test -p 2047 -g 3 --allow-beyond-context --format json").exit_code == 0);
+  // validate refuses before it loads the hardware file or runs anything.
+  const Run v = run("validate -m tiny-test -H l40s -b 1 -p 64,2100 -g 4 --repeats 1");
+  CHECK(v.exit_code == 2);
+  CHECK(v.err ==
+        "error: prompt 2100 + generate 4 uses 2103 positions, beyond tiny-test's max_context "
+        "2048; pass --allow-beyond-context to validate it anyway\n");
+  const Run sb = run("serve-bench -m tiny-test -H l40s -n 2 --prompt-len 3000 --output-len 4");
+  CHECK(sb.exit_code == 2);
+  CHECK(sb.err ==
+        "error: request 0: prompt 3000 + output 4 uses 3003 positions, beyond tiny-test's "
+        "max_context 2048 (cap the lengths, e.g. lognormal:MEDIAN:SIGMA:MAX)\n");
+}
+
 TEST_CASE("analyze prints a table by default and per-op rows on request") {
   const Run r = run("analyze -m llama2-13b -H h100-sxm -b 1 -p 128 -g 8 --per-op");
   REQUIRE(r.exit_code == 0);

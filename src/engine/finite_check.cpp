@@ -3,40 +3,51 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace streamspark::engine {
 
 namespace {
 
-void check(double value, const std::string& name) {
-  if (std::isfinite(value)) return;
+// Names are joined only when a check fails: sweeps check millions of results.
+[[noreturn]] void fail(double value, const std::string& name) {
   throw NonFiniteError(name + " is " + (std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf")));
 }
 
-void check_phase(const PhaseResult& p, const std::string& phase) {
-  check(p.intensity, phase + ".intensity");
-  check(p.time_s, phase + (phase == "decode" ? ".step_time_s" : ".time_s"));
-  check(p.compute_bound_s, phase + ".compute_bound_s");
-  check(p.memory_bound_s, phase + ".memory_bound_s");
-  check(p.overhead_s, phase + ".overhead_s");
+void check(double value, const char* name) {
+  if (!std::isfinite(value)) fail(value, name);
 }
 
-void check_ops(const std::vector<OpRow>& rows, const std::string& phase) {
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string at =
-        phase + "_ops[" + std::to_string(i) + "] (" + std::string(rows[i].op.name) + ")";
-    check(rows[i].cost.compute_s, at + ".compute_s");
-    check(rows[i].cost.memory_s, at + ".memory_s");
-    check(rows[i].cost.overhead_s, at + ".overhead_s");
-    check(rows[i].cost.time_s, at + ".time_s");
+void check_phase(const PhaseResult& p, const char* phase) {
+  const bool decode = std::string_view(phase) == "decode";
+  for (const auto& [value, key] :
+       {std::pair{p.intensity, "intensity"}, std::pair{p.time_s, decode ? "step_time_s" : "time_s"},
+        std::pair{p.compute_bound_s, "compute_bound_s"},
+        std::pair{p.memory_bound_s, "memory_bound_s"}, std::pair{p.overhead_s, "overhead_s"}}) {
+    if (!std::isfinite(value)) fail(value, std::string(phase) + "." + key);
   }
 }
 
-void check_percentiles(const Percentiles& p, const std::string& name) {
-  check(p.p50, name + ".p50");
-  check(p.p90, name + ".p90");
-  check(p.p99, name + ".p99");
-  check(p.mean, name + ".mean");
+void check_ops(const std::vector<OpRow>& rows, const char* phase) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const OpCost& c = rows[i].cost;
+    for (const auto& [value, key] :
+         {std::pair{c.compute_s, "compute_s"}, std::pair{c.memory_s, "memory_s"},
+          std::pair{c.overhead_s, "overhead_s"}, std::pair{c.time_s, "time_s"}}) {
+      if (!std::isfinite(value)) {
+        fail(value, std::string(phase) + "_ops[" + std::to_string(i) + "] (" +
+                        std::string(rows[i].op.name) + ")." + key);
+      }
+    }
+  }
+}
+
+void check_percentiles(const Percentiles& p, const char* name) {
+  for (const auto& [value, key] : {std::pair{p.p50, "p50"}, std::pair{p.p90, "p90"},
+                                   std::pair{p.p99, "p99"}, std::pair{p.mean, "mean"}}) {
+    if (!std::isfinite(value)) fail(value, std::string(name) + "." + key);
+  }
 }
 
 }  // namespace
@@ -80,9 +91,11 @@ void require_finite(const SimulationResult& r) {
   check(m.kv_peak_allocated_fraction, "kv.peak_allocated_fraction");
   check(m.kv_shared_fraction, "kv.shared_fraction");
   for (size_t i = 0; i < r.outcomes.size(); ++i) {
-    const std::string at = "request " + std::to_string(i);
-    check(r.outcomes[i].first_token_s, at + " first_token_s");
-    check(r.outcomes[i].finish_s, at + " finish_s");
+    const RequestOutcome& o = r.outcomes[i];
+    if (!std::isfinite(o.first_token_s)) {
+      fail(o.first_token_s, "request " + std::to_string(i) + " first_token_s");
+    }
+    if (!std::isfinite(o.finish_s)) fail(o.finish_s, "request " + std::to_string(i) + " finish_s");
   }
 }
 

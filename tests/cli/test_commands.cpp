@@ -258,17 +258,131 @@ TEST_CASE("sweep writes every grid point, atomically") {
   CHECK(csv.rfind("model,hardware,method,", 0) == 0);
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
 
-  // A failure part-way leaves the previous file untouched and no temporary behind.
+  // A failure part-way (--strict: the first impossible point fails the sweep) leaves the
+  // previous file untouched and no temporary behind.
   std::ofstream(out) << "previous";
   const Run fail =
       run("sweep -m llama2-7b -H h100-sxm -b 1,1000000000000 -p 1000000 -g 1 "
-          "--allow-beyond-context -q -o '" +
+          "--allow-beyond-context --strict -q -o '" +
           out.string() + "'");
   CHECK(fail.exit_code == 2);
   CHECK(fail.err.find("overflows 64-bit") != std::string::npos);
   CHECK(slurp(out) == "previous");
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
   fs::remove_all(dir);
+}
+
+namespace {
+// The rows of CSV text, each split into its fields (RFC 4180 quoting; no newlines in fields).
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        cells.emplace_back();
+      } else {
+        cells.back() += c;
+      }
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+}  // namespace
+
+TEST_CASE("sweep skips impossible points, one stderr line per reason; --strict fails instead") {
+  // An unsupported (dtype, hardware) pair: the A100 has no fp8 peak. Once the whole grid
+  // failed with exit 2 and no rows.
+  const std::string fp8 =
+      "llama2-7b on a100-80gb: the hardware spec has no fp8 peak, so compute in fp8_e4m3 "
+      "cannot be costed";
+  const Run r =
+      run("sweep -m llama2-7b -H h100-sxm,a100-80gb --dtype bf16,fp8 -b 1,2 -p 128 -g 4 -q");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err == "sweep: skipped 2 of 8 points: " + fp8 + "\n");
+  const auto rows = csv_rows(r.out);
+  REQUIRE(rows.size() == 9);  // the header and every point, skipped ones too
+  REQUIRE(rows[0].size() >= 2);
+  CHECK(rows[0][rows[0].size() - 2] == "status");
+  CHECK(rows[0].back() == "reason");
+  int skipped = 0;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(rows[i].size() == rows[0].size());
+    const bool a100_fp8 = rows[i][1] == "a100-80gb" && rows[i][4] == "fp8_e4m3";
+    CHECK(rows[i][rows[i].size() - 2] == (a100_fp8 ? "skipped" : "ok"));
+    CHECK(rows[i].back() == (a100_fp8 ? fp8 : ""));
+    if (a100_fp8) {
+      ++skipped;
+      CHECK((rows[i][6] == "1" || rows[i][6] == "2"));  // batch, prompt, generate: the point
+      CHECK(rows[i][7] == "128");
+      CHECK(rows[i][10].empty());  // no numbers for a point not evaluated
+    }
+  }
+  CHECK(skipped == 2);
+  // --strict restores failing on the first impossible point.
+  const Run strict =
+      run("sweep -m llama2-7b -H h100-sxm,a100-80gb --dtype bf16,fp8 -b 1,2 -p 128 -g 4 -q "
+          "--strict");
+  CHECK(strict.exit_code == 2);
+  CHECK(strict.err == "error: " + fp8 + "\n");
+  CHECK(strict.out.empty());
+
+  // Points beyond a model's context: one reason per model, with its count.
+  const Run ctx = run("sweep -m tiny-test,llama2-7b -H h100-sxm -b 1 -p 2048,4096 -g 4 -q");
+  REQUIRE(ctx.exit_code == 0);
+  CHECK(ctx.err ==
+        "sweep: skipped 2 of 4 points: tiny-test: prompt + generate - 1 is beyond its "
+        "max_context 2048 (--allow-beyond-context includes such points)\n"
+        "sweep: skipped 1 of 4 points: llama2-7b: prompt + generate - 1 is beyond its "
+        "max_context 4096 (--allow-beyond-context includes such points)\n");
+  CHECK(csv_rows(ctx.out).size() == 5);
+
+  // JSON lines carry status and reason too; a skipped line has no numbers (and no nulls).
+  const Run json_lines =
+      run("sweep -m llama2-7b -H a100-80gb --dtype bf16,fp8 -b 1 -p 128 -g 4 -q -f json");
+  REQUIRE(json_lines.exit_code == 0);
+  std::istringstream lines(json_lines.out);
+  std::string line;
+  std::vector<json> objects;
+  while (std::getline(lines, line)) objects.push_back(json::parse(line));
+  REQUIRE(objects.size() == 2);
+  CHECK(objects[0]["status"] == "ok");
+  CHECK(objects[0]["reason"] == "");
+  CHECK(objects[0].contains("tpot_s"));
+  CHECK(objects[1]["status"] == "skipped");
+  CHECK(objects[1]["reason"] == fp8);
+  CHECK(objects[1]["batch"] == 1);
+  CHECK(objects[1]["precision"]["activations"] == "fp8_e4m3");
+  CHECK_FALSE(objects[1].contains("tpot_s"));
+  CHECK(json_lines.out.find("null") == std::string::npos);
+
+  // A workload too large to count is skipped like the rest.
+  const Run large =
+      run("sweep -m llama2-7b -H h100-sxm -b 1,1000000000000 -p 1000000 -g 1 "
+          "--allow-beyond-context -q");
+  CHECK(large.exit_code == 0);
+  CHECK(large.err.rfind("sweep: skipped 1 of 2 points: llama2-7b on h100-sxm: workload too large: ",
+                        0) == 0);
+
+  // No point evaluated: exit 2, and no file written.
+  const fs::path out = scratch_dir() / "none.csv";
+  fs::remove(out);
+  const Run none = run("sweep -m llama2-7b -H a100-80gb --dtype fp8 -q -o '" + out.string() + "'");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err == "sweep: skipped 1 of 1 points: " + fp8 +
+                        "\nerror: sweep: none of the 1 points could be evaluated\n");
+  CHECK_FALSE(fs::exists(out));
 }
 
 TEST_CASE("sweep JSON lines carry the analyze result keys") {

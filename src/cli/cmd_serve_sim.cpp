@@ -30,14 +30,33 @@ struct ServeSimOptions {
   std::string requests_csv;
 };
 
+// The paged cache indexes its blocks with 32-bit integers (engine::BlockAllocator).
+void check_block_count(double tokens, const engine::SchedulerOptions& s, int64_t per_token,
+                       const std::string& source) {
+  const double blocks = tokens / static_cast<double>(s.block_size);
+  if (s.kv == engine::KvLayout::paged && blocks > 2147483647.0) {
+    throw UsageError(
+        fmt::format("{} holds {:.4g} tokens of {} bytes, {:.4g} blocks of {}; the paged KV cache "
+                    "holds at most 2^31 - 1 blocks",
+                    source, tokens, per_token, blocks, s.block_size));
+  }
+}
+
 // KV token slots: --kv-memory bytes, or what the usable memory fraction leaves.
 int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memory_fraction,
-                           engine::IterationCost& cost, int64_t max_tokens) {
+                           engine::IterationCost& cost, const engine::SchedulerOptions& s) {
+  const int64_t per_token = cost.kv_bytes_per_token();
   if (!kv_memory.empty()) {
     const auto v = spec::parse_quantity(kv_memory, spec::Dimension::bytes);
     if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
       throw UsageError("--kv-memory: " + e->message);
     }
+    const double tokens = std::get<double>(v) / static_cast<double>(per_token);
+    if (!(tokens >= 1)) {
+      throw UsageError(fmt::format("--kv-memory: {} holds less than one token of {} bytes",
+                                   kv_memory, per_token));
+    }
+    check_block_count(tokens, s, per_token, "--kv-memory: " + kv_memory);
     return cost.kv_tokens_in(std::get<double>(v));
   }
   double fraction = 0;
@@ -50,11 +69,24 @@ int64_t kv_capacity_tokens(const std::string& kv_memory, const std::string& memo
     throw UsageError("--memory-fraction: expected a fraction in (0, 1], got '" + memory_fraction +
                      "'");
   }
+  double bytes = 0;
   try {
-    return cost.kv_tokens_in(cost.kv_bytes_available(fraction, max_tokens));
+    bytes = cost.kv_bytes_available(fraction, s.max_tokens);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string(e.what()) + "; pass --kv-memory");
   }
+  const double tokens = bytes / static_cast<double>(per_token);
+  if (!(tokens >= 1)) {
+    throw UsageError(fmt::format(
+        "--memory-fraction {} leaves {:.4g} bytes for the KV cache, less than one token of {} "
+        "bytes; pass --kv-memory",
+        memory_fraction, bytes, per_token));
+  }
+  check_block_count(tokens, s, per_token,
+                    fmt::format("--memory-fraction {} of device memory ({:.4g} bytes for the KV "
+                                "cache; pass --kv-memory)",
+                                memory_fraction, bytes));
+  return cost.kv_tokens_in(bytes);
 }
 
 int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
@@ -72,7 +104,7 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   engine::ServingOptions options = serving_options(o.serving, model.max_context);
   engine::IterationCost cost(model, hardware, analysis);
   options.scheduler.kv_capacity_tokens =
-      kv_capacity_tokens(o.kv_memory, o.memory_fraction, cost, options.scheduler.max_tokens);
+      kv_capacity_tokens(o.kv_memory, o.memory_fraction, cost, options.scheduler);
   const engine::SimulationResult result = engine::simulate(requests, options, cost);
   require_finite_result(model, hardware, result);
 

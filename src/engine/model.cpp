@@ -294,6 +294,17 @@ int64_t kv_bytes_per_token(const Model& m, DType kv) {
   return storage_bytes(per_token, kv);
 }
 
+WindowedKv windowed_kv_bytes_per_token(const Model& m, DType kv) {
+  int64_t per_token = 0;
+  int64_t window = 0;
+  for (const LayerKind& k : m.layers) {
+    if (k.mixer != MixerKind::attention || !k.local) continue;
+    per_token = checked_add(per_token, state_elements(m, k, 1));
+    window = std::max(window, k.attention.window);
+  }
+  return {storage_bytes(per_token, kv), window};
+}
+
 std::vector<int64_t> context_breakpoints(const Model& m) {
   std::vector<int64_t> out;
   for (const LayerKind& k : m.layers) {

@@ -185,6 +185,14 @@ int64_t state_bytes(const Model& m, int64_t context, DType kv);
 // KV bytes each new token adds at long context (full-attention layers only; windows, SSM and
 // linear-attention states do not grow). CS336 lecture (MHA, bf16): D*L*2*2 bytes.
 int64_t kv_bytes_per_token(const Model& m, DType kv);
+// Sliding-window ("local") attention layers: the KV bytes each token adds while their windows
+// fill, and the largest window W (from W tokens on their caches stop growing); zeros without
+// such layers. Mistral 7B v0.1 (bf16): 32 layers x 2 x 8 KV heads x 128 x 2 bytes, window 4096.
+struct WindowedKv {
+  int64_t bytes_per_token = 0;
+  int64_t window = 0;
+};
+WindowedKv windowed_kv_bytes_per_token(const Model& m, DType kv);
 // Contexts at which a layer's per-step cost stops growing linearly: W for each local layer
 // kind of window W (from context W-1 on it reads W-1 past tokens, whatever the context).
 // Sorted, without duplicates.

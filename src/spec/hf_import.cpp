@@ -123,10 +123,11 @@ std::string attention_line(const Config& c, const std::string& kind_override = "
 }
 
 // Common header keys.
-void header(Yaml& y, const Config& c, const std::string& name, const std::string& family,
-            const ImportOptions& o) {
-  y.add(
-      fmt::format("# Imported from {} (model_type {}) by `streamspark import`.", c.file(), family));
+void header(Yaml& y, const Config& c, const std::string& name, const std::string& named_after,
+            const std::string& family, const ImportOptions& o) {
+  y.add(fmt::format(
+      "# Imported from {} (model_type {}) by `streamspark import`; {}.", c.file(), family,
+      named_after == "--name" ? "named by --name" : "named after its " + named_after));
   y.add("name: " + yaml_quoted(name));
   y.add("source: " +
         yaml_quoted(fmt::format("Hugging Face config.json ({}), model_type {}",
@@ -342,7 +343,7 @@ json read_json(const std::string& path) {
 
 }  // namespace
 
-std::string import_hf_config(const std::string& path, const ImportOptions& options) {
+ImportedModel import_hf_model(const std::string& path, const ImportOptions& options) {
   const json j = read_json(path);
   if (!j.is_object()) {
     throw SpecError({Diagnostic{path, 1, 1, "", "expected a JSON object (a config.json)"}});
@@ -356,15 +357,24 @@ std::string import_hf_config(const std::string& path, const ImportOptions& optio
     c.fail("model_type", fmt::format("cannot be mapped: '{}' (supported: {})", family,
                                      fmt::join(kFamilies, ", ")));
   }
-  std::string name = options.name;
-  if (name.empty()) {
-    const std::string from = c.string_or("_name_or_path", "");
-    name = !from.empty() ? std::filesystem::path(from).filename().string()
-                         : std::filesystem::absolute(path).parent_path().filename().string();
-    if (name.empty()) name = "imported-" + family;
+  ImportedModel out;
+  out.name = options.name;
+  out.named_after = "--name";
+  if (out.name.empty()) {
+    // "org/model", or a local folder (perhaps with a trailing slash): its last component.
+    const std::filesystem::path from =
+        std::filesystem::path(c.string_or("_name_or_path", "")).lexically_normal();
+    const std::string stem = std::filesystem::path(path).stem().string();
+    out.name =
+        from.has_filename() ? from.filename().string() : from.parent_path().filename().string();
+    out.named_after = "_name_or_path";
+    if (out.name.empty() || out.name == "." || out.name == "..") {
+      out.name = stem != "config" ? stem : family;
+      out.named_after = stem != "config" ? "file name" : "model_type";
+    }
   }
   Yaml y;
-  header(y, c, name, family, options);
+  header(y, c, out.name, out.named_after, family, options);
   if (family == "llama" || family == "mistral" || family == "qwen2" || family == "mixtral") {
     map_llama_like(y, c, family, false);
   } else if (family == "gemma2") {
@@ -376,13 +386,17 @@ std::string import_hf_config(const std::string& path, const ImportOptions& optio
   } else {
     map_mamba(y, c);
   }
-  const std::string text = y.text();
+  out.yaml = y.text();
   // The result must be a valid model file: parse it back.
   Diagnostics diagnostics;
   const SpecContext ctx{path + " (imported YAML)", &diagnostics};
-  const auto root = parse_yaml_mapping(text, ctx);
+  const auto root = parse_yaml_mapping(out.yaml, ctx);
   if (!root || !parse_model(*root, ctx)) throw SpecError(diagnostics.items());
-  return text;
+  return out;
+}
+
+std::string import_hf_config(const std::string& path, const ImportOptions& options) {
+  return import_hf_model(path, options).yaml;
 }
 
 }  // namespace streamspark::spec

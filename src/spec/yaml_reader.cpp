@@ -2,6 +2,7 @@
 #include "spec/yaml_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -188,6 +189,41 @@ std::optional<std::string> closest_match(std::string_view word,
     }
   }
   return best;
+}
+
+std::vector<std::string> likely_matches(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string w = lower(word);
+  std::vector<std::string> prefixed;
+  for (const std::string& c : candidates) {
+    if (!w.empty() && c.size() > w.size() && lower(c).compare(0, w.size(), w) == 0) {
+      prefixed.push_back(c);
+    }
+  }
+  if (prefixed.empty()) {
+    if (auto best = closest_match(word, candidates)) return {*best};
+    return {};
+  }
+  std::stable_sort(prefixed.begin(), prefixed.end(),
+                   [](const std::string& a, const std::string& b) {
+                     return a.size() != b.size() ? a.size() < b.size() : a < b;
+                   });
+  if (prefixed.size() > 5) prefixed.resize(5);
+  return prefixed;
+}
+
+std::string quoted_alternatives(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += "'" + names[i] + "'";
+  }
+  return out;
 }
 
 MapReader::MapReader(const YAML::Node& node, std::string key_path, const SpecContext& ctx,

@@ -65,6 +65,14 @@ void check_duplicate_keys(const YAML::Node& node, const std::string& key_path,
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
 
+// What a "did you mean" hint for a name offers: the candidates that start with `word` (ignoring
+// case; shortest first, at most 5), since a prefix is how people shorten names ("h100" for
+// h100-sxm and h100-pcie); without any, the closest_match; none when nothing is plausible.
+std::vector<std::string> likely_matches(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+// "'a'", "'a' or 'b'", "'a', 'b' or 'c'".
+std::string quoted_alternatives(const std::vector<std::string>& names);
+
 // One YAML mapping. Each accessor declares its key as known; finish() reports the keys nobody
 // asked for, with a did-you-mean hint.
 class MapReader {

@@ -116,7 +116,18 @@ TEST_CASE("bad input exits 2 with one clear line") {
     const Run r = run("analyze -m llama2-13 -H h100-sxm");
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("unknown model 'llama2-13'") != std::string::npos);
-    CHECK(r.err.find("did you mean 'llama2-13b'?") != std::string::npos);
+    CHECK(r.err.find("did you mean 'llama2-13b' or 'llama2-13b-gqa8'?") != std::string::npos);
+  }
+  SUBCASE("a name that starts several catalog names suggests them all, not a near miss") {
+    // `-H h100` once suggested h200 (one edit away) rather than the two H100s.
+    const Run r = run("analyze -m llama2-13b -H h100");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("error: unknown hardware 'h100' (not in ", 0) == 0);
+    CHECK(r.err.find("; did you mean 'h100-sxm' or 'h100-pcie'?\n") != std::string::npos);
+    const Run typo = run("analyze -m llama2-13b -H h100-sx");
+    CHECK(typo.err.find("did you mean 'h100-sxm'?") != std::string::npos);
+    const Run near = run("analyze -m llama2-13b -H h300");  // no prefix: the closest
+    CHECK(near.err.find("did you mean 'h200'?") != std::string::npos);
   }
   SUBCASE("beyond the model's context") {
     const Run r = run("analyze -m llama2-13b -H h100-sxm -p 4096 -g 256");
@@ -524,6 +535,32 @@ TEST_CASE("compare reproduces the lecture's GQA example at batch 64 and 256") {
   CHECK(run("compare --models llama2-13b -H h100-sxm").exit_code == 2);  // one model
 }
 
+TEST_CASE("compare states the KV per token of sliding-window layers with their window") {
+  // Once "KV/token 0 B" for Mistral 7B v0.1, whose every layer is a 4096-token window.
+  // Its window layers: 32 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes = 131,072 bytes per
+  // token up to 4096 tokens. Gemma 2 9B: 21 global layers x 2 x 8 x 256 x 2 = 172,032 bytes
+  // per token at any context, and as much again from its 21 local layers up to 4096.
+  const Run r =
+      run("compare --models llama2-7b,mistral-7b-v0.1,gemma-2-9b -H h100-sxm -b 1 -p 1024 -g 16");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(" 524.3 kB ") != std::string::npos);  // llama2-7b: no window
+  CHECK(r.out.find(" 131.1 kB (window 4096) ") != std::string::npos);
+  CHECK(r.out.find(" 172 kB + 172 kB (window 4096) ") != std::string::npos);
+  CHECK(r.out.find(" 0 B ") == std::string::npos);
+  const Run j =
+      run("compare --models llama2-7b,mistral-7b-v0.1,gemma-2-9b -H h100-sxm -b 1 -p 1024 -g 16 -f "
+          "json");
+  REQUIRE(j.exit_code == 0);
+  const json models = json::parse(j.out)["comparisons"][0]["models"];
+  CHECK(models[0]["kv_window"] == 0);
+  CHECK(models[0]["kv_window_bytes_per_token"] == 0);
+  CHECK(models[1]["kv_bytes_per_token"] == 0);
+  CHECK(models[1]["kv_window"] == 4096);
+  CHECK(models[1]["kv_window_bytes_per_token"] == 131'072);
+  CHECK(models[2]["kv_bytes_per_token"] == 172'032);
+  CHECK(models[2]["kv_window_bytes_per_token"] == 172'032);
+}
+
 TEST_CASE("import writes a model file that check accepts") {
   const fs::path out = scratch_dir() / "mixtral.yaml";
   const Run r = run("import '" + std::string(STREAMSPARK_TEST_DATA_DIR) +
@@ -732,6 +769,16 @@ TEST_CASE("serve-sim: request traces, and what it refuses") {
   CHECK(too_long.exit_code == 2);
   CHECK(too_long.err.find("request 0: prompt 4000 + output 200 uses 4199 positions") !=
         std::string::npos);
+  // KV memory the paged cache cannot index names the flag (once "KV blocks: need 0 <= blocks
+  // < 2^31 ..."). 1e30 GB / 819,200 bytes per token = 1.221e33 tokens, 7.629e31 blocks of 16.
+  const Run huge_kv = run("serve-sim -m llama2-13b -H a100-80gb -n 4 --kv-memory '1e30 GB'");
+  CHECK(huge_kv.exit_code == 2);
+  CHECK(huge_kv.err ==
+        "error: --kv-memory: 1e30 GB holds 1.221e+33 tokens of 819200 bytes, 7.629e+31 blocks of "
+        "16; the paged KV cache holds at most 2^31 - 1 blocks\n");
+  const Run tiny_kv = run("serve-sim -m llama2-13b -H a100-80gb -n 4 --kv-memory '1 kB'");
+  CHECK(tiny_kv.exit_code == 2);
+  CHECK(tiny_kv.err == "error: --kv-memory: 1 kB holds less than one token of 819200 bytes\n");
   const Run ssm = run("serve-sim -m mamba-2.8b -H a100-80gb -n 4");
   CHECK(ssm.exit_code == 2);
   CHECK(ssm.err.find("recurrent-state") != std::string::npos);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "engine/model.hpp"
@@ -92,6 +93,38 @@ TEST_CASE("names are quoted; layer stacks that do not repeat evenly are counted"
   CHECK(jamba.n_layers() == 13);
   CHECK(attention == 2);
   CHECK(moe == 6);
+}
+
+TEST_CASE(
+    "an imported model is named after _name_or_path, the file or model_type, never its folder") {
+  // Once named after the folder holding config.json ("snapshots", "tmp", ...).
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "streamspark-import-names" / "some-folder";
+  fs::create_directories(dir);
+  const std::string config = std::string(R"({"model_type": "llama", "hidden_size": 256,
+    "num_attention_heads": 8, "num_hidden_layers": 2, "intermediate_size": 688,
+    "vocab_size": 4096, "max_position_embeddings": 2048)");
+  std::ofstream(dir / "config.json") << config << "}";
+  std::ofstream(dir / "my-llama.json") << config << "}";
+  std::ofstream(dir / "named.json") << config << R"(, "_name_or_path": "/models/llama-tiny/")"
+                                    << "}";
+  const ImportedModel by_type = import_hf_model((dir / "config.json").string(), {});
+  CHECK(by_type.name == "llama");
+  CHECK(by_type.named_after == "model_type");
+  CHECK(by_type.yaml.find("name: \"llama\"") != std::string::npos);
+  CHECK(by_type.yaml.find("named after its model_type") != std::string::npos);
+  const ImportedModel by_file = import_hf_model((dir / "my-llama.json").string(), {});
+  CHECK(by_file.name == "my-llama");
+  CHECK(by_file.named_after == "file name");
+  const ImportedModel by_path = import_hf_model((dir / "named.json").string(), {});
+  CHECK(by_path.name == "llama-tiny");  // a trailing slash does not leave it empty
+  CHECK(by_path.named_after == "_name_or_path");
+  ImportOptions named;
+  named.name = "chosen";
+  const ImportedModel by_option = import_hf_model((dir / "config.json").string(), named);
+  CHECK(by_option.name == "chosen");
+  CHECK(by_option.named_after == "--name");
+  fs::remove_all(dir.parent_path());
 }
 
 TEST_CASE("fields that cannot be mapped are named") {

@@ -24,7 +24,7 @@ Command add_import_command(CLI::App& root, const AppContext&) {
   CLI::App* app = root.add_subcommand(
       "import",
       "Turn a Hugging Face config.json into a model YAML (llama, mistral, mixtral, "
-      "qwen2, gemma2, deepseek_v2, jamba, mamba)");
+      "qwen2, qwen3, phi3, gemma2, deepseek_v2, jamba, mamba)");
   app->add_option("config", o->config, "config.json")->required();
   app->add_option("--name", o->name,
                   "model name (default: the config's _name_or_path, else the file name unless "

@@ -140,6 +140,10 @@ std::vector<WeightTensor> weight_tensors(const Model& m, const LayerKind& k) {
           t.push_back({"q_bias", 1, q_width, 1, L, false});
           t.push_back({"kv_bias", 1, kv_width, 1, producers, false});
         }
+        if (a.qk_norm) {  // Qwen3: q_norm and k_norm weights, H each
+          t.push_back({"q_norm", 1, a.head_dim, 1, L, false});
+          t.push_back({"k_norm", 1, a.head_dim, 1, producers, false});
+        }
         t.push_back({"out_proj", q_width, D, 1, L});
       }
       break;

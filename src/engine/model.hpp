@@ -41,7 +41,10 @@ struct Attention {
   int64_t n_kv_heads = 0;  // K; N is a multiple of K (G = N / K query heads per KV head)
   int64_t head_dim = 0;    // H; N*H need not equal D (the out projection maps N*H -> D)
   bool qkv_bias = false;   // a bias on the q, k and v projections (Qwen2 style)
-  bool rope = true;        // rotary position embedding on q and k (Jamba's attention has none)
+  // RMSNorm over each query and each key head before RoPE, one weight vector of H per norm
+  // shared by the heads (Qwen3: HF Qwen3Attention.q_norm / k_norm = Qwen3RMSNorm(head_dim)).
+  bool qk_norm = false;
+  bool rope = true;  // rotary position embedding on q and k (Jamba's attention has none)
   // Sliding window of local attention layers (tokens attended, including the current one);
   // used by layers of mixer "local", 0 when the model has none.
   int64_t window = 0;

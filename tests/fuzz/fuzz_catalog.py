@@ -5,8 +5,10 @@ hang or another code) and print no number that is not finite (inf, nan, or JSON 
 number belongs).
 
 Mutations (one to three per case): numbers scaled by extreme factors or replaced by extreme
-values, keys deleted or duplicated, values changed to another type, values nested deeply,
-lines truncated. Case i of seed s is the same on every machine (random.Random(s * 1000003 + i)),
+magnitudes (1e-330 to 1e309) and special values, keys deleted or duplicated, values changed to
+another type, values nested deeply, lines truncated or swapped. Besides the catalog, the seeds
+in tests/fuzz/seeds (a probed file, a datasheet file with achievable fractions) bring the
+optional hardware sections; with those, half the runs use --method calibrated. Case i of seed s is the same on every machine (random.Random(s * 1000003 + i)),
 so `--case i` reruns one; `--keep DIR` saves the files of failing cases. Standard library only.
 
   tests/fuzz/fuzz_catalog.py --binary build/streamspark --data . --cases 300 --seed 13
@@ -42,18 +44,34 @@ TEXT_KEY = re.compile(r"^\s*-?\s*\{?\s*(name|source|family|kernel_overhead_sourc
                       r"command|runtime|mode|threads)\s*:")
 
 
-def scale_number(rng, line):
+def numbers_in(line):
+    """The numbers in a line's values (not in names, sources or keys)."""
     if TEXT_KEY.match(line):
-        return line
-    matches = [m for m in NUMBER.finditer(line) if ":" in line[: m.start()] or "[" in line]
+        return []
+    return [m for m in NUMBER.finditer(line) if ":" in line[: m.start()] or "[" in line]
+
+
+def scale_number(rng, line):
+    matches = numbers_in(line)
     if not matches:
         return line
     m = rng.choice(matches)
-    if rng.random() < 0.5:
+    r = rng.random()
+    if re.fullmatch(r"[-+]?\d+", m.group(0)) and r < 0.8:
+        # An integer stays one (or the file is refused for its type, never reaching the engine):
+        # scaled up to past 2^63, or any size.
+        if r < 0.4:
+            new = str(int(m.group(0)) * rng.choice([0, -1, 2, 3, 10**3, 10**6, 10**9, 10**12,
+                                                    10**15, 10**18]))
+        else:
+            new = str(rng.randint(1, 2 ** rng.choice([4, 8, 16, 31, 32, 40, 53, 62, 63, 64])))
+    elif r < 0.4 and float(m.group(0)) != 0:
         try:
             new = repr(float(m.group(0)) * rng.choice(FACTORS))
         except OverflowError:
             new = "1e400"
+    elif r < 0.8:  # any magnitude a double holds, and a little past it
+        new = f"{rng.choice(['', '', '-'])}{rng.uniform(1, 10):.3g}e{rng.randint(-330, 309)}"
     else:
         new = rng.choice(VALUES)
     return line[: m.start()] + new + line[m.end():]
@@ -77,13 +95,15 @@ def deep_value(rng, line):
 
 def mutate(rng, text):
     lines = text.split("\n")
-    for _ in range(rng.randint(1, 3)):
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
         body = [i for i, l in enumerate(lines) if l.strip() and not l.lstrip().startswith("#")]
         if not body:
             break
         i = rng.choice(body)
-        kind = rng.choice(["scale", "scale", "scale", "delete", "duplicate", "type", "deep",
-                           "truncate", "swap"])
+        kind = rng.choice(["scale"] * 5 + ["delete", "duplicate", "type", "deep", "truncate",
+                                           "swap"])
+        if kind == "scale":  # a line with a number in its value
+            i = rng.choice([j for j in body if numbers_in(lines[j])] or body)
         if kind == "scale":
             lines[i] = scale_number(rng, lines[i])
         elif kind == "delete":
@@ -134,10 +154,11 @@ def run_case(args, case, workdir):
     rng = random.Random(args.seed * 1000003 + case)
     models = sorted(f for f in os.listdir(os.path.join(workdir, "model_zoo")) if f.endswith(".yaml")
                     and not f.startswith("fuzz-"))
-    devices = sorted(f for f in os.listdir(os.path.join(args.data, "hardware"))
-                     if f.endswith(".yaml"))
+    seeds = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
+    devices = sorted(os.path.join(folder, f) for folder in (os.path.join(args.data, "hardware"), seeds)
+                     for f in os.listdir(folder) if f.endswith(".yaml"))
     model_src = os.path.join(args.data, "model_zoo", rng.choice(models))
-    hw_src = os.path.join(args.data, "hardware", rng.choice(devices))
+    hw_src = rng.choice(devices)
     model = os.path.join(workdir, "model_zoo", f"fuzz-{case}.yaml")
     hw = os.path.join(workdir, "hardware", f"fuzz-{case}.yaml")
     texts = {}
@@ -152,11 +173,18 @@ def run_case(args, case, workdir):
             f.write(text)
         texts[path] = text
     fmt = rng.choice(["table", "json"])
+    method = ["--method", "roofline"]
+    if "calibration:" in texts[hw] or "achievable:" in texts[hw]:
+        method = ["--method", rng.choice(["roofline", "calibrated"])]
+        if "calibration:" in texts[hw]:
+            method += ["--dtype", "fp32"]  # a probe measures fp32 only
+    else:
+        method = ["--method", rng.choice(["roofline", "roofline", "bandwidth"])]
     commands = [
         (["check", model, hw], False),
-        (["analyze", "-m", model, "-H", hw, "-b", "1,8", "-p", "128", "-g", "8", "-f", fmt],
-         fmt == "json"),
-        (["serve-sim", "-m", model, "-H", hw, "-n", "8", "--rate", "4", "-f", fmt],
+        (["analyze", "-m", model, "-H", hw, "-b", "1,8", "-p", "128", "-g", "8", "-f", fmt] +
+         method, fmt == "json"),
+        (["serve-sim", "-m", model, "-H", hw, "-n", "8", "--rate", "4", "-f", fmt] + method,
          fmt == "json"),
     ]
     failures = []

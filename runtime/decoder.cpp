@@ -66,6 +66,7 @@ void check_supported(const engine::Model& m) {
     if (k.local) problems.push_back("sliding-window attention");
     if (a.kv_share != 1) problems.push_back("cross-layer KV sharing");
     if (a.qkv_bias) problems.push_back("q/k/v biases");
+    if (a.qk_norm) problems.push_back("q/k norms");
     if (!a.rope) problems.push_back("attention without RoPE");
     if (a.head_dim % 2 != 0) problems.push_back("an odd head_dim (RoPE needs pairs)");
     if (k.ffn != engine::FfnKind::dense)

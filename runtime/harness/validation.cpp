@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/finite_check.hpp"
 #include "engine/memory.hpp"
 #include "engine/statistics.hpp"
 #include "runtime/backend_registry.hpp"
@@ -136,6 +137,8 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
       // starts decoding at context S + W.
       const engine::WorkloadResult predicted = analyzer.analyze({B, S, G});
       const engine::WorkloadResult steady = analyzer.analyze({B, S + W, G - W});
+      engine::require_finite(predicted);  // NonFiniteError: a number out of range
+      engine::require_finite(steady);
       report::ValidationPoint p;
       p.batch = B;
       p.prompt = S;

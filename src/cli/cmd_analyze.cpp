@@ -64,6 +64,7 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
       for (int64_t b : batches) {
         try {
           results.push_back(analyzer.analyze({b, p, g, prefill_batch}));
+          require_finite_result(model, hardware, results.back());
         } catch (const engine::OverflowError& e) {
           throw UsageError(fmt::format("batch {}, prompt {}, generate {}: workload too large: {}",
                                        b, p, g, e.what()));

@@ -65,6 +65,7 @@ int run_compare(const CompareOptions& o, const AppContext& ctx) {
         for (auto& a : analyzers) {
           try {
             c.push_back({report::make_context(*a), a->analyze({b, p, g, prefill_batch})});
+            require_finite_result(a->model(), hardware, c.back().result);
           } catch (const engine::OverflowError& e) {
             throw UsageError(
                 fmt::format("{}: batch {}, prompt {}, generate {}: workload too "

@@ -28,6 +28,7 @@ struct RunOptions {
   double temperature = 0;
   double top_p = 1.0;
   bool per_op = false;
+  bool allow_beyond_context = false;
   std::string format = "table";
   std::string output = "-";
 };
@@ -48,6 +49,7 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: use table or json");
   const engine::Model model = make_catalog(ctx).model(o.model);
+  if (!o.allow_beyond_context) check_context(model, plan.prompt, plan.generate, "run");
   runtime::check_supported(model);
   const auto backend = make_backend(o.runtime);
   const runtime::MeasuredRun r = runtime::measure_run(*backend, model, plan);
@@ -132,6 +134,8 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--temperature", o->temperature, "0: greedy")->capture_default_str();
   app->add_option("--top-p", o->top_p, "nucleus sampling threshold")->capture_default_str();
   app->add_flag("--per-op", o->per_op, "time every operator");
+  app->add_flag("--allow-beyond-context", o->allow_beyond_context,
+                "run prompt + generate beyond the model's max_context");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

@@ -65,6 +65,7 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
     throw UsageError(e.what());
   }
 
+  require_finite_result(model, hardware, r.predicted);
   const std::string where = backend->name() + " runtime (" +
                             std::to_string(resolve_threads(o.runtime.threads)) + " threads)";
   const report::ServingRun run_measured =

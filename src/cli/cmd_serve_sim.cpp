@@ -31,6 +31,25 @@ struct ServeSimOptions {
   std::string requests_csv;
 };
 
+// The KV cache `bytes` must hold a token, and the paged cache indexes its blocks with 32-bit
+// integers (engine::BlockAllocator).
+void check_kv_capacity(const engine::SchedulerOptions& s, double bytes, int64_t per_token,
+                       const std::string& source) {
+  if (per_token <= 0) return;  // constant state only: IterationCost::configure checks it
+  const double tokens = bytes / static_cast<double>(per_token);
+  if (!(tokens >= 1)) {
+    throw UsageError(
+        fmt::format("{} holds less than one token of {} bytes", source, per_token));
+  }
+  const double blocks = tokens / static_cast<double>(s.block_size);
+  if (s.kv == engine::KvLayout::paged && blocks > 2147483647.0) {
+    throw UsageError(
+        fmt::format("{} holds {:.4g} tokens of {} bytes, {:.4g} blocks of {}; the paged KV cache "
+                    "holds at most 2^31 - 1 blocks",
+                    source, tokens, per_token, blocks, s.block_size));
+  }
+}
+
 // The KV bytes of one GPU: --kv-memory, or what the usable memory fraction leaves.
 double kv_bytes(const std::string& kv_memory, const std::string& memory_fraction,
                 engine::IterationCost& cost, int64_t max_tokens) {
@@ -75,13 +94,20 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   const auto cost = make_iteration_cost(model, hardware, analysis);
   const double bytes =
       kv_bytes(o.kv_memory, o.memory_fraction, *cost, options.scheduler.max_tokens);
+  const std::string source =
+      o.kv_memory.empty()
+          ? fmt::format("--memory-fraction {} ({:.4g} bytes for the KV cache; pass --kv-memory)",
+                        o.memory_fraction, bytes)
+          : "--kv-memory: " + o.kv_memory;
+  check_kv_capacity(options.scheduler, bytes, cost->kv_bytes_per_token(), source);
   try {
     cost->configure(options.scheduler, bytes);
   } catch (const std::invalid_argument& e) {
-    throw UsageError(fmt::format("--kv-memory / --memory-fraction: {}", e.what()));
+    throw UsageError(fmt::format("{}: {}", source, e.what()));
   }
   const engine::SimulationResult result =
       engine::simulate_deployment(requests, options, *cost, analysis.costing.parallel);
+  require_finite_result(model, hardware, result);
 
   report::ServingRun run =
       serving_run(model, hardware.name, std::string(engine::method_name(analysis.method)), workload,

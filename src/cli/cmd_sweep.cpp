@@ -30,6 +30,7 @@ struct SweepOptions {
   std::string threads = "0";
   std::string prefill_batch = "0";
   bool allow_beyond_context = false;
+  bool strict = false;
   bool quiet = false;
 };
 
@@ -52,16 +53,13 @@ int run_sweep(const SweepOptions& o, const AppContext& ctx) {
   for (const std::string& h : parse_name_list(o.hardware, "--hardware")) {
     axes.hardware.push_back(catalog.hardware(h));
   }
-  if (!o.allow_beyond_context) {
-    const int64_t max_prompt = *std::max_element(axes.prompts.begin(), axes.prompts.end());
-    const int64_t max_generate = *std::max_element(axes.generates.begin(), axes.generates.end());
-    for (const auto& m : axes.models) check_context(m, max_prompt, max_generate);
-  }
+  axes.allow_beyond_context = o.allow_beyond_context;
+  axes.strict = o.strict;
   const SweepGrid grid(std::move(axes));
 
   const bool show_progress = !o.quiet && ::isatty(STDERR_FILENO);
   OutputFile out(o.output);
-  grid.run(
+  const SweepSummary summary = grid.run(
       format, threads, [&](std::string_view text) { out.write(text); },
       [&](int64_t done) {
         if (show_progress) {
@@ -70,6 +68,13 @@ int run_sweep(const SweepOptions& o, const AppContext& ctx) {
         }
       });
   if (show_progress) fmt::print(stderr, "\n");
+  // One line per distinct reason, however many points it skipped.
+  for (const auto& [reason, n] : summary.reasons) {
+    fmt::print(stderr, "sweep: skipped {} of {} points: {}\n", n, grid.size(), reason);
+  }
+  if (summary.evaluated == 0) {
+    throw UsageError(fmt::format("sweep: none of the {} points could be evaluated", grid.size()));
+  }
   out.commit();
   return kExitOk;
 }
@@ -103,6 +108,8 @@ Command add_sweep_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   app->add_flag("--allow-beyond-context", o->allow_beyond_context,
                 "include points where prompt + generate exceeds a model's max_context");
+  app->add_flag("--strict", o->strict,
+                "fail (exit 2) on the first impossible point instead of skipping it");
   app->add_flag("--quiet,-q", o->quiet, "no progress on stderr");
   return Command{app, [o, ctx] { return run_sweep(*o, ctx); }};
 }

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
 #include "report/validation_report.hpp"
 #include "runtime/decoder.hpp"
+#include "engine/finite_check.hpp"
 #include "runtime/harness/validation.hpp"
 
 namespace streamspark::cli {
@@ -28,8 +30,9 @@ struct ValidateOptions {
   std::string method = "calibrated";
   std::string repeats = "3";
   std::string seed = "0";
-  double tolerance = -1;  // < 0: none
+  std::string tolerance;  // percent, "P" or "P%"; empty: no gate
   bool per_op = false;
+  bool allow_beyond_context = false;
   std::string format = "table";
   std::string output = "-";
   std::string json_output;  // also the JSON report, here
@@ -52,11 +55,16 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   plan.seed = static_cast<uint64_t>(parse_int(o.seed, "--seed", 0));
   plan.method = parse_method_option(o.method);
   plan.graphs = !o.runtime.no_graphs;
+  std::optional<double> tolerance;  // percent; none: no gate
+  if (!o.tolerance.empty()) tolerance = parse_percent(o.tolerance, "--tolerance");
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: use table or json");
 
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
+  for (const int64_t S : plan.prompts) {
+    if (!o.allow_beyond_context) check_context(model, S, G, "validate");
+  }
   const engine::Hardware hardware = catalog.hardware(o.hardware);
   runtime::check_supported(model);
   const auto backend = make_backend(o.runtime);
@@ -67,6 +75,10 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
     throw;
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("{} on {}: {}", model.name, hardware.name, e.what()));
+  } catch (const engine::NonFiniteError& e) {
+    throw UsageError(fmt::format("{} on {}: {}: a number of the model or hardware file is out of "
+                                 "range",
+                                 model.name, hardware.name, e.what()));
   }
   v.threads = resolve_threads(o.runtime.threads);
   OutputFile out(o.output);
@@ -83,11 +95,11 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
                v.unmatched_ops.size());
     return kExitTolerance;
   }
-  if (o.tolerance >= 0 &&
-      (v.prefill.median_abs * 100 > o.tolerance || v.decode.median_abs * 100 > o.tolerance)) {
+  if (tolerance &&
+      (v.prefill.median_abs * 100 > *tolerance || v.decode.median_abs * 100 > *tolerance)) {
     fmt::print(stderr,
                "validate: median error above the {}% tolerance (prefill {:.1f}%, decode {:.1f}%)\n",
-               o.tolerance, 100 * v.prefill.median_abs, 100 * v.decode.median_abs);
+               *tolerance, 100 * v.prefill.median_abs, 100 * v.decode.median_abs);
     return kExitTolerance;
   }
   return kExitOk;
@@ -118,8 +130,10 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   app->add_option("--seed", o->seed, "seed of weights and prompts")->capture_default_str();
   app->add_option("--tolerance", o->tolerance,
-                  "exit 4 when a phase's median |error| exceeds this many percent");
+                  "exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0)");
   app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
+  app->add_flag("--allow-beyond-context", o->allow_beyond_context,
+                "validate prompt + generate beyond the model's max_context");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

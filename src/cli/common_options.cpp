@@ -1,6 +1,7 @@
 // Shared option parsing for subcommands.
 #include "cli/common_options.hpp"
 
+#include "engine/finite_check.hpp"
 #include "runtime/backend_registry.hpp"
 
 #include <fmt/format.h>
@@ -226,12 +227,37 @@ spec::Catalog make_catalog(const AppContext& ctx) {
   return spec::Catalog(spec::data_roots(ctx.executable));
 }
 
-void check_context(const engine::Model& model, int64_t prompt, int64_t generate) {
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::WorkloadResult& result) {
+  try {
+    engine::require_finite(result);
+  } catch (const engine::NonFiniteError& e) {
+    const engine::Workload& w = result.workload;
+    throw UsageError(fmt::format(
+        "{} on {}, batch {}, prompt {}, generate {}: {}: a number of the model or hardware "
+        "file is out of range",
+        model.name, hardware.name, w.batch, w.prompt, w.generate, e.what()));
+  }
+}
+
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::SimulationResult& result) {
+  try {
+    engine::require_finite(result);
+  } catch (const engine::NonFiniteError& e) {
+    throw UsageError(fmt::format(
+        "serving {} on {}: {}: a number of the model, hardware file or workload is out of range",
+        model.name, hardware.name, e.what()));
+  }
+}
+
+void check_context(const engine::Model& model, int64_t prompt, int64_t generate,
+                   const char* command) {
   if (prompt > model.max_context || generate - 1 > model.max_context - prompt) {
-    throw UsageError(
-        fmt::format("prompt {} + generate {} uses {} positions, beyond {}'s max_context {}; pass "
-                    "--allow-beyond-context to analyze it anyway",
-                    prompt, generate, prompt + generate - 1, model.name, model.max_context));
+    throw UsageError(fmt::format(
+        "prompt {} + generate {} uses {} positions, beyond {}'s max_context {}; pass "
+        "--allow-beyond-context to {} it anyway",
+        prompt, generate, prompt + generate - 1, model.name, model.max_context, command));
   }
 }
 

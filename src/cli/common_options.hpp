@@ -118,9 +118,19 @@ std::vector<T> load_catalog(const spec::Catalog& catalog, spec::SpecKind kind,
   return out;
 }
 
+// engine::require_finite as a UsageError naming the model, the device and the workload. The
+// spec ranges keep every result finite; this turns anything they miss into exit 2, never an
+// "inf" or "nan" (or JSON null) in the output.
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::WorkloadResult& result);
+void require_finite_result(const engine::Model& model, const engine::Hardware& hardware,
+                           const engine::SimulationResult& result);
+
 // Throws UsageError when the positions a request uses, prompt + generate - 1 (the last
-// generated token is never fed back), exceed the model's max_context.
-void check_context(const engine::Model& model, int64_t prompt, int64_t generate);
+// generated token is never fed back), exceed the model's max_context; `command` says what
+// --allow-beyond-context does ("pass --allow-beyond-context to run it anyway").
+void check_context(const engine::Model& model, int64_t prompt, int64_t generate,
+                   const char* command = "analyze");
 
 // "--threads" value: 0 means all cores; at most 256 (more threads than that only add memory).
 int resolve_threads(const std::string& text);

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/value_list.hpp"
+#include "engine/finite_check.hpp"
 #include "engine/overflow.hpp"
 #include "spec/catalog.hpp"
 #include "spec/diagnostics.hpp"
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   } catch (const streamspark::engine::OverflowError& e) {
     fmt::print(stderr, "error: workload too large: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const streamspark::engine::NonFiniteError& e) {
+    fmt::print(stderr, "error: a result is not a finite number: {}\n", e.what());
     return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "error: {}\n", e.what());

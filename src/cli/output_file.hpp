@@ -1,6 +1,8 @@
-// Output that is never half-written: regular files are written to a temporary name in the same
-// folder and renamed into place on commit(); stdout ("-") and special files such as /dev/null
-// are written directly.
+// Output that is never half-written: regular files are written to a temporary name beside the
+// file (beside a symlink's target: the link stays and its target is written) and renamed into
+// place on commit(), after an fsync of the file; the folder is fsynced after the rename. stdout
+// ("-") and special files such as /dev/null are written directly. A temporary file is removed
+// when the process is ended by SIGINT, SIGTERM or SIGHUP, before the signal's default action.
 #pragma once
 
 #include <cstdio>
@@ -18,14 +20,16 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   void write(std::string_view data);  // throws std::runtime_error on failure
-  void commit();                      // flush, close, rename into place
+  void commit();                      // flush, fsync, close, rename into place, fsync the folder
 
  private:
-  std::string path_;
+  std::string path_;       // as given, for messages
+  std::string target_;     // the file replaced: path_, or the symlink's final target
   std::string temp_path_;  // empty when writing directly
   std::FILE* file_ = nullptr;
   bool owns_file_ = false;
   bool committed_ = false;
+  int slot_ = -1;  // in the table of live temporary files the signal handler removes
 };
 
 }  // namespace streamspark::cli

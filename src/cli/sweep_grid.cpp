@@ -1,4 +1,5 @@
-// Parallel sweep evaluation: chunks of rows on worker threads, written in order.
+// Parallel sweep evaluation: chunks of rows on worker threads, written in order; impossible
+// points written as skipped rows with their reason.
 #include "cli/sweep_grid.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/finite_check.hpp"
 #include "engine/overflow.hpp"
 #include "report/analysis_report.hpp"
 
@@ -17,17 +19,37 @@ namespace streamspark::cli {
 
 namespace {
 constexpr int64_t kChunkRows = 8192;
+
+// Distinct reasons with their counts, in order of first appearance.
+using ReasonCounts = std::vector<std::pair<std::string, int64_t>>;
+void count_reason(ReasonCounts& counts, const std::string& reason, int64_t n = 1) {
+  for (auto& [r, c] : counts) {
+    if (r == reason) {
+      c += n;
+      return;
+    }
+  }
+  counts.emplace_back(reason, n);
 }
+}  // namespace
 
 SweepGrid::SweepGrid(SweepAxes axes) : axes_(std::move(axes)) {
-  // Reject unsupported (model, device, format) combinations before any work.
+  // Unsupported (model, device, format) combinations are found before any work: strict, the
+  // first fails the sweep; otherwise its points are skipped with the reason. Combo index:
+  // (model * devices + device) * precisions + precision.
   for (const auto& m : axes_.models) {
     for (const auto& hw : axes_.hardware) {
       for (const auto& p : axes_.precisions) {
         engine::AnalysisOptions options;
         options.method = axes_.method;
         options.costing.precision = p;
-        (void)make_analyzer(m, hw, options);
+        try {
+          (void)make_analyzer(m, hw, options);
+          refused_.emplace_back();
+        } catch (const UsageError& e) {
+          if (axes_.strict) throw;
+          refused_.emplace_back(e.what());
+        }
       }
     }
   }
@@ -43,10 +65,21 @@ namespace {
 // Per-thread state: one Analyzer per (model, hardware, precision), created on first use.
 class SweepWorker {
  public:
-  explicit SweepWorker(const SweepAxes& axes)
-      : axes_(axes), combos_(axes.models.size() * axes.hardware.size() * axes.precisions.size()) {}
+  SweepWorker(const SweepAxes& axes, const std::vector<std::string>& refused)
+      : axes_(axes),
+        refused_(refused),
+        combos_(axes.models.size() * axes.hardware.size() * axes.precisions.size()) {
+    for (const engine::Model& m : axes.models) {
+      beyond_context_.push_back(fmt::format(
+          "{}: prompt + generate - 1 is beyond its max_context {} (--allow-beyond-context "
+          "includes such points)",
+          m.name, m.max_context));
+    }
+  }
 
-  void evaluate(int64_t begin, int64_t end, Format format, std::string& out) {
+  // Formats rows [begin, end) into `out`; counts the skipped ones by reason into `reasons`.
+  void evaluate(int64_t begin, int64_t end, Format format, std::string& out, ReasonCounts& reasons,
+                int64_t& evaluated) {
     const int64_t ng = static_cast<int64_t>(axes_.generates.size());
     const int64_t np = static_cast<int64_t>(axes_.prompts.size());
     const int64_t nb = static_cast<int64_t>(axes_.batches.size());
@@ -58,23 +91,56 @@ class SweepWorker {
       i /= np;
       const int64_t bi = i % nb;
       i /= nb;  // i now indexes (model, hardware, precision)
-      Combo& c = combo(static_cast<size_t>(i));
+      const size_t index = static_cast<size_t>(i);
       const engine::Workload w{axes_.batches[static_cast<size_t>(bi)],
                                axes_.prompts[static_cast<size_t>(pi)],
                                axes_.generates[static_cast<size_t>(gi)], axes_.prefill_batch};
+      const engine::Model& model = model_of(index);
+      const engine::Hardware& hardware = hardware_of(index);
+      auto skip = [&](const std::string& reason) {
+        report::SkippedPoint p{&model.name, &hardware.name, axes_.method, &precision_of(index),
+                               w,           &reason};
+        if (format == Format::csv) {
+          report::append_csv_skipped_row(out, p);
+        } else {
+          report::append_json_skipped_line(out, p);
+        }
+        count_reason(reasons, reason);
+      };
+      if (!refused_[index].empty()) {
+        skip(refused_[index]);
+        continue;
+      }
+      if (!axes_.allow_beyond_context &&
+          (w.prompt > model.max_context || w.generate - 1 > model.max_context - w.prompt)) {
+        if (axes_.strict) check_context(model, w.prompt, w.generate);
+        skip(beyond_context_[index / axes_.precisions.size() / axes_.hardware.size()]);
+        continue;
+      }
+      Combo& c = combo(index);
       std::optional<engine::WorkloadResult> r;
       try {
         r = c.analyzer->analyze(w);
+        engine::require_finite(*r);
       } catch (const engine::OverflowError& e) {
-        throw UsageError(fmt::format("{} on {}, batch {}, prompt {}, generate {}: {}",
-                                     c.context.model->name, c.context.hardware->name, w.batch,
-                                     w.prompt, w.generate, e.what()));
+        if (axes_.strict) {
+          throw UsageError(fmt::format("{} on {}, batch {}, prompt {}, generate {}: {}", model.name,
+                                       hardware.name, w.batch, w.prompt, w.generate, e.what()));
+        }
+        skip(fmt::format("{} on {}: workload too large: {}", model.name, hardware.name, e.what()));
+        continue;
+      } catch (const engine::NonFiniteError& e) {
+        if (axes_.strict) require_finite_result(model, hardware, *r);
+        skip(fmt::format("{} on {}: {}: a number of the model or hardware file is out of range",
+                         model.name, hardware.name, e.what()));
+        continue;
       }
       if (format == Format::csv) {
         report::append_csv_row(out, c.context, *r);
       } else {
         report::append_json_line(out, c.context, *r);
       }
+      ++evaluated;
     }
   }
 
@@ -84,31 +150,39 @@ class SweepWorker {
     report::AnalysisContext context;
   };
 
+  const engine::Precision& precision_of(size_t index) const {
+    return axes_.precisions[index % axes_.precisions.size()];
+  }
+  const engine::Hardware& hardware_of(size_t index) const {
+    return axes_.hardware[(index / axes_.precisions.size()) % axes_.hardware.size()];
+  }
+  const engine::Model& model_of(size_t index) const {
+    return axes_.models[index / axes_.precisions.size() / axes_.hardware.size()];
+  }
+
   Combo& combo(size_t index) {
     Combo& c = combos_[index];
     if (!c.analyzer) {
-      const size_t np = axes_.precisions.size();
-      const size_t nh = axes_.hardware.size();
-      const engine::Precision& p = axes_.precisions[index % np];
-      const engine::Hardware& hw = axes_.hardware[(index / np) % nh];
-      const engine::Model& m = axes_.models[index / np / nh];
       engine::AnalysisOptions options;
       options.method = axes_.method;
-      options.costing.precision = p;
-      c.analyzer = std::make_unique<engine::Analyzer>(m, hw, options);
+      options.costing.precision = precision_of(index);
+      c.analyzer = std::make_unique<engine::Analyzer>(model_of(index), hardware_of(index), options);
       c.context = report::make_context(*c.analyzer);
     }
     return c;
   }
 
   const SweepAxes& axes_;
+  const std::vector<std::string>& refused_;
   std::vector<Combo> combos_;
+  std::vector<std::string> beyond_context_;  // per model
 };
 
 }  // namespace
 
-void SweepGrid::run(Format format, int threads, const std::function<void(std::string_view)>& sink,
-                    const std::function<void(int64_t)>& progress) const {
+SweepSummary SweepGrid::run(Format format, int threads,
+                            const std::function<void(std::string_view)>& sink,
+                            const std::function<void(int64_t)>& progress) const {
   if (format == Format::csv) {
     std::string header;
     report::append_csv_header(header);
@@ -120,20 +194,26 @@ void SweepGrid::run(Format format, int threads, const std::function<void(std::st
       static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(chunks, 1)));
   std::vector<SweepWorker> state;
   state.reserve(static_cast<size_t>(workers));
-  for (int w = 0; w < workers; ++w) state.emplace_back(axes_);
+  for (int w = 0; w < workers; ++w) state.emplace_back(axes_, refused_);
   std::vector<std::string> buffers(static_cast<size_t>(workers));
+  std::vector<ReasonCounts> reasons(static_cast<size_t>(workers));
+  std::vector<int64_t> evaluated(static_cast<size_t>(workers));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
+  SweepSummary summary;
 
   for (int64_t start = 0; start < size_; start += kChunkRows * workers) {
     auto work = [&](int w) {
       const int64_t begin = start + kChunkRows * w;
       const int64_t end = std::min(size_, begin + kChunkRows);
-      auto& out = buffers[static_cast<size_t>(w)];
-      out.clear();
+      const auto k = static_cast<size_t>(w);
+      buffers[k].clear();
+      reasons[k].clear();
+      evaluated[k] = 0;
       try {
-        if (begin < end) state[static_cast<size_t>(w)].evaluate(begin, end, format, out);
+        if (begin < end)
+          state[k].evaluate(begin, end, format, buffers[k], reasons[k], evaluated[k]);
       } catch (...) {
-        errors[static_cast<size_t>(w)] = std::current_exception();
+        errors[k] = std::current_exception();
       }
     };
     std::vector<std::jthread> pool;  // joined on every exit path, even if a start fails
@@ -143,9 +223,18 @@ void SweepGrid::run(Format format, int threads, const std::function<void(std::st
     for (const auto& e : errors) {
       if (e) std::rethrow_exception(e);
     }
-    for (const auto& b : buffers) sink(b);
+    // In worker order, which is row order: reasons keep the order of their first row.
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      sink(buffers[k]);
+      summary.evaluated += evaluated[k];
+      for (const auto& [reason, n] : reasons[k]) {
+        count_reason(summary.reasons, reason, n);
+        summary.skipped += n;
+      }
+    }
     if (progress) progress(std::min(size_, start + kChunkRows * workers));
   }
+  return summary;
 }
 
 }  // namespace streamspark::cli

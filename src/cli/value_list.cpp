@@ -2,6 +2,7 @@
 #include "cli/value_list.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -12,7 +13,7 @@ namespace {
 
 constexpr size_t kMaxListLength = 10'000'000;  // a guard against "1..1e18" typos
 
-int64_t parse_positive(std::string_view s, const std::string& option, std::string_view item) {
+int64_t parse_integer(std::string_view s, const std::string& option, std::string_view item) {
   int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec == std::errc::result_out_of_range) {
@@ -21,6 +22,11 @@ int64_t parse_positive(std::string_view s, const std::string& option, std::strin
   if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) {
     throw UsageError(fmt::format("{}: '{}' is not an integer in '{}'", option, s, item));
   }
+  return v;
+}
+
+int64_t parse_positive(std::string_view s, const std::string& option, std::string_view item) {
+  const int64_t v = parse_integer(s, option, item);
   if (v < 1) throw UsageError(fmt::format("{}: values must be >= 1, got {}", option, v));
   return v;
 }
@@ -54,12 +60,16 @@ void append_range(std::vector<int64_t>& out, std::string_view item, const std::s
   bool geometric = false;
   int64_t step = 1;
   if (!step_text.empty()) {
+    // The step's own bounds, named as the step's (not as one of the values).
     if (step_text.front() == 'x') {
       geometric = true;
-      step = parse_positive(step_text.substr(1), option, item);
+      step = parse_integer(step_text.substr(1), option, item);
       if (step < 2) throw UsageError(fmt::format("{}: factor in '{}' must be >= 2", option, item));
     } else if (step_text.front() == '+') {
-      step = parse_positive(step_text.substr(1), option, item);
+      step = parse_integer(step_text.substr(1), option, item);
+      if (step < 1) {
+        throw UsageError(fmt::format("{}: step in '{}' must be >= 1, got {}", option, item, step));
+      }
     } else {
       throw UsageError(fmt::format(
           "{}: step in '{}' must be 'xN' (multiply) or '+N' (add), e.g. 1..512:x2", option, item));
@@ -104,6 +114,32 @@ int64_t parse_int(const std::string& text, const std::string& option, int64_t mi
     throw UsageError(fmt::format("{}: '{}' is not an integer", option, text));
   }
   if (v < min) throw UsageError(fmt::format("{}: must be >= {}, got {}", option, min, v));
+  return v;
+}
+
+double parse_percent(const std::string& text, const std::string& option) {
+  // "P" or "P%", spaces allowed around the number and before the sign.
+  std::string_view s = text;
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    return v;
+  };
+  s = trim(s);
+  if (!s.empty() && s.back() == '%') s = trim(s.substr(0, s.size() - 1));
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);  // from_chars refuses a leading '+'
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  const bool whole = !s.empty() && ptr == s.data() + s.size();
+  if (whole && (ec == std::errc::result_out_of_range || !std::isfinite(v))) {
+    throw UsageError(
+        fmt::format("{}: expected a finite percentage (P or P%), got '{}'", option, text));
+  }
+  if (ec != std::errc() || !whole) {
+    throw UsageError(fmt::format("{}: expected a percentage (P or P%), got '{}'", option, text));
+  }
+  // A negative tolerance would never be exceeded: a gate that cannot fail.
+  if (v < 0) throw UsageError(fmt::format("{}: must be >= 0, got {}", option, text));
   return v;
 }
 

@@ -21,6 +21,10 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
 // One integer >= min, e.g. "--prefill-batch 8".
 int64_t parse_int(const std::string& text, const std::string& option, int64_t min);
 
+// A percentage given as "P" or "P%" (e.g. 5, 5%, 2.5 %): a finite number >= 0, in percent.
+// Throws UsageError naming `option` for anything else (negative, nan, inf, not a number).
+double parse_percent(const std::string& text, const std::string& option);
+
 // Comma-separated non-empty names.
 std::vector<std::string> parse_name_list(const std::string& text, const std::string& option);
 

@@ -183,6 +183,10 @@ std::vector<WeightTensor> unsplit_weight_tensors(const Model& m, const LayerKind
           t.push_back({"q_bias", 1, q_width, 1, L, false});
           t.push_back({"kv_bias", 1, kv_width, 1, producers, false});
         }
+        if (a.qk_norm) {  // Qwen3: q_norm and k_norm weights, H each
+          t.push_back({"q_norm", 1, a.head_dim, 1, L, false});
+          t.push_back({"k_norm", 1, a.head_dim, 1, producers, false});
+        }
         t.push_back({"out_proj", q_width, D, 1, L});
       }
       break;
@@ -336,6 +340,17 @@ int64_t kv_bytes_per_token(const Model& m, DType kv) {
     per_token = checked_add(per_token, state_elements(m, k, 1));
   }
   return storage_bytes(per_token, kv);
+}
+
+WindowedKv windowed_kv_bytes_per_token(const Model& m, DType kv) {
+  int64_t per_token = 0;
+  int64_t window = 0;
+  for (const LayerKind& k : m.layers) {
+    if (k.mixer != MixerKind::attention || !k.local) continue;
+    per_token = checked_add(per_token, state_elements(m, k, 1));
+    window = std::max(window, k.attention.window);
+  }
+  return {storage_bytes(per_token, kv), window};
 }
 
 std::vector<int64_t> context_breakpoints(const Model& m) {

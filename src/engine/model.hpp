@@ -41,7 +41,10 @@ struct Attention {
   int64_t n_kv_heads = 0;  // K; N is a multiple of K (G = N / K query heads per KV head)
   int64_t head_dim = 0;    // H; N*H need not equal D (the out projection maps N*H -> D)
   bool qkv_bias = false;   // a bias on the q, k and v projections (Qwen2 style)
-  bool rope = true;        // rotary position embedding on q and k (Jamba's attention has none)
+  // RMSNorm over each query and each key head before RoPE, one weight vector of H per norm
+  // shared by the heads (Qwen3: HF Qwen3Attention.q_norm / k_norm = Qwen3RMSNorm(head_dim)).
+  bool qk_norm = false;
+  bool rope = true;  // rotary position embedding on q and k (Jamba's attention has none)
   // Sliding window of local attention layers (tokens attended, including the current one);
   // used by layers of mixer "local", 0 when the model has none.
   int64_t window = 0;
@@ -192,6 +195,14 @@ int64_t state_bytes(const Model& m, int64_t context, DType kv);
 // KV bytes each new token adds at long context (full-attention layers only; windows, SSM and
 // linear-attention states do not grow). CS336 lecture (MHA, bf16): D*L*2*2 bytes.
 int64_t kv_bytes_per_token(const Model& m, DType kv);
+// Sliding-window ("local") attention layers: the KV bytes each token adds while their windows
+// fill, and the largest window W (from W tokens on their caches stop growing); zeros without
+// such layers. Mistral 7B v0.1 (bf16): 32 layers x 2 x 8 KV heads x 128 x 2 bytes, window 4096.
+struct WindowedKv {
+  int64_t bytes_per_token = 0;
+  int64_t window = 0;
+};
+WindowedKv windowed_kv_bytes_per_token(const Model& m, DType kv);
 // Contexts at which a layer's per-step cost stops growing linearly: W for each local layer
 // kind of window W (from context W-1 on it reads W-1 past tokens, whatever the context).
 // Sorted, without duplicates.

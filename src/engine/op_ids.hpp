@@ -16,7 +16,8 @@ namespace streamspark::engine {
   /* embedding and head */                                                                       \
   X(embedding) X(final_norm) X(lm_head) X(sampling)                                              \
   /* attention (MHA/GQA/MQA, windows, cross-layer sharing) */                                    \
-  X(attn_norm) X(qkv_proj) X(q_proj) X(kv_proj) X(rope) X(rope_q) X(rope_k) X(kv_cache_write)    \
+  X(attn_norm) X(qkv_proj) X(q_proj) X(kv_proj) X(k_norm) X(rope) X(rope_q) X(rope_k)           \
+  X(kv_cache_write)                                                                              \
   X(attn_scores) X(attn_values) X(out_proj) X(attn_residual) X(attn_post_norm)                   \
   /* multi-head latent attention */                                                              \
   X(q_down) X(q_norm) X(q_up) X(kv_down) X(kv_norm) X(q_absorb) X(v_absorb) X(kv_up)             \

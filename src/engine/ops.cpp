@@ -293,9 +293,15 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   const int64_t kv_width = checked_mul(K, H);
   const int64_t producers = k.count / a.kv_share;  // layers that project and store K, V
   b.norm(OpId::attn_norm, norm, s.tokens, s.D);
+  // Qwen3's q/k norms: an RMSNorm over each head's H values (B*T*N query rows, B*T*K key
+  // rows), after the projection and before RoPE (HF Qwen3Attention.forward).
   if (a.kv_share == 1) {
     b.gemm(OpId::qkv_proj, s.tokens, checked_add(q_width, checked_mul(2, kv_width)), s.D,
            a.qkv_bias);
+    if (a.qk_norm) {
+      b.norm(OpId::q_norm, NormKind::rmsnorm, checked_mul(s.tokens, N), H);
+      b.norm(OpId::k_norm, NormKind::rmsnorm, checked_mul(s.tokens, K), H);
+    }
     if (a.rope) {
       b.elementwise(OpId::rope, checked_mul(s.tokens, checked_add(q_width, kv_width)),
                     kRopeFlopsPerElement);
@@ -305,10 +311,12 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
     // Cross-layer attention: every layer projects Q; one layer per group projects, rotates
     // and stores K and V, which the others reuse.
     b.gemm(OpId::q_proj, s.tokens, q_width, s.D, a.qkv_bias);
+    if (a.qk_norm) b.norm(OpId::q_norm, NormKind::rmsnorm, checked_mul(s.tokens, N), H);
     if (a.rope) b.elementwise(OpId::rope_q, checked_mul(s.tokens, q_width), kRopeFlopsPerElement);
     const int64_t all = b.repeat();
     b.set_repeat(producers);
     b.gemm(OpId::kv_proj, s.tokens, checked_mul(2, kv_width), s.D, a.qkv_bias);
+    if (a.qk_norm) b.norm(OpId::k_norm, NormKind::rmsnorm, checked_mul(s.tokens, K), H);
     if (a.rope) b.elementwise(OpId::rope_k, checked_mul(s.tokens, kv_width), kRopeFlopsPerElement);
     if (s.write_cache) b.cache_write(OpId::kv_cache_write, checked_mul(s.tokens, 2, kv_width));
     b.set_repeat(all);

@@ -408,7 +408,7 @@ void append_csv_header(std::string& out) {
       "bound,decode_flops,decode_bytes,"
       "decode_intensity,decode_step_time_s,decode_bound,kv_cache_bytes,activation_bytes,"
       "total_bytes,capacity_bytes,fits,max_batch,ttft_s,tpot_s,e2e_s,"
-      "decode_throughput_tok_s\n";
+      "decode_throughput_tok_s,status,reason\n";
 }
 
 void append_csv_row(std::string& out, const AnalysisContext& ctx, const WorkloadResult& r) {
@@ -421,7 +421,7 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
   fmt::format_to(
       fmt::appender(row),
       FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-                  "{},{},{},{},{},{},{},{},{},{}\n"),
+                  "{},{},{},{},{},{},{},{},{},{},ok,\n"),
       engine::method_name(ctx.options.method), engine::dtype_name(p.weights.dtype),
       engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache), r.workload.batch,
       r.workload.prompt, r.workload.generate, r.workload.prefill_batch, ctx.figures.params,
@@ -433,6 +433,21 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
       r.memory.capacity_bytes, r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s,
       r.tpot_s, r.e2e_s, r.decode_throughput_tok_s);
   out.append(row.data(), row.size());
+}
+
+void append_csv_skipped_row(std::string& out, const SkippedPoint& p) {
+  append_csv_field(out, *p.model);
+  out += ',';
+  append_csv_field(out, *p.hardware);
+  fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{}", engine::method_name(p.method),
+                 engine::dtype_name(p.precision->weights.dtype),
+                 engine::dtype_name(p.precision->activations),
+                 engine::dtype_name(p.precision->kv_cache), p.workload.batch, p.workload.prompt,
+                 p.workload.generate, p.workload.prefill_batch);
+  out.append(25, ',');  // the 25 columns from params to decode_throughput_tok_s: empty
+  out += ",skipped,";
+  append_csv_field(out, *p.reason);
+  out += '\n';
 }
 
 std::string ops_csv(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results) {
@@ -472,6 +487,23 @@ void append_json_line(std::string& out, const AnalysisContext& ctx, const Worklo
   j["hardware"] = ctx.hardware->name;
   j["method"] = str(engine::method_name(ctx.options.method));
   j["precision"] = precision_json(ctx.options.costing.precision);
+  j["status"] = "ok";
+  j["reason"] = "";
+  out += j.dump();
+  out += '\n';
+}
+
+void append_json_skipped_line(std::string& out, const SkippedPoint& p) {
+  const json j{{"model", *p.model},
+               {"hardware", *p.hardware},
+               {"method", str(engine::method_name(p.method))},
+               {"precision", precision_json(*p.precision)},
+               {"batch", p.workload.batch},
+               {"prompt", p.workload.prompt},
+               {"generate", p.workload.generate},
+               {"prefill_batch", p.workload.prefill_batch},
+               {"status", "skipped"},
+               {"reason", *p.reason}};
   out += j.dump();
   out += '\n';
 }

@@ -40,13 +40,30 @@ nlohmann::json parallel_json(const engine::ParallelLayout& p);
 // RFC 4180: `s` quoted when it holds a comma, quote or newline.
 void append_csv_field(std::string& out, std::string_view s);
 
-// Flat CSV, one row per workload (the same columns as `sweep`).
+// Flat CSV, one row per workload (the same columns as `sweep`); the last two columns are the
+// status ("ok", or "skipped" for a sweep point that was not evaluated) and its reason.
 void append_csv_header(std::string& out);
 void append_csv_row(std::string& out, const AnalysisContext& ctx, const engine::WorkloadResult& r);
+
+// A sweep point that was not evaluated (an unsupported format on a device, beyond a model's
+// context, a workload too large to count): what identifies it, and why.
+struct SkippedPoint {
+  const std::string* model = nullptr;
+  const std::string* hardware = nullptr;
+  engine::Method method = engine::Method::roofline;
+  const engine::Precision* precision = nullptr;
+  engine::Workload workload;
+  const std::string* reason = nullptr;
+};
+// Its CSV row: the identifying columns, the numbers empty, status "skipped" and the reason.
+void append_csv_skipped_row(std::string& out, const SkippedPoint& p);
+// Its JSON line: model, hardware, method, precision, batch, prompt, generate, prefill_batch,
+// status "skipped" and reason; no numbers (and no nulls).
+void append_json_skipped_line(std::string& out, const SkippedPoint& p);
 // Per-operator CSV (analyze --per-op --format csv).
 std::string ops_csv(const AnalysisContext& ctx, const std::vector<engine::WorkloadResult>& results);
-// One JSON object per line (sweep --format json): result_json plus model, hardware, method
-// and precision.
+// One JSON object per line (sweep --format json): result_json plus model, hardware, method,
+// precision, status ("ok") and reason ("").
 void append_json_line(std::string& out, const AnalysisContext& ctx,
                       const engine::WorkloadResult& r);
 

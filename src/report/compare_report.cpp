@@ -59,6 +59,20 @@ std::string ratio_text(double value, double base) {
   return fmt::format("{}×", significant(value / base, 3));
 }
 
+// KV/token with the sliding-window layers' share and their window when the model has such
+// layers: "131.1 kB (window 4096)" (windows only: no growth at long context, but 131.1 kB per
+// token until the window is full), "172 kB + 172 kB (window 4096)" (global and local layers).
+std::string kv_per_token_text(const ComparisonRow& r) {
+  const int64_t growth = r.context.figures.kv_bytes_per_token;
+  const engine::WindowedKv w =
+      engine::windowed_kv_bytes_per_token(*r.context.model, r.context.options.costing.precision.kv_cache);
+  const std::string all = format_bytes(static_cast<double>(growth));
+  if (w.window == 0) return all;
+  const std::string windowed =
+      fmt::format("{} (window {})", format_bytes(static_cast<double>(w.bytes_per_token)), w.window);
+  return growth == 0 ? windowed : all + " + " + windowed;
+}
+
 std::string workload_title(const engine::Workload& w) {
   return fmt::format("batch {}, prompt {}, generate {}", w.batch, w.prompt, w.generate);
 }
@@ -87,7 +101,8 @@ std::string compare_table(const std::vector<Comparison>& comparisons) {
       std::vector<std::string> v{row.context.model->name};
       std::vector<std::string> r{row.context.model->name};
       for (const Metric& m : metrics()) {
-        v.push_back(m.format(m.value(row)));
+        v.push_back(std::string_view(m.key) == "kv_bytes_per_token" ? kv_per_token_text(row)
+                                                                    : m.format(m.value(row)));
         r.push_back(ratio_text(m.value(row), m.value(c.front())));
       }
       v.push_back(row.result.memory.fits ? "yes" : "no");
@@ -97,8 +112,10 @@ std::string compare_table(const std::vector<Comparison>& comparisons) {
     out += values.render() + "\n" + ratios.render();
   }
   out +=
-      "\nKV/sequence: KV cache and state of one sequence at prompt+generate-1 tokens. memory: "
-      "weights + KV of the batch + peak activations.\n";
+      "\nKV/token: KV cache growth per token at long context; sliding-window layers add theirs "
+      "(with the window) only until the window is full. KV/sequence: KV cache and state of one "
+      "sequence at prompt+generate-1 tokens. memory: weights + KV of the batch + peak "
+      "activations.\n";
   return out;
 }
 
@@ -123,6 +140,10 @@ json compare_json(const std::vector<Comparison>& comparisons) {
         m[metric.key] = v;
         ratio[metric.key] = base != 0 ? json(v / base) : json(nullptr);
       }
+      const engine::WindowedKv windowed = engine::windowed_kv_bytes_per_token(
+          *row.context.model, row.context.options.costing.precision.kv_cache);
+      m["kv_window_bytes_per_token"] = windowed.bytes_per_token;
+      m["kv_window"] = windowed.window;
       m["ratio_to_first"] = ratio;
       m["result"] = result_json(row.result);
       models.push_back(std::move(m));

@@ -22,6 +22,7 @@ std::string layer_kind_summary(const engine::LayerKind& k) {
         mixer = fmt::format("{} N={} K={} H={}", engine::attention_kind_name(a.kind), a.n_heads,
                             a.n_kv_heads, a.head_dim);
       }
+      if (a.qk_norm) mixer += " qk-norm";
       if (k.local) mixer += fmt::format(" window {}", a.window);
       if (a.kv_share > 1) mixer += fmt::format(" KV shared by {}", a.kv_share);
       break;

@@ -93,8 +93,8 @@ std::string Catalog::resolve(const std::string& name_or_path, SpecKind kind) con
   for (const std::string& p : list(kind)) names.push_back(fs::path(p).stem().string());
   std::string message =
       fmt::format("unknown {} '{}' (not in {})", kind_word(kind), name_or_path, dir);
-  if (const auto hint = closest_match(name_or_path, names)) {
-    message += fmt::format("; did you mean '{}'?", *hint);
+  if (const auto hints = likely_matches(name_or_path, names); !hints.empty()) {
+    message += fmt::format("; did you mean {}?", quoted_alternatives(hints));
   } else {
     message += fmt::format("; `streamspark {}` lists them",
                            kind == SpecKind::model ? "models" : "hardware");

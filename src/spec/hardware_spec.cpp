@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
@@ -42,11 +43,47 @@ namespace {
 
 using engine::PeakClass;
 
+// Ranges of every number, chosen so that everything the engine derives from them is finite
+// (README "Adding hardware" lists them). The engine's counts (FLOPs, bytes, launches, tokens)
+// are 64-bit integers, below 9.3e18. With rates >= 1 per second, efficiencies >= 1e-6 and
+// per-kernel overheads <= 1 s, one operator costs at most 9.3e18 / 1e-6 + 9.3e18 s, about
+// 1e25 s, and sums over operators, steps and requests (each count below 9.3e18) stay below
+// 1e63 s, far from the largest double (1.8e308): no time is infinite. With peaks <= 1e24
+// FLOP/s and bandwidths <= 1e21 B/s, a step that moves at least one byte takes at least 1e-21 s,
+// so rates such as tokens/s = B / TPOT stay below 1e40: no rate is infinite, and no 0/0 or
+// inf - inf makes a nan. Each bound is also far past any real device (today's largest: about
+// 1e16 FLOP/s, 1e13 B/s, microseconds per kernel), so only typos and corrupted files meet it.
+//
 // Capacities are whole bytes; anything past 2^62 is not a real device.
 constexpr double kMaxCapacityBytes = 4.611686018427387904e18;
-// Rates below one per second are typos (or denormals) that would make every time infinite.
-constexpr Range kFlopRate{1.0, false, std::numeric_limits<double>::infinity(), "1 FLOP/s"};
-constexpr Range kBandwidth{1.0, false, std::numeric_limits<double>::infinity(), "1 B/s"};
+// Rates below one per second are typos (or denormals) that would make every time infinite;
+// rates above these make times underflow towards 0 and rates per time overflow.
+constexpr Range kFlopRate{1.0, false, 1e24, "1 FLOP/s", "1e24 FLOP/s"};
+constexpr Range kBandwidth{1.0, false, 1e21, "1 B/s", "1e21 B/s"};
+// A fixed cost per kernel launch (or link latency) of more than a second is not an overhead.
+constexpr Range kOverhead{0, false, 1.0, nullptr, "1 s"};
+// Fractions of peak (achievable, calibrated efficiencies): below one millionth of peak, a time
+// divided by it would leave the range above.
+constexpr double kMinEfficiency = 1e-6;
+constexpr Range kAchievable{kMinEfficiency, false, 1.0, "1e-6"};
+constexpr Range kPrice{0, false, 1e6, nullptr, "1e6 USD/h"};
+
+// Probe rows: the GEMM's m, n, k (at most 1e9 each) and seconds per call (1 ps to 1e6 s, so
+// that the interpolated rate 2mnk / seconds is finite and positive); the bandwidth curve's
+// working set (1 B to 2^62 B) and rate (as memory levels).
+struct Column {
+  const char* name;
+  double min;
+  double max;
+  const char* range_text;
+};
+constexpr Column kGemmColumns[] = {{"m", 1, 1e9, "between 1 and 1e9"},
+                                   {"n", 1, 1e9, "between 1 and 1e9"},
+                                   {"k", 1, 1e9, "between 1 and 1e9"},
+                                   {"seconds", 1e-12, 1e6, "between 1e-12 and 1e6"}};
+constexpr Column kBandwidthColumns[] = {
+    {"working-set bytes", 1, kMaxCapacityBytes, "between 1 and 2^62"},
+    {"bytes/s", 1, 1e21, "between 1 and 1e21"}};
 
 void parse_peaks(MapReader& r, engine::Hardware& hw) {
   for (PeakClass c : engine::kAllPeakClasses) {
@@ -92,17 +129,51 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
 
   if (const auto levels = r.sequence("memory", Presence::required)) {
     if (levels->empty()) r.error_at("memory", "needs at least one level (device memory)");
+    // The text of a level's key as written, for messages ("80 GB").
+    auto text_of = [&](size_t i, const char* key) { return (*levels)[i][key].Scalar(); };
+    std::vector<size_t> parsed;  // index in the file of each level in hw.memory
     for (size_t i = 0; i < levels->size(); ++i) {
       const std::string path = fmt::format("memory[{}]", i);
-      if (auto level = parse_memory_level((*levels)[i], path, ctx)) {
-        if (!hw.memory.empty() && level->capacity_bytes < hw.memory.back().capacity_bytes) {
+      auto level = parse_memory_level((*levels)[i], path, ctx);
+      if (!level) continue;
+      const auto same_name =
+          std::find_if(hw.memory.begin(), hw.memory.end(),
+                       [&](const engine::MemoryLevel& m) { return m.name == level->name; });
+      if (same_name != hw.memory.end()) {
+        // Probe curves and messages name levels: a name must say which one.
+        ctx.error(location_of((*levels)[i]["name"]), path + ".name",
+                  fmt::format("duplicate level name '{}' (also memory[{}])", level->name,
+                              parsed[static_cast<size_t>(same_name - hw.memory.begin())]));
+      }
+      if (!hw.memory.empty()) {
+        const engine::MemoryLevel& before = hw.memory.back();
+        const size_t b = parsed.back();
+        if (level->capacity_bytes < before.capacity_bytes) {
           ctx.error(location_of((*levels)[i]), path + ".capacity",
                     fmt::format("levels go from the smallest (e.g. l2) to device memory, but "
                                 "'{}' is smaller than '{}' before it",
-                                level->name, hw.memory.back().name));
+                                level->name, before.name));
+        } else if (level->capacity_bytes == before.capacity_bytes) {
+          // A working set goes to the first level that holds it: the later one would never
+          // be used, and a cache as large as device memory would hold every working set.
+          ctx.error(location_of((*levels)[i]), path + ".capacity",
+                    fmt::format("'{}' ({}) is as large as '{}' before it ({}); each level must "
+                                "be strictly larger than the one before it",
+                                level->name, text_of(i, "capacity"), before.name,
+                                text_of(b, "capacity")));
+        } else if (before.bandwidth < level->bandwidth) {
+          // Data that fits a level also fits every larger level after it, so the smaller level
+          // can be no slower; otherwise a larger working set would be predicted faster.
+          ctx.error(location_of((*levels)[b]["bandwidth"]), fmt::format("memory[{}].bandwidth", b),
+                    fmt::format("'{}' at {} is slower than '{}' after it at {}; data that fits a "
+                                "level also fits the larger levels after it, so each level must be "
+                                "at least as fast as the next",
+                                before.name, text_of(b, "bandwidth"), level->name,
+                                text_of(i, "bandwidth")));
         }
-        hw.memory.push_back(std::move(*level));
       }
+      hw.memory.push_back(std::move(*level));
+      parsed.push_back(i);
     }
   }
 
@@ -124,7 +195,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
       const auto bandwidth =
           l->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
       const auto latency =
-          l->quantity("latency", Dimension::time, Presence::required, Range{0, false, 1.0});
+          l->quantity("latency", Dimension::time, Presence::required, kOverhead);
       l->string("source", Presence::optional);
       l->finish();
       if (!link_name || !bandwidth || !latency) return std::nullopt;
@@ -138,21 +209,19 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
 
 
   const auto overhead =
-      r.quantity("kernel_overhead", Dimension::time, Presence::optional, Range{0, false});
+      r.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
   hw.kernel_overhead_s = overhead.value_or(0.0);
   r.string("kernel_overhead_source", Presence::optional);
   hw.price_per_hour =
-      r.quantity("price_per_hour", Dimension::money_per_hour, Presence::optional, Range{0, false});
+      r.quantity("price_per_hour", Dimension::money_per_hour, Presence::optional, kPrice);
 
   if (auto ach = r.map("achievable", Presence::optional)) {
-    const Range fraction{0, true, 1.0};
     const auto compute =
-        ach->quantity("compute", Dimension::fraction, Presence::required, fraction);
-    const auto memory = ach->quantity("memory", Dimension::fraction, Presence::required, fraction);
-    const Range overhead{0, false, 1.0};  // at most a second per launch or pass
-    const auto kernel =
-        ach->quantity("kernel_overhead", Dimension::time, Presence::optional, overhead);
-    const auto step = ach->quantity("step_overhead", Dimension::time, Presence::optional, overhead);
+        ach->quantity("compute", Dimension::fraction, Presence::required, kAchievable);
+    const auto memory = ach->quantity("memory", Dimension::fraction, Presence::required, kAchievable);
+        const auto kernel =
+        ach->quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
+    const auto step = ach->quantity("step_overhead", Dimension::time, Presence::optional, kOverhead);
     const auto ach_source = ach->string("source", Presence::required);
     ach->finish();
     if (compute && memory && ach_source) {
@@ -164,18 +233,18 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     engine::Calibration c;
     c.source = cal->string("source", Presence::required).value_or("");
     c.step_overhead_s =
-        cal->quantity("step_overhead", Dimension::time, Presence::optional, Range{0, false, 1.0})
+        cal->quantity("step_overhead", Dimension::time, Presence::optional, kOverhead)
             .value_or(0.0);
     for (const char* kind :
          {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
       auto k = cal->map(kind, Presence::optional);
       if (!k) continue;
-      const Range efficiency{0, true, engine::kMaxEfficiency};
+      const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};
       const auto ce =
           k->quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
       const auto me =
           k->quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
-      const auto oh = k->quantity("overhead", Dimension::time, Presence::required, Range{0, false});
+      const auto oh = k->quantity("overhead", Dimension::time, Presence::required, kOverhead);
       k->finish();
       if (ce && me && oh) c.classes[kind] = engine::ClassCalibration{*ce, *me, *oh};
     }
@@ -185,7 +254,8 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   if (auto probe = r.map("probe", Presence::optional)) {
     engine::ProbeCurves curves;
     auto read_rows = [&](MapReader& reader, const std::string& key, const std::string& prefix,
-                         size_t width, auto& into) {
+                         const auto& columns, auto& into) {
+      const size_t width = std::size(columns);
       const auto rows = reader.sequence(key, Presence::optional);
       if (!rows) return false;
       for (size_t i = 0; i < rows->size(); ++i) {
@@ -199,11 +269,18 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
         for (size_t j = 0; j < width; ++j) {
           const auto v = row[j].IsScalar() ? parse_quantity(row[j].Scalar(), Dimension::fraction)
                                            : std::variant<double, QuantityError>{QuantityError{}};
-          if (!std::holds_alternative<double>(v) || std::get<double>(v) < 0) {
-            ctx.error(location_of(row[j]), path, "expected a non-negative number");
+          if (!std::holds_alternative<double>(v)) {
+            ctx.error(location_of(row[j]), path, "expected a number");
             break;
           }
+          const Column& column = columns[j];
           values[j] = std::get<double>(v);
+          if (!(values[j] >= column.min && values[j] <= column.max)) {
+            ctx.error(location_of(row[j]), fmt::format("{}[{}]", path, j),
+                      fmt::format("{} must be {}, got {}", column.name, column.range_text,
+                                  row[j].Scalar()));
+            break;
+          }
         }
         into.push_back(values);
       }
@@ -229,7 +306,13 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
         const auto ws = a.quantity("working_set", Dimension::bytes, Presence::required,
                                    Range{1.0, false, kMaxCapacityBytes, "1 B"});
         curve.level = a.string("level", Presence::optional).value_or("");
-        read_rows(a, "points", path + ".", 4, curve.points);
+        const bool known =
+            std::any_of(hw.memory.begin(), hw.memory.end(),
+                        [&](const engine::MemoryLevel& m) { return m.name == curve.level; });
+        if (!curve.level.empty() && !known && !hw.memory.empty()) {
+          a.error_at("level", "not a memory level of this hardware");
+        }
+        read_rows(a, "points", path + ".", kGemmColumns, curve.points);
         a.finish();
         if (!ws) continue;
         curve.working_set = *ws;
@@ -240,15 +323,13 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
         curves.gemm.push_back(std::move(curve));
       }
     }
-    read_rows(*probe, "bandwidth", "probe.", 2, curves.bandwidth);
-    for (size_t i = 0; i < curves.bandwidth.size(); ++i) {
-      const auto& [bytes, rate] = curves.bandwidth[i];
-      const bool ascending = i == 0 || bytes > curves.bandwidth[i - 1][0];
-      if (!(bytes >= 1 && rate >= 1) || !ascending) {
+    read_rows(*probe, "bandwidth", "probe.", kBandwidthColumns, curves.bandwidth);
+    for (size_t i = 1; i < curves.bandwidth.size(); ++i) {
+      if (!(curves.bandwidth[i][0] > curves.bandwidth[i - 1][0])) {
         probe->error_at("bandwidth",
-                        fmt::format("row {}: working sets must ascend from 1 B and bandwidths be "
-                                    ">= 1 B/s (log-log interpolation), got [{:g}, {:g}]",
-                                    i, bytes, rate));
+                        fmt::format("row {}: working sets must ascend (log-log interpolation), "
+                                    "got {:g} after {:g}",
+                                    i, curves.bandwidth[i][0], curves.bandwidth[i - 1][0]));
         break;
       }
     }

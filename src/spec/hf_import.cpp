@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "spec/diagnostics.hpp"
+#include "spec/input_file.hpp"
 #include "spec/model_spec.hpp"
 #include "spec/yaml_reader.hpp"
 
@@ -47,6 +48,15 @@ class Config {
     if (!j_[key].is_boolean())
       fail(key, fmt::format("expected true or false, got {}", j_[key].dump()));
     return j_[key].get<bool>();
+  }
+  // A number in (0, 1] (a fraction of something), or `fallback` when absent.
+  double fraction_or(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_[key];
+    if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 1)) {
+      fail(key, fmt::format("expected a number in (0, 1], got {}", v.dump()));
+    }
+    return v.get<double>();
   }
   std::string string_or(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
@@ -122,10 +132,11 @@ std::string attention_line(const Config& c, const std::string& kind_override = "
 }
 
 // Common header keys.
-void header(Yaml& y, const Config& c, const std::string& name, const std::string& family,
-            const ImportOptions& o) {
-  y.add(
-      fmt::format("# Imported from {} (model_type {}) by `streamspark import`.", c.file(), family));
+void header(Yaml& y, const Config& c, const std::string& name, const std::string& named_after,
+            const std::string& family, const ImportOptions& o) {
+  y.add(fmt::format(
+      "# Imported from {} (model_type {}) by `streamspark import`; {}.", c.file(), family,
+      named_after == "--name" ? "named by --name" : "named after its " + named_after));
   y.add("name: " + yaml_quoted(name));
   y.add("source: " +
         yaml_quoted(fmt::format("Hugging Face config.json ({}), model_type {}",
@@ -144,6 +155,44 @@ void header(Yaml& y, const Config& c, const std::string& name, const std::string
   y.add("norm: rmsnorm");
 }
 
+// Qwen3 (HF Qwen3Config / Qwen3Attention): head_dim given (N*H need not be D: Qwen3-0.6B has
+// 16 x 128 over D = 1024); q_norm and k_norm, an RMSNorm over each head's head_dim values
+// before RoPE (qk_norm: true, costed as two norm operators); no q/k/v bias unless
+// attention_bias, which biases o_proj too (refused); use_sliding_window / layer_types with
+// "sliding_attention" give some layers a window (max_window_layers; refused).
+void check_qwen3(const Config& c) {
+  c.refuse_if(c.boolean_or("attention_bias", false), "attention_bias",
+              "Qwen3's attention_bias also adds an o_proj bias, which is not modeled");
+  if (c.has("layer_types")) {
+    const json& types = c.raw()["layer_types"];
+    const bool all_full =
+        types.is_array() && std::all_of(types.begin(), types.end(), [](const json& t) {
+          return t.is_string() && t.get<std::string>() == "full_attention";
+        });
+    c.refuse_if(!all_full, "layer_types",
+                "layers of sliding-window attention among full-attention ones are not modeled");
+  }
+}
+
+// Phi-3 and Phi-4-mini (HF Phi3Config / Phi3Attention / Phi3MLP): qkv_proj is one fused
+// D x (N + 2K)H matrix and gate_up_proj one D x 2F matrix, both without bias; they have the
+// FLOPs, weights and bytes of the separate q/k/v and gate/up matrices they fuse, and are costed
+// as the qkv_proj operator and the mlp_gate and mlp_up operators (one kernel launch more than
+// the fused gate_up_proj). sliding_window (null: none) applies to every layer.
+// partial_rotary_factor f rotates only f*H of each head's H dimensions (Phi-4-mini: 0.75);
+// RoPE is costed over the whole head, an upper bound on an elementwise operator, said in the
+// file's comments. attention_bias is not read by Phi3Attention (no bias); lm_head_bias is.
+void check_phi3(Yaml& y, const Config& c) {
+  c.refuse_if(c.boolean_or("lm_head_bias", false), "lm_head_bias",
+              "a bias on the lm head is not modeled");
+  const double rotary = c.fraction_or("partial_rotary_factor", 1.0);
+  if (rotary < 1) {
+    y.add(fmt::format(
+        "# partial_rotary_factor {:g}: RoPE rotates {:g} of each head; costed over the whole head",
+        rotary, rotary));
+  }
+}
+
 void map_llama_like(Yaml& y, const Config& c, const std::string& family, bool tied_default) {
   c.refuse_if(c.boolean_or("mlp_bias", false), "mlp_bias",
               "biases on MLP projections are not modeled");
@@ -152,14 +201,19 @@ void map_llama_like(Yaml& y, const Config& c, const std::string& family, bool ti
     c.refuse_if(c.boolean_or("attention_bias", false), "attention_bias",
                 "llama's attention_bias also adds an o_proj bias, which is not modeled");
   }
-  if (family == "qwen2") {
+  if (family == "qwen3") check_qwen3(c);
+  if (family == "phi3") check_phi3(y, c);
+  if (family == "qwen2" || family == "qwen3") {
     c.refuse_if(c.boolean_or("use_sliding_window", false), "use_sliding_window",
-                "Qwen2's per-layer window (max_window_layers) is not modeled");
+                "Qwen's per-layer window (max_window_layers) is not modeled");
   }
   int64_t window = 0;
-  if (family == "mistral" || family == "mixtral") window = c.integer_or("sliding_window", 0, 0);
+  if (family == "mistral" || family == "mixtral" || family == "phi3") {
+    window = c.integer_or("sliding_window", 0, 0);
+  }
   std::string attention = attention_line(c);
   if (qkv_bias) attention += ", qkv_bias: true";
+  if (family == "qwen3") attention += ", qk_norm: true";
   if (window > 0 && c.has("max_position_embeddings") &&
       window >= c.integer("max_position_embeddings")) {
     window = 0;  // a window as long as the context is full attention (Mistral v0.2 style)
@@ -303,11 +357,20 @@ void map_jamba(Yaml& y, const Config& c) {
 }
 
 json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError({Diagnostic{path, 0, 0, "", "cannot open file"}});
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
+  const std::string s = read_input_file(path, kMaxConfigFileBytes, "config.json files");
+  if (const auto at = json_too_deep_at(s)) {
+    int line = 1, column = 1;
+    for (size_t i = 0; i < *at; ++i) {
+      if (s[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw SpecError({Diagnostic{path, line, column, "",
+                                fmt::format("nested more than {} levels deep", kMaxJsonDepth)}});
+  }
   try {
     return json::parse(s);
   } catch (const json::parse_error& e) {
@@ -332,7 +395,7 @@ json read_json(const std::string& path) {
 
 }  // namespace
 
-std::string import_hf_config(const std::string& path, const ImportOptions& options) {
+ImportedModel import_hf_model(const std::string& path, const ImportOptions& options) {
   const json j = read_json(path);
   if (!j.is_object()) {
     throw SpecError({Diagnostic{path, 1, 1, "", "expected a JSON object (a config.json)"}});
@@ -340,22 +403,33 @@ std::string import_hf_config(const std::string& path, const ImportOptions& optio
   const Config c(j, path);
   const std::string family = c.string_or("model_type", "");
   if (family.empty()) c.fail("model_type", "missing; cannot tell the architecture");
-  static const std::vector<std::string> kFamilies = {"llama",  "mistral",     "mixtral", "qwen2",
-                                                     "gemma2", "deepseek_v2", "jamba",   "mamba"};
+  static const std::vector<std::string> kFamilies = {"llama", "mistral", "mixtral", "qwen2",
+                                                     "qwen3", "phi3",    "gemma2",  "deepseek_v2",
+                                                     "jamba", "mamba"};
   if (std::find(kFamilies.begin(), kFamilies.end(), family) == kFamilies.end()) {
     c.fail("model_type", fmt::format("cannot be mapped: '{}' (supported: {})", family,
                                      fmt::join(kFamilies, ", ")));
   }
-  std::string name = options.name;
-  if (name.empty()) {
-    const std::string from = c.string_or("_name_or_path", "");
-    name = !from.empty() ? std::filesystem::path(from).filename().string()
-                         : std::filesystem::absolute(path).parent_path().filename().string();
-    if (name.empty()) name = "imported-" + family;
+  ImportedModel out;
+  out.name = options.name;
+  out.named_after = "--name";
+  if (out.name.empty()) {
+    // "org/model", or a local folder (perhaps with a trailing slash): its last component.
+    const std::filesystem::path from =
+        std::filesystem::path(c.string_or("_name_or_path", "")).lexically_normal();
+    const std::string stem = std::filesystem::path(path).stem().string();
+    out.name =
+        from.has_filename() ? from.filename().string() : from.parent_path().filename().string();
+    out.named_after = "_name_or_path";
+    if (out.name.empty() || out.name == "." || out.name == "..") {
+      out.name = stem != "config" ? stem : family;
+      out.named_after = stem != "config" ? "file name" : "model_type";
+    }
   }
   Yaml y;
-  header(y, c, name, family, options);
-  if (family == "llama" || family == "mistral" || family == "qwen2" || family == "mixtral") {
+  header(y, c, out.name, out.named_after, family, options);
+  if (family == "llama" || family == "mistral" || family == "qwen2" || family == "mixtral" ||
+      family == "qwen3" || family == "phi3") {
     map_llama_like(y, c, family, false);
   } else if (family == "gemma2") {
     map_gemma2(y, c);
@@ -366,13 +440,17 @@ std::string import_hf_config(const std::string& path, const ImportOptions& optio
   } else {
     map_mamba(y, c);
   }
-  const std::string text = y.text();
+  out.yaml = y.text();
   // The result must be a valid model file: parse it back.
   Diagnostics diagnostics;
   const SpecContext ctx{path + " (imported YAML)", &diagnostics};
-  const auto root = parse_yaml_mapping(text, ctx);
+  const auto root = parse_yaml_mapping(out.yaml, ctx);
   if (!root || !parse_model(*root, ctx)) throw SpecError(diagnostics.items());
-  return text;
+  return out;
+}
+
+std::string import_hf_config(const std::string& path, const ImportOptions& options) {
+  return import_hf_model(path, options).yaml;
 }
 
 }  // namespace streamspark::spec

@@ -10,7 +10,7 @@
 //   norm: rmsnorm|layernorm           default rmsnorm
 //   tied_embeddings: bool             default false
 //   sandwich_norms: bool              norms after mixer and MLP too (Gemma-2), default false
-//   attention: {kind: mha|gqa|mqa|mla, n_heads, n_kv_heads, head_dim, qkv_bias, window,
+//   attention: {kind: mha|gqa|mqa|mla, n_heads, n_kv_heads, head_dim, qkv_bias, qk_norm, window,
 //               kv_share, rope, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 //               v_head_dim}
 //   mlp: {kind: gated|plain, d_ff, activation: silu|gelu|relu|relu2}
@@ -68,6 +68,7 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
   const auto n_kv_heads = r.integer("n_kv_heads", Presence::optional);
   const auto head_dim = r.integer("head_dim", Presence::optional);
   const auto qkv_bias = r.boolean("qkv_bias", Presence::optional);
+  const auto qk_norm = r.boolean("qk_norm", Presence::optional);
   const auto window = r.integer("window", Presence::optional);
   const auto kv_share = r.integer("kv_share", Presence::optional);
   const auto use_rope = r.boolean("rope", Presence::optional);
@@ -84,6 +85,7 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
   engine::Attention a;
   a.n_heads = *n_heads;
   a.qkv_bias = qkv_bias.value_or(false);
+  a.qk_norm = qk_norm.value_or(false);
   a.window = window.value_or(0);
   a.kv_share = kv_share.value_or(1);
   a.rope = use_rope.value_or(true);
@@ -96,7 +98,8 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
   }
   if (*kind == "mla") {
     a.kind = AttentionKind::mla;
-    for (const char* unused : {"n_kv_heads", "head_dim", "window", "kv_share", "qkv_bias"}) {
+    for (const char* unused :
+         {"n_kv_heads", "head_dim", "window", "kv_share", "qkv_bias", "qk_norm"}) {
       if (r.has(unused)) {
         r.error_at(unused, "not used by kind mla (its K and V come from the shared latent)");
         ok = false;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spec/diagnostics.hpp"
+#include "spec/input_file.hpp"
 
 namespace streamspark::spec {
 
@@ -103,8 +104,8 @@ struct RowReader {
 }  // namespace
 
 std::vector<engine::Request> load_request_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError({{path, 0, 0, "", "cannot read the file"}});
+  // Limited to kMaxTraceFileBytes (256 MiB), refused before it is read.
+  std::istringstream in(read_input_file(path, kMaxTraceFileBytes, "request traces"));
   const bool csv = ends_with(path, ".csv");
   if (!csv && !ends_with(path, ".jsonl")) {
     throw SpecError({{path, 0, 0, "", "a trace is a .csv or .jsonl file"}});
@@ -141,6 +142,11 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
       for (size_t k = 0; k < cells.size(); ++k) fields[header[k]] = cells[k];
     } else {
       nlohmann::json j;
+      if (const auto at = json_too_deep_at(line)) {
+        diags.push_back({path, number, static_cast<int>(*at) + 1, "",
+                         fmt::format("nested more than {} levels deep", kMaxJsonDepth)});
+        continue;
+      }
       try {
         j = nlohmann::json::parse(line);
       } catch (const nlohmann::json::exception& e) {

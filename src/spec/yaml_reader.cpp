@@ -2,12 +2,16 @@
 #include "spec/yaml_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
+
+#include "spec/input_file.hpp"
 
 namespace streamspark::spec {
 
@@ -37,6 +41,46 @@ std::string describe_node(const YAML::Node& n) {
   }
   return "?";
 }
+
+std::string too_deep_message() {
+  return fmt::format("nested more than {} levels deep (a spec file needs at most 6)",
+                     kMaxSpecDepth);
+}
+
+// Depth and expanded size of the tree, stopping at the first limit exceeded (an alias bomb is
+// never walked in full). `key` is the top-level key the node is under, for the message.
+class ShapeCheck {
+ public:
+  explicit ShapeCheck(const SpecContext& ctx) : ctx_(ctx) {}
+  bool ok(const YAML::Node& node, const std::string& key, int depth) {
+    if (++values_ > kMaxSpecValues) {
+      ctx_.error(location_of(node), key,
+                 fmt::format("holds more than {} values (aliases count each time they are used)",
+                             kMaxSpecValues));
+      return false;
+    }
+    if (depth > kMaxSpecDepth) {
+      ctx_.error(location_of(node), key, too_deep_message());
+      return false;
+    }
+    if (node.IsMap()) {
+      for (const auto& kv : node) {
+        const std::string child = depth == 0 && kv.first.IsScalar() ? kv.first.Scalar() : key;
+        // A key is as deep as its map; its value one level deeper.
+        if (!ok(kv.first, child, depth) || !ok(kv.second, child, depth + 1)) return false;
+      }
+    } else if (node.IsSequence()) {
+      for (const auto& item : node) {
+        if (!ok(item, key, depth + 1)) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  const SpecContext& ctx_;
+  int64_t values_ = 0;
+};
 
 std::optional<YAML::Node> check_root(const YAML::Node& root, const SpecContext& ctx) {
   if (!root.IsDefined() || root.IsNull()) {
@@ -78,7 +122,11 @@ std::optional<YAML::Node> parse_yaml_mapping(const std::string& text, const Spec
                 "holds more than one YAML document; a spec file is a single mapping");
       return std::nullopt;
     }
+    if (!documents.empty() && !ShapeCheck(ctx).ok(documents.front(), "", 0)) return std::nullopt;
     return check_root(documents.empty() ? YAML::Node() : documents.front(), ctx);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard (500 levels), past ours: the same message.
+    ctx.error({e.mark.line + 1, e.mark.column + 1}, "", "syntax error: " + too_deep_message());
   } catch (const YAML::ParserException& e) {
     ctx.error({e.mark.line + 1, e.mark.column + 1}, "", "syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
@@ -93,18 +141,15 @@ std::optional<YAML::Node> load_yaml_mapping(const std::string& path, const SpecC
     ctx.error({}, "", "not a regular file");
     return std::nullopt;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    ctx.error({}, "", "cannot open file");
+  std::string text;
+  try {
+    text = read_input_file(path, kMaxSpecFileBytes, "model and hardware files");
+  } catch (const SpecError& e) {
+    for (const Diagnostic& d : e.diagnostics())
+      ctx.error({d.line, d.column}, d.key_path, d.message);
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    ctx.error({}, "", "cannot read file");
-    return std::nullopt;
-  }
-  return parse_yaml_mapping(text.str(), ctx);
+  return parse_yaml_mapping(text, ctx);
 }
 
 void check_duplicate_keys(const YAML::Node& node, const std::string& key_path,
@@ -144,6 +189,41 @@ std::optional<std::string> closest_match(std::string_view word,
     }
   }
   return best;
+}
+
+std::vector<std::string> likely_matches(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string w = lower(word);
+  std::vector<std::string> prefixed;
+  for (const std::string& c : candidates) {
+    if (!w.empty() && c.size() > w.size() && lower(c).compare(0, w.size(), w) == 0) {
+      prefixed.push_back(c);
+    }
+  }
+  if (prefixed.empty()) {
+    if (auto best = closest_match(word, candidates)) return {*best};
+    return {};
+  }
+  std::stable_sort(prefixed.begin(), prefixed.end(),
+                   [](const std::string& a, const std::string& b) {
+                     return a.size() != b.size() ? a.size() < b.size() : a < b;
+                   });
+  if (prefixed.size() > 5) prefixed.resize(5);
+  return prefixed;
+}
+
+std::string quoted_alternatives(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += "'" + names[i] + "'";
+  }
+  return out;
 }
 
 MapReader::MapReader(const YAML::Node& node, std::string key_path, const SpecContext& ctx,
@@ -304,7 +384,8 @@ std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, P
     return std::nullopt;
   }
   if (value > range.max) {
-    error_at(key, fmt::format("must be <= {}, got {}", range.max, *text));
+    const std::string max = range.max_text ? range.max_text : fmt::format("{}", range.max);
+    error_at(key, fmt::format("must be <= {}, got {}", max, *text));
     return std::nullopt;
   }
   return value;

@@ -32,10 +32,18 @@ struct SpecContext {
   void error(Location at, std::string key_path, std::string message) const;
 };
 
-// Reads `path`; on failure (unreadable, syntax error, empty, not a mapping) records a
-// diagnostic and returns nullopt.
+// Limits of spec files, checked while parsing (their size, kMaxSpecFileBytes, before): values
+// nest at most 6 deep in a spec file (probe.gemm.<level>[row][column]); a file past a limit is
+// a mistake, or an attack, not something to parse for seconds and gigabytes of memory.
+inline constexpr int kMaxSpecDepth = 32;
+// Values (scalars, lists, maps) once aliases are expanded: an alias repeats its whole anchor.
+inline constexpr int64_t kMaxSpecValues = 100'000;
+
+// Reads `path`; on failure (unreadable, larger than kMaxSpecFileBytes, syntax error, nested
+// deeper than kMaxSpecDepth or with more than kMaxSpecValues values, empty, not a mapping)
+// records a diagnostic and returns nullopt.
 std::optional<YAML::Node> load_yaml_mapping(const std::string& path, const SpecContext& ctx);
-// Same, from text already in memory.
+// Same, from text already in memory (its size unchecked: the caller's).
 std::optional<YAML::Node> parse_yaml_mapping(const std::string& text, const SpecContext& ctx);
 
 enum class Presence { required, optional };
@@ -45,6 +53,7 @@ struct Range {  // allowed interval for a quantity
   bool min_exclusive = true;  // > min (true) or >= min (false)
   double max = std::numeric_limits<double>::infinity();
   const char* min_text = nullptr;  // how to print min with its unit, e.g. "1 B/s"
+  const char* max_text = nullptr;  // how to print max with its unit, e.g. "1 s"
 };
 
 // Reports duplicate keys anywhere in the tree (a MapReader reports those of the maps it reads;
@@ -55,6 +64,14 @@ void check_duplicate_keys(const YAML::Node& node, const std::string& key_path,
 // Closest candidate by edit distance, if close enough to be a plausible typo.
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
+
+// What a "did you mean" hint for a name offers: the candidates that start with `word` (ignoring
+// case; shortest first, at most 5), since a prefix is how people shorten names ("h100" for
+// h100-sxm and h100-pcie); without any, the closest_match; none when nothing is plausible.
+std::vector<std::string> likely_matches(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+// "'a'", "'a' or 'b'", "'a', 'b' or 'c'".
+std::string quoted_alternatives(const std::vector<std::string>& names);
 
 // One YAML mapping. Each accessor declares its key as known; finish() reports the keys nobody
 // asked for, with a did-you-mean hint.

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +81,29 @@ TEST_CASE("the context limit counts the positions used: prompt + generate - 1") 
   CHECK(run("analyze -m llama2-13b -H h100-sxm -p 4095 -g 3 --no-naive").exit_code == 2);
 }
 
+TEST_CASE("run, validate and serve-bench apply analyze's context rule") {
+  // tiny-test's max_context is 2048; `run -p 5000` once ran (exit 0).
+  const Run r = run("run -m tiny-test -p 5000 -g 2");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        "error: prompt 5000 + generate 2 uses 5001 positions, beyond tiny-test's max_context "
+        "2048; pass --allow-beyond-context to run it anyway\n");
+  CHECK(run("run -m tiny-test -p 2047 -g 2 --format json").exit_code == 0);  // 2048 positions
+  CHECK(run("run -m tiny-test -p 2047 -g 3").exit_code == 2);
+  CHECK(run("run -m tiny-test -p 2047 -g 3 --allow-beyond-context --format json").exit_code == 0);
+  // validate refuses before it loads the hardware file or runs anything.
+  const Run v = run("validate -m tiny-test -H l40s -b 1 -p 64,2100 -g 4 --repeats 1");
+  CHECK(v.exit_code == 2);
+  CHECK(v.err ==
+        "error: prompt 2100 + generate 4 uses 2103 positions, beyond tiny-test's max_context "
+        "2048; pass --allow-beyond-context to validate it anyway\n");
+  const Run sb = run("serve-bench -m tiny-test -H l40s -n 2 --prompt-len 3000 --output-len 4");
+  CHECK(sb.exit_code == 2);
+  CHECK(sb.err ==
+        "error: request 0: prompt 3000 + output 4 uses 3003 positions, beyond tiny-test's "
+        "max_context 2048 (cap the lengths, e.g. lognormal:MEDIAN:SIGMA:MAX)\n");
+}
+
 TEST_CASE("analyze prints a table by default and per-op rows on request") {
   const Run r = run("analyze -m llama2-13b -H h100-sxm -b 1 -p 128 -g 8 --per-op");
   REQUIRE(r.exit_code == 0);
@@ -93,7 +117,18 @@ TEST_CASE("bad input exits 2 with one clear line") {
     const Run r = run("analyze -m llama2-13 -H h100-sxm");
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("unknown model 'llama2-13'") != std::string::npos);
-    CHECK(r.err.find("did you mean 'llama2-13b'?") != std::string::npos);
+    CHECK(r.err.find("did you mean 'llama2-13b' or 'llama2-13b-gqa8'?") != std::string::npos);
+  }
+  SUBCASE("a name that starts several catalog names suggests them all, not a near miss") {
+    // `-H h100` once suggested h200 (one edit away) rather than the two H100s.
+    const Run r = run("analyze -m llama2-13b -H h100");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("error: unknown hardware 'h100' (not in ", 0) == 0);
+    CHECK(r.err.find("; did you mean 'h100-sxm' or 'h100-pcie'?\n") != std::string::npos);
+    const Run typo = run("analyze -m llama2-13b -H h100-sx");
+    CHECK(typo.err.find("did you mean 'h100-sxm'?") != std::string::npos);
+    const Run near = run("analyze -m llama2-13b -H h300");  // no prefix: the closest
+    CHECK(near.err.find("did you mean 'h200'?") != std::string::npos);
   }
   SUBCASE("beyond the model's context") {
     const Run r = run("analyze -m llama2-13b -H h100-sxm -p 4096 -g 256");
@@ -169,6 +204,57 @@ TEST_CASE("check validates files: ok lines, or one diagnostic per problem and ex
                        "-3.35 TB/s\n");
 }
 
+TEST_CASE("a hardware number that would make results infinite is refused by every command") {
+  // kernel_overhead: 1e307 s passed `check` once, and analyze printed "inf s", JSON null and
+  // serve-sim "-nan%", all with exit 0.
+  const std::string hw = "'" + kBad + "hw_overhead_too_large.yaml'";
+  const std::string line =
+      kBad + "hw_overhead_too_large.yaml:8:18: kernel_overhead: must be <= 1 s, got 1e307 s\n";
+  for (const std::string& args :
+       {"check " + hw, "analyze -m llama2-13b -p 128 -g 8 -H " + hw,
+        "analyze -m llama2-13b -p 128 -g 8 -f json -H " + hw,
+        "sweep -m llama2-13b -b 1,2 -p 128 -g 8 -q -H " + hw,
+        "compare --models llama2-7b,llama3-8b -p 128 -g 8 -H " + hw,
+        "serve-sim -m llama2-13b -n 4 -H " + hw, "serve-bench -m tiny-test -n 2 -H " + hw,
+        "validate -m tiny-test -p 16 -g 4 -H " + hw}) {
+    CAPTURE(args);
+    const Run r = run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == line);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("input files over their size limit, or nested too deep, get one line and exit 2") {
+  const fs::path dir = scratch_dir() / "limits";
+  fs::create_directories(dir);
+  // A 50 MB file once took 35 s and 2.7 GB before exit 2; now refused before it is read.
+  const fs::path big = dir / "big.yaml";
+  { std::ofstream(big) << "name: big\n"; }
+  fs::resize_file(big, 50'000'000);
+  const std::string size_line = big.string() +
+                                ": file is 50000000 bytes; model and hardware files are limited "
+                                "to 1 MiB (1048576 bytes)\n";
+  for (const std::string& args :
+       {"check '" + big.string() + "'", "analyze -m '" + big.string() + "' -H h100-sxm",
+        "analyze -m llama2-7b -H '" + big.string() + "'"}) {
+    CAPTURE(args);
+    const Run r = run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == size_line);
+  }
+  // 3000 levels deep: once "syntax error: bad file".
+  const fs::path deep = dir / "deep.yaml";
+  std::ofstream(deep) << "name: deep\nlayers: " << std::string(3000, '[') << std::string(3000, ']')
+                      << "\n";
+  const Run r = run("check '" + deep.string() + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == deep.string() +
+                     ":2:6009: syntax error: nested more than 32 levels deep (a spec file needs at "
+                     "most 6)\n");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("sweep writes every grid point, atomically") {
   const fs::path dir = scratch_dir() / "sweep";
   fs::remove_all(dir);
@@ -185,16 +271,188 @@ TEST_CASE("sweep writes every grid point, atomically") {
   CHECK(csv.rfind("model,hardware,method,", 0) == 0);
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
 
-  // A failure part-way leaves the previous file untouched and no temporary behind.
+  // A failure part-way (--strict: the first impossible point fails the sweep) leaves the
+  // previous file untouched and no temporary behind.
   std::ofstream(out) << "previous";
   const Run fail =
       run("sweep -m llama2-7b -H h100-sxm -b 1,1000000000000 -p 1000000 -g 1 "
-          "--allow-beyond-context -q -o '" +
+          "--allow-beyond-context --strict -q -o '" +
           out.string() + "'");
   CHECK(fail.exit_code == 2);
   CHECK(fail.err.find("overflows 64-bit") != std::string::npos);
   CHECK(slurp(out) == "previous");
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
+  fs::remove_all(dir);
+}
+
+namespace {
+// The rows of CSV text, each split into its fields (RFC 4180 quoting; no newlines in fields).
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        cells.emplace_back();
+      } else {
+        cells.back() += c;
+      }
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+}  // namespace
+
+TEST_CASE("sweep skips impossible points, one stderr line per reason; --strict fails instead") {
+  // An unsupported (dtype, hardware) pair: the A100 has no fp8 peak. Once the whole grid
+  // failed with exit 2 and no rows.
+  const std::string fp8 =
+      "llama2-7b on a100-80gb: the hardware spec has no fp8 peak, so compute in fp8_e4m3 "
+      "cannot be costed";
+  const Run r =
+      run("sweep -m llama2-7b -H h100-sxm,a100-80gb --dtype bf16,fp8 -b 1,2 -p 128 -g 4 -q");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err == "sweep: skipped 2 of 8 points: " + fp8 + "\n");
+  const auto rows = csv_rows(r.out);
+  REQUIRE(rows.size() == 9);  // the header and every point, skipped ones too
+  REQUIRE(rows[0].size() >= 2);
+  CHECK(rows[0][rows[0].size() - 2] == "status");
+  CHECK(rows[0].back() == "reason");
+  int skipped = 0;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(rows[i].size() == rows[0].size());
+    const bool a100_fp8 = rows[i][1] == "a100-80gb" && rows[i][4] == "fp8_e4m3";
+    CHECK(rows[i][rows[i].size() - 2] == (a100_fp8 ? "skipped" : "ok"));
+    CHECK(rows[i].back() == (a100_fp8 ? fp8 : ""));
+    if (a100_fp8) {
+      ++skipped;
+      CHECK((rows[i][6] == "1" || rows[i][6] == "2"));  // batch, prompt, generate: the point
+      CHECK(rows[i][7] == "128");
+      CHECK(rows[i][10].empty());  // no numbers for a point not evaluated
+    }
+  }
+  CHECK(skipped == 2);
+  // --strict restores failing on the first impossible point.
+  const Run strict =
+      run("sweep -m llama2-7b -H h100-sxm,a100-80gb --dtype bf16,fp8 -b 1,2 -p 128 -g 4 -q "
+          "--strict");
+  CHECK(strict.exit_code == 2);
+  CHECK(strict.err == "error: " + fp8 + "\n");
+  CHECK(strict.out.empty());
+
+  // Points beyond a model's context: one reason per model, with its count.
+  const Run ctx = run("sweep -m tiny-test,llama2-7b -H h100-sxm -b 1 -p 2048,4096 -g 4 -q");
+  REQUIRE(ctx.exit_code == 0);
+  CHECK(ctx.err ==
+        "sweep: skipped 2 of 4 points: tiny-test: prompt + generate - 1 is beyond its "
+        "max_context 2048 (--allow-beyond-context includes such points)\n"
+        "sweep: skipped 1 of 4 points: llama2-7b: prompt + generate - 1 is beyond its "
+        "max_context 4096 (--allow-beyond-context includes such points)\n");
+  CHECK(csv_rows(ctx.out).size() == 5);
+
+  // JSON lines carry status and reason too; a skipped line has no numbers (and no nulls).
+  const Run json_lines =
+      run("sweep -m llama2-7b -H a100-80gb --dtype bf16,fp8 -b 1 -p 128 -g 4 -q -f json");
+  REQUIRE(json_lines.exit_code == 0);
+  std::istringstream lines(json_lines.out);
+  std::string line;
+  std::vector<json> objects;
+  while (std::getline(lines, line)) objects.push_back(json::parse(line));
+  REQUIRE(objects.size() == 2);
+  CHECK(objects[0]["status"] == "ok");
+  CHECK(objects[0]["reason"] == "");
+  CHECK(objects[0].contains("tpot_s"));
+  CHECK(objects[1]["status"] == "skipped");
+  CHECK(objects[1]["reason"] == fp8);
+  CHECK(objects[1]["batch"] == 1);
+  CHECK(objects[1]["precision"]["activations"] == "fp8_e4m3");
+  CHECK_FALSE(objects[1].contains("tpot_s"));
+  CHECK(json_lines.out.find("null") == std::string::npos);
+
+  // A workload too large to count is skipped like the rest.
+  const Run large =
+      run("sweep -m llama2-7b -H h100-sxm -b 1,1000000000000 -p 1000000 -g 1 "
+          "--allow-beyond-context -q");
+  CHECK(large.exit_code == 0);
+  CHECK(large.err.rfind("sweep: skipped 1 of 2 points: llama2-7b on h100-sxm: workload too large: ",
+                        0) == 0);
+
+  // No point evaluated: exit 2, and no file written.
+  const fs::path out = scratch_dir() / "none.csv";
+  fs::remove(out);
+  const Run none = run("sweep -m llama2-7b -H a100-80gb --dtype fp8 -q -o '" + out.string() + "'");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err == "sweep: skipped 1 of 1 points: " + fp8 +
+                        "\nerror: sweep: none of the 1 points could be evaluated\n");
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("sweep -o killed by SIGTERM or SIGINT leaves no temporary file") {
+  // The audit found 209-440 MB of F.tmp.<pid> left behind.
+  for (const int sig : {SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    const fs::path dir = scratch_dir() / "killed";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path out = dir / "grid.csv";
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // 80 million rows: far longer than it takes to be killed.
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+      ::setenv("STREAMSPARK_DATA", STREAMSPARK_SOURCE_DIR, 1);
+      ::execl(STREAMSPARK_BINARY, "streamspark", "sweep", "-m", "llama2-7b", "-H", "h100-sxm", "-b",
+              "1..2000", "-p", "1..4000", "-g", "1..10", "-q", "-o", out.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Wait until the temporary file holds rows: the sweep is then writing it.
+    bool writing = false;
+    for (int i = 0; i < 6000 && !writing; ++i) {
+      for (const auto& e : fs::directory_iterator(dir)) {
+        std::error_code ec;
+        writing = writing || (e.path().filename().string().find(".tmp.") != std::string::npos &&
+                              fs::file_size(e.path(), ec) > 0 && !ec);
+      }
+      if (!writing) ::usleep(10'000);
+    }
+    CHECK(writing);
+    REQUIRE(::kill(child, sig) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 0);
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("sweep -o onto a symlink writes its target") {
+  const fs::path dir = scratch_dir() / "symlink";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "real.csv") << "old";
+  fs::create_symlink("real.csv", dir / "link.csv");
+  const Run r = run("sweep -m tiny-test -H h100-sxm -b 1,2 -p 64 -g 4 -q -o '" +
+                    (dir / "link.csv").string() + "'");
+  CHECK(r.exit_code == 0);
+  CHECK(fs::is_symlink(fs::symlink_status(dir / "link.csv")));
+  const std::string csv = slurp(dir / "real.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 2);
   fs::remove_all(dir);
 }
 
@@ -276,6 +534,32 @@ TEST_CASE("compare reproduces the lecture's GQA example at batch 64 and 256") {
   CHECK(table.exit_code == 0);
   CHECK(table.out.find("relative to llama2-13b") != std::string::npos);
   CHECK(run("compare --models llama2-13b -H h100-sxm").exit_code == 2);  // one model
+}
+
+TEST_CASE("compare states the KV per token of sliding-window layers with their window") {
+  // Once "KV/token 0 B" for Mistral 7B v0.1, whose every layer is a 4096-token window.
+  // Its window layers: 32 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes = 131,072 bytes per
+  // token up to 4096 tokens. Gemma 2 9B: 21 global layers x 2 x 8 x 256 x 2 = 172,032 bytes
+  // per token at any context, and as much again from its 21 local layers up to 4096.
+  const Run r =
+      run("compare --models llama2-7b,mistral-7b-v0.1,gemma-2-9b -H h100-sxm -b 1 -p 1024 -g 16");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(" 524.3 kB ") != std::string::npos);  // llama2-7b: no window
+  CHECK(r.out.find(" 131.1 kB (window 4096) ") != std::string::npos);
+  CHECK(r.out.find(" 172 kB + 172 kB (window 4096) ") != std::string::npos);
+  CHECK(r.out.find(" 0 B ") == std::string::npos);
+  const Run j =
+      run("compare --models llama2-7b,mistral-7b-v0.1,gemma-2-9b -H h100-sxm -b 1 -p 1024 -g 16 -f "
+          "json");
+  REQUIRE(j.exit_code == 0);
+  const json models = json::parse(j.out)["comparisons"][0]["models"];
+  CHECK(models[0]["kv_window"] == 0);
+  CHECK(models[0]["kv_window_bytes_per_token"] == 0);
+  CHECK(models[1]["kv_bytes_per_token"] == 0);
+  CHECK(models[1]["kv_window"] == 4096);
+  CHECK(models[1]["kv_window_bytes_per_token"] == 131'072);
+  CHECK(models[2]["kv_bytes_per_token"] == 172'032);
+  CHECK(models[2]["kv_window_bytes_per_token"] == 172'032);
 }
 
 TEST_CASE("import writes a model file that check accepts") {
@@ -437,6 +721,16 @@ TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance 
   CHECK(strict.err.find("tolerance") != std::string::npos);
   // Warm-up steps must leave a timed step.
   CHECK(run(base + " --warmup-steps 5").exit_code == 2);
+  // The gate cannot be switched off by accident: negative and non-finite tolerances are
+  // refused before anything runs; "P%" is accepted like "P".
+  const Run negative = run(base + " --tolerance -1");
+  CHECK(negative.exit_code == 2);
+  CHECK(negative.err == "error: --tolerance: must be >= 0, got -1\n");
+  const Run nan = run(base + " --tolerance nan");
+  CHECK(nan.exit_code == 2);
+  CHECK(nan.err == "error: --tolerance: expected a finite percentage (P or P%), got 'nan'\n");
+  CHECK(run(base + " --tolerance 0%").exit_code == 4);
+  CHECK(run(base + " --tolerance 1e9%").exit_code == 0);
 }
 
 TEST_CASE("serve-sim: JSON keys, percentiles in order, a CSV row per request, deterministic") {
@@ -508,6 +802,16 @@ TEST_CASE("serve-sim: request traces, and what it refuses") {
   const Run diffusion = run("serve-sim -m llada-8b -H a100-80gb -n 4");
   CHECK(diffusion.exit_code == 2);
   CHECK(diffusion.err.find("is a diffusion model") != std::string::npos);
+  // KV memory the paged cache cannot index names the flag (once "KV blocks: need 0 <= blocks
+  // < 2^31 ..."). 1e30 GB / 819,200 bytes per token = 1.221e33 tokens, 7.629e31 blocks of 16.
+  const Run huge_kv = run("serve-sim -m llama2-13b -H a100-80gb -n 4 --kv-memory '1e30 GB'");
+  CHECK(huge_kv.exit_code == 2);
+  CHECK(huge_kv.err ==
+        "error: --kv-memory: 1e30 GB holds 1.221e+33 tokens of 819200 bytes, 7.629e+31 blocks of "
+        "16; the paged KV cache holds at most 2^31 - 1 blocks\n");
+  const Run tiny_kv = run("serve-sim -m llama2-13b -H a100-80gb -n 4 --kv-memory '1 kB'");
+  CHECK(tiny_kv.exit_code == 2);
+  CHECK(tiny_kv.err == "error: --kv-memory: 1 kB holds less than one token of 819200 bytes\n");
   CHECK(run("serve-sim -m llama2-13b -H a100-80gb --prompt-len lognormal:512").exit_code == 2);
 }
 

@@ -30,3 +30,39 @@ TEST_CASE("bad lists say what is wrong") {
                        "--batch: 'abc' is not an integer in 'abc'", UsageError);
   CHECK_THROWS_AS(parse_int_list("1..100000000000", "--batch"), UsageError);
 }
+
+TEST_CASE("a range's step names itself when it is below its minimum") {
+  CHECK_THROWS_WITH_AS(parse_int_list("1..512:+0", "--batch"),
+                       "--batch: step in '1..512:+0' must be >= 1, got 0", UsageError);
+  CHECK_THROWS_WITH_AS(parse_int_list("1..512:x1", "--batch"),
+                       "--batch: factor in '1..512:x1' must be >= 2", UsageError);
+  CHECK_THROWS_WITH_AS(parse_int_list("1..512:x0", "--batch"),
+                       "--batch: factor in '1..512:x0' must be >= 2", UsageError);
+}
+
+TEST_CASE("percentages: P or P%, finite and >= 0") {
+  CHECK(parse_percent("5", "--tolerance") == 5.0);
+  CHECK(parse_percent("5%", "--tolerance") == 5.0);
+  CHECK(parse_percent("2.5 %", "--tolerance") == 2.5);
+  CHECK(parse_percent("0", "--tolerance") == 0.0);
+  CHECK(parse_percent("+150%", "--tolerance") == 150.0);
+  CHECK_THROWS_WITH_AS(parse_percent("-1", "--tolerance"), "--tolerance: must be >= 0, got -1",
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse_percent("-0.5%", "--tolerance"),
+                       "--tolerance: must be >= 0, got -0.5%", UsageError);
+  for (const char* bad : {"nan", "NaN%", "inf", "-inf", "infinity", "1e400"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(
+        parse_percent(bad, "--tolerance"),
+        ("--tolerance: expected a finite percentage (P or P%), got '" + std::string(bad) + "'")
+            .c_str(),
+        UsageError);
+  }
+  for (const char* bad : {"", "%", "5%%", "five", "5 percent", "0x10"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(
+        parse_percent(bad, "--tolerance"),
+        ("--tolerance: expected a percentage (P or P%), got '" + std::string(bad) + "'").c_str(),
+        UsageError);
+  }
+}

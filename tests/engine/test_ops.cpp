@@ -189,3 +189,32 @@ TEST_CASE("counts that overflow 64 bits throw instead of wrapping") {
       (void)step_ops(m, {Phase::prefill, int64_t{1} << 40, int64_t{1} << 30, 0}, Precision{}),
       OverflowError);
 }
+
+TEST_CASE("q/k norms (Qwen3): an RMSNorm over each head after the projection, before RoPE") {
+  // tiny-test with qk_norm, decode B=2, T=1, P=10: N=8 query heads and K=2 key heads of H=32.
+  Model m = test::tiny_test();
+  m.layers[0].attention.qk_norm = true;
+  const std::vector<Op> ops = step_ops(m, {Phase::decode, 2, 1, 10}, Precision{});
+  std::vector<std::string> names;
+  for (const Op& op : ops) names.emplace_back(op.name());
+  const auto at = [&](const char* name) {
+    return std::find(names.begin(), names.end(), name) - names.begin();
+  };
+  CHECK(at("qkv_proj") < at("q_norm"));
+  CHECK(at("q_norm") < at("k_norm"));
+  CHECK(at("k_norm") < at("rope"));
+  // q_norm: B*T*N = 16 rows of H = 32: 512 elements, 4 FLOPs each = 2,048 FLOPs; weights one
+  // vector of H = 32 bf16 = 64 B; activations 512 in + 512 out, * 2 bytes = 2,048 B.
+  const Op& q = find_op(ops, "q_norm");
+  CHECK(q.flops == 2'048);
+  CHECK(q.bytes.weights == 64);
+  CHECK(q.bytes.activations == 2'048);
+  CHECK(q.repeat == 4);
+  // k_norm: B*T*K = 4 rows of 32: 128 elements, 512 FLOPs; 64 B of weights; 512 B of activations.
+  const Op& k = find_op(ops, "k_norm");
+  CHECK(k.flops == 512);
+  CHECK(k.bytes.weights == 64);
+  CHECK(k.bytes.activations == 512);
+  // Parameters: 2 * H = 64 per layer more, 4 layers.
+  CHECK(total_params(m) == total_params(test::tiny_test()) + 4 * 64);
+}

@@ -85,3 +85,46 @@ TEST_CASE("load_model throws SpecError with every problem, one line each") {
 TEST_CASE("a missing file is a diagnostic, not a crash") {
   CHECK_THROWS_AS((void)load_hardware("/nonexistent/h100.yaml"), SpecError);
 }
+
+TEST_CASE("the README's check examples and its count of bad files match tests/data/bad") {
+  // Both were once stale: an example printed a line the loader no longer gives, and the count
+  // was 48.
+  const fs::path dir = fs::path(STREAMSPARK_TEST_DATA_DIR) / "bad";
+  std::istringstream readme(read_file(fs::path(STREAMSPARK_SOURCE_DIR) / "README.md"));
+  const std::string prompt = "$ build/streamspark check tests/data/bad/";
+  std::string line, example, shown;
+  int examples = 0;
+  auto finish = [&] {
+    if (example.empty()) return;
+    CAPTURE(example);
+    std::string expected;
+    std::istringstream lines(read_file(dir / (fs::path(example).stem().string() + ".expected")));
+    std::string l;
+    while (std::getline(lines, l)) expected += "tests/data/bad/" + l + "\n";
+    CHECK(shown == expected);
+    ++examples;
+    example.clear();
+    shown.clear();
+  };
+  size_t count = 0;
+  for (const auto& e : fs::directory_iterator(dir)) count += e.path().extension() == ".yaml";
+  bool count_checked = false;
+  while (std::getline(readme, line)) {
+    if (line.rfind(prompt, 0) == 0) {
+      finish();
+      example = line.substr(prompt.size());
+    } else if (!example.empty() && (line.rfind("$ ", 0) == 0 || line.rfind("```", 0) == 0)) {
+      finish();
+    } else if (!example.empty()) {
+      shown += line + "\n";
+    }
+    const std::string holds = "`tests/data/bad/` holds ";
+    if (const size_t at = line.find(holds); at != std::string::npos) {
+      CHECK(line.substr(at + holds.size()).rfind(std::to_string(count) + " such files", 0) == 0);
+      count_checked = true;
+    }
+  }
+  finish();
+  CHECK(examples >= 2);
+  CHECK(count_checked);
+}

@@ -11,6 +11,7 @@
 #include "spec/catalog.hpp"
 #include "spec/hardware_spec.hpp"
 #include "spec/model_spec.hpp"
+#include "spec/yaml_reader.hpp"
 
 namespace fs = std::filesystem;
 using namespace streamspark;
@@ -118,8 +119,22 @@ TEST_CASE("unknown names get a did-you-mean; paths are taken as paths") {
     (void)catalog.resolve("llama2-13", SpecKind::model);
     FAIL("expected CatalogError");
   } catch (const CatalogError& e) {
-    CHECK(std::string(e.what()).find("did you mean 'llama2-13b'?") != std::string::npos);
+    // Both names that start with it, shortest first.
+    CHECK(std::string(e.what()).find("did you mean 'llama2-13b' or 'llama2-13b-gqa8'?") !=
+          std::string::npos);
   }
+  try {
+    (void)catalog.resolve("h100", SpecKind::hardware);
+    FAIL("expected CatalogError");
+  } catch (const CatalogError& e) {
+    CHECK(std::string(e.what()).find("did you mean 'h100-sxm' or 'h100-pcie'?") !=
+          std::string::npos);
+  }
+  CHECK(likely_matches("h100", {"h200", "h100-sxm", "h100-pcie"}) ==
+        std::vector<std::string>{"h100-sxm", "h100-pcie"});
+  CHECK(likely_matches("h300", {"h200", "h100-sxm"}) == std::vector<std::string>{"h200"});
+  CHECK(likely_matches("zzzzzz", {"h200"}).empty());
+  CHECK(quoted_alternatives({"a", "b", "c"}) == "'a', 'b' or 'c'");
   const std::string path = std::string(STREAMSPARK_SOURCE_DIR) + "/hardware/h200.yaml";
   CHECK(catalog.resolve(path, SpecKind::hardware) == path);
   CHECK_THROWS_AS((void)catalog.resolve("no/such.yaml", SpecKind::model), CatalogError);

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "engine/finite_check.hpp"
 #include "engine/memory.hpp"
 #include "engine/statistics.hpp"
@@ -76,6 +78,39 @@ std::vector<report::Comparison> compare_kernels(const std::vector<PredictedKerne
 }
 
 }  // namespace
+
+std::vector<std::string> hardware_mismatches(const engine::Hardware& hardware,
+                                             const Backend& backend, int threads) {
+  std::vector<std::string> found;
+  const bool host = backend_entry(backend).capabilities.host;
+  const std::string expected_kind = host ? "cpu" : "gpu";
+  if (!hardware.kind.empty() && hardware.kind != expected_kind) {
+    found.push_back(fmt::format("'{}' describes a {}, but the {} backend runs on a {}",
+                                hardware.name, hardware.kind, backend.name(), expected_kind));
+  }
+  auto provenance = [&](const char* key) -> const std::string* {
+    for (const auto& [k, v] : hardware.provenance) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  };
+  const std::string runtime = backend.name() + " backend, " + backend.dtype();
+  if (const std::string* probed = provenance("runtime"); probed && *probed != runtime) {
+    found.push_back(fmt::format("'{}' was probed with the {}, this run uses the {}", hardware.name,
+                                *probed, runtime));
+  }
+  const std::string machine = backend.device_info().name;
+  if (const std::string* probed = provenance("machine"); probed && *probed != machine) {
+    found.push_back(fmt::format("'{}' was probed on '{}', this machine is '{}'", hardware.name,
+                                *probed, machine));
+  }
+  if (const std::string* probed = provenance("threads");
+      probed && host && *probed != std::to_string(threads)) {
+    found.push_back(fmt::format("'{}' was probed with {} threads, this run uses {}", hardware.name,
+                                *probed, threads));
+  }
+  return found;
+}
 
 report::Validation run_validation(Backend& backend, const engine::Model& model,
                                   const engine::Hardware& hardware, const ValidationPlan& plan) {

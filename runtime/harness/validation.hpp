@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/analysis.hpp"
@@ -27,6 +28,13 @@ struct ValidationPlan {
 // Runs every (prompt, batch) point. Throws std::invalid_argument for a plan that times no
 // decode step or a model the runtime cannot execute, DeviceError when the workload does not
 // fit the backend's memory. The result's `threads` is left for the caller to fill.
+// Why `hardware` may not describe the machine `backend` runs on (empty: nothing seen): a kind
+// other than the backend's (a GPU file on the CPU backend), or a probe provenance naming
+// another runtime, machine or thread count. Datasheet files without provenance are checked
+// on their kind only. `threads` is the run's host thread count (CPU backends).
+std::vector<std::string> hardware_mismatches(const engine::Hardware& hardware,
+                                             const Backend& backend, int threads);
+
 report::Validation run_validation(Backend& backend, const engine::Model& model,
                                   const engine::Hardware& hardware, const ValidationPlan& plan);
 

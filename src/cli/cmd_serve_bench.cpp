@@ -24,6 +24,7 @@ namespace {
 struct ServeBenchOptions {
   std::string model;
   std::string hardware;
+  bool strict_hardware = false;
   BackendOptions runtime;
   std::string method = "calibrated";
   std::string kv_memory = "64 MB";
@@ -56,6 +57,7 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   }
   plan.kv_memory_bytes = std::get<double>(bytes);
   const auto backend = make_backend(o.runtime);
+  check_hardware_matches(hardware, *backend, resolve_threads(o.runtime.threads), o.strict_hardware);
   runtime::ServeBenchResult r;
   try {
     r = runtime::run_serve_bench(*backend, model, hardware, requests, plan);
@@ -136,6 +138,9 @@ Command add_serve_bench_command(CLI::App& root, const AppContext& ctx) {
                   "this machine's hardware file (from `streamspark probe`), for the prediction")
       ->required();
   add_backend_options(app, o->runtime, false);
+  app->add_flag("--strict-hardware", o->strict_hardware,
+                "refuse (exit 2) a hardware file whose kind or probe provenance does not match "
+                "the backend and machine (default: warn)");
   app->add_option("--method", o->method, "prediction: calibrated, roofline or bandwidth")
       ->capture_default_str();
   app->add_option("--kv-memory", o->kv_memory,

@@ -38,8 +38,7 @@ void check_kv_capacity(const engine::SchedulerOptions& s, double bytes, int64_t 
   if (per_token <= 0) return;  // constant state only: IterationCost::configure checks it
   const double tokens = bytes / static_cast<double>(per_token);
   if (!(tokens >= 1)) {
-    throw UsageError(
-        fmt::format("{} holds less than one token of {} bytes", source, per_token));
+    throw UsageError(fmt::format("{} holds less than one token of {} bytes", source, per_token));
   }
   const double blocks = tokens / static_cast<double>(s.block_size);
   if (s.kv == engine::KvLayout::paged && blocks > 2147483647.0) {

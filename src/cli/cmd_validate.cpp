@@ -10,9 +10,9 @@
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
+#include "engine/finite_check.hpp"
 #include "report/validation_report.hpp"
 #include "runtime/decoder.hpp"
-#include "engine/finite_check.hpp"
 #include "runtime/harness/validation.hpp"
 
 namespace streamspark::cli {
@@ -33,6 +33,7 @@ struct ValidateOptions {
   std::string tolerance;  // percent, "P" or "P%"; empty: no gate
   bool per_op = false;
   bool allow_beyond_context = false;
+  bool strict_hardware = false;
   std::string format = "table";
   std::string output = "-";
   std::string json_output;  // also the JSON report, here
@@ -68,6 +69,7 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   const engine::Hardware hardware = catalog.hardware(o.hardware);
   runtime::check_supported(model);
   const auto backend = make_backend(o.runtime);
+  check_hardware_matches(hardware, *backend, resolve_threads(o.runtime.threads), o.strict_hardware);
   report::Validation v;
   try {
     v = runtime::run_validation(*backend, model, hardware, plan);
@@ -76,9 +78,10 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("{} on {}: {}", model.name, hardware.name, e.what()));
   } catch (const engine::NonFiniteError& e) {
-    throw UsageError(fmt::format("{} on {}: {}: a number of the model or hardware file is out of "
-                                 "range",
-                                 model.name, hardware.name, e.what()));
+    throw UsageError(
+        fmt::format("{} on {}: {}: a number of the model or hardware file is out of "
+                    "range",
+                    model.name, hardware.name, e.what()));
   }
   v.threads = resolve_threads(o.runtime.threads);
   OutputFile out(o.output);
@@ -134,6 +137,9 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
   app->add_flag("--allow-beyond-context", o->allow_beyond_context,
                 "validate prompt + generate beyond the model's max_context");
+  app->add_flag("--strict-hardware", o->strict_hardware,
+                "refuse (exit 2) a hardware file whose kind or probe provenance does not match "
+                "the backend and machine (default: warn)");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

@@ -3,6 +3,7 @@
 
 #include "engine/finite_check.hpp"
 #include "runtime/backend_registry.hpp"
+#include "runtime/harness/validation.hpp"
 
 #include <fmt/format.h>
 
@@ -269,6 +270,21 @@ int resolve_threads(const std::string& text) {
   }
   if (requested > 0) return static_cast<int>(requested);
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+void check_hardware_matches(const engine::Hardware& hardware, const runtime::Backend& backend,
+                            int threads, bool strict) {
+  const std::vector<std::string> found = runtime::hardware_mismatches(hardware, backend, threads);
+  if (found.empty()) return;
+  if (strict) {
+    throw UsageError(
+        fmt::format("--strict-hardware: {}; probe this machine (streamspark probe) "
+                    "or drop --strict-hardware",
+                    found.front()));
+  }
+  for (const std::string& f : found) {
+    fmt::print(stderr, "warning: {}: predictions may not describe this machine\n", f);
+  }
 }
 
 }  // namespace streamspark::cli

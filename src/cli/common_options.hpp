@@ -135,4 +135,11 @@ void check_context(const engine::Model& model, int64_t prompt, int64_t generate,
 // "--threads" value: 0 means all cores; at most 256 (more threads than that only add memory).
 int resolve_threads(const std::string& text);
 
+// Runs of the reference runtime against a hardware file (validate, serve-bench): when the
+// file's kind or probe provenance does not match the backend and machine
+// (runtime::hardware_mismatches), prints one warning line each on stderr, or with `strict`
+// throws a UsageError naming the first.
+void check_hardware_matches(const engine::Hardware& hardware, const runtime::Backend& backend,
+                            int threads, bool strict);
+
 }  // namespace streamspark::cli

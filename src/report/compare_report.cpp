@@ -64,8 +64,8 @@ std::string ratio_text(double value, double base) {
 // token until the window is full), "172 kB + 172 kB (window 4096)" (global and local layers).
 std::string kv_per_token_text(const ComparisonRow& r) {
   const int64_t growth = r.context.figures.kv_bytes_per_token;
-  const engine::WindowedKv w =
-      engine::windowed_kv_bytes_per_token(*r.context.model, r.context.options.costing.precision.kv_cache);
+  const engine::WindowedKv w = engine::windowed_kv_bytes_per_token(
+      *r.context.model, r.context.options.costing.precision.kv_cache);
   const std::string all = format_bytes(static_cast<double>(growth));
   if (w.window == 0) return all;
   const std::string windowed =

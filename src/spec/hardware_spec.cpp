@@ -194,8 +194,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
       const auto link_name = l->string("name", Presence::required);
       const auto bandwidth =
           l->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
-      const auto latency =
-          l->quantity("latency", Dimension::time, Presence::required, kOverhead);
+      const auto latency = l->quantity("latency", Dimension::time, Presence::required, kOverhead);
       l->string("source", Presence::optional);
       l->finish();
       if (!link_name || !bandwidth || !latency) return std::nullopt;
@@ -207,7 +206,6 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     hw.topology = t;
   }
 
-
   const auto overhead =
       r.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
   hw.kernel_overhead_s = overhead.value_or(0.0);
@@ -218,10 +216,12 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   if (auto ach = r.map("achievable", Presence::optional)) {
     const auto compute =
         ach->quantity("compute", Dimension::fraction, Presence::required, kAchievable);
-    const auto memory = ach->quantity("memory", Dimension::fraction, Presence::required, kAchievable);
-        const auto kernel =
+    const auto memory =
+        ach->quantity("memory", Dimension::fraction, Presence::required, kAchievable);
+    const auto kernel =
         ach->quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
-    const auto step = ach->quantity("step_overhead", Dimension::time, Presence::optional, kOverhead);
+    const auto step =
+        ach->quantity("step_overhead", Dimension::time, Presence::optional, kOverhead);
     const auto ach_source = ach->string("source", Presence::required);
     ach->finish();
     if (compute && memory && ach_source) {

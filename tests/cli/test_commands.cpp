@@ -701,6 +701,7 @@ TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance 
                            "' -b 1,2 -p 16 -g 6 --warmup-steps 2 --repeats 1";
   const Run v = run(base + " --format json");
   REQUIRE(v.exit_code == 0);
+  CHECK(v.err == "");  // this machine's probe, same runtime and threads: no warning
   const json j = json::parse(v.out);
   CHECK(j["method"] == "calibrated");
   CHECK(j["warmup_steps"] == 2);
@@ -721,6 +722,17 @@ TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance 
   CHECK(strict.err.find("tolerance") != std::string::npos);
   // Warm-up steps must leave a timed step.
   CHECK(run(base + " --warmup-steps 5").exit_code == 2);
+  // Another thread count than the probe's is named; --strict-hardware refuses it, and a GPU
+  // datasheet file, before anything runs.
+  const Run threads = run(base + " --threads 3 --method roofline --format json");
+  CHECK(threads.exit_code == 0);
+  CHECK(threads.err.find("warning: 'local-cpu' was probed with ") == 0);
+  CHECK(run(base + " --threads 3 --strict-hardware").exit_code == 2);
+  const Run gpu_file = run("validate -m tiny-test -H h100-sxm -b 1 -p 16 -g 4 --strict-hardware");
+  CHECK(gpu_file.exit_code == 2);
+  CHECK(gpu_file.err ==
+        "error: --strict-hardware: 'h100-sxm' describes a gpu, but the cpu backend runs on a cpu; "
+        "probe this machine (streamspark probe) or drop --strict-hardware\n");
   // The gate cannot be switched off by accident: negative and non-finite tolerances are
   // refused before anything runs; "P%" is accepted like "P".
   const Run negative = run(base + " --tolerance -1");

@@ -75,6 +75,37 @@ TEST_CASE("validation harness: every point predicted and measured, every kernel 
   CHECK_THROWS_AS(rt::run_validation(*backend, micro(), some_cpu(), plan), std::invalid_argument);
 }
 
+TEST_CASE("hardware files that do not describe the backend's machine are named") {
+  auto backend = rt::make_cpu_backend(1);
+  engine::Hardware h = some_cpu();
+  // A datasheet file without kind or provenance: nothing to compare.
+  CHECK(rt::hardware_mismatches(h, *backend, 1).empty());
+  h.kind = "cpu";
+  CHECK(rt::hardware_mismatches(h, *backend, 1).empty());
+  // A GPU file on the CPU backend.
+  h.kind = "gpu";
+  auto found = rt::hardware_mismatches(h, *backend, 1);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == "'some-cpu' describes a gpu, but the cpu backend runs on a cpu");
+  // A probe of this machine with this runtime and thread count matches; each other value is
+  // named (the environment faked through the provenance the probe writes).
+  h.kind = "cpu";
+  const std::string machine = backend->device_info().name;
+  h.provenance = {{"machine", machine}, {"threads", "1"}, {"runtime", "cpu backend, fp32"}};
+  CHECK(rt::hardware_mismatches(h, *backend, 1).empty());
+  found = rt::hardware_mismatches(h, *backend, 2);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == "'some-cpu' was probed with 1 threads, this run uses 2");
+  h.provenance = {
+      {"machine", "Other CPU 9000"}, {"threads", "1"}, {"runtime", "cuda backend, bf16"}};
+  found = rt::hardware_mismatches(h, *backend, 1);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] ==
+        "'some-cpu' was probed with the cuda backend, bf16, this run uses the cpu "
+        "backend, fp32");
+  CHECK(found[1] == "'some-cpu' was probed on 'Other CPU 9000', this machine is '" + machine + "'");
+}
+
 TEST_CASE("run harness: TTFT, TPOT, e2e and the operators of one generation") {
   auto backend = rt::make_cpu_backend(1);
   rt::RunPlan plan;

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
+#include "cli/measurements.hpp"
 #include "cli/output_file.hpp"
 #include "engine/finite_check.hpp"
 #include "report/validation_report.hpp"
@@ -37,9 +38,26 @@ struct ValidateOptions {
   std::string format = "table";
   std::string output = "-";
   std::string json_output;  // also the JSON report, here
+  std::string measured;     // a measurement file: serving stacks' runs instead of the runtime
 };
 
 int run_validate(const ValidateOptions& o, const AppContext& ctx) {
+  if (!o.measured.empty()) {
+    if (!o.model.empty()) {
+      throw UsageError("--measured: the file names each run's model; drop --model");
+    }
+    MeasuredValidateOptions m;
+    m.file = o.measured;
+    if (!o.hardware.empty()) m.hardware = {o.hardware};
+    m.method = o.method;
+    m.tolerance = o.tolerance;
+    m.format = o.format;
+    m.output = o.output;
+    return run_validate_measured(m, ctx);
+  }
+  if (o.model.empty() || o.hardware.empty()) {
+    throw UsageError("validate needs --model and --hardware (or --measured FILE)");
+  }
   runtime::ValidationPlan plan;
   plan.batches = parse_int_list(o.batch, "--batch");
   plan.prompts = parse_int_list(o.prompt, "--prompt");
@@ -114,10 +132,13 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* app = root.add_subcommand(
       "validate", "Predict, run on the reference runtime, compare per phase and per operator");
-  app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path")->required();
+  app->add_option("--model,-m", o->model, "model name in model_zoo/ or a YAML path");
   app->add_option("--hardware,-H", o->hardware,
-                  "this machine's hardware file (from `streamspark probe`)")
-      ->required();
+                  "this machine's hardware file (from `streamspark probe`); with --measured, a "
+                  "hardware file replacing the catalog entry of its name (e.g. from `fit`)");
+  app->add_option("--measured", o->measured,
+                  "compare with a measurement file of serving-stack runs (.csv or .jsonl) "
+                  "instead of running the runtime");
   add_backend_options(app, o->runtime, true);
   app->add_option("--batch,-b", o->batch, "batch sizes: list or range")->capture_default_str();
   app->add_option("--prompt,-p", o->prompt, "prompt lengths")->capture_default_str();

@@ -38,6 +38,8 @@ Command add_run_command(CLI::App& root, const AppContext& ctx);
 Command add_validate_command(CLI::App& root, const AppContext& ctx);
 Command add_serve_sim_command(CLI::App& root, const AppContext& ctx);
 Command add_serve_bench_command(CLI::App& root, const AppContext& ctx);
+Command add_fit_command(CLI::App& root, const AppContext& ctx);
+Command add_import_benchmark_command(CLI::App& root, const AppContext& ctx);
 
 // Exit code for device or runtime failures (a workload that does not fit, no such backend).
 inline constexpr int kExitRuntime = 3;

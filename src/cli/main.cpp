@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
       add_import_command(app, ctx),      add_bench_command(app, ctx),
       add_probe_command(app, ctx),       add_run_command(app, ctx),
       add_validate_command(app, ctx),    add_serve_sim_command(app, ctx),
-      add_serve_bench_command(app, ctx),
+      add_serve_bench_command(app, ctx),  add_fit_command(app, ctx),
+      add_import_benchmark_command(app, ctx),
   };
   try {
     app.parse(argc, argv);

@@ -6,24 +6,37 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "engine/statistics.hpp"
 
 namespace streamspark::engine {
 
 Hardware with_parameters(Hardware hw, const StackParameters& p, const std::string& source) {
+  const double compute = hw.achievable ? hw.achievable->compute : 1.0;
+  const double memory = hw.achievable ? hw.achievable->memory : 1.0;
   Calibration c;
   for (const char* kind :
        {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
-    c.classes[kind] = ClassCalibration{p.compute_efficiency, p.memory_efficiency,
+    c.classes[kind] = ClassCalibration{compute * p.compute_efficiency, memory * p.memory_efficiency,
                                        p.kernel_overhead_s};
   }
   c.step_overhead_s = p.step_overhead_s;
   c.source = source;
   hw.calibration = c;
   return hw;
+}
+
+StackParameters default_parameters(const Hardware& hw) {
+  StackParameters p;
+  p.kernel_overhead_s = hw.achievable && hw.achievable->kernel_overhead_s
+                            ? *hw.achievable->kernel_overhead_s
+                            : hw.kernel_overhead_s;
+  p.step_overhead_s = hw.achievable ? hw.achievable->step_overhead_s : 0.0;
+  return p;
 }
 
 namespace {
@@ -36,30 +49,59 @@ AnalysisOptions options_for(const MeasuredRun& run, Method method) {
   return o;
 }
 
+SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t requests, double rate,
+                              int64_t max_batch) {
+  IterationCost cost(run.model, run.hardware, options_for(run, method));
+  WorkloadSpec w;
+  w.requests = requests;
+  w.rate = rate;
+  w.prompt = {LengthKind::fixed, static_cast<double>(run.input_len), 0, 0};
+  w.output = {LengthKind::fixed, static_cast<double>(run.output_len), 0, 0};
+  ServingOptions o;
+  // vLLM's defaults (max_num_seqs 256, 8192 batched tokens, 90 % of the memory), the batch
+  // capped by the run's concurrency.
+  o.scheduler.max_batch = max_batch;
+  o.scheduler.max_context = run.model.max_context;
+  cost.configure(o.scheduler, cost.kv_bytes_available(0.9, o.scheduler.max_tokens));
+  return simulate_deployment(generate_requests(w), o, cost, run.layout);
+}
+
+}  // namespace
+
+bool static_batch_fits(const MeasuredRun& run) {
+  Analyzer a(run.model, run.hardware, options_for(run, Method::roofline));
+  return a.analyze({run.batch, run.input_len, run.output_len}).memory.fits;
+}
+
+namespace {
+
+// A static batch: B prompts prefilled together, then B sequences decoded in lockstep. When
+// the batch's KV cache does not fit the memory, the stack admits what fits and runs the rest
+// as the first finish (vLLM's scheduler, LMDeploy's request queue): the simulator with every
+// request arriving at once, means over the requests and the whole run's time.
 MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
   Analyzer a(run.model, run.hardware, options_for(run, method));
   const WorkloadResult r = a.analyze({run.batch, run.input_len, run.output_len});
   MeasuredMetrics m;
-  m.ttft_s = r.ttft_s;
-  m.tpot_s = r.tpot_s;
-  m.e2e_s = r.e2e_s;
-  m.output_tok_s = static_cast<double>(run.batch * run.output_len) / r.e2e_s;
+  const double tokens = static_cast<double>(run.batch * run.output_len);
+  if (r.memory.fits) {
+    m.ttft_s = r.ttft_s;
+    m.tpot_s = r.tpot_s;
+    m.e2e_s = r.e2e_s;
+    m.output_tok_s = tokens / r.e2e_s;
+    return m;
+  }
+  const SimulationResult s = simulate_run(run, method, run.batch, 0, run.batch);
+  m.ttft_s = s.metrics.ttft_s.mean;
+  m.tpot_s = s.metrics.tpot_s.mean;
+  m.e2e_s = s.metrics.duration_s;
+  m.output_tok_s = tokens / s.metrics.duration_s;
   return m;
 }
 
 MeasuredMetrics predict_serving(const MeasuredRun& run, Method method) {
-  IterationCost cost(run.model, run.hardware, options_for(run, method));
-  WorkloadSpec w;
-  w.requests = run.requests;
-  w.rate = run.request_rate;
-  w.prompt = {LengthKind::fixed, static_cast<double>(run.input_len), 0, 0};
-  w.output = {LengthKind::fixed, static_cast<double>(run.output_len), 0, 0};
-  ServingOptions o;
-  // vLLM's defaults (max_num_seqs 256, 8192 batched tokens), capped by the run's concurrency.
-  o.scheduler.max_batch = run.batch > 0 ? std::min<int64_t>(run.batch, 256) : 256;
-  o.scheduler.max_context = run.model.max_context;
-  cost.configure(o.scheduler, cost.kv_bytes_available(0.9, o.scheduler.max_tokens));
-  const SimulationResult r = simulate_deployment(generate_requests(w), o, cost, run.layout);
+  const SimulationResult r = simulate_run(run, method, run.requests, run.request_rate,
+                                          run.batch > 0 ? std::min<int64_t>(run.batch, 256) : 256);
   MeasuredMetrics m;
   m.ttft_s = r.metrics.ttft_s.p50;
   m.tpot_s = r.metrics.tpot_s.p50;
@@ -89,6 +131,33 @@ std::vector<MetricComparison> compare(const MeasuredRun& run, const MeasuredMetr
   add("tpot", p.tpot_s, run.measured.tpot_s);
   add("e2e", p.e2e_s, run.measured.e2e_s);
   add("output_tok_s", p.output_tok_s, run.measured.output_tok_s);
+  return out;
+}
+
+std::vector<MetricSummary> summarize_metrics(
+    const std::vector<std::vector<MetricComparison>>& by_run) {
+  std::vector<MetricSummary> out;
+  for (const char* metric : {"ttft", "tpot", "e2e", "output_tok_s", "all"}) {
+    const bool all = std::string_view(metric) == "all";
+    MetricSummary s;
+    s.metric = metric;
+    std::vector<double> errors;
+    for (const auto& run : by_run) {
+      for (const MetricComparison& c : run) {
+        if (!all && c.metric != metric) continue;
+        const double e = std::abs(c.error());
+        if (errors.empty() || e > s.worst_abs_error) {
+          s.worst_abs_error = e;
+          s.worst_where = c.where + " " + c.metric;
+        }
+        errors.push_back(e);
+      }
+    }
+    if (errors.empty()) continue;
+    s.count = static_cast<int64_t>(errors.size());
+    s.median_abs_error = median(errors);
+    out.push_back(s);
+  }
   return out;
 }
 
@@ -167,24 +236,36 @@ std::array<double, kParameters> theta_of(const StackParameters& p) {
           p.step_overhead_s};
 }
 
-// Whether the solution's value of parameter i is physical: efficiencies in (0, 1] (a stack
-// does not beat the datasheet peak), overheads >= 0.
-bool in_range(int i, double v) {
-  return i < 2 ? v >= 1 : v >= 0;
+// Whether the solution's value of parameter i is physical: overheads >= 0, and efficiencies
+// positive with no run's operators faster than the datasheet peak (achievable fraction x
+// efficiency <= 1: theta = 1 / efficiency >= the largest achievable fraction).
+bool in_range(int i, double v, const std::array<double, 2>& largest_fraction) {
+  return i < 2 ? v >= largest_fraction[static_cast<size_t>(i)] : v >= 0;
 }
 
 }  // namespace
 
 FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& defaults) {
   std::vector<const MeasuredRun*> runs;
-  for (const MeasuredRun& r : all) {
-    if (r.mode == MeasurementMode::static_batch) runs.push_back(&r);
-  }
   FitResult out;
+  for (const MeasuredRun& r : all) {
+    if (r.mode == MeasurementMode::static_batch && static_batch_fits(r)) {
+      runs.push_back(&r);
+    } else {
+      ++out.not_fitted;
+    }
+  }
   out.rows = static_cast<int64_t>(runs.size());
+  std::array<double, 2> largest_fraction{0, 0};
+  for (const MeasuredRun* r : runs) {
+    const auto& a = r->hardware.achievable;
+    largest_fraction[0] = std::max(largest_fraction[0], a ? a->compute : 1.0);
+    largest_fraction[1] = std::max(largest_fraction[1], a ? a->memory : 1.0);
+  }
   StackParameters p = defaults;
   std::array<bool, kParameters> free{};
   free.fill(true);
+  std::array<std::string, kParameters> why;
   for (int iteration = 0; iteration < 20; ++iteration) {
     std::vector<std::array<double, kParameters>> rows;
     std::vector<double> rhs;
@@ -224,8 +305,10 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
     bool changed = false;
     if (qr.rank() < static_cast<Eigen::Index>(columns.size())) {
       for (Eigen::Index k = qr.rank(); k < static_cast<Eigen::Index>(columns.size()); ++k) {
-        free[static_cast<size_t>(columns[static_cast<size_t>(qr.colsPermutation().indices()(k))])] =
-            false;
+        const auto i =
+            static_cast<size_t>(columns[static_cast<size_t>(qr.colsPermutation().indices()(k))]);
+        free[i] = false;
+        why[i] = "the data does not determine it";
       }
       changed = true;
     }
@@ -233,8 +316,19 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
     const Eigen::VectorXd x = qr.solve(b);
     // Out-of-range solutions fix that parameter at its default and refit.
     for (size_t c = 0; c < columns.size(); ++c) {
-      if (!in_range(columns[c], x(static_cast<Eigen::Index>(c)))) {
-        free[static_cast<size_t>(columns[c])] = false;
+      if (!in_range(columns[c], x(static_cast<Eigen::Index>(c)), largest_fraction)) {
+        const auto i = static_cast<size_t>(columns[c]);
+        const double v = x(static_cast<Eigen::Index>(c));
+        free[i] = false;
+        char text[128];
+        if (i < 2) {
+          std::snprintf(text, sizeof text,
+                        "its best fit, %.4g, would beat the datasheet peak or is not positive",
+                        1 / v);
+        } else {
+          std::snprintf(text, sizeof text, "its best fit, %.4g s, is negative", v);
+        }
+        why[i] = text;
         changed = true;
       }
     }
@@ -270,6 +364,7 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
       ++out.free_parameters;
     } else {
       out.fixed.emplace_back(kParameterNames[i]);
+      out.fixed_why.push_back(why[static_cast<size_t>(i)]);
     }
   }
   std::vector<double> errors;
@@ -316,8 +411,8 @@ LeaveOneOut leave_one_out(const std::vector<MeasuredRun>& runs, GroupBy by,
       }
     }
     if (errors.empty()) continue;
-    out.groups.push_back({g, static_cast<int64_t>(errors.size()),
-                          summarize_errors(errors).median_abs});
+    out.groups.push_back(
+        {g, static_cast<int64_t>(errors.size()), summarize_errors(errors).median_abs});
     all.insert(all.end(), errors.begin(), errors.end());
   }
   out.metrics = static_cast<int64_t>(all.size());

@@ -50,10 +50,12 @@ struct MeasuredRun {
   std::string source;
 };
 
-// What a serving stack adds to the roofline, fitted or default. The compute and memory
-// efficiencies divide every operator's FLOP and byte times; every kernel launch costs
-// kernel_overhead_s and every forward pass (a prefill pass, a decode step, a serving
-// iteration) step_overhead_s.
+// What a serving stack adds to the roofline, fitted or default. The efficiencies are
+// fractions of what the hardware achieves in microbenchmarks (its `achievable` section; of
+// the datasheet peak when it has none), so that a fit on some GPUs carries to others: every
+// operator's FLOP time is divided by achievable compute x compute_efficiency, its byte time by
+// achievable memory x memory_efficiency. Every kernel launch costs kernel_overhead_s and every
+// forward pass (a prefill pass, a decode step, a serving iteration) step_overhead_s.
 struct StackParameters {
   double compute_efficiency = 1;
   double memory_efficiency = 1;
@@ -61,9 +63,13 @@ struct StackParameters {
   double step_overhead_s = 0;
 };
 
-// The hardware with these parameters as its calibration (every operator class; the
-// calibrated method reads them).
+// The hardware with these parameters as its calibration (every operator class, efficiencies
+// multiplied by the achievable fractions; the calibrated method reads them).
 Hardware with_parameters(Hardware hw, const StackParameters& p, const std::string& source);
+
+// The parameters that reproduce the hardware's achievable section (efficiencies 1, its
+// overheads): where a fit starts and what a parameter the data leaves free is fixed at.
+StackParameters default_parameters(const Hardware& hw);
 
 // The engine's prediction of a run's metrics by `method` on the run's hardware (a static batch
 // through the Analyzer, a serving run through the simulator), the metrics the run measured.
@@ -79,23 +85,41 @@ struct MetricComparison {
 };
 std::vector<MetricComparison> compare(const MeasuredRun& run, const MeasuredMetrics& predicted);
 
+// One metric's errors over runs: how many, the median and the worst |error| with its run.
+struct MetricSummary {
+  std::string metric;  // "ttft", "tpot", "e2e", "output_tok_s", or "all"
+  int64_t count = 0;
+  double median_abs_error = 0;
+  double worst_abs_error = 0;
+  std::string worst_where;
+};
+// By metric in the order ttft, tpot, e2e, output_tok_s (those measured), then "all".
+std::vector<MetricSummary> summarize_metrics(
+    const std::vector<std::vector<MetricComparison>>& by_run);
+
 struct FitResult {
   StackParameters parameters;
   // Parameters the data determines (the others kept at their defaults, named in `fixed`).
   int free_parameters = 0;
   std::vector<std::string> fixed;
-  int64_t rows = 0;     // static runs used
-  int64_t metrics = 0;  // measured metrics fitted (equations)
+  std::vector<std::string> fixed_why;  // for each of `fixed`: why it is not fitted
+  int64_t rows = 0;                    // static runs used
+  int64_t not_fitted = 0;  // serving runs and static batches whose KV cache does not fit
+  int64_t metrics = 0;     // measured metrics fitted (equations)
   double in_sample_median_abs_error = 0;
 };
 
-// Least squares on relative error over the static runs' TTFT and TPOT (serving runs are not
-// fitted: their metrics depend on queueing): each metric is linear in (1/ce, 1/me, kernel
-// overhead, step overhead) once each operator is assigned compute- or memory-bound, so the
-// assignment and the solution are iterated until the assignment is stable. A parameter whose
-// column the data leaves unconstrained (no compute-bound operator, say) or that the solution
-// drives out of range (negative overhead, efficiency above 1) is fixed at `defaults` and the
-// rest refitted. Throws std::invalid_argument with fewer measured metrics than parameters.
+// Whether a static run's whole batch fits its GPUs' memory (weights, KV cache at the last
+// token, activations): when not, the stack runs it in waves and predict() simulates them.
+bool static_batch_fits(const MeasuredRun& run);
+
+// Least squares on relative error over the static runs' TTFT and TPOT (serving runs and
+// batches that do not fit the memory are not fitted: their metrics depend on queueing): each metric
+// is linear in (1/ce, 1/me, kernel overhead, step overhead) once each operator is assigned compute-
+// or memory-bound, so the assignment and the solution are iterated until the assignment is stable.
+// A parameter whose column the data leaves unconstrained (no compute-bound operator, say) or that
+// the solution drives out of range (negative overhead, efficiency above 1) is fixed at `defaults`
+// and the rest refitted. Throws std::invalid_argument with fewer measured metrics than parameters.
 FitResult fit_stack(const std::vector<MeasuredRun>& runs, const StackParameters& defaults);
 
 // Leave-one-group-out error: for each distinct key (a model, a hardware) the parameters

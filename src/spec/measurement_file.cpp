@@ -1,6 +1,8 @@
 // Measurement files and benchmark result importers.
 #include "spec/measurement_file.hpp"
 
+#include "engine/dtype.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,7 +20,7 @@ namespace streamspark::spec {
 namespace {
 
 constexpr const char* kColumns[] = {
-    "model",    "hardware",      "dtype",     "tp",        "pp",      "mode",   "batch",
+    "model",    "hardware",      "dtype",     "kv_cache",  "embedding", "tp",  "pp",    "mode",   "batch",
     "requests", "request_rate",  "input_len", "output_len", "ttft_ms", "tpot_ms", "itl_ms",
     "e2e_ms",   "output_tok_s",  "stat",      "stack",     "stack_version", "source", "notes"};
 
@@ -124,12 +126,23 @@ struct RowReader {
     const size_t before = diags.size();
     MeasurementRow r;
     r.where = fmt::format("{}:{}", path, line);
+    r.path = path;
+    r.line = line;
+    for (const char* key : {"model", "hardware", "dtype", "kv_cache", "embedding", "tp", "pp"}) {
+      r.columns[key] = column(key);
+    }
     for (const char* key : {"model", "hardware", "input_len", "output_len"}) {
       if (!text(key)) diags.push_back({path, line, 0, key, "missing"});
     }
     r.model = text("model").value_or("");
     r.hardware = text("hardware").value_or("");
     r.dtype = text("dtype").value_or("bf16");
+    r.kv_cache = text("kv_cache").value_or("");
+    r.embedding = text("embedding").value_or("");
+    for (const char* key : {"dtype", "kv_cache", "embedding"}) {
+      const auto t = text(key);
+      if (t && !engine::parse_dtype(*t)) error(key, "unknown format '" + *t + "'");
+    }
     r.tp = integer("tp", 1).value_or(1);
     r.pp = integer("pp", 1).value_or(1);
     const std::string mode = text("mode").value_or("static");
@@ -270,12 +283,12 @@ std::string ms(const std::optional<double>& s) {
 
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
-      "model,hardware,dtype,tp,pp,mode,batch,requests,request_rate,input_len,output_len,ttft_ms,"
-      "tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
+      "model,hardware,dtype,kv_cache,embedding,tp,pp,mode,batch,requests,request_rate,input_len,"
+      "output_len,ttft_ms,tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(r.model),
-        csv_field(r.hardware), r.dtype, r.tp, r.pp,
+        "{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(r.model),
+        csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding, r.tp, r.pp,
         r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch,
         r.requests, r.request_rate, r.input_len, r.output_len, ms(r.measured.ttft_s),
         ms(r.measured.tpot_s), ms(r.measured.e2e_s),
@@ -322,6 +335,8 @@ std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkF
     };
     MeasurementRow r = defaults;
     r.where = line > 0 ? fmt::format("{}:{}", path, line) : path;
+    r.path = path;
+    r.line = line;
     r.mode = engine::MeasurementMode::serving;
     r.source = path;
     r.stack = format == BenchmarkFormat::vllm ? "vLLM benchmark_serving" : "SGLang bench_serving";

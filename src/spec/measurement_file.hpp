@@ -5,7 +5,8 @@
 //
 // Columns / keys (README: Measurements):
 //   model, hardware        catalog names or paths (required)
-//   dtype                  bf16 (default), fp16, fp8: weights, activations and KV cache
+//   dtype                  bf16 (default), fp16, fp8...: weights and activations (compute)
+//   kv_cache, embedding    the KV cache's and the embedding/lm head's format (default: dtype)
 //   tp, pp                 the layout (default 1)
 //   mode                   static (a batch of prompts prefilled together) or serving
 //   batch                  static: the batch (required); serving: the concurrency limit (0: none)
@@ -16,6 +17,7 @@
 //   stack, stack_version, source, notes                  text
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,9 +29,14 @@ namespace streamspark::spec {
 // One run as the file gives it, its model and hardware still names.
 struct MeasurementRow {
   std::string where;  // "file:line"
+  std::string path;
+  int line = 0;                        // 0: not from a file's line (an imported benchmark)
+  std::map<std::string, int> columns;  // 1-based column of model, hardware, dtype... (0: none)
   std::string model;
   std::string hardware;
   std::string dtype = "bf16";
+  std::string kv_cache;   // empty: dtype
+  std::string embedding;  // empty: dtype
   int64_t tp = 1;
   int64_t pp = 1;
   engine::MeasurementMode mode = engine::MeasurementMode::static_batch;

@@ -865,3 +865,100 @@ TEST_CASE(
   CHECK(odd_block.exit_code == 2);
   CHECK(odd_block.err.find("multiples of 8") != std::string::npos);
 }
+
+TEST_CASE(
+    "measurements: validate --measured, fit, import-benchmark; bad files name line and column") {
+  const std::string data = std::string(STREAMSPARK_TEST_DATA_DIR) + "/measurements/";
+  const fs::path dir = scratch_dir() / "measured";
+  fs::create_directories(dir);
+  // The published set against the catalog's achievable defaults: no runtime involved.
+  const Run v = run("validate --measured '" + data + "published.csv' --format json");
+  REQUIRE(v.exit_code == 0);
+  const json j = json::parse(v.out);
+  CHECK(j["method"] == "calibrated");
+  CHECK(j["rows"].size() == 96);
+  CHECK(j["summary"]["all"]["count"].get<int>() == 216);  // 60 x (TTFT, TPOT, tok/s) + 36 e2e
+  for (const char* metric : {"ttft", "tpot", "e2e", "output_tok_s", "all"}) {
+    CAPTURE(metric);
+    const double e = j["summary"][metric]["median_abs_error"].get<double>();
+    CHECK(std::isfinite(e));
+    CHECK(e > 0);
+  }
+  // The gate: exit 4 beyond the tolerance, 0 within it.
+  CHECK(run("validate --measured '" + data + "published.csv' --tolerance 1").exit_code == 4);
+  CHECK(run("validate --measured '" + data + "published.csv' --tolerance 99 -o '" +
+            (dir / "v.txt").string() + "'")
+            .exit_code == 0);
+  CHECK(run("validate --measured '" + data + "published.csv' -m llama2-7b").exit_code == 2);
+
+  // fit writes a hardware file the calibrated method reads; validating with it is the
+  // in-sample error the fit reports.
+  const fs::path fitted = dir / "a100-fitted.yaml";
+  const Run fit = run("fit --measured '" + data + "published.csv' -H a100-80gb -o '" +
+                      fitted.string() + "' --format json");
+  REQUIRE(fit.exit_code == 0);
+  const json f = json::parse(fit.out);
+  CHECK(f["free_parameters"].get<int>() >= 1);
+  CHECK(f["free_parameters"].get<int>() + f["fixed"].size() == 4);
+  CHECK(f["leave_one_model_out"]["groups"].size() == 3);
+  CHECK(f["leave_one_hardware_out"]["groups"].size() == 3);
+  const std::string text = slurp(fitted);
+  CHECK(text.find("calibration:") != std::string::npos);
+  CHECK(text.find("fitted by streamspark fit") != std::string::npos);
+  CHECK(run("analyze -m llama2-7b -H '" + fitted.string() + "' --method calibrated").exit_code ==
+        0);
+  const Run again = run("validate --measured '" + data + "published.csv' -H '" + fitted.string() +
+                        "' --format json");
+  REQUIRE(again.exit_code == 0);
+  // Fewer rows than parameters: refused; no row of that hardware: refused with the hint.
+  const fs::path one = dir / "one.csv";
+  std::ofstream(one) << "model,hardware,batch,input_len,output_len,tpot_ms\n"
+                        "llama2-7b,a100-80gb,1,128,128,9\n";
+  const Run few = run("fit --measured '" + one.string() + "' -H a100-80gb");
+  CHECK(few.exit_code == 2);
+  CHECK(few.err.find("cannot determine") != std::string::npos);
+  const Run none = run("fit --measured '" + one.string() + "' -H h100-sxm");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("--rows all") != std::string::npos);
+
+  // Importers: vLLM's one JSON object, SGLang's JSON Lines.
+  const Run vllm = run("import-benchmark --from vllm '" + data +
+                       "vllm-result-format.json' -m llama3-8b -H h100-sxm");
+  REQUIRE(vllm.exit_code == 0);
+  CHECK(vllm.out.find("llama3-8b,h100-sxm,bf16,,,1,1,serving,4,4,0,512,128,58,9,1200,204.8,") !=
+        std::string::npos);
+  const fs::path imported = dir / "sglang.csv";
+  REQUIRE(run("import-benchmark --from sglang '" + data + "sglang-result-format.jsonl' -m " +
+              "llama3-8b -H h100-sxm -o '" + imported.string() + "'")
+              .exit_code == 0);
+  CHECK(run("validate --measured '" + imported.string() + "'").exit_code == 0);
+  CHECK(run("import-benchmark --from trtllm '" + data + "vllm-result-format.json' -m llama3-8b " +
+            "-H h100-sxm")
+            .exit_code == 2);
+
+  // Bad files: every problem with file, line and column.
+  const fs::path bad = dir / "bad.csv";
+  std::ofstream(bad) << "model,hardware,batch,input_len,output_len,ttft_ms\n"
+                        "llama2-7b,a100-80gb,1,128,128,11\n"
+                        "llama2-7b,a100-80gb,x,128,128,11\n"
+                        "no-such-model,a100-80gb,1,128,128,11\n"
+                        "llama2-7b,a100-80gb,1,128,128,-3\n";
+  const Run b = run("validate --measured '" + bad.string() + "'");
+  CHECK(b.exit_code == 2);
+  CHECK(b.err.find(bad.string() + ":3:21: batch: expected a number >= 1, got 'x'") !=
+        std::string::npos);
+  CHECK(b.err.find(bad.string() + ":5:31: ttft_ms: expected a number > 0, got '-3'") !=
+        std::string::npos);
+  const fs::path unknown = dir / "unknown.csv";
+  std::ofstream(unknown) << "model,hardware,batch,input_len,output_len,ttft_ms\n"
+                            "llama2-7b,a100-80gb,1,128,128,11\n"
+                            "no-such-model,a100-80gb,1,128,128,11\n";
+  const Run u = run("validate --measured '" + unknown.string() + "'");
+  CHECK(u.exit_code == 2);
+  CHECK(u.err.find(unknown.string() + ":3:1: model: ") == 0);
+  const fs::path column = dir / "column.csv";
+  std::ofstream(column) << "model,hardware,batch,input_len,output_len,latency\n";
+  const Run c = run("validate --measured '" + column.string() + "'");
+  CHECK(c.exit_code == 2);
+  CHECK(c.err == column.string() + ":1:43: latency: unknown column\n");
+}

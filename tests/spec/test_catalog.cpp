@@ -49,6 +49,7 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       {"llama2-70b", {{68'976'648'192}, {}}},
       {"llama3-8b", {{8'030'261'248}, {}}},
       {"llama3-70b", {{70'553'706'496}, {}}},
+      {"llama3.1-405b", {{405'853'388'800}, {}}},
       {"mistral-7b", {{7'241'732'096}, {}}},
       {"mistral-7b-v0.1", {{7'241'732'096}, {}}},
       {"gemma-2-9b", {{9'241'705'984}, {}}},

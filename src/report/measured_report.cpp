@@ -1,0 +1,222 @@
+// Rendering of measured-run validations and stack fits.
+#include "report/measured_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "engine/quantization.hpp"
+#include "report/table.hpp"
+#include "report/units.hpp"
+
+namespace streamspark::report {
+
+using nlohmann::json;
+
+namespace {
+
+std::string percent(double e) {
+  return fmt::format("{:+.1f}%", 100.0 * e);
+}
+
+std::string abs_percent(double e) {
+  return fmt::format("{:.1f}%", 100.0 * e);
+}
+
+std::string show_metric(const std::string& metric, double value) {
+  return metric == "output_tok_s" ? fmt::format("{:.4g} tok/s", value) : format_time(value);
+}
+
+std::string layout_text(const engine::ParallelLayout& l) {
+  return l.pp > 1 ? fmt::format("tp{} pp{}", l.tp, l.pp) : fmt::format("tp{}", l.tp);
+}
+
+std::string mode_text(const engine::MeasuredRun& r) {
+  return r.mode == engine::MeasurementMode::static_batch
+             ? fmt::format("static B={}", r.batch)
+             : fmt::format("serving {} req", r.requests);
+}
+
+json summary_json(const std::vector<engine::MetricSummary>& summary) {
+  json j = json::object();
+  for (const auto& s : summary) {
+    j[s.metric] = {{"count", s.count},
+                   {"median_abs_error", s.median_abs_error},
+                   {"worst_abs_error", s.worst_abs_error},
+                   {"worst", s.worst_where}};
+  }
+  return j;
+}
+
+std::string summary_text(const std::vector<engine::MetricSummary>& summary) {
+  Table t;
+  t.add_column("metric", Align::left);
+  t.add_column("rows");
+  t.add_column("median |error|");
+  t.add_column("worst |error|");
+  t.add_column("worst at", Align::left);
+  for (const auto& s : summary) {
+    t.add_row({s.metric, std::to_string(s.count), abs_percent(s.median_abs_error),
+               abs_percent(s.worst_abs_error), s.worst_where});
+  }
+  return t.render();
+}
+
+json loo_json(const engine::LeaveOneOut& l) {
+  json groups = json::array();
+  for (const auto& g : l.groups) {
+    groups.push_back(
+        {{"held_out", g.group}, {"metrics", g.metrics}, {"median_abs_error", g.median_abs_error}});
+  }
+  return {{"median_abs_error", l.median_abs_error}, {"metrics", l.metrics}, {"groups", groups}};
+}
+
+std::string loo_text(const char* by, const engine::LeaveOneOut& l) {
+  if (l.groups.empty()) {
+    return fmt::format("leave-one-{}-out: no {} can be held out (the others alone fit nothing)\n",
+                       by, by);
+  }
+  std::string out = fmt::format("leave-one-{}-out: median |error| {} over {} metrics\n", by,
+                                abs_percent(l.median_abs_error), l.metrics);
+  Table t;
+  t.add_column(fmt::format("held-out {}", by), Align::left);
+  t.add_column("metrics");
+  t.add_column("median |error|");
+  for (const auto& g : l.groups) {
+    t.add_row({g.group, std::to_string(g.metrics), abs_percent(g.median_abs_error)});
+  }
+  return out + t.render();
+}
+
+}  // namespace
+
+std::string measured_validation_table(const MeasuredValidation& v) {
+  std::string out =
+      fmt::format("{} measured runs from {} · method {}\n\n", v.runs.size(), v.file, v.method);
+  Table t;
+  t.add_column("row", Align::left);
+  t.add_column("model", Align::left);
+  t.add_column("hardware", Align::left);
+  t.add_column("layout", Align::left);
+  t.add_column("run", Align::left);
+  t.add_column("in");
+  t.add_column("out");
+  t.add_column("metric", Align::left);
+  t.add_column("predicted");
+  t.add_column("measured");
+  t.add_column("error");
+  for (size_t i = 0; i < v.runs.size(); ++i) {
+    const engine::MeasuredRun& r = v.runs[i];
+    for (const engine::MetricComparison& c : v.comparisons[i]) {
+      t.add_row({r.where, r.model_name, r.hardware_name, layout_text(r.layout), mode_text(r),
+                 std::to_string(r.input_len), std::to_string(r.output_len), c.metric,
+                 show_metric(c.metric, c.predicted), show_metric(c.metric, c.measured),
+                 percent(c.error())});
+    }
+  }
+  out += t.render();
+  out += "\n" + summary_text(v.summary);
+  out +=
+      "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
+      "TTFT of the batch, TPOT the mean decode step; serving runs: the simulator's medians.\n";
+  return out;
+}
+
+json measured_validation_json(const MeasuredValidation& v) {
+  json rows = json::array();
+  for (size_t i = 0; i < v.runs.size(); ++i) {
+    const engine::MeasuredRun& r = v.runs[i];
+    json metrics = json::array();
+    for (const engine::MetricComparison& c : v.comparisons[i]) {
+      metrics.push_back({{"metric", c.metric},
+                         {"predicted", c.predicted},
+                         {"measured", c.measured},
+                         {"error", c.error()}});
+    }
+    rows.push_back(
+        {{"row", r.where},
+         {"model", r.model_name},
+         {"hardware", r.hardware_name},
+         {"precision", engine::describe(r.precision)},
+         {"tp", r.layout.tp},
+         {"pp", r.layout.pp},
+         {"mode", r.mode == engine::MeasurementMode::static_batch ? "static" : "serving"},
+         {"batch", r.batch},
+         {"requests", r.requests},
+         {"request_rate", r.request_rate},
+         {"input_len", r.input_len},
+         {"output_len", r.output_len},
+         {"stack", r.stack},
+         {"source", r.source},
+         {"metrics", metrics}});
+  }
+  return {
+      {"file", v.file}, {"method", v.method}, {"rows", rows}, {"summary", summary_json(v.summary)}};
+}
+
+std::string fit_table(const FitReport& r) {
+  const engine::FitResult& f = r.fit;
+  std::string out = fmt::format(
+      "fit of {} to {}'s rows of {}: {} static runs, {} measured metrics, {} free parameter{}\n",
+      r.hardware, r.rows, r.file, f.rows, f.metrics, f.free_parameters,
+      f.free_parameters == 1 ? "" : "s");
+  if (f.not_fitted > 0) {
+    out += fmt::format(
+        "not fitted: {} run{} (serving runs, or static batches whose KV cache does not fit and "
+        "run in waves); the leave-one-out errors include them\n",
+        f.not_fitted, f.not_fitted == 1 ? "" : "s");
+  }
+  out += "\n";
+  Table t;
+  t.add_column("parameter", Align::left);
+  t.add_column("value");
+  t.add_column("", Align::left);
+  const auto state = [&](const char* name) {
+    for (size_t i = 0; i < f.fixed.size(); ++i) {
+      if (f.fixed[i] == name) return "fixed at its default: " + f.fixed_why[i];
+    }
+    return std::string("fitted");
+  };
+  t.add_row({"compute_efficiency", fmt::format("{:.4g}", f.parameters.compute_efficiency),
+             state("compute_efficiency")});
+  t.add_row({"memory_efficiency", fmt::format("{:.4g}", f.parameters.memory_efficiency),
+             state("memory_efficiency")});
+  t.add_row(
+      {"kernel_overhead", format_time(f.parameters.kernel_overhead_s), state("kernel_overhead")});
+  t.add_row({"step_overhead", format_time(f.parameters.step_overhead_s), state("step_overhead")});
+  out += t.render();
+  out +=
+      "efficiencies are fractions of the hardware's achievable section (of the datasheet "
+      "peak without one)\n\n";
+  out += fmt::format("in-sample: median |error| {} over {} metrics\n",
+                     abs_percent(f.in_sample_median_abs_error), f.metrics);
+  out += loo_text("model", r.by_model);
+  if (r.by_hardware) out += loo_text("hardware", *r.by_hardware);
+  if (!r.output.empty()) out += fmt::format("\nwrote {}\n", r.output);
+  return out;
+}
+
+json fit_json(const FitReport& r) {
+  const engine::FitResult& f = r.fit;
+  json j{{"file", r.file},
+         {"hardware", r.hardware},
+         {"rows", r.rows},
+         {"static_runs", f.rows},
+         {"not_fitted", f.not_fitted},
+         {"metrics", f.metrics},
+         {"free_parameters", f.free_parameters},
+         {"fixed", f.fixed},
+         {"fixed_why", f.fixed_why},
+         {"parameters",
+          {{"compute_efficiency", f.parameters.compute_efficiency},
+           {"memory_efficiency", f.parameters.memory_efficiency},
+           {"kernel_overhead_s", f.parameters.kernel_overhead_s},
+           {"step_overhead_s", f.parameters.step_overhead_s}}},
+         {"in_sample_median_abs_error", f.in_sample_median_abs_error},
+         {"leave_one_model_out", loo_json(r.by_model)}};
+  if (r.by_hardware) j["leave_one_hardware_out"] = loo_json(*r.by_hardware);
+  if (!r.output.empty()) j["output"] = r.output;
+  return j;
+}
+
+}  // namespace streamspark::report

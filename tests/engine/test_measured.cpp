@@ -1,0 +1,164 @@
+// The fit of a serving stack's parameters to measurements (engine/measured.hpp): recovery of
+// known parameters from data the engine generates, and leave-one-out by hand.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/measured.hpp"
+#include "test_fixtures.hpp"
+
+using namespace streamspark::engine;
+namespace test = streamspark::test;
+
+namespace {
+
+// The lecture's H100 with achievable fractions, so that efficiencies are relative to them.
+Hardware h100_achievable() {
+  Hardware hw = test::h100_lecture();
+  hw.achievable = AchievableFractions{0.8, 0.9, std::nullopt, 0.0, "test"};
+  return hw;
+}
+
+// Llama 2 13B with its 40 layers and a 24-layer copy: their passes launch different numbers
+// of kernels, so that a cost per launch and a cost per pass can be told apart.
+std::vector<Model> two_models() {
+  Model a = test::llama2_13b();
+  Model b = a;
+  b.name = "llama2-13b-24l";
+  b.layers.front().count = 24;
+  return {a, b};
+}
+
+// Static runs of every model at batches 1, 4, 16 (all fit the 80 GB) and prompts 128, 2048 (64
+// tokens out), their TTFT and TPOT "measured" as the engine predicts them with `truth`, times
+// `scale(run)`.
+template <typename Scale>
+std::vector<MeasuredRun> synthetic_runs(const StackParameters& truth, Scale scale) {
+  std::vector<MeasuredRun> runs;
+  for (const Model& m : two_models()) {
+    for (int64_t batch : {1, 4, 16}) {
+      for (int64_t prompt : {128, 2048}) {
+        MeasuredRun r;
+        r.where = m.name + " B=" + std::to_string(batch) + " S=" + std::to_string(prompt);
+        r.model_name = m.name;
+        r.hardware_name = "h100";
+        r.model = m;
+        r.hardware = h100_achievable();
+        r.batch = batch;
+        r.input_len = prompt;
+        r.output_len = 64;
+        MeasuredRun truth_run = r;
+        truth_run.hardware = with_parameters(r.hardware, truth, "truth");
+        const MeasuredMetrics p = predict(truth_run, Method::calibrated);
+        const double s = scale(r);
+        r.measured.ttft_s = *p.ttft_s * s;
+        r.measured.tpot_s = *p.tpot_s * s;
+        runs.push_back(r);
+      }
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
+TEST_CASE("fit recovers the parameters the engine generated the data with, through noise") {
+  const StackParameters truth{0.6, 0.75, 5e-6, 2e-3};
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.02);  // 2 % measurement noise
+  const auto runs = synthetic_runs(truth, [&](const MeasuredRun&) { return 1 + noise(rng); });
+  REQUIRE(runs.size() == 12);
+  const FitResult fit = fit_stack(runs, default_parameters(h100_achievable()));
+  CHECK(fit.rows == 12);
+  CHECK(fit.metrics == 24);  // TTFT and TPOT of each run
+  CHECK(fit.free_parameters == 4);
+  CHECK(fit.fixed.empty());
+  CHECK(fit.parameters.compute_efficiency ==
+        doctest::Approx(truth.compute_efficiency).epsilon(0.05));
+  CHECK(fit.parameters.memory_efficiency == doctest::Approx(truth.memory_efficiency).epsilon(0.05));
+  CHECK(fit.parameters.kernel_overhead_s == doctest::Approx(truth.kernel_overhead_s).epsilon(0.25));
+  CHECK(fit.parameters.step_overhead_s == doctest::Approx(truth.step_overhead_s).epsilon(0.25));
+  CHECK(fit.in_sample_median_abs_error < 0.03);
+
+  // Without noise the fit is exact.
+  const auto exact = synthetic_runs(truth, [](const MeasuredRun&) { return 1.0; });
+  const FitResult f = fit_stack(exact, default_parameters(h100_achievable()));
+  CHECK(f.parameters.compute_efficiency == doctest::Approx(0.6).epsilon(1e-6));
+  CHECK(f.parameters.memory_efficiency == doctest::Approx(0.75).epsilon(1e-6));
+  CHECK(f.parameters.kernel_overhead_s == doctest::Approx(5e-6).epsilon(1e-6));
+  CHECK(f.parameters.step_overhead_s == doctest::Approx(2e-3).epsilon(1e-6));
+  CHECK(f.in_sample_median_abs_error < 1e-6);
+}
+
+TEST_CASE("a parameter the data cannot determine is fixed at its default and said so") {
+  // One model only: every pass launches the same kernels, so a cost per launch and a cost per
+  // pass are the same column up to a factor; the pivoted QR fixes one of them.
+  const StackParameters truth{0.6, 0.75, 5e-6, 0};
+  auto runs = synthetic_runs(truth, [](const MeasuredRun&) { return 1.0; });
+  runs.resize(6);  // the 40-layer model's runs
+  const FitResult fit = fit_stack(runs, default_parameters(h100_achievable()));
+  CHECK(fit.free_parameters == 3);
+  REQUIRE(fit.fixed.size() == 1);
+  CHECK(fit.fixed_why.front() == "the data does not determine it");
+  CHECK(fit.in_sample_median_abs_error < 1e-6);
+  // A batch whose KV cache does not fit (64 x 2,111 tokens x 819,200 B = 110.7 GB beside
+  // 26 GB of weights) runs in waves: predicted by simulation, not fitted.
+  MeasuredRun waves = runs.back();
+  waves.batch = 64;
+  CHECK_FALSE(static_batch_fits(waves));
+  runs.push_back(waves);
+  CHECK(fit_stack(runs, default_parameters(h100_achievable())).not_fitted == 1);
+  runs.pop_back();
+  // Fewer measured metrics than parameters: refused.
+  runs.resize(1);
+  runs.front().measured.ttft_s.reset();
+  CHECK_THROWS_AS(fit_stack(runs, default_parameters(h100_achievable())), std::invalid_argument);
+}
+
+TEST_CASE("leave-one-model-out error by hand: one group measured 10 % slower") {
+  // The 24-layer model's runs are measured 1.1x what the 40-layer model's parameters give.
+  // Every predicted time is linear in (1/ce, 1/me, kernel overhead, step overhead) with no
+  // constant term (one GPU: no collectives), so a fit on the 24-layer runs alone is the
+  // truth scaled by 1.1 (ce / 1.1, me / 1.1, overheads x 1.1). Held out:
+  //   the 40-layer model, predicted by the 1.1x fit: every error +10 %;
+  //   the 24-layer model, predicted by the truth: every error 1 / 1.1 - 1 = -9.0909 %.
+  // 12 errors each; the median of the 24 |errors| is the mean of the 12th and 13th:
+  // (0.090909 + 0.1) / 2 = 0.0954545.
+  // One model per group: the launch and pass costs are collinear, so step_overhead (true 0)
+  // is fixed at its default 0, which scales to itself.
+  const StackParameters truth{0.5, 0.7, 4e-6, 0};
+  const auto runs = synthetic_runs(
+      truth, [](const MeasuredRun& r) { return r.model_name == "llama2-13b-24l" ? 1.1 : 1.0; });
+  const LeaveOneOut loo =
+      leave_one_out(runs, GroupBy::model, default_parameters(h100_achievable()));
+  REQUIRE(loo.groups.size() == 2);
+  CHECK(loo.groups[0].group == "llama2-13b");
+  CHECK(loo.groups[0].metrics == 12);
+  CHECK(loo.groups[0].median_abs_error == doctest::Approx(0.1).epsilon(1e-6));
+  CHECK(loo.groups[1].group == "llama2-13b-24l");
+  CHECK(loo.groups[1].median_abs_error == doctest::Approx(1 - 1 / 1.1).epsilon(1e-6));
+  CHECK(loo.metrics == 24);
+  CHECK(loo.median_abs_error == doctest::Approx((0.1 + (1 - 1 / 1.1)) / 2).epsilon(1e-6));
+}
+
+TEST_CASE("metric summaries: median and worst |error| per metric, then all") {
+  std::vector<std::vector<MetricComparison>> by_run = {
+      {{"a:2", "ttft", 1.1, 1.0}, {"a:2", "tpot", 0.5, 1.0}},
+      {{"a:3", "ttft", 0.8, 1.0}},
+  };
+  const auto s = summarize_metrics(by_run);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].metric == "ttft");
+  CHECK(s[0].count == 2);
+  CHECK(s[0].median_abs_error == doctest::Approx(0.15));  // |+10%|, |-20%|
+  CHECK(s[0].worst_abs_error == doctest::Approx(0.2));
+  CHECK(s[0].worst_where == "a:3 ttft");
+  CHECK(s[1].metric == "tpot");
+  CHECK(s[2].metric == "all");
+  CHECK(s[2].count == 3);
+  CHECK(s[2].median_abs_error == doctest::Approx(0.2));
+  CHECK(s[2].worst_where == "a:2 tpot");
+}

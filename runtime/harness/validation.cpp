@@ -194,8 +194,9 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
       }
       p.decode_ops = compare_kernels(decode_kernels, decode_times, steps);
 
-      // Runtime efficiency: decode bytes per measured second at the first timed step's memory
-      // level; prefill GEMM FLOPs per measured GEMM second.
+      // Runtime efficiency: decode bytes per measured second against the hardware's bandwidth
+      // at the first timed step's working set (the probe's curve when it has one; the level's
+      // bandwidth otherwise); prefill GEMM FLOPs per measured GEMM second.
       double gemm_flops = 0, gemm_seconds = 0;
       for (const engine::OpRow& row : predicted.prefill_ops) {
         if (row.op.kind != engine::OpKind::gemm) continue;
@@ -206,10 +207,12 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
       }
       std::vector<engine::Op> ops;
       analyzer.inventory().build(engine::StepShape::decode(B, S + W), ops);
-      const size_t level = hardware.level_for(engine::step_working_set(ops));
+      const int64_t working_set = engine::step_working_set(ops);
+      const size_t level = hardware.level_for(working_set);
       p.decode_bandwidth = static_cast<double>(steady.decode.bytes.total()) / *p.decode.measured_s;
       p.level = hardware.memory[level].name;
-      p.level_bandwidth = hardware.memory[level].bandwidth;
+      p.working_set_bytes = working_set;
+      p.level_bandwidth = hardware.bandwidth_at(static_cast<double>(working_set));
       p.prefill_gemm_flops = gemm_seconds > 0 ? gemm_flops / gemm_seconds : 0;
       // The matrix peak of the format the runtime computes in (fp32 on the CPU backend).
       p.peak_flops = analyzer.rates().matrix_flops;

@@ -1,5 +1,5 @@
-// `streamspark sweep`: evaluate a grid of configurations (models x hardware x dtypes x batch x
-// prompt x generate), streaming CSV or JSON lines to stdout or a file written atomically.
+// `streamspark sweep`: evaluate a grid of configurations (models x hardware x dtypes x layouts
+// x batch x prompt x generate), streaming CSV or JSON lines to stdout or a file written atomically.
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -24,6 +24,7 @@ struct SweepOptions {
   std::string prompt = "1024";
   std::string generate = "256";
   PrecisionOptions precision;  // its dtype is a comma-separated list here
+  ParallelOptions parallel;    // tp, pp and ep are lists here
   std::string method = "roofline";
   std::string format = "csv";
   std::string output = "-";
@@ -45,6 +46,7 @@ int run_sweep(const SweepOptions& o, const AppContext& ctx) {
   for (const std::string& d : parse_name_list(o.precision.dtype, "--dtype")) {
     axes.precisions.push_back(parse_precision(o.precision, d));
   }
+  axes.layouts = parse_parallel_grid(o.parallel);
   const Format format = parse_format_option(o.format, false);
   const spec::Catalog catalog = make_catalog(ctx);
   for (const std::string& m : parse_name_list(o.models, "--model")) {
@@ -95,6 +97,7 @@ Command add_sweep_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--generate,-g", o->generate, "tokens generated per sequence")
       ->capture_default_str();
   add_precision_options(app, o->precision, true);
+  add_parallel_options(app, o->parallel);
   app->add_option("--method", o->method,
                   "roofline, bandwidth, or calibrated (needs a probed hardware file)")
       ->capture_default_str();

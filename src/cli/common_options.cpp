@@ -155,6 +155,41 @@ engine::ParallelLayout parse_parallel(const ParallelOptions& o) {
   return l;
 }
 
+std::vector<engine::ParallelLayout> parse_parallel_grid(const ParallelOptions& o) {
+  const engine::ParallelLayout base = [&] {
+    ParallelOptions single = o;
+    single.tp = single.pp = single.ep = "1";
+    return parse_parallel(single);
+  }();
+  const std::vector<int64_t> tps = parse_int_list(o.tp, "--tp");
+  const std::vector<int64_t> pps = parse_int_list(o.pp, "--pp");
+  std::vector<std::optional<int64_t>> eps;  // nullopt: the point's tp
+  for (const std::string& e : parse_name_list(o.ep, "--ep")) {
+    eps.push_back(e == "tp" ? std::nullopt : std::optional<int64_t>(parse_int(e, "--ep", 1)));
+  }
+  for (const auto& [values, option] : {std::pair{&tps, "--tp"}, std::pair{&pps, "--pp"}}) {
+    for (int64_t v : *values) {
+      if (v < 1) throw UsageError(fmt::format("{}: must be >= 1, got {}", option, v));
+    }
+  }
+  std::vector<engine::ParallelLayout> out;
+  for (int64_t tp : tps) {
+    for (int64_t pp : pps) {
+      for (const auto& ep : eps) {
+        engine::ParallelLayout l = base;
+        l.tp = tp;
+        l.pp = pp;
+        l.ep = ep.value_or(tp);
+        const bool seen = std::any_of(out.begin(), out.end(), [&](const engine::ParallelLayout& x) {
+          return x.tp == l.tp && x.pp == l.pp && x.ep == l.ep;
+        });
+        if (!seen) out.push_back(l);  // "--ep 1,tp" at tp 1 is one layout
+      }
+    }
+  }
+  return out;
+}
+
 engine::Method parse_method_option(const std::string& name) {
   if (const auto m = engine::parse_method(name)) return *m;
   throw UsageError(fmt::format(

@@ -65,6 +65,10 @@ struct ParallelOptions {
 };
 void add_parallel_options(CLI::App* app, ParallelOptions& o);
 engine::ParallelLayout parse_parallel(const ParallelOptions& o);
+// Sweeps: --tp, --pp and --ep are lists (ranges such as 1..8:x2); an --ep item "tp" means
+// the point's tp. Every combination, ep varying fastest; replicas, micro-batches and overlap
+// apply to all.
+std::vector<engine::ParallelLayout> parse_parallel_grid(const ParallelOptions& o);
 
 engine::Method parse_method_option(const std::string& name);
 Format parse_format_option(const std::string& name, bool table_allowed);

@@ -34,28 +34,33 @@ void count_reason(ReasonCounts& counts, const std::string& reason, int64_t n = 1
 }  // namespace
 
 SweepGrid::SweepGrid(SweepAxes axes) : axes_(std::move(axes)) {
-  // Unsupported (model, device, format) combinations are found before any work: strict, the
-  // first fails the sweep; otherwise its points are skipped with the reason. Combo index:
-  // (model * devices + device) * precisions + precision.
+  // Unsupported (model, device, format, layout) combinations are found before any work:
+  // strict, the first fails the sweep; otherwise its points are skipped with the reason. Combo
+  // index: ((model * devices + device) * precisions + precision) * layouts + layout.
+  if (axes_.layouts.empty()) axes_.layouts.emplace_back();
   for (const auto& m : axes_.models) {
     for (const auto& hw : axes_.hardware) {
       for (const auto& p : axes_.precisions) {
-        engine::AnalysisOptions options;
-        options.method = axes_.method;
-        options.costing.precision = p;
-        try {
-          (void)make_analyzer(m, hw, options);
-          refused_.emplace_back();
-        } catch (const UsageError& e) {
-          if (axes_.strict) throw;
-          refused_.emplace_back(e.what());
+        for (const auto& layout : axes_.layouts) {
+          engine::AnalysisOptions options;
+          options.method = axes_.method;
+          options.costing.precision = p;
+          options.costing.parallel = layout;
+          try {
+            (void)make_analyzer(m, hw, options);
+            refused_.emplace_back();
+          } catch (const UsageError& e) {
+            if (axes_.strict) throw;
+            refused_.emplace_back(e.what());
+          }
         }
       }
     }
   }
   size_ = 1;
   for (size_t n : {axes_.models.size(), axes_.hardware.size(), axes_.precisions.size(),
-                   axes_.batches.size(), axes_.prompts.size(), axes_.generates.size()}) {
+                   axes_.layouts.size(), axes_.batches.size(), axes_.prompts.size(),
+                   axes_.generates.size()}) {
     size_ = engine::checked_mul(size_, static_cast<int64_t>(n));
   }
 }
@@ -68,7 +73,8 @@ class SweepWorker {
   SweepWorker(const SweepAxes& axes, const std::vector<std::string>& refused)
       : axes_(axes),
         refused_(refused),
-        combos_(axes.models.size() * axes.hardware.size() * axes.precisions.size()) {
+        combos_(axes.models.size() * axes.hardware.size() * axes.precisions.size() *
+                axes.layouts.size()) {
     for (const engine::Model& m : axes.models) {
       beyond_context_.push_back(fmt::format(
           "{}: prompt + generate - 1 is beyond its max_context {} (--allow-beyond-context "
@@ -90,7 +96,7 @@ class SweepWorker {
       const int64_t pi = i % np;
       i /= np;
       const int64_t bi = i % nb;
-      i /= nb;  // i now indexes (model, hardware, precision)
+      i /= nb;  // i now indexes (model, hardware, precision, layout)
       const size_t index = static_cast<size_t>(i);
       const engine::Workload w{axes_.batches[static_cast<size_t>(bi)],
                                axes_.prompts[static_cast<size_t>(pi)],
@@ -98,8 +104,9 @@ class SweepWorker {
       const engine::Model& model = model_of(index);
       const engine::Hardware& hardware = hardware_of(index);
       auto skip = [&](const std::string& reason) {
-        report::SkippedPoint p{&model.name, &hardware.name, axes_.method, &precision_of(index),
-                               w,           &reason};
+        report::SkippedPoint p{&model.name, &hardware.name,      axes_.method,
+                               &precision_of(index), &layout_of(index), w,
+                               &reason};
         if (format == Format::csv) {
           report::append_csv_skipped_row(out, p);
         } else {
@@ -114,7 +121,8 @@ class SweepWorker {
       if (!axes_.allow_beyond_context &&
           (w.prompt > model.max_context || w.generate - 1 > model.max_context - w.prompt)) {
         if (axes_.strict) check_context(model, w.prompt, w.generate);
-        skip(beyond_context_[index / axes_.precisions.size() / axes_.hardware.size()]);
+        skip(beyond_context_[index / axes_.layouts.size() / axes_.precisions.size() /
+                             axes_.hardware.size()]);
         continue;
       }
       Combo& c = combo(index);
@@ -150,14 +158,19 @@ class SweepWorker {
     report::AnalysisContext context;
   };
 
+  const engine::ParallelLayout& layout_of(size_t index) const {
+    return axes_.layouts[index % axes_.layouts.size()];
+  }
   const engine::Precision& precision_of(size_t index) const {
-    return axes_.precisions[index % axes_.precisions.size()];
+    return axes_.precisions[(index / axes_.layouts.size()) % axes_.precisions.size()];
   }
   const engine::Hardware& hardware_of(size_t index) const {
-    return axes_.hardware[(index / axes_.precisions.size()) % axes_.hardware.size()];
+    return axes_.hardware[(index / axes_.layouts.size() / axes_.precisions.size()) %
+                          axes_.hardware.size()];
   }
   const engine::Model& model_of(size_t index) const {
-    return axes_.models[index / axes_.precisions.size() / axes_.hardware.size()];
+    return axes_.models[index / axes_.layouts.size() / axes_.precisions.size() /
+                        axes_.hardware.size()];
   }
 
   Combo& combo(size_t index) {
@@ -166,6 +179,7 @@ class SweepWorker {
       engine::AnalysisOptions options;
       options.method = axes_.method;
       options.costing.precision = precision_of(index);
+      options.costing.parallel = layout_of(index);
       c.analyzer = std::make_unique<engine::Analyzer>(model_of(index), hardware_of(index), options);
       c.context = report::make_context(*c.analyzer);
     }

@@ -17,6 +17,7 @@ struct SweepAxes {
   std::vector<engine::Model> models;
   std::vector<engine::Hardware> hardware;
   std::vector<engine::Precision> precisions;
+  std::vector<engine::ParallelLayout> layouts;  // at least one (one GPU: the default layout)
   std::vector<int64_t> batches;
   std::vector<int64_t> prompts;
   std::vector<int64_t> generates;
@@ -36,7 +37,8 @@ struct SweepSummary {
   std::vector<std::pair<std::string, int64_t>> reasons;
 };
 
-// Rows vary the last axis fastest: model > hardware > precision > batch > prompt > generate.
+// Rows vary the last axis fastest: model > hardware > precision > layout > batch > prompt >
+// generate.
 // Impossible points (a format the device cannot compute in, beyond a model's context, a
 // workload too large to count, a result that is not finite) are written as rows with status
 // "skipped" and the reason, unless the axes are strict.
@@ -56,8 +58,8 @@ class SweepGrid {
  private:
   SweepAxes axes_;
   int64_t size_ = 0;
-  // Per (model, hardware, precision), in SweepWorker's combo order: why no Analyzer can be
-  // made for it ("" when one can).
+  // Per (model, hardware, precision, layout), in SweepWorker's combo order: why no Analyzer
+  // can be made for it ("" when one can).
   std::vector<std::string> refused_;
 };
 

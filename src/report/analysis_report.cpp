@@ -402,17 +402,19 @@ void append_csv_field(std::string& out, std::string_view s) {
 
 void append_csv_header(std::string& out) {
   out +=
-      "model,hardware,method,weights_dtype,activations_dtype,kv_cache_dtype,batch,prompt,"
-      "generate,prefill_batch,params,active_params,weight_bytes,kv_bytes_per_token,"
+      "model,hardware,method,weights_dtype,activations_dtype,kv_cache_dtype,tp,pp,ep,replicas,"
+      "batch,prompt,generate,prefill_batch,params,active_params,weight_bytes,kv_bytes_per_token,"
       "kv_bytes_per_sequence,prefill_flops,prefill_bytes,prefill_intensity,prefill_time_s,prefill_"
       "bound,decode_flops,decode_bytes,"
       "decode_intensity,decode_step_time_s,decode_bound,kv_cache_bytes,activation_bytes,"
       "total_bytes,capacity_bytes,fits,max_batch,ttft_s,tpot_s,e2e_s,"
-      "decode_throughput_tok_s,status,reason\n";
+      "decode_throughput_tok_s,gpus,deployment_throughput_tok_s,prefill_communication_s,"
+      "decode_communication_s,status,reason\n";
 }
 
 void append_csv_row(std::string& out, const AnalysisContext& ctx, const WorkloadResult& r) {
   const engine::Precision& p = ctx.options.costing.precision;
+  const engine::ParallelLayout& l = ctx.options.costing.parallel;
   append_csv_field(out, ctx.model->name);
   out += ',';
   append_csv_field(out, ctx.hardware->name);
@@ -420,10 +422,11 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
   fmt::memory_buffer row;
   fmt::format_to(
       fmt::appender(row),
-      FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-                  "{},{},{},{},{},{},{},{},{},{},ok,\n"),
+      FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+                  "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},ok,\n"),
       engine::method_name(ctx.options.method), engine::dtype_name(p.weights.dtype),
-      engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache), r.workload.batch,
+      engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache), l.tp, l.pp, l.ep,
+      l.replicas, r.workload.batch,
       r.workload.prompt, r.workload.generate, r.workload.prefill_batch, ctx.figures.params,
       ctx.figures.active_params, ctx.figures.weight_bytes, ctx.figures.kv_bytes_per_token,
       r.kv_bytes_per_sequence, r.prefill.flops, r.prefill.bytes.total(), r.prefill.intensity,
@@ -431,7 +434,8 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
       r.decode.intensity, r.decode.time_s, engine::bound_name(r.decode.bound),
       r.memory.kv_cache_bytes, r.memory.activation_bytes, r.memory.total_bytes,
       r.memory.capacity_bytes, r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s,
-      r.tpot_s, r.e2e_s, r.decode_throughput_tok_s);
+      r.tpot_s, r.e2e_s, r.decode_throughput_tok_s, r.gpus, r.deployment_throughput_tok_s,
+      r.prefill.communication_s, r.decode.communication_s);
   out.append(row.data(), row.size());
 }
 
@@ -439,12 +443,14 @@ void append_csv_skipped_row(std::string& out, const SkippedPoint& p) {
   append_csv_field(out, *p.model);
   out += ',';
   append_csv_field(out, *p.hardware);
-  fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{}", engine::method_name(p.method),
-                 engine::dtype_name(p.precision->weights.dtype),
+  const engine::ParallelLayout layout = p.layout ? *p.layout : engine::ParallelLayout{};
+  fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{},{},{},{},{}",
+                 engine::method_name(p.method), engine::dtype_name(p.precision->weights.dtype),
                  engine::dtype_name(p.precision->activations),
-                 engine::dtype_name(p.precision->kv_cache), p.workload.batch, p.workload.prompt,
-                 p.workload.generate, p.workload.prefill_batch);
-  out.append(25, ',');  // the 25 columns from params to decode_throughput_tok_s: empty
+                 engine::dtype_name(p.precision->kv_cache), layout.tp, layout.pp, layout.ep,
+                 layout.replicas, p.workload.batch, p.workload.prompt, p.workload.generate,
+                 p.workload.prefill_batch);
+  out.append(29, ',');  // the 29 columns from params to decode_communication_s: empty
   out += ",skipped,";
   append_csv_field(out, *p.reason);
   out += '\n';
@@ -487,6 +493,7 @@ void append_json_line(std::string& out, const AnalysisContext& ctx, const Worklo
   j["hardware"] = ctx.hardware->name;
   j["method"] = str(engine::method_name(ctx.options.method));
   j["precision"] = precision_json(ctx.options.costing.precision);
+  j["parallel"] = parallel_json(ctx.options.costing.parallel);
   j["status"] = "ok";
   j["reason"] = "";
   out += j.dump();
@@ -498,6 +505,7 @@ void append_json_skipped_line(std::string& out, const SkippedPoint& p) {
                {"hardware", *p.hardware},
                {"method", str(engine::method_name(p.method))},
                {"precision", precision_json(*p.precision)},
+               {"parallel", parallel_json(p.layout ? *p.layout : engine::ParallelLayout{})},
                {"batch", p.workload.batch},
                {"prompt", p.workload.prompt},
                {"generate", p.workload.generate},

@@ -52,13 +52,14 @@ struct SkippedPoint {
   const std::string* hardware = nullptr;
   engine::Method method = engine::Method::roofline;
   const engine::Precision* precision = nullptr;
+  const engine::ParallelLayout* layout = nullptr;
   engine::Workload workload;
   const std::string* reason = nullptr;
 };
 // Its CSV row: the identifying columns, the numbers empty, status "skipped" and the reason.
 void append_csv_skipped_row(std::string& out, const SkippedPoint& p);
-// Its JSON line: model, hardware, method, precision, batch, prompt, generate, prefill_batch,
-// status "skipped" and reason; no numbers (and no nulls).
+// Its JSON line: model, hardware, method, precision, parallel, batch, prompt, generate,
+// prefill_batch, status "skipped" and reason; no numbers (and no nulls).
 void append_json_skipped_line(std::string& out, const SkippedPoint& p);
 // Per-operator CSV (analyze --per-op --format csv).
 std::string ops_csv(const AnalysisContext& ctx, const std::vector<engine::WorkloadResult>& results);

@@ -94,14 +94,15 @@ std::string validation_table(const Validation& v, bool per_op) {
   Table e;
   for (const char* h : {"batch", "prompt"}) e.add_column(h);
   e.add_column("decode bandwidth");
-  e.add_column("of level", Align::left);
+  e.add_column("of the hardware at the step's working set", Align::left);
   e.add_column("prefill GEMM");
   e.add_column("of peak");
   for (const auto& p : v.points) {
     e.add_row({std::to_string(p.batch), std::to_string(p.prompt),
                format_bandwidth(p.decode_bandwidth),
-               fmt::format("{:.0f}% of {} {}", 100 * p.decode_bandwidth / p.level_bandwidth,
-                           p.level, format_bandwidth(p.level_bandwidth)),
+               fmt::format("{:.0f}% of {} at {} ({})", 100 * p.decode_bandwidth / p.level_bandwidth,
+                           format_bandwidth(p.level_bandwidth),
+                           format_bytes(static_cast<double>(p.working_set_bytes)), p.level),
                format_flop_rate(p.prefill_gemm_flops),
                fmt::format("{:.0f}%", 100 * p.prefill_gemm_flops / p.peak_flops)});
   }
@@ -139,6 +140,7 @@ json validation_json(const Validation& v) {
                            {{"decode_bandwidth", p.decode_bandwidth},
                             {"level", p.level},
                             {"level_bandwidth", p.level_bandwidth},
+                            {"working_set", p.working_set_bytes},
                             {"prefill_gemm_flops", p.prefill_gemm_flops},
                             {"peak_flops", p.peak_flops}}}});
   }

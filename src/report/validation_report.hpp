@@ -39,8 +39,9 @@ struct ValidationPoint {
   // memory level the step runs from; prefill GEMM FLOPs per measured GEMM second against the
   // fp32 peak.
   double decode_bandwidth = 0;
-  double level_bandwidth = 0;
-  std::string level;
+  double level_bandwidth = 0;  // the hardware's at the decode step's working set
+  std::string level;           // the memory level that holds that working set (a name only)
+  int64_t working_set_bytes = 0;
   double prefill_gemm_flops = 0;
   double peak_flops = 0;
 };

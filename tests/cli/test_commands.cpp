@@ -145,7 +145,8 @@ TEST_CASE("bad input exits 2 with one clear line") {
           "fp8_e4m3 cannot be costed\n");
   }
   SUBCASE("calibrated on a datasheet-only file") {
-    const Run r = run("analyze -m llama2-13b -H h100-sxm --method calibrated");
+    // l40s has no achievable section (no published HBM measurement).
+    const Run r = run("analyze -m llama2-13b -H l40s --method calibrated");
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("the calibrated method needs the hardware file's calibration") !=
           std::string::npos);
@@ -337,9 +338,10 @@ TEST_CASE("sweep skips impossible points, one stderr line per reason; --strict f
     CHECK(rows[i].back() == (a100_fp8 ? fp8 : ""));
     if (a100_fp8) {
       ++skipped;
-      CHECK((rows[i][6] == "1" || rows[i][6] == "2"));  // batch, prompt, generate: the point
-      CHECK(rows[i][7] == "128");
-      CHECK(rows[i][10].empty());  // no numbers for a point not evaluated
+      CHECK(rows[i][6] == "1");                           // tp, pp, ep, replicas: the layout
+      CHECK((rows[i][10] == "1" || rows[i][10] == "2"));  // batch, prompt, generate: the point
+      CHECK(rows[i][11] == "128");
+      CHECK(rows[i][14].empty());  // no numbers for a point not evaluated
     }
   }
   CHECK(skipped == 2);
@@ -961,4 +963,46 @@ TEST_CASE(
   const Run c = run("validate --measured '" + column.string() + "'");
   CHECK(c.exit_code == 2);
   CHECK(c.err == column.string() + ":1:43: latency: unknown column\n");
+}
+
+TEST_CASE("sweep over layouts: tp, pp and ep lists, layout columns, duplicates written once") {
+  const Run r =
+      run("sweep -m llama3-70b,mixtral-8x7b -H h100-sxm --tp 1,2 --ep 1,tp -b 1 -p 128 "
+          "-g 4 -q");
+  REQUIRE(r.exit_code == 0);
+  const auto rows = csv_rows(r.out);
+  // Per model: (tp 1, ep 1) once (ep "tp" is 1 there too), (tp 2, ep 1), (tp 2, ep 2).
+  REQUIRE(rows.size() == 1 + 2 * 3);
+  CHECK(rows[0][6] == "tp");
+  CHECK(rows[0][7] == "pp");
+  CHECK(rows[0][8] == "ep");
+  CHECK(rows[0][9] == "replicas");
+  const auto column = [&](const char* name) {
+    return std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin();
+  };
+  const auto gpus = column("gpus");
+  const auto status = column("status");
+  CHECK(rows[1][6] == "1");
+  CHECK(rows[1][gpus] == "1");
+  CHECK(rows[2][6] == "2");
+  CHECK(rows[2][gpus] == "2");
+  // A dense model has no experts to place: that layout is a skipped row with the reason.
+  CHECK(rows[3][8] == "2");
+  CHECK(rows[3][status] == "skipped");
+  CHECK(rows[3].back().find("applies to mixture-of-experts layers") != std::string::npos);
+  // Mixtral takes expert parallelism: all-to-all instead of split experts.
+  CHECK(rows[6][0] == "mixtral-8x7b");
+  CHECK(rows[6][8] == "2");
+  CHECK(rows[6][status] == "ok");
+  CHECK(std::stod(rows[6][column("decode_communication_s")]) > 0);
+  CHECK(r.err.find("sweep: skipped 1 of 6 points: llama3-70b on h100-sxm") == 0);
+  const Run json_lines =
+      run("sweep -m llama3-70b -H h100-sxm --tp 2 --pp 2 -b 1 -p 128 -g 4 "
+          "-q -f json");
+  REQUIRE(json_lines.exit_code == 0);
+  const json j = json::parse(json_lines.out);
+  CHECK(j["parallel"]["tp"] == 2);
+  CHECK(j["parallel"]["pp"] == 2);
+  CHECK(j["gpus"] == 4);
+  CHECK(run("sweep -m llama3-70b -H h100-sxm --tp 0 -q").exit_code == 2);
 }

@@ -80,7 +80,8 @@ TEST_CASE("CSV rows have as many fields as the header") {
   std::getline(lines, header);
   std::getline(lines, row);
   CHECK(count(header, ',') == count(row, ','));
-  CHECK(row.rfind("llama2-13b,h100-sxm,roofline,bf16,bf16,bf16,1,1024,256,0,13015864320,", 0) == 0);
+  CHECK(row.rfind("llama2-13b,h100-sxm,roofline,bf16,bf16,bf16,1,1,1,1,1,1024,256,0,13015864320,",
+                  0) == 0);
 }
 
 TEST_CASE("per-op CSV has one row per operator and phase") {

@@ -69,6 +69,18 @@ int64_t Analyzer::state_bytes(int64_t context) const {
   return engine::state_bytes(model(), context, options_.costing.precision.kv_cache);
 }
 
+PhaseResult Analyzer::cost_step(const StepShape& shape, const std::vector<Op>& extra) {
+  if (options_.costing.parallel.pp > 1) {
+    throw std::invalid_argument(
+        "a single forward pass is costed on one pipeline stage only; "
+        "use pp = 1");
+  }
+  inventory_.build(shape, scratch_ops_);
+  scratch_ops_.insert(scratch_ops_.end(), extra.begin(), extra.end());
+  return cost_phase(scratch_ops_, shape.phase, shape.batch,
+                    checked_add(shape.past_tokens, shape.new_tokens), nullptr);
+}
+
 PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch,
                                  int64_t context, std::vector<OpRow>* rows) const {
   PhaseResult r;

@@ -157,6 +157,13 @@ class Analyzer {
   // KV cache and recurrent state of one sequence at `context` tokens, in the KV format.
   int64_t state_bytes(int64_t context) const;
 
+  // One forward pass of any shape (e.g. a speculative verification pass: k+1 new tokens per
+  // sequence after P cached, logits for each), costed like a decode step by the configured
+  // method, with `extra` operators that are not in the inventory (draft heads) run in the
+  // same pass. One GPU or tensor parallelism only: throws std::invalid_argument under
+  // pipeline parallelism, whose micro-batch schedule this single pass does not model.
+  PhaseResult cost_step(const StepShape& shape, const std::vector<Op>& extra = {});
+
  private:
   // Per op of a decode step: its time at the segment's first context and its growth per
   // cached token (both linear within a segment), plus counts for the overflow check.

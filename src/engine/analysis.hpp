@@ -162,7 +162,11 @@ class Analyzer {
   // method, with `extra` operators that are not in the inventory (draft heads) run in the
   // same pass. One GPU or tensor parallelism only: throws std::invalid_argument under
   // pipeline parallelism, whose micro-batch schedule this single pass does not model.
-  PhaseResult cost_step(const StepShape& shape, const std::vector<Op>& extra = {});
+  // `touched_since` bytes of other data (another model's pass) run since this step's data was
+  // last used: the rates are those of the memory level holding both, where the step's data
+  // then comes from.
+  PhaseResult cost_step(const StepShape& shape, const std::vector<Op>& extra = {},
+                        int64_t touched_since = 0);
 
  private:
   // Per op of a decode step: its time at the segment's first context and its growth per
@@ -198,7 +202,7 @@ class Analyzer {
   };
 
   PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch, int64_t context,
-                         std::vector<OpRow>* rows) const;
+                         std::vector<OpRow>* rows, int64_t touched_since = 0) const;
   double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state,
                                double bandwidth) const;
   // Contexts in [first, end) where the working set moves to another rate bucket (memory level

@@ -7,7 +7,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/memory.hpp"
 #include "engine/overflow.hpp"
+#include "engine/parallel.hpp"
 
 namespace streamspark::engine {
 
@@ -223,16 +225,26 @@ double SpeculativeAnalyzer::draft_steps_s(int64_t batch, int64_t context, int64_
       static_cast<int64_t>(cached_steps_.size()) < need) {
     cached_steps_.clear();
     const bool eagle = config_.form == DraftForm::eagle;
+    // The target's pass ran between the previous pass's draft steps and this one's first: the
+    // draft's data comes from the level that holds both working sets (a CPU cache that holds
+    // the draft alone has lost it to the target's weights; on a GPU both are in HBM anyway).
+    std::vector<Op> ops;
+    target_.inventory().build(StepShape::decode(batch, context), ops);
+    const int64_t target_set = step_working_set(ops);
     for (int64_t i = 0; i < need; ++i) {
       const std::vector<Op> extra = eagle ? fuse_ops(batch) : std::vector<Op>{};
-      cached_steps_.push_back(
-          draft_->cost_step(StepShape::decode(batch, checked_add(context, i)), extra).time_s);
+      cached_steps_.push_back(draft_
+                                  ->cost_step(StepShape::decode(batch, checked_add(context, i)),
+                                              extra, i == 0 ? target_set : 0)
+                                  .time_s);
     }
     // After a pass that accepted every draft token the draft has not seen the last of them:
     // its first step feeds two tokens.
     StepShape two{Phase::decode, batch, 2, std::max<int64_t>(0, context - 1), 1, true, true};
     const std::vector<Op> extra = eagle ? fuse_ops(checked_mul(2, batch)) : std::vector<Op>{};
-    cached_two_token_step_ = draft_->cost_step(two, extra).time_s;
+    cached_two_token_step_ = draft_->cost_step(two, extra, target_set).time_s;
+    draft_->inventory().build(StepShape::decode(batch, context), ops);
+    cached_draft_set_ = step_working_set(ops);
     cached_batch_ = batch;
     cached_context_ = context;
   }
@@ -257,7 +269,8 @@ SpeculativePass SpeculativeAnalyzer::pass(int64_t batch, int64_t context, int64_
   const StepShape verify{Phase::decode, batch, k + 1, context, k + 1, true, true};
   const std::vector<Op> extra =
       config_.form == DraftForm::medusa ? head_ops(batch, k) : std::vector<Op>{};
-  const PhaseResult v = target_.cost_step(verify, extra);
+  // The draft's steps ran since the target's last pass (its data is where both fit).
+  const PhaseResult v = target_.cost_step(verify, extra, draft_ ? cached_draft_set_ : 0);
   r.verify_s = v.time_s;
   r.verify_bound = v.bound;
   r.verify_intensity = v.intensity;
@@ -307,32 +320,36 @@ SpeculativeResult SpeculativeAnalyzer::analyze(const Workload& w, const Workload
   r.ttft_s = plain.ttft_s + r.draft_prefill_s;
   r.e2e_s = r.ttft_s + r.decode_s;
 
-  // Memory.
+  // Memory, per GPU of the layout like the target's footprint.
   const Model& target = target_.model();
   const Precision& p = target_.options().costing.precision;
+  const ParallelLayout& layout = target_.options().costing.parallel;
   const int64_t end = checked_add(w.prompt, decoded);  // S + G - 1 positions
   const int64_t end_k = checked_add(end, config_.k);
   if (config_.form == DraftForm::medusa) {
     const std::vector<Op> heads = head_ops(1, config_.k);
     r.draft_weight_bytes =
-        checked_mul(config_.k, checked_add(heads[0].bytes.weights, heads[2].bytes.weights));
+        checked_mul(config_.k, checked_add(heads[0].bytes.weights, heads[2].bytes.weights)) /
+        layout.tp;
   } else if (config_.form == DraftForm::eagle) {
     // One layer's weights (a two-layer model minus a one-layer one) and the fusing FC; the
     // embedding and head are the target's.
-    const int64_t one = weight_bytes(first_layers_model(target, 1), p);
-    const int64_t per_layer = target.layers.front().count >= 2
-                                  ? weight_bytes(first_layers_model(target, 2), p) - one
-                                  : one;
-    r.draft_weight_bytes = checked_add(per_layer, fuse_ops(1).front().bytes.weights);
+    const int64_t one = weight_bytes_per_gpu(first_layers_model(target, 1), p, layout);
+    const int64_t per_layer =
+        target.layers.front().count >= 2
+            ? weight_bytes_per_gpu(first_layers_model(target, 2), p, layout) - one
+            : one;
+    r.draft_weight_bytes = checked_add(per_layer, fuse_ops(1).front().bytes.weights / layout.tp);
   } else if (!config_.draft_shares_weights) {
-    r.draft_weight_bytes = weight_bytes(draft_->model(), p);
+    r.draft_weight_bytes = draft_->model_figures().weight_bytes_per_gpu;
   }
   if (draft_) {
     r.draft_kv_bytes =
-        checked_mul(w.batch, engine::state_bytes(draft_->model(), end_k, p.kv_cache));
+        checked_mul(w.batch, state_bytes_per_gpu(draft_->model(), end_k, p.kv_cache, layout));
   }
-  r.extra_target_kv_bytes = checked_mul(w.batch, engine::state_bytes(target, end_k, p.kv_cache) -
-                                                     engine::state_bytes(target, end, p.kv_cache));
+  r.extra_target_kv_bytes =
+      checked_mul(w.batch, state_bytes_per_gpu(target, end_k, p.kv_cache, layout) -
+                               state_bytes_per_gpu(target, end, p.kv_cache, layout));
   r.total_memory_bytes = checked_add(plain.memory.total_bytes, r.draft_weight_bytes,
                                      r.draft_kv_bytes, r.extra_target_kv_bytes);
   r.capacity_bytes = plain.memory.capacity_bytes;

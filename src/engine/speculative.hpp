@@ -104,9 +104,9 @@ struct SpeculativeResult {
   double draft_prefill_s = 0;  // the draft's prefill of the prompts (model, eagle)
   double ttft_s = 0;           // the target's TTFT + the draft's prefill
   double e2e_s = 0;            // ttft_s + decode_s
-  // Memory beyond the target's own footprint: draft weights (none when shared), the draft's KV
-  // cache for B sequences at S+G-1+k tokens, the target's KV for the k positions a pass
-  // writes past the last kept token.
+  // Memory per GPU beyond the target's own footprint: draft weights (none when shared), the draft's
+  // KV cache for B sequences at S+G-1+k tokens, the target's KV for the k positions a pass writes
+  // past the last kept token.
   int64_t draft_weight_bytes = 0;
   int64_t draft_kv_bytes = 0;
   int64_t extra_target_kv_bytes = 0;
@@ -151,6 +151,7 @@ class SpeculativeAnalyzer {
   int64_t cached_context_ = -1;
   std::vector<double> cached_steps_;
   double cached_two_token_step_ = 0;
+  int64_t cached_draft_set_ = 0;  // the draft step's working set at (batch, context)
 };
 
 // The target's first `layers` layers with its own embedding, final norm and head: a

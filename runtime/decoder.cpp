@@ -389,12 +389,16 @@ void Decoder::step_on_device(const std::vector<SequenceStep>& batch, OpTimer* ti
 
 std::vector<float> Decoder::run_step(const std::vector<SequenceStep>& batch, OpTimer* timer,
                                      bool download) {
-  if (!paged_) throw std::logic_error("step on a contiguous decoder (use prefill and decode)");
   for (const SequenceStep& s : batch) {
     const int64_t end = s.past + s.new_tokens;
     if (s.new_tokens < 1 || s.past < 0 || end > max_context_ || !s.blocks || !s.tokens) {
       throw std::invalid_argument("step: a sequence needs new tokens, a block table and at most " +
                                   std::to_string(max_context_) + " positions");
+    }
+    if (s.logits && (s.logit_positions < 1 || s.logit_positions > s.new_tokens)) {
+      throw std::invalid_argument("step: logits of " + std::to_string(s.logit_positions) +
+                                  " positions of a sequence with " + std::to_string(s.new_tokens) +
+                                  " new tokens");
     }
     if (static_cast<int64_t>(s.blocks->size()) * block_size_ < end) {
       throw std::invalid_argument("step: a block table of " + std::to_string(s.blocks->size()) +
@@ -480,7 +484,7 @@ Decoder::PassShape Decoder::prepare(const std::vector<SequenceStep>& batch) {
     row_offsets_.push_back(row_offsets_.back() + s.new_tokens);
     past_.push_back(s.past);
     table_stride = std::max(table_stride, static_cast<int64_t>(s.blocks->size()));
-    logit_rows += s.logits ? 1 : 0;
+    logit_rows += s.logits ? s.logit_positions : 0;
     all_single = all_single && s.new_tokens == 1 && s.logits;
   }
   tables_.assign(static_cast<size_t>(sequences * table_stride), 0);
@@ -568,9 +572,13 @@ void Decoder::enqueue(const std::vector<SequenceStep>& batch, const PassShape& s
     } else {
       int64_t out = 0;
       for (int64_t i = 0; i < sequences; ++i) {
-        if (!batch[static_cast<size_t>(i)].logits) continue;
-        be.rmsnorm(be.at(x_, (row_offsets_[static_cast<size_t>(i) + 1] - 1) * D_), final_norm_, 1,
-                   D_, kRmsNormEps, be.at(last_, out++ * D_));
+        const SequenceStep& s = batch[static_cast<size_t>(i)];
+        if (!s.logits) continue;
+        // The sequence's last logit_positions rows are consecutive: one call.
+        const int64_t first = row_offsets_[static_cast<size_t>(i) + 1] - s.logit_positions;
+        be.rmsnorm(be.at(x_, first * D_), final_norm_, s.logit_positions, D_, kRmsNormEps,
+                   be.at(last_, out * D_));
+        out += s.logit_positions;
       }
     }
   }

@@ -83,6 +83,9 @@ struct SequenceStep {
   int64_t past = 0;
   const std::vector<int32_t>* blocks = nullptr;  // its block table (paged decoders)
   bool logits = true;                            // return the logits of its last position
+  // With logits: of its last `logit_positions` positions (1..new_tokens), in position order
+  // (a speculative verification pass scores every draft token).
+  int64_t logit_positions = 1;
 };
 
 class Decoder {
@@ -107,7 +110,8 @@ class Decoder {
   // Feeds one token per sequence at the current context; returns logits (batch x V).
   std::vector<float> decode(const std::vector<int32_t>& tokens, OpTimer* timer = nullptr);
 
-  // Paged cache. One pass over a mixed batch (prompts, prompt chunks and decode tokens, the
+  // Paged cache, or a contiguous one with each sequence's table contiguous_table(b): one pass
+  // over a mixed batch (prompts, prompt chunks and decode tokens, the
   // non-attention work on all their tokens at once); returns the logits (rows of V) of the
   // sequences that ask for them, in order.
   std::vector<float> step(const std::vector<SequenceStep>& batch, OpTimer* timer = nullptr);
@@ -124,6 +128,11 @@ class Decoder {
 
   // Copies KV block `from` to block `to` in every layer (copy-on-write of a shared block).
   void copy_block(int32_t from, int32_t to);
+  // Contiguous cache: sequence b's block table (one block of max_context positions), for
+  // step() over sequences at different contexts (speculative decoding).
+  const std::vector<int32_t>& contiguous_table(int64_t b) const {
+    return contiguous_tables_.at(static_cast<size_t>(b));
+  }
 
   int64_t batch() const { return batch_; }
   int64_t context() const { return context_; }  // tokens cached per sequence (contiguous)

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
+#include "cli/speculative_options.hpp"
 #include "engine/overflow.hpp"
 #include "report/analysis_report.hpp"
+#include "report/speculative_report.hpp"
 
 namespace streamspark::cli {
 
@@ -28,6 +31,7 @@ struct AnalyzeOptions {
   bool no_naive = false;
   std::string prefill_batch = "0";
   bool allow_beyond_context = false;
+  std::string speculative;  // --speculative SPEC
   std::string format = "table";
   std::string output = "-";
 };
@@ -45,6 +49,11 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   // CSV has no column for it; skip the work.
   options.naive_sampling = !o.no_naive && format != Format::csv;
   const int64_t prefill_batch = parse_int(o.prefill_batch, "--prefill-batch", 0);
+  std::optional<SpeculativeOption> speculative;
+  if (!o.speculative.empty()) {
+    speculative = parse_speculative(o.speculative, false);
+    if (format == Format::csv) throw UsageError("--speculative: use --format table or json");
+  }
 
   const spec::Catalog catalog = make_catalog(ctx);
   const engine::Model model = catalog.model(o.model);
@@ -74,14 +83,57 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   }
   const report::AnalysisContext rc = report::make_context(analyzer);
 
+  // Speculative decoding of the same workloads, and per (prompt, generate) the batch from
+  // which no k gains.
+  std::vector<engine::SpeculativeResult> spec_results;
+  std::string spec_notes, spec_draft;
+  nlohmann::json spec_no_gain = nlohmann::json::array();
+  if (speculative) {
+    spec_draft = speculative_draft_name(*speculative);
+    std::unique_ptr<engine::SpeculativeAnalyzer> spec_analyzer;
+    try {
+      spec_analyzer = std::make_unique<engine::SpeculativeAnalyzer>(
+          analyzer, speculative_draft(*speculative, catalog, model), speculative->config);
+      for (const auto& r : results) spec_results.push_back(spec_analyzer->analyze(r.workload, r));
+      for (int64_t p : prompts) {
+        for (int64_t g : generates) {
+          const int64_t none = spec_analyzer->no_gain_batch(p, g);
+          spec_no_gain.push_back({{"prompt", p}, {"generate", g}, {"no_gain_batch", none}});
+          spec_notes += none > 0 ? fmt::format(
+                                       "prompt {}, gen {}: from batch {} (powers of two) no "
+                                       "k up to {} is faster than plain decoding\n",
+                                       p, g, none, speculative->config.max_k)
+                                 : fmt::format(
+                                       "prompt {}, gen {}: speculation still gains at "
+                                       "batch 65536\n",
+                                       p, g);
+        }
+      }
+    } catch (const engine::OverflowError& e) {
+      throw UsageError(fmt::format("--speculative: workload too large: {}", e.what()));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--speculative: {}", e.what()));
+    }
+  }
+
   std::string text;
   switch (format) {
     case Format::table:
       text = report::analysis_table(rc, results, o.per_op);
+      if (speculative) {
+        text += report::speculative_table(spec_draft, speculative->config, spec_results) + "\n" +
+                spec_notes;
+      }
       break;
-    case Format::json:
-      text = report::analysis_json(rc, results).dump(2) + "\n";
+    case Format::json: {
+      nlohmann::json j = report::analysis_json(rc, results);
+      if (speculative) {
+        j["speculative"] = report::speculative_json(spec_draft, speculative->config, spec_results);
+        j["speculative"]["no_gain"] = spec_no_gain;
+      }
+      text = j.dump(2) + "\n";
       break;
+    }
     case Format::csv:
       if (o.per_op) {
         text = report::ops_csv(rc, results);
@@ -128,6 +180,9 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   app->add_flag("--allow-beyond-context", o->allow_beyond_context,
                 "analyze prompt + generate beyond the model's max_context");
+  app->add_option("--speculative", o->speculative,
+                  "also cost speculative decoding: draft=MODEL|self:layers=N,k=K,acceptance=A "
+                  "(or A1:A2:... per depth), or heads=medusa|eagle,k=K,acceptance=...");
   app->add_option("--format,-f", o->format, "table, json or csv")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();

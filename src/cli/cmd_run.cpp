@@ -9,10 +9,12 @@
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
+#include "cli/speculative_options.hpp"
 #include "report/table.hpp"
 #include "report/units.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/harness/measured_run.hpp"
+#include "runtime/harness/speculative_run.hpp"
 
 namespace streamspark::cli {
 
@@ -29,9 +31,44 @@ struct RunOptions {
   double top_p = 1.0;
   bool per_op = false;
   bool allow_beyond_context = false;
+  std::string speculative;  // --speculative SPEC
+  std::string repeats = "3";
   std::string format = "table";
   std::string output = "-";
 };
+
+// run --speculative: plain and speculative decoding of the same request.
+int run_speculative(const RunOptions& o, const runtime::RunPlan& plan, Format format,
+                    const spec::Catalog& catalog, const engine::Model& model) {
+  const SpeculativeOption spec_option = parse_speculative(o.speculative, true);
+  if (o.per_op) throw UsageError("--per-op: not with --speculative");
+  runtime::SpeculativeRunPlan p;
+  p.batch = plan.batch;
+  p.prompt = plan.prompt;
+  p.generate = parse_int(o.generate, "--generate", 2);
+  p.k = spec_option.config.k;
+  p.seed = plan.seed;
+  p.temperature = plan.temperature;
+  p.top_p = plan.top_p;
+  p.repeats = static_cast<int>(parse_int(o.repeats, "--repeats", 1));
+  p.draft = runtime_draft(spec_option, catalog);
+  // A pass writes k positions past the last kept token.
+  if (!o.allow_beyond_context) check_context(model, p.prompt, p.generate + p.k, "run");
+  runtime::check_supported(model);
+  const auto backend = make_backend(o.runtime);
+  report::SpeculativeMeasurement m;
+  try {
+    m = runtime::measure_speculative(*backend, model, p);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("--speculative: {}", e.what()));
+  }
+  m.threads = resolve_threads(o.runtime.threads);
+  OutputFile out(o.output);
+  out.write(format == Format::json ? report::speculative_run_json(m).dump(2) + "\n"
+                                   : report::speculative_run_table(m));
+  out.commit();
+  return kExitOk;
+}
 
 int run_run(const RunOptions& o, const AppContext& ctx) {
   runtime::RunPlan plan;
@@ -48,7 +85,9 @@ int run_run(const RunOptions& o, const AppContext& ctx) {
   }
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: use table or json");
-  const engine::Model model = make_catalog(ctx).model(o.model);
+  const spec::Catalog catalog = make_catalog(ctx);
+  const engine::Model model = catalog.model(o.model);
+  if (!o.speculative.empty()) return run_speculative(o, plan, format, catalog, model);
   if (!o.allow_beyond_context) check_context(model, plan.prompt, plan.generate, "run");
   runtime::check_supported(model);
   const auto backend = make_backend(o.runtime);
@@ -134,6 +173,12 @@ Command add_run_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--temperature", o->temperature, "0: greedy")->capture_default_str();
   app->add_option("--top-p", o->top_p, "nucleus sampling threshold")->capture_default_str();
   app->add_flag("--per-op", o->per_op, "time every operator");
+  app->add_option("--speculative", o->speculative,
+                  "speculative decoding beside plain decoding of the same request: "
+                  "draft=MODEL|self[:layers=N],k=K[,noise=S]");
+  app->add_option("--repeats,-r", o->repeats,
+                  "with --speculative: timed runs of each decoding after a warm-up (medians)")
+      ->capture_default_str();
   app->add_flag("--allow-beyond-context", o->allow_beyond_context,
                 "run prompt + generate beyond the model's max_context");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();

@@ -29,6 +29,7 @@ struct ServeSimOptions {
   std::string format = "table";
   std::string output = "-";
   std::string requests_csv;
+  std::string speculative;  // refused: see run_serve_sim
 };
 
 // The KV cache `bytes` must hold a token, and the paged cache indexes its blocks with 32-bit
@@ -77,6 +78,11 @@ double kv_bytes(const std::string& kv_memory, const std::string& memory_fraction
 }
 
 int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
+  if (!o.speculative.empty()) {
+    throw UsageError(
+        "--speculative: serve-sim does not model speculative decoding yet (its scheduler emits "
+        "one token per decoding sequence per iteration); analyze and sweep cost it");
+  }
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");
   engine::AnalysisOptions analysis;
@@ -152,6 +158,8 @@ Command add_serve_sim_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();
   app->add_option("--requests-csv", o->requests_csv, "also write one CSV row per request");
+  app->add_option("--speculative", o->speculative,
+                  "not modelled by serve-sim yet (refused with the reason); see analyze");
   return Command{app, [o, ctx] { return run_serve_sim(*o, ctx); }};
 }
 

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
+#include "cli/speculative_options.hpp"
 #include "cli/sweep_grid.hpp"
 
 namespace streamspark::cli {
@@ -33,6 +34,7 @@ struct SweepOptions {
   bool allow_beyond_context = false;
   bool strict = false;
   bool quiet = false;
+  std::string speculative;  // --speculative SPEC
 };
 
 int run_sweep(const SweepOptions& o, const AppContext& ctx) {
@@ -57,6 +59,13 @@ int run_sweep(const SweepOptions& o, const AppContext& ctx) {
   }
   axes.allow_beyond_context = o.allow_beyond_context;
   axes.strict = o.strict;
+  if (!o.speculative.empty()) {
+    const SpeculativeOption spec_option = parse_speculative(o.speculative, false);
+    axes.speculative = spec_option.config;
+    for (const engine::Model& m : axes.models) {
+      axes.drafts.push_back(speculative_draft(spec_option, catalog, m));
+    }
+  }
   const SweepGrid grid(std::move(axes));
 
   const bool show_progress = !o.quiet && ::isatty(STDERR_FILENO);
@@ -114,6 +123,9 @@ Command add_sweep_command(CLI::App& root, const AppContext& ctx) {
   app->add_flag("--strict", o->strict,
                 "fail (exit 2) on the first impossible point instead of skipping it");
   app->add_flag("--quiet,-q", o->quiet, "no progress on stderr");
+  app->add_option("--speculative", o->speculative,
+                  "also cost speculative decoding at every point (spec_* columns): "
+                  "draft=MODEL|self:layers=N,k=K,acceptance=A, or heads=medusa|eagle,...");
   return Command{app, [o, ctx] { return run_sweep(*o, ctx); }};
 }
 

@@ -4,16 +4,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/measurements.hpp"
 #include "cli/output_file.hpp"
+#include "cli/speculative_options.hpp"
 #include "engine/finite_check.hpp"
 #include "report/validation_report.hpp"
 #include "runtime/decoder.hpp"
+#include "runtime/harness/speculative_run.hpp"
 #include "runtime/harness/validation.hpp"
 
 namespace streamspark::cli {
@@ -35,11 +39,74 @@ struct ValidateOptions {
   bool per_op = false;
   bool allow_beyond_context = false;
   bool strict_hardware = false;
+  std::string speculative;  // --speculative SPEC
+  std::string temperature = "0";
   std::string format = "table";
   std::string output = "-";
   std::string json_output;  // also the JSON report, here
   std::string measured;     // a measurement file: serving stacks' runs instead of the runtime
 };
+
+// validate --speculative: the speed-up the engine predicts at the measured acceptance rate
+// against the measured one; exit 4 when the largest |error| exceeds --tolerance.
+int run_validate_speculative(const ValidateOptions& o, const AppContext& ctx) {
+  const SpeculativeOption spec_option = parse_speculative(o.speculative, true);
+  const std::vector<int64_t> batches = parse_int_list(o.batch, "--batch");
+  const std::vector<int64_t> prompts = parse_int_list(o.prompt, "--prompt");
+  if (prompts.size() != 1) throw UsageError("--prompt: one prompt length with --speculative");
+  runtime::SpeculativeRunPlan p;
+  p.prompt = prompts.front();
+  p.generate = parse_int(o.generate, "--generate", 2);
+  p.k = spec_option.config.k;
+  p.seed = static_cast<uint64_t>(parse_int(o.seed, "--seed", 0));
+  p.repeats = static_cast<int>(parse_int(o.repeats, "--repeats", 1));
+  try {
+    size_t used = 0;
+    p.temperature = std::stod(o.temperature, &used);
+    if (used != o.temperature.size() || !(p.temperature >= 0) || !std::isfinite(p.temperature)) {
+      throw std::invalid_argument(o.temperature);
+    }
+  } catch (const std::exception&) {
+    throw UsageError("--temperature: a finite number >= 0, got " + o.temperature);
+  }
+  std::optional<double> tolerance;
+  if (!o.tolerance.empty()) tolerance = parse_percent(o.tolerance, "--tolerance");
+  const Format format = parse_format_option(o.format, true);
+  if (format == Format::csv) throw UsageError("--format: use table or json");
+  const engine::Method method = parse_method_option(o.method);
+  const spec::Catalog catalog = make_catalog(ctx);
+  const engine::Model model = catalog.model(o.model);
+  if (!o.allow_beyond_context) check_context(model, p.prompt, p.generate + p.k, "validate");
+  const engine::Hardware hardware = catalog.hardware(o.hardware);
+  p.draft = runtime_draft(spec_option, catalog);
+  runtime::check_supported(model);
+  const auto backend = make_backend(o.runtime);
+  check_hardware_matches(hardware, *backend, resolve_threads(o.runtime.threads), o.strict_hardware);
+  report::SpeculativeValidation v;
+  try {
+    v = runtime::validate_speculative(*backend, model, hardware, method, batches, p);
+  } catch (const engine::OverflowError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("{} on {}: {}", model.name, hardware.name, e.what()));
+  }
+  for (auto& point : v.points) point.measured.threads = resolve_threads(o.runtime.threads);
+  OutputFile out(o.output);
+  out.write(format == Format::json ? report::speculative_validation_json(v).dump(2) + "\n"
+                                   : report::speculative_validation_table(v));
+  out.commit();
+  if (!o.json_output.empty()) {
+    OutputFile json(o.json_output);
+    json.write(report::speculative_validation_json(v).dump(2) + "\n");
+    json.commit();
+  }
+  if (tolerance && v.max_abs_error() * 100 > *tolerance) {
+    fmt::print(stderr, "validate: speed-up error {:.1f}% above the {}% tolerance\n",
+               100 * v.max_abs_error(), *tolerance);
+    return kExitTolerance;
+  }
+  return kExitOk;
+}
 
 int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   if (!o.measured.empty()) {
@@ -58,6 +125,7 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   if (o.model.empty() || o.hardware.empty()) {
     throw UsageError("validate needs --model and --hardware (or --measured FILE)");
   }
+  if (!o.speculative.empty()) return run_validate_speculative(o, ctx);
   runtime::ValidationPlan plan;
   plan.batches = parse_int_list(o.batch, "--batch");
   plan.prompts = parse_int_list(o.prompt, "--prompt");
@@ -156,6 +224,12 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--tolerance", o->tolerance,
                   "exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0)");
   app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
+  app->add_option("--speculative", o->speculative,
+                  "validate speculative decoding's predicted speed-up instead: "
+                  "draft=MODEL|self[:layers=N],k=K[,noise=S]");
+  app->add_option("--temperature", o->temperature,
+                  "with --speculative: sampling temperature (0: greedy)")
+      ->capture_default_str();
   app->add_flag("--allow-beyond-context", o->allow_beyond_context,
                 "validate prompt + generate beyond the model's max_context");
   app->add_flag("--strict-hardware", o->strict_hardware,

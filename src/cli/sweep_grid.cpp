@@ -14,6 +14,7 @@
 #include "engine/finite_check.hpp"
 #include "engine/overflow.hpp"
 #include "report/analysis_report.hpp"
+#include "report/speculative_report.hpp"
 
 namespace streamspark::cli {
 
@@ -30,6 +31,30 @@ void count_reason(ReasonCounts& counts, const std::string& reason, int64_t n = 1
     }
   }
   counts.emplace_back(reason, n);
+}
+}  // namespace
+
+namespace {
+// The speculative columns of a CSV row (empty for a skipped point), after the row's own.
+constexpr std::string_view kSpeculativeColumns =
+    ",spec_k,spec_tokens_per_pass,spec_pass_s,spec_verify_bound,spec_tpot_s,spec_speedup,"
+    "spec_throughput_tok_s,spec_best_k,spec_best_speedup,spec_total_memory_bytes,spec_fits";
+void append_speculative_csv(std::string& out, const engine::SpeculativeResult* r) {
+  out.pop_back();  // the row's newline
+  if (!r) {
+    out += ",,,,,,,,,,,\n";
+    return;
+  }
+  const engine::SpeculativePass& p = r->at_k;
+  out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", p.k, p.tokens_per_pass, p.pass_s,
+                     engine::bound_name(p.verify_bound), p.tpot_s, p.speedup, p.throughput_tok_s,
+                     r->best.k, r->best.speedup, r->total_memory_bytes, r->fits ? "true" : "false");
+}
+// The result's JSON line gets a "speculative" member.
+void append_speculative_json(std::string& out, const engine::SpeculativeResult& r) {
+  const size_t close = out.rfind('}');
+  out.erase(close);
+  out += ",\"speculative\":" + report::speculative_result_json(r).dump() + "}\n";
 }
 }  // namespace
 
@@ -109,6 +134,7 @@ class SweepWorker {
                                &reason};
         if (format == Format::csv) {
           report::append_csv_skipped_row(out, p);
+          if (axes_.speculative) append_speculative_csv(out, nullptr);
         } else {
           report::append_json_skipped_line(out, p);
         }
@@ -143,10 +169,32 @@ class SweepWorker {
                          model.name, hardware.name, e.what()));
         continue;
       }
+      std::optional<engine::SpeculativeResult> spec;
+      if (axes_.speculative) {
+        try {
+          if (!c.speculative) {
+            c.speculative = std::make_unique<engine::SpeculativeAnalyzer>(
+                *c.analyzer, axes_.drafts[index / axes_.precisions.size() / axes_.hardware.size()],
+                *axes_.speculative);
+          }
+          spec = c.speculative->analyze(w, *r, false);
+        } catch (const std::invalid_argument& e) {
+          if (axes_.strict) throw UsageError(fmt::format("--speculative: {}", e.what()));
+          skip(fmt::format("{} on {}: --speculative: {}", model.name, hardware.name, e.what()));
+          continue;
+        } catch (const engine::OverflowError& e) {
+          if (axes_.strict) throw UsageError(fmt::format("--speculative: {}", e.what()));
+          skip(
+              fmt::format("{} on {}: workload too large: {}", model.name, hardware.name, e.what()));
+          continue;
+        }
+      }
       if (format == Format::csv) {
         report::append_csv_row(out, c.context, *r);
+        if (spec) append_speculative_csv(out, &*spec);
       } else {
         report::append_json_line(out, c.context, *r);
+        if (spec) append_speculative_json(out, *spec);
       }
       ++evaluated;
     }
@@ -156,6 +204,7 @@ class SweepWorker {
   struct Combo {
     std::unique_ptr<engine::Analyzer> analyzer;
     report::AnalysisContext context;
+    std::unique_ptr<engine::SpeculativeAnalyzer> speculative;
   };
 
   const engine::ParallelLayout& layout_of(size_t index) const {
@@ -200,6 +249,10 @@ SweepSummary SweepGrid::run(Format format, int threads,
   if (format == Format::csv) {
     std::string header;
     report::append_csv_header(header);
+    if (axes_.speculative) {
+      header.pop_back();  // the newline
+      header += std::string(kSpeculativeColumns) + "\n";
+    }
     sink(header);
   }
   // No more workers than chunks: each holds a chunk's worth of formatted rows.

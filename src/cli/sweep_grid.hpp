@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cli/common_options.hpp"
 #include "engine/analysis.hpp"
+#include "engine/speculative.hpp"
 
 namespace streamspark::cli {
 
@@ -27,6 +29,11 @@ struct SweepAxes {
   bool allow_beyond_context = false;
   // The first impossible point fails the sweep (UsageError) instead of being skipped.
   bool strict = false;
+  // Speculative decoding at every point (steady state, engine/speculative.hpp): extra CSV
+  // columns spec_* and a JSON "speculative" object. drafts[i]: the draft of models[i] (none
+  // for heads forms).
+  std::optional<engine::SpeculativeConfig> speculative;
+  std::vector<std::optional<engine::Model>> drafts;
 };
 
 // What a sweep wrote: points evaluated, points skipped, and each distinct reason for skipping

@@ -69,10 +69,25 @@ int64_t Analyzer::state_bytes(int64_t context) const {
   return engine::state_bytes(model(), context, options_.costing.precision.kv_cache);
 }
 
+PhaseResult Analyzer::cost_step(const StepShape& shape, const std::vector<Op>& extra,
+                                int64_t touched_since) {
+  if (options_.costing.parallel.pp > 1) {
+    throw std::invalid_argument(
+        "a single forward pass is costed on one pipeline stage only; "
+        "use pp = 1");
+  }
+  inventory_.build(shape, scratch_ops_);
+  scratch_ops_.insert(scratch_ops_.end(), extra.begin(), extra.end());
+  return cost_phase(scratch_ops_, shape.phase, shape.batch,
+                    checked_add(shape.past_tokens, shape.new_tokens), nullptr, touched_since);
+}
+
 PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch,
-                                 int64_t context, std::vector<OpRow>* rows) const {
+                                 int64_t context, std::vector<OpRow>* rows,
+                                 int64_t touched_since) const {
   PhaseResult r;
-  const DeviceRates rates = rates_.at_working_set(step_working_set(ops));
+  const DeviceRates rates =
+      rates_.at_working_set(static_cast<double>(checked_add(step_working_set(ops), touched_since)));
   for (const Op& op : ops) {
     r.flops = checked_add(r.flops, checked_mul(op.flops, op.repeat));
     add_traffic(r.bytes, op.bytes, op.repeat);

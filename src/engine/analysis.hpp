@@ -157,6 +157,17 @@ class Analyzer {
   // KV cache and recurrent state of one sequence at `context` tokens, in the KV format.
   int64_t state_bytes(int64_t context) const;
 
+  // One forward pass of any shape (e.g. a speculative verification pass: k+1 new tokens per
+  // sequence after P cached, logits for each), costed like a decode step by the configured
+  // method, with `extra` operators that are not in the inventory (draft heads) run in the
+  // same pass. One GPU or tensor parallelism only: throws std::invalid_argument under
+  // pipeline parallelism, whose micro-batch schedule this single pass does not model.
+  // `touched_since` bytes of other data (another model's pass) run since this step's data was
+  // last used: the rates are those of the memory level holding both, where the step's data
+  // then comes from.
+  PhaseResult cost_step(const StepShape& shape, const std::vector<Op>& extra = {},
+                        int64_t touched_since = 0);
+
  private:
   // Per op of a decode step: its time at the segment's first context and its growth per
   // cached token (both linear within a segment), plus counts for the overflow check.
@@ -191,7 +202,7 @@ class Analyzer {
   };
 
   PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch, int64_t context,
-                         std::vector<OpRow>* rows) const;
+                         std::vector<OpRow>* rows, int64_t touched_since = 0) const;
   double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state,
                                double bandwidth) const;
   // Contexts in [first, end) where the working set moves to another rate bucket (memory level

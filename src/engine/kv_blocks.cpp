@@ -153,6 +153,29 @@ void BlockAllocator::share(SequenceId parent, SequenceId child, int64_t tokens) 
   logical_blocks_ += static_cast<int64_t>(n);
 }
 
+void BlockAllocator::truncate(SequenceId id, int64_t tokens) {
+  if (!has(id)) throw std::invalid_argument("KV blocks: truncating an unknown sequence");
+  Sequence& s = sequences_[static_cast<size_t>(id)];
+  if (tokens < 0 || tokens > s.tokens) {
+    throw std::invalid_argument("KV blocks: truncating a " + std::to_string(s.tokens) +
+                                "-token sequence to " + std::to_string(tokens));
+  }
+  const auto keep = static_cast<size_t>(ceil_div(tokens, block_size_));
+  for (size_t i = keep; i < s.blocks.size(); ++i) drop_block(s.blocks[i]);
+  logical_blocks_ -= static_cast<int64_t>(s.blocks.size() - keep);
+  s.blocks.resize(keep);
+  logical_tokens_ -= s.tokens - tokens;
+  s.tokens = tokens;
+  if (keep > 0 && refcount_[static_cast<size_t>(s.blocks.back())] == 1) {
+    const int64_t end = tokens - static_cast<int64_t>(keep - 1) * block_size_;
+    int32_t& fill = fill_[static_cast<size_t>(s.blocks.back())];
+    if (fill > end) {
+      stored_tokens_ -= fill - end;
+      fill = static_cast<int32_t>(end);
+    }
+  }
+}
+
 void BlockAllocator::release(SequenceId id) {
   if (!has(id)) return;
   Sequence& s = sequences_[static_cast<size_t>(id)];

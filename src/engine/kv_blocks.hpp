@@ -65,6 +65,11 @@ class BlockAllocator {
   // (tokens <= parent's; all of them by default): a cached prefix or a forked sample. No
   // block is allocated; the child's first append into a shared partial block copies it.
   void share(SequenceId parent, SequenceId child, int64_t tokens = -1);
+  // Keeps the first `tokens` tokens of `id` (<= its tokens) and forgets the rest: rejected
+  // speculative positions rolled back. Blocks past the last kept token leave the table (and
+  // return to the pool when it held their last reference); the kept part of a partly filled
+  // last block that only `id` holds counts as written up to the kept tokens.
+  void truncate(SequenceId id, int64_t tokens);
   // Drops the sequence; blocks whose last reference it held return to the pool.
   void release(SequenceId id);
 

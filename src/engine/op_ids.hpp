@@ -32,6 +32,8 @@ namespace streamspark::engine {
   /* mixture of experts */                                                                       \
   X(moe_router) X(moe_topk) X(moe_gate) X(moe_up) X(moe_act) X(moe_down) X(moe_combine)          \
   X(shared_gate) X(shared_up) X(shared_act) X(shared_down)                                       \
+  /* speculative decoding: Medusa draft heads, the EAGLE draft layer's input fusion */            \
+  X(draft_head_fc) X(draft_head_act) X(draft_head_lm) X(draft_fuse)                              \
   /* communication of parallel layouts */                                                        \
   X(embedding_allreduce) X(attn_allreduce) X(mixer_allreduce) X(ssm_x_allreduce)                 \
   X(mlp_allreduce) X(ep_dispatch) X(ep_combine) X(logits_gather) X(pp_send)

@@ -73,6 +73,7 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       {"small-test", {{31'990'272}, {}}},
       {"test-1mib", {{426'624}, {}}},  // the derivations are in each file
       {"test-4mib", {{1'606'400}, {}}},
+      {"test-spec", {{11'608'320}, {}}},
       {"test-60mib", {{20'189'696}, {}}},
       {"test-250mib", {{81'798'144}, {}}},
   };

@@ -9,6 +9,7 @@
 #include "cli/output_file.hpp"
 #include "engine/overflow.hpp"
 #include "report/analysis_report.hpp"
+#include "report/roofline_chart.hpp"
 
 namespace streamspark::cli {
 
@@ -30,6 +31,7 @@ struct AnalyzeOptions {
   bool allow_beyond_context = false;
   std::string format = "table";
   std::string output = "-";
+  std::string plot;  // roofline SVG
 };
 
 int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
@@ -40,7 +42,7 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   options.method = parse_method_option(o.method);
   options.costing.precision = parse_precision(o.precision);
   options.costing.parallel = parse_parallel(o.parallel);
-  options.per_op = o.per_op;
+  options.per_op = o.per_op || !o.plot.empty();  // the chart draws every operator
   const Format format = parse_format_option(o.format, true);
   // CSV has no column for it; skip the work.
   options.naive_sampling = !o.no_naive && format != Format::csv;
@@ -73,6 +75,16 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
     }
   }
   const report::AnalysisContext rc = report::make_context(analyzer);
+  std::string svg;
+  if (!o.plot.empty()) {
+    svg = report::roofline_svg(rc, results);
+    if (!o.per_op) {  // drawn; the table, JSON and CSV stay as without --plot
+      for (engine::WorkloadResult& r : results) {
+        r.prefill_ops.clear();
+        r.decode_ops.clear();
+      }
+    }
+  }
 
   std::string text;
   switch (format) {
@@ -93,6 +105,11 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   }
   OutputFile out(o.output);
   out.write(text);
+  if (!o.plot.empty()) {
+    OutputFile chart(o.plot);
+    chart.write(svg);
+    chart.commit();
+  }
   out.commit();
   return kExitOk;
 }
@@ -131,6 +148,9 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--format,-f", o->format, "table, json or csv")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();
+  app->add_option("--plot", o->plot,
+                  "also write the roofline chart (ceilings, ridge, every operator of each phase) "
+                  "as SVG");
   return Command{app, [o, ctx] { return run_analyze(*o, ctx); }};
 }
 

@@ -158,6 +158,35 @@ void apply_prices(const std::vector<std::string>& given, std::vector<engine::Har
   }
 }
 
+// The guard every command keeps: no number it prints is inf or nan (the spec ranges keep them
+// finite; anything they miss is an error naming the configuration and the quantity).
+void require_finite_plan(const engine::PlanInputs& in, const engine::PlanResult& result) {
+  auto check = [](double v, const std::string& where, const char* key) {
+    if (!std::isfinite(v)) {
+      throw UsageError(fmt::format("plan: {}: {} is not a finite number", where, key));
+    }
+  };
+  check(result.mean_prompt, "the workload", "mean_prompt_tokens");
+  check(result.mean_output, "the workload", "mean_output_tokens");
+  for (const engine::PlanCandidate& c : result.candidates) {
+    const std::string where = fmt::format("{} on {} {} tp {} pp {}", in.models[c.model].name,
+                                          in.hardware[c.hardware].name, in.formats[c.format].name,
+                                          c.layout.tp, c.layout.pp);
+    check(c.rate_bound, where, "rate_bound");
+    check(c.sustainable_rate, where, "sustainable_rate");
+    check(c.failing_rate, where, "failing_rate");
+    check(c.served_rate, where, "served_rate");
+    check(c.headroom, where, "headroom");
+    check(c.usd_per_hour.value_or(0), where, "usd_per_hour");
+    if (c.miss) check(c.miss->value_s, where, "miss.value");
+    for (const engine::ServingMetrics* m : {&c.at_target, &c.at_capacity}) {
+      for (const engine::Percentiles* p : {&m->ttft_s, &m->tpot_s, &m->e2e_s}) {
+        for (double v : {p->p50, p->p90, p->p99, p->mean}) check(v, where, "a latency");
+      }
+    }
+  }
+}
+
 int run_plan(const PlanOptions& o, const AppContext& ctx) {
   const Format format = parse_format_option(o.format, true);
   engine::PlanInputs in;
@@ -291,6 +320,7 @@ int run_plan(const PlanOptions& o, const AppContext& ctx) {
     throw UsageError(e.what());
   }
   if (show_progress) fmt::print(stderr, "\n");
+  require_finite_plan(in, result);
 
   report::PlanReport r;
   r.inputs = &in;

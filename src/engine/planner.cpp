@@ -203,6 +203,10 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
     return;
   }
   c.rate_bound = static_cast<double>(c.layout.pp) / per_request;
+  if (!std::isfinite(c.rate_bound)) {
+    reject(c, RejectKind::unsupported, "a rate bound that is not a finite number");
+    return;
+  }
   c.status = CandidateStatus::ranked;  // until verified
 }
 

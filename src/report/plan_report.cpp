@@ -403,8 +403,8 @@ std::string closest_message(const PlanReport& r) {
     ++kinds[std::string(engine::reject_kind_name(c.reject))];
   std::string s;
   for (const auto& [k, n] : kinds) s += (s.empty() ? "" : ", ") + fmt::format("{} {}", n, k);
-  return "no configuration meets the objectives, and none came close enough to measure a miss (" +
-         s + ")";
+  return "no configuration meets the objectives, and none could be measured against them (" + s +
+         ")";
 }
 
 std::string plan_table(const PlanReport& r) {

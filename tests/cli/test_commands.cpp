@@ -1217,3 +1217,40 @@ TEST_CASE("plan: the README's worked example is current") {
   CHECK(r.out.find("best: 6 x h200 (fp8, tp 2, pp 1, max batch 256), 3 replicas · $27.54/hour") !=
         std::string::npos);
 }
+
+TEST_CASE("plan: a trace's own rate, and the highest rate of a fixed fleet") {
+  // trace.csv: 3 requests at 0, 0.5 and 1 s: (3 - 1) / 1 s = 2 requests/s.
+  const std::string trace = std::string(STREAMSPARK_TEST_DATA_DIR) + "/serving/trace.csv";
+  const Run t =
+      run("plan -m llama2-13b -H a100-80gb --tp 1 --slo-ttft-p90 '1 s' -f json --trace '" + trace +
+          "'");
+  REQUIRE(t.exit_code == 0);
+  const json tj = json::parse(t.out);
+  CHECK(tj["workload"]["target_rate"] == 2.0);
+  CHECK(tj["workload"]["requests"] == 3);
+  CHECK(tj["chosen"]["served_rate"] == 2.0);
+  const Run faster =
+      run("plan -m llama2-13b -H a100-80gb --tp 1 --slo-ttft-p90 '1 s' -f json "
+          "--rate 5 --trace '" +
+          trace + "'");
+  CHECK(json::parse(faster.out)["workload"]["target_rate"] == 5.0);
+
+  const Run r =
+      run("plan -m llama3-8b -H h100-sxm,a100-80gb --maximize rate --gpus 4 -n 300 "
+          "--prompt-len 1000 --output-len 200 --slo-ttft-p90 '1 s' "
+          "--slo-tpot-p90 '50 ms' -f json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["goal"] == "max_rate");
+  CHECK(j["ranked_by"] == "rate");
+  CHECK(j["limits"]["fleet_gpus"] == 4);
+  double previous = 1e300;
+  for (const json& p : j["plans"]) {
+    // floor(4 / GPUs per replica) replicas, each at the highest rate it sustains.
+    CHECK(p["replicas"] == 4 / p["gpus_per_replica"].get<int64_t>());
+    CHECK(p["served_rate"].get<double>() ==
+          doctest::Approx(p["replicas"].get<double>() * p["sustainable_rate"].get<double>()));
+    CHECK(p["served_rate"].get<double>() <= previous);  // best first
+    previous = p["served_rate"];
+  }
+}

@@ -113,13 +113,14 @@ std::string roofline_svg(const AnalysisContext& ctx,
     const double knee = peak / m.bandwidth;
     svg.polyline({{x.map(x0), y.map(m.bandwidth * x0)}, {x.map(knee), y.map(peak)}},
                  device ? "#222222" : "#777777", device ? 2.0 : 1.3, device ? "" : "6 4");
+    if (!device) continue;  // faster levels are named in the caption: their slopes sit close
     const double lx = std::max(x0 * 1.6, x.lo * 1.6);
     const double angle =
         -std::atan2(y.map(m.bandwidth * x0) - y.map(m.bandwidth * knee), x.map(knee) - x.map(x0)) *
         180 / 3.14159265358979;
     svg.text(x.map(lx), y.map(m.bandwidth * lx) - 6,
-             fmt::format("{} {}", m.name, format_bandwidth(m.bandwidth)), 11, "start",
-             device ? "#222" : "#666", angle);
+             fmt::format("{} {}", m.name, format_bandwidth(m.bandwidth)), 11, "start", "#222",
+             angle);
   }
   svg.line(x.map(peak / hw.memory.front().bandwidth), y.map(peak), x.map(x.hi), y.map(peak),
            "#222222", 2);
@@ -198,6 +199,17 @@ std::string roofline_svg(const AnalysisContext& ctx,
   if (!caption.empty()) {
     svg.text(kLeft, kHeight - 22, "not drawn (no FLOPs or no bytes): " + caption, 11, "start",
              "#555");
+  }
+  std::string levels;
+  for (size_t i = 0; i + 1 < hw.memory.size(); ++i) {
+    levels += (levels.empty() ? "" : ", ") +
+              fmt::format("{} {}", hw.memory[i].name, format_bandwidth(hw.memory[i].bandwidth));
+  }
+  if (!levels.empty()) {
+    svg.text(kLeft, kHeight - 8,
+             "dashed ceilings, fastest first: " + levels +
+                 " (a step whose working set fits a level reads at its bandwidth)",
+             11, "start", "#555");
   }
   return svg.str();
 }

@@ -89,6 +89,7 @@ struct WorkloadFigures {
   // least (a cached shared prefix is not recomputed)
   double mean_tokens = 0;
   int64_t longest = 0;  // prompt + output - 1 positions, the most any request holds
+  int64_t longest_prompt = 0;
 };
 
 WorkloadFigures workload_of(const std::vector<Request>& requests) {
@@ -98,6 +99,7 @@ WorkloadFigures workload_of(const std::vector<Request>& requests) {
     w.mean_prompt += static_cast<double>(r.prompt);
     w.mean_output += static_cast<double>(r.output);
     w.longest = std::max(w.longest, r.prompt + r.output - 1);
+    w.longest_prompt = std::max(w.longest_prompt, r.prompt);
   }
   const auto n = static_cast<double>(requests.size());
   w.mean_prompt /= n;
@@ -188,11 +190,12 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
 
   // Rate bound. An iteration of T tokens, L of them emitting a token, costs at least the
   // token-proportional operators' f(T) + h(L); f(T)/T and h(L)/L never grow with T and L
-  // (IterationCost::token_seconds), and an iteration holds at most max_tokens tokens and
-  // max_batch emitting sequences. A request runs prompt + output - 1 tokens and emits output
-  // tokens, so a scheduler spends at least mean_tokens f(Tmax)/Tmax + mean_output h(Lmax)/Lmax
-  // seconds per request, and a replica runs pp schedulers at once.
-  const int64_t t_max = std::max<int64_t>(s.max_tokens, 1);
+  // (IterationCost::token_seconds), and an iteration holds at most Tmax = max_tokens + the
+  // longest prompt tokens (a prompt over the budget runs whole when it is the only one) and
+  // Lmax = max_batch emitting sequences. A request runs prompt + output - 1 tokens and emits
+  // output tokens, so a scheduler spends at least mean_tokens f(Tmax)/Tmax + mean_output
+  // h(Lmax)/Lmax seconds per request, and a replica runs pp schedulers at once.
+  const int64_t t_max = std::max<int64_t>(s.max_tokens, 1) + w.longest_prompt;
   const int64_t l_max = std::min(t_max, std::max<int64_t>(s.max_batch, 1));
   const double f = cost->token_seconds(t_max, 0);
   const double h = std::max(0.0, cost->token_seconds(t_max, l_max) - f);

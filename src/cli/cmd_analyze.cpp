@@ -11,6 +11,7 @@
 #include "cli/speculative_options.hpp"
 #include "engine/overflow.hpp"
 #include "report/analysis_report.hpp"
+#include "report/roofline_chart.hpp"
 #include "report/speculative_report.hpp"
 
 namespace streamspark::cli {
@@ -34,6 +35,7 @@ struct AnalyzeOptions {
   std::string speculative;  // --speculative SPEC
   std::string format = "table";
   std::string output = "-";
+  std::string plot;  // roofline SVG
 };
 
 int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
@@ -44,7 +46,7 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   options.method = parse_method_option(o.method);
   options.costing.precision = parse_precision(o.precision);
   options.costing.parallel = parse_parallel(o.parallel);
-  options.per_op = o.per_op;
+  options.per_op = o.per_op || !o.plot.empty();  // the chart draws every operator
   const Format format = parse_format_option(o.format, true);
   // CSV has no column for it; skip the work.
   options.naive_sampling = !o.no_naive && format != Format::csv;
@@ -82,6 +84,16 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
     }
   }
   const report::AnalysisContext rc = report::make_context(analyzer);
+  std::string svg;
+  if (!o.plot.empty()) {
+    svg = report::roofline_svg(rc, results);
+    if (!o.per_op) {  // drawn; the table, JSON and CSV stay as without --plot
+      for (engine::WorkloadResult& r : results) {
+        r.prefill_ops.clear();
+        r.decode_ops.clear();
+      }
+    }
+  }
 
   // Speculative decoding of the same workloads, and per (prompt, generate) the batch from
   // which no k gains.
@@ -145,6 +157,11 @@ int run_analyze(const AnalyzeOptions& o, const AppContext& ctx) {
   }
   OutputFile out(o.output);
   out.write(text);
+  if (!o.plot.empty()) {
+    OutputFile chart(o.plot);
+    chart.write(svg);
+    chart.commit();
+  }
   out.commit();
   return kExitOk;
 }
@@ -186,6 +203,9 @@ Command add_analyze_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--format,-f", o->format, "table, json or csv")->capture_default_str();
   app->add_option("--output,-o", o->output, "output file (written atomically); - for stdout")
       ->capture_default_str();
+  app->add_option("--plot", o->plot,
+                  "also write the roofline chart (ceilings, ridge, every operator of each phase) "
+                  "as SVG");
   return Command{app, [o, ctx] { return run_analyze(*o, ctx); }};
 }
 

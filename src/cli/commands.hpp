@@ -10,7 +10,7 @@
 namespace streamspark::cli {
 
 // Exit codes: 0 ok; 1 internal error or failed output write; 2 bad input or usage;
-// 3 device/runtime failure; 4 validation tolerance exceeded.
+// 3 device/runtime failure; 4 validation tolerance exceeded; 5 no plan meets the objectives.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
@@ -40,10 +40,13 @@ Command add_serve_sim_command(CLI::App& root, const AppContext& ctx);
 Command add_serve_bench_command(CLI::App& root, const AppContext& ctx);
 Command add_fit_command(CLI::App& root, const AppContext& ctx);
 Command add_import_benchmark_command(CLI::App& root, const AppContext& ctx);
+Command add_plan_command(CLI::App& root, const AppContext& ctx);
 
 // Exit code for device or runtime failures (a workload that does not fit, no such backend).
 inline constexpr int kExitRuntime = 3;
 // Exit code when validate's error exceeds --tolerance.
 inline constexpr int kExitTolerance = 4;
+// Exit code when plan finds no configuration that meets the objectives (its report is written).
+inline constexpr int kExitNoPlan = 5;
 
 }  // namespace streamspark::cli

@@ -1,6 +1,6 @@
 // streamspark: predict and measure the cost of LLM inference. Maps every failure to an exit
 // code (0 ok, 1 internal/output error, 2 bad input or usage, 3 device/runtime failure,
-// 4 validation tolerance exceeded).
+// 4 validation tolerance exceeded, 5 no plan meets the objectives).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       add_probe_command(app, ctx),       add_run_command(app, ctx),
       add_validate_command(app, ctx),    add_serve_sim_command(app, ctx),
       add_serve_bench_command(app, ctx),  add_fit_command(app, ctx),
-      add_import_benchmark_command(app, ctx),
+      add_import_benchmark_command(app, ctx), add_plan_command(app, ctx),
   };
   try {
     app.parse(argc, argv);

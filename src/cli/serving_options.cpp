@@ -75,13 +75,12 @@ engine::LengthDistribution parse_length_distribution(const std::string& text,
   return d;
 }
 
-void add_serving_options(CLI::App* app, ServingCliOptions& o) {
+void add_workload_options(CLI::App* app, ServingCliOptions& o, const std::string& rate_help) {
   app->add_option("--trace", o.trace,
                   "requests from a file (.csv or .jsonl: arrival_s, prompt_tokens, "
                   "output_tokens[, shared_prefix_tokens]) instead of a generated workload");
   app->add_option("--requests,-n", o.requests, "requests to generate")->capture_default_str();
-  app->add_option("--rate", o.rate, "arrivals per second (0: all at time 0)")
-      ->capture_default_str();
+  app->add_option("--rate", o.rate, rate_help)->capture_default_str();
   app->add_option("--arrivals", o.arrivals, "poisson or constant")->capture_default_str();
   app->add_option("--prompt-len", o.prompt_len,
                   "prompt lengths: N, fixed:N, uniform:A:B, lognormal:MEDIAN:SIGMA[:MAX]")
@@ -94,6 +93,10 @@ void add_serving_options(CLI::App* app, ServingCliOptions& o) {
   app->add_option("--prefix-tokens", o.prefix_tokens, "length of the common prefix")
       ->capture_default_str();
   app->add_option("--seed", o.seed, "workload seed")->capture_default_str();
+}
+
+void add_serving_options(CLI::App* app, ServingCliOptions& o) {
+  add_workload_options(app, o, "arrivals per second (0: all at time 0)");
   app->add_option("--policy", o.policy, "continuous or static")->capture_default_str();
   app->add_option("--max-batch", o.max_batch,
                   "sequences per iteration (static: the batch it waits for)")
@@ -116,13 +119,7 @@ void add_serving_options(CLI::App* app, ServingCliOptions& o) {
   app->add_option("--slo-tpot", o.slo_tpot, "TPOT objective for goodput, e.g. '50 ms'");
 }
 
-std::vector<engine::Request> serving_requests(const ServingCliOptions& o,
-                                              std::string* description) {
-  if (!o.trace.empty()) {
-    auto requests = spec::load_request_trace(o.trace);
-    *description = fmt::format("{} requests from {}", requests.size(), o.trace);
-    return requests;
-  }
+engine::WorkloadSpec workload_spec(const ServingCliOptions& o) {
   engine::WorkloadSpec w;
   w.requests = parse_int(o.requests, "--requests", 1);
   w.rate = parse_number(o.rate, "--rate", 0);
@@ -139,15 +136,29 @@ std::vector<engine::Request> serving_requests(const ServingCliOptions& o,
   if (w.shared_prefix_fraction > 1) throw UsageError("--shared-prefix-fraction: at most 1");
   w.prefix_tokens = parse_int(o.prefix_tokens, "--prefix-tokens", 0);
   w.seed = static_cast<uint64_t>(parse_int(o.seed, "--seed", 0));
-  *description = fmt::format(
-      "{} requests, {}, prompt {}, output {}{} · seed {}", w.requests,
-      w.rate > 0 ? fmt::format("{} arrivals at {}/s", o.arrivals, w.rate) : "all at t=0",
-      engine::describe(w.prompt), engine::describe(w.output),
-      w.prefix_tokens > 0 && w.shared_prefix_fraction > 0
-          ? fmt::format(", {}% share a {}-token prefix", 100 * w.shared_prefix_fraction,
-                        w.prefix_tokens)
-          : "",
-      w.seed);
+  return w;
+}
+
+std::string describe_workload(const engine::WorkloadSpec& w, const std::string& arrivals) {
+  return fmt::format("{} requests, {}, prompt {}, output {}{} · seed {}", w.requests, arrivals,
+                     engine::describe(w.prompt), engine::describe(w.output),
+                     w.prefix_tokens > 0 && w.shared_prefix_fraction > 0
+                         ? fmt::format(", {}% share a {}-token prefix",
+                                       100 * w.shared_prefix_fraction, w.prefix_tokens)
+                         : "",
+                     w.seed);
+}
+
+std::vector<engine::Request> serving_requests(const ServingCliOptions& o,
+                                              std::string* description) {
+  if (!o.trace.empty()) {
+    auto requests = spec::load_request_trace(o.trace);
+    *description = fmt::format("{} requests from {}", requests.size(), o.trace);
+    return requests;
+  }
+  const engine::WorkloadSpec w = workload_spec(o);
+  *description = describe_workload(
+      w, w.rate > 0 ? fmt::format("{} arrivals at {}/s", o.arrivals, w.rate) : "all at t=0");
   return engine::generate_requests(w);
 }
 

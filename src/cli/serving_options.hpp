@@ -37,10 +37,19 @@ struct ServingCliOptions {
   std::string slo_tpot;
 };
 
+// Every option above: the workload's, the scheduler's and the goodput objectives.
 void add_serving_options(CLI::App* app, ServingCliOptions& o);
+// The workload's options only (--trace, --requests, --rate, --arrivals, --prompt-len,
+// --output-len, --shared-prefix-fraction, --prefix-tokens, --seed); `rate_help` describes --rate.
+void add_workload_options(CLI::App* app, ServingCliOptions& o, const std::string& rate_help);
 
 // The requests (generated, or read from the trace) and a one-line description.
 std::vector<engine::Request> serving_requests(const ServingCliOptions& o, std::string* description);
+// The generated workload's settings (the options but --trace), checked.
+engine::WorkloadSpec workload_spec(const ServingCliOptions& o);
+// "1000 requests, <arrivals>, prompt ..., output ... · seed 0", `arrivals` saying how they
+// arrive ("poisson arrivals at 2/s", "all at t=0").
+std::string describe_workload(const engine::WorkloadSpec& w, const std::string& arrivals);
 // UsageError naming the first request whose prompt + output - 1 positions exceed the model's
 // max_context (the last output token is never fed back).
 void check_requests_context(const std::vector<engine::Request>& requests,

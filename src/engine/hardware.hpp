@@ -90,7 +90,9 @@ struct Hardware {
   std::vector<MemoryLevel> memory;
   std::optional<Topology> topology;      // multi-GPU layouts need it
   double kernel_overhead_s = 0;          // fixed cost per kernel launch
-  std::optional<double> price_per_hour;  // USD
+  std::optional<double> price_per_hour;  // USD per GPU-hour
+  std::string price_source;              // where the price is listed (with price_per_hour)
+  std::string price_date;                // the day it was read, YYYY-MM-DD
   std::optional<AchievableFractions> achievable;
   std::optional<Calibration> calibration;  // from `streamspark probe`
   std::optional<ProbeCurves> probe;

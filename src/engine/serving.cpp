@@ -590,6 +590,13 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   return shared + per_sequence + overhead + rates_.step_overhead_s;  // one pass per iteration
 }
 
+double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
+  if (tokens < 1 || logits < 0 || logits > tokens) {
+    throw std::invalid_argument("token_seconds: needs tokens >= 1 and 0 <= logits <= tokens");
+  }
+  return cost(tokens, 0, logits, slot_for(0)).shared_s;
+}
+
 int64_t IterationCost::activation_bytes(int64_t tokens) {
   const std::vector<Op>& ops = inventory_.build({Phase::prefill, 1, tokens, 0, 1});
   return step_activation_peak(ops, storage_bytes(checked_mul(tokens, inventory_.model().d_model),

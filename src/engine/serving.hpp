@@ -235,6 +235,13 @@ class IterationCost final : public IterationTimer {
   // with no growing KV a cap of max_batch at the sequences whose state fits (the token slots
   // then unlimited). Throws std::invalid_argument when not one sequence fits.
   void configure(SchedulerOptions& s, double kv_bytes) const;
+  // Seconds of the token-proportional operators alone (no per-sequence attention, no pass
+  // overhead) for an iteration of `tokens` tokens of which `logits` emit a token, at the rates
+  // of the weights' memory level: what any iteration with these counts costs at least. Each
+  // operator costs max(FLOPs / peak, (weights + activations) / bandwidth) with FLOPs and
+  // activations proportional to the tokens, so the cost per token never grows with the count
+  // (the capacity planner's throughput bound rests on that).
+  double token_seconds(int64_t tokens, int64_t logits);
   // Peak activation bytes of an iteration of `tokens` concatenated tokens.
   int64_t activation_bytes(int64_t tokens);
   // Bytes left for the KV cache: `memory_fraction` of the device memory minus the weights and

@@ -120,7 +120,11 @@ json hardware_json(const std::vector<engine::Hardware>& devices) {
       if (hw.topology->inter_node) t["inter_node"] = link_json(*hw.topology->inter_node);
       j["topology"] = t;
     }
-    if (hw.price_per_hour) j["price_per_hour"] = *hw.price_per_hour;
+    if (hw.price_per_hour) {
+      j["price_per_hour"] = *hw.price_per_hour;
+      j["price_source"] = hw.price_source;
+      j["price_date"] = hw.price_date;
+    }
     if (hw.achievable) {
       j["achievable"] = json{{"compute", hw.achievable->compute},
                              {"memory", hw.achievable->memory},

@@ -12,7 +12,9 @@
 //                                latencies per message step (multi-GPU layouts need it)
 //   kernel_overhead              time per kernel launch, optional (default 0 s)
 //   kernel_overhead_source       string, optional
-//   price_per_hour               USD, optional
+//   price_per_hour               USD per GPU-hour, optional; with it price_source (where it is
+//   price_source, price_date     listed: provider, offer, URL) and price_date (YYYY-MM-DD,
+//                                the day it was read) are required
 //   achievable: {compute, memory, kernel_overhead, step_overhead, source}
 //                                optional: what serving stacks reach (fractions of peak, a
 //                                cost per kernel launch and per forward pass)
@@ -116,6 +118,17 @@ std::optional<engine::MemoryLevel> parse_memory_level(const YAML::Node& node,
   return engine::MemoryLevel{*name, std::llround(*capacity), *bandwidth};
 }
 
+// YYYY-MM-DD with a month 01..12 and a day 01..31.
+bool is_iso_date(const std::string& s) {
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
+  for (const size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u}) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  const int month = (s[5] - '0') * 10 + (s[6] - '0');
+  const int day = (s[8] - '0') * 10 + (s[9] - '0');
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
 }  // namespace
 
 std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const SpecContext& ctx) {
@@ -212,6 +225,27 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   r.string("kernel_overhead_source", Presence::optional);
   hw.price_per_hour =
       r.quantity("price_per_hour", Dimension::money_per_hour, Presence::optional, kPrice);
+  // A price is a quote: it needs where and when it was listed, or a plan's cost is unsourced.
+  const auto price_source = r.string("price_source", Presence::optional);
+  const auto price_date = r.string("price_date", Presence::optional);
+  if (r.has("price_per_hour")) {
+    if (!price_source) {
+      r.error_at("price_per_hour",
+                 "needs price_source: where the price is listed (provider, offer, URL)");
+    }
+    if (!price_date) {
+      r.error_at("price_per_hour", "needs price_date: the day the price was read (YYYY-MM-DD)");
+    }
+  } else {
+    for (const char* key : {"price_source", "price_date"}) {
+      if (r.has(key)) r.error_at(key, "given without price_per_hour");
+    }
+  }
+  if (price_date && !is_iso_date(*price_date)) {
+    r.error_at("price_date", "expected a date YYYY-MM-DD, got '" + *price_date + "'");
+  }
+  hw.price_source = price_source.value_or("");
+  hw.price_date = price_date.value_or("");
 
   if (auto ach = r.map("achievable", Presence::optional)) {
     const auto compute =

@@ -59,7 +59,10 @@ std::string hardware_yaml(const engine::Hardware& hw) {
                      quoted((*link)->name), (*link)->bandwidth, (*link)->latency_s);
     }
   }
-  if (hw.price_per_hour) fmt::format_to(o, "price_per_hour: {:.6g}\n", *hw.price_per_hour);
+  if (hw.price_per_hour) {
+    fmt::format_to(o, "price_per_hour: {:.6g}\nprice_source: {}\nprice_date: {}\n",
+                   *hw.price_per_hour, quoted(hw.price_source), quoted(hw.price_date));
+  }
   if (hw.achievable) {
     const engine::AchievableFractions& a = *hw.achievable;
     fmt::format_to(o, "achievable:\n  compute: {:.6g}\n  memory: {:.6g}\n", a.compute, a.memory);

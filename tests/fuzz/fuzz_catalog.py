@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fuzzing of spec files: mutated copies of model_zoo/*.yaml and hardware/*.yaml go through
-`streamspark check`, `analyze` and `serve-sim`; every run must exit 0 or 2 (never a crash, a
-hang or another code) and print no number that is not finite (inf, nan, or JSON null where a
+`streamspark check`, `analyze`, `serve-sim` and `plan`; every run must exit 0 or 2, or for plan
+5 when nothing meets its objective (never a crash, a hang or another code) and print no number that is not finite (inf, nan, or JSON null where a
 number belongs).
 
 Mutations (one to three per case): numbers scaled by extreme factors or replaced by extreme
@@ -135,13 +135,15 @@ def bad_json_numbers(value, path=()):
     return []
 
 
-def problems_of(rc, out, err, is_json):
+def problems_of(rc, out, err, is_json, allowed=(0, 2)):
     """What is wrong with one run, if anything."""
-    if rc not in (0, 2):
+    if rc not in allowed:
         return [f"exit code {rc}"]
     if rc == 2:
         # Bad input: at least one line saying why, no crash text.
         return [] if err.strip() else ["exit 2 without a message"]
+    if rc == 5 and not err.strip():  # plan: no configuration meets the objectives
+        return ["exit 5 without a message"]
     if is_json:  # numbers only: strings (names, sources) may say anything
         try:
             return bad_json_numbers(json.loads(out))
@@ -186,6 +188,9 @@ def run_case(args, case, workdir):
          method, fmt == "json"),
         (["serve-sim", "-m", model, "-H", hw, "-n", "8", "--rate", "4", "-f", fmt] + method,
          fmt == "json"),
+        # plan may also find nothing that meets its objective (exit 5, its report written)
+        (["plan", "-m", model, "-H", hw, "-n", "8", "--rate", "4", "--slo-ttft-p90", "10 s",
+          "--tp", "1", "-f", rng.choice([fmt, "csv"])] + method, fmt == "json"),
     ]
     failures = []
     accepted = 0
@@ -196,8 +201,9 @@ def run_case(args, case, workdir):
                                env=env)
             out = p.stdout.decode("utf-8", "replace")
             err = p.stderr.decode("utf-8", "replace")
-            problems = problems_of(p.returncode, out, err, is_json)
-            accepted += p.returncode == 0
+            allowed = (0, 2, 5) if argv[0] == "plan" else (0, 2)
+            problems = problems_of(p.returncode, out, err, is_json and "csv" not in argv, allowed)
+            accepted += p.returncode in (0, 5)
         except subprocess.TimeoutExpired:
             problems, out, err = [f"no exit within {args.timeout} s"], "", ""
         if problems:

@@ -1,0 +1,187 @@
+// Capacity planning (`streamspark plan`): the cheapest (or smallest, or highest-rate) deployment
+// of a model that meets latency objectives. The search enumerates model x hardware x format x
+// TP x PP x EP x max batch x chunked prefill, prunes analytically (a supported format and
+// layout, weights and the longest request's KV in memory, latency lower bounds of each request
+// served alone, an upper bound on a replica's request rate), then verifies the survivors with
+// the serving simulation: a bisection on one replica's request rate finds the highest rate whose
+// simulated latencies meet the objectives (the capacity search of Vidur, Agrawal et al. MLSys
+// 2024), and the deployment gets the replicas the target rate needs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/analysis.hpp"
+#include "engine/serving.hpp"
+
+namespace streamspark::engine {
+
+// Latency objectives over the simulated requests (nearest-rank percentiles); 0: not set.
+struct ServiceObjectives {
+  double ttft_p90_s = 0;
+  double ttft_p99_s = 0;
+  double tpot_p90_s = 0;
+  double tpot_p99_s = 0;
+  double e2e_p90_s = 0;
+  // An objective that includes queueing (TTFT or end to end): without one, an overloaded
+  // deployment whose queue grows without end would still meet a TPOT objective.
+  bool bounds_queueing() const { return ttft_p90_s > 0 || ttft_p99_s > 0 || e2e_p90_s > 0; }
+};
+
+// An objective a configuration misses: "p90 TTFT", its value and its limit (seconds).
+struct ObjectiveMiss {
+  std::string objective;
+  double value_s = 0;
+  double limit_s = 0;
+  double ratio() const { return value_s / limit_s; }
+};
+
+// The objective the metrics miss by the largest factor (value / limit), in the order TTFT p90,
+// TTFT p99, TPOT p90, TPOT p99, e2e p90 on ties; nullopt when every objective set is met.
+std::optional<ObjectiveMiss> worst_miss(const ServingMetrics& m, const ServiceObjectives& o);
+
+// The same requests arriving `rate` times as fast: arrival times divided by `rate`.
+std::vector<Request> scale_arrivals(const std::vector<Request>& unit, double rate);
+
+// A trace rescaled to a mean arrival rate of 1 per second: arrival (a - a_first) * (n - 1) /
+// (a_last - a_first); *native_rate gets (n - 1) / (a_last - a_first), the trace's own rate.
+// Throws std::invalid_argument for fewer than two requests or arrivals that span no time.
+std::vector<Request> unit_rate_requests(const std::vector<Request>& requests, double* native_rate);
+
+enum class PlanGoal { min_cost, min_gpus, max_rate };
+std::string_view goal_name(PlanGoal g);  // "min_cost", "min_gpus", "max_rate"
+
+// A format to consider: its name as given (e.g. "fp8") and the precision it stands for.
+struct PlanFormat {
+  std::string name;
+  Precision precision;
+};
+
+// The grid, searched exhaustively.
+struct PlanGrid {
+  std::vector<int64_t> tp{1, 2, 4, 8};
+  std::vector<int64_t> pp{1};
+  // Mixture-of-experts models: experts spread over the TP GPUs (ep = tp) or not (ep = 1); the
+  // other models take ep = 1 only.
+  std::vector<bool> expert_parallel{false, true};
+  std::vector<int64_t> max_batch{256};
+  std::vector<bool> chunked_prefill{false};
+};
+
+struct PlanInputs {
+  std::vector<Model> models;
+  std::vector<Hardware> hardware;  // price_per_hour: USD per GPU-hour, when known
+  std::vector<PlanFormat> formats;
+  Method method = Method::roofline;
+  PlanGrid grid;
+  // Policy, token budget, block size, preemption; max_batch and chunked_prefill come from the
+  // grid, the KV capacity from memory_fraction (as serve-sim's --memory-fraction).
+  SchedulerOptions scheduler;
+  double memory_fraction = 0.9;
+  // The workload with arrivals at a mean of 1 request per second; every simulation replays all
+  // of it at the replica's rate.
+  std::vector<Request> unit_requests;
+  double target_rate = 0;  // requests/s of the whole deployment (min_cost, min_gpus)
+  ServiceObjectives objectives;
+  PlanGoal goal = PlanGoal::min_cost;
+  int64_t fleet_gpus = 0;         // max_rate: the GPUs of the fleet
+  int64_t max_gpus = 0;           // 0: no limit
+  int64_t max_gpus_per_node = 0;  // a TP group stays in one node; 0: each topology's node size
+  double rate_tolerance = 0.02;   // the bisection stops when failing / passing rate <= 1 + this
+  // Branch and bound: configurations whose bound cannot reach the best `top` are not simulated.
+  bool prune = true;
+  int64_t top = 10;
+};
+
+enum class CandidateStatus { ranked, rejected, pruned };
+std::string_view status_name(CandidateStatus s);  // "ok", "rejected", "pruned"
+
+// Why a configuration was rejected.
+enum class RejectKind {
+  none,
+  unsupported,   // the device has no peak for the format, or the layout does not divide
+  node,          // its TP group is larger than a node
+  does_not_fit,  // weights, activations and the longest request's KV exceed the memory
+  gpu_limit,     // the deployment needs more GPUs than allowed (or than the fleet has)
+  ttft,          // a TTFT objective is missed even at the lowest rate tried
+  tpot,
+  e2e,
+  unstable,  // latencies that do not fall with the rate (not seen in practice)
+};
+std::string_view reject_kind_name(RejectKind k);  // "unsupported", "does_not_fit", ...
+
+struct PlanCandidate {
+  // What it is.
+  size_t model = 0;  // indices into PlanInputs
+  size_t hardware = 0;
+  size_t format = 0;
+  ParallelLayout layout;  // replicas: the deployment's (0 until verified)
+  int64_t max_batch = 0;
+  bool chunked_prefill = false;
+  // What became of it.
+  CandidateStatus status = CandidateStatus::rejected;
+  RejectKind reject = RejectKind::none;
+  std::string reason;  // one line; empty when ranked
+  // SLO rejections: what it missed at the lowest rate tried (per replica); gpu_limit: the GPUs
+  // it needs. What "closest configuration" compares.
+  std::optional<ObjectiveMiss> miss;
+  double miss_rate = 0;
+  // Analysis.
+  int64_t kv_capacity_tokens = 0;  // of one replica
+  double rate_bound = 0;           // upper bound on one replica's requests/s
+  // Verification: the highest simulated rate of one replica that met every objective, and the
+  // lowest that did not (0: the bound itself passed, and the rate is capped there).
+  double sustainable_rate = 0;
+  double failing_rate = 0;
+  int64_t replicas = 0;
+  int64_t gpus = 0;                    // replicas x tp x pp
+  std::optional<double> usd_per_hour;  // gpus x the hardware's price
+  double served_rate = 0;      // the deployment's requests/s: the target, or replicas x sustainable
+  double headroom = 0;         // replicas x sustainable / served - 1
+  ServingMetrics at_target;    // one replica at served_rate / replicas
+  ServingMetrics at_capacity;  // one replica at sustainable_rate
+  int64_t simulations = 0;
+  double objective_bound = 0;  // lower bound on cost or GPUs, upper bound on rate (pruning)
+};
+
+struct PlanResult {
+  std::vector<PlanCandidate> candidates;  // enumeration order: model > hardware > format > tp
+                                          // > pp > ep > max batch > chunked prefill
+  std::vector<size_t> ranking;            // ranked candidates, best first
+  // Whether every hardware with a candidate that passed the analysis has a price: min_cost then
+  // ranks by $/hour, otherwise by GPUs (and `unpriced` names the hardware without one).
+  bool ranked_by_price = false;
+  std::vector<std::string> unpriced;
+  std::optional<size_t> closest;  // nothing ranked: the candidate nearest to its objectives
+  int64_t simulations = 0;
+  int64_t requests_per_simulation = 0;
+  double mean_prompt = 0;  // tokens, over the workload's requests
+  double mean_output = 0;
+};
+
+// Runs task(0) .. task(count - 1), in any order and on any threads (default: in order, here).
+using ParallelRunner = std::function<void(size_t count, const std::function<void(size_t)>& task)>;
+// Called after each batch of verifications: candidates verified, and to verify at most.
+using PlanProgress = std::function<void(int64_t verified, int64_t to_verify)>;
+
+// The whole search. Throws std::invalid_argument for inputs it cannot search (no objective that
+// bounds queueing, no requests, a target rate <= 0 for min_cost and min_gpus, no fleet for
+// max_rate). The result is the same whatever the runner's threads.
+PlanResult plan(const PlanInputs& in, const ParallelRunner& run = {},
+                const PlanProgress& progress = {});
+
+// Deployment throughput per GPU (output tokens/s over all its GPUs) and a user's tokens/s
+// (1 / mean TPOT) of a verified candidate at its sustainable rate: one point of the Pareto chart.
+struct ParetoPoint {
+  double tokens_per_s_per_gpu = 0;
+  double tokens_per_s_per_user = 0;
+};
+ParetoPoint pareto_point(const PlanCandidate& c, double mean_output);
+// Indices of the points no other point beats on both axes (ties kept once), by ascending
+// tokens/s per user.
+std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& points);
+
+}  // namespace streamspark::engine

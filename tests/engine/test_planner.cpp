@@ -1,0 +1,284 @@
+// The capacity planner: objectives, rate rescaling, the Pareto front, and the search against a
+// brute force over a small grid (every configuration's replicas found by simulating 1, 2, 3, ...
+// replicas, the best deployment by cost).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "engine/planner.hpp"
+#include "engine/test_fixtures.hpp"
+
+using namespace streamspark::engine;
+using streamspark::test::h100_lecture;
+using streamspark::test::llama2_13b;
+
+TEST_CASE("worst_miss: the objective missed by the largest factor") {
+  ServingMetrics m;
+  m.ttft_s.p90 = 0.9;
+  m.ttft_s.p99 = 2.0;
+  m.tpot_s.p90 = 0.06;
+  ServiceObjectives o;
+  o.ttft_p90_s = 1.0;
+  CHECK_FALSE(worst_miss(m, o).has_value());  // 0.9 <= 1
+  o.tpot_p90_s = 0.05;                        // 0.06 / 0.05 = 1.2
+  REQUIRE(worst_miss(m, o).has_value());
+  CHECK(worst_miss(m, o)->objective == "p90 TPOT");
+  CHECK(worst_miss(m, o)->ratio() == doctest::Approx(1.2));
+  o.ttft_p99_s = 1.5;  // 2.0 / 1.5 = 1.33 > 1.2
+  CHECK(worst_miss(m, o)->objective == "p99 TTFT");
+  CHECK(worst_miss(m, o)->value_s == 2.0);
+  CHECK(worst_miss(m, o)->limit_s == 1.5);
+  m.ttft_s.p90 = 1.0;  // at the limit meets it
+  o = {};
+  o.ttft_p90_s = 1.0;
+  CHECK_FALSE(worst_miss(m, o).has_value());
+  CHECK(o.bounds_queueing());
+  CHECK_FALSE(ServiceObjectives{0, 0, 0.05, 0, 0}.bounds_queueing());
+}
+
+TEST_CASE("arrivals rescale to a rate; a trace to one request per second") {
+  std::vector<Request> trace(3);
+  trace[0].arrival_s = 10;
+  trace[1].arrival_s = 11;
+  trace[2].arrival_s = 14;
+  double native = 0;
+  const auto unit = unit_rate_requests(trace, &native);
+  // Two gaps over 4 s: 0.5 requests/s; arrivals (a - 10) * 0.5.
+  CHECK(native == doctest::Approx(0.5));
+  CHECK(unit[0].arrival_s == 0);
+  CHECK(unit[1].arrival_s == doctest::Approx(0.5));
+  CHECK(unit[2].arrival_s == doctest::Approx(2.0));
+  const auto fast = scale_arrivals(unit, 4);  // 4 requests/s: a quarter of the times
+  CHECK(fast[2].arrival_s == doctest::Approx(0.5));
+  CHECK_THROWS_AS(unit_rate_requests({trace[0]}, &native), std::invalid_argument);
+  CHECK_THROWS_AS(unit_rate_requests({trace[0], trace[0]}, &native), std::invalid_argument);
+  CHECK_THROWS_AS(scale_arrivals(unit, 0), std::invalid_argument);
+}
+
+TEST_CASE("pareto_front: the points no other beats on both axes") {
+  // (per GPU, per user): (100, 10) (80, 20) (90, 15) (70, 12) (50, 30) (50, 25)
+  const std::vector<ParetoPoint> p = {{100, 10}, {80, 20}, {90, 15}, {70, 12}, {50, 30}, {50, 25}};
+  // (70, 12) is beaten by (90, 15) and (80, 20); (50, 25) by (50, 30).
+  CHECK(pareto_front(p) == std::vector<size_t>{0, 2, 1, 4});
+}
+
+namespace {
+
+// The lecture's H100 with an 8-GPU NVLink node, and a half-bandwidth, half-price variant.
+Hardware node_h100(std::string name, double bandwidth, double price) {
+  Hardware h = h100_lecture();
+  h.name = std::move(name);
+  h.peak_flops[static_cast<int>(PeakClass::fp8)] = 1979e12;
+  h.memory.back().bandwidth = bandwidth;
+  h.topology = Topology{8, NodeLink{"nvlink", 450e9, 1.8e-6}, std::nullopt};
+  h.price_per_hour = price;
+  h.price_source = "test";
+  h.price_date = "2026-01-01";
+  return h;
+}
+
+PlanInputs small_grid() {
+  PlanInputs in;
+  in.models = {llama2_13b()};
+  in.hardware = {node_h100("fast", 3.35e12, 3.0), node_h100("slow", 1.675e12, 1.4)};
+  in.formats = {{"bf16", Precision::uniform(DType::bf16)},
+                {"fp8", Precision::uniform(DType::fp8_e4m3)}};
+  in.grid.tp = {1, 2};
+  in.grid.pp = {1};
+  in.grid.max_batch = {16, 64};
+  in.grid.chunked_prefill = {false, true};
+  WorkloadSpec w;
+  w.requests = 120;
+  w.rate = 1;
+  w.prompt = {LengthKind::uniform, 200, 800, 0};
+  w.output = {LengthKind::uniform, 20, 120, 0};
+  w.seed = 3;
+  in.unit_requests = generate_requests(w);
+  in.target_rate = 40;
+  in.objectives.ttft_p90_s = 0.4;
+  in.objectives.tpot_p90_s = 0.03;
+  in.top = 3;
+  return in;
+}
+
+// The smallest number of replicas (1 .. 400) whose share of the target rate one replica meets
+// the objectives at, by simulation alone; 0 when none does.
+int64_t brute_force_replicas(const PlanInputs& in, const PlanCandidate& c) {
+  AnalysisOptions o;
+  o.method = in.method;
+  o.costing.precision = in.formats[c.format].precision;
+  o.costing.parallel = c.layout;
+  o.costing.parallel.replicas = 1;
+  IterationCost cost(in.models[c.model], in.hardware[c.hardware], o);
+  ServingOptions so;
+  so.scheduler = in.scheduler;
+  so.scheduler.max_batch = c.max_batch;
+  so.scheduler.chunked_prefill = c.chunked_prefill;
+  so.scheduler.max_context = in.models[c.model].max_context;
+  so.scheduler.max_output = so.scheduler.max_context;
+  cost.configure(so.scheduler,
+                 cost.kv_bytes_available(in.memory_fraction, so.scheduler.max_tokens));
+  for (int64_t n = 1; n <= 400; ++n) {
+    std::vector<Request> reqs = in.unit_requests;
+    for (Request& r : reqs) r.arrival_s /= in.target_rate / static_cast<double>(n);
+    const ServingMetrics m = simulate_deployment(reqs, so, cost, o.costing.parallel).metrics;
+    if (!worst_miss(m, in.objectives)) return n;
+  }
+  return 0;
+}
+
+using Key = std::tuple<size_t, size_t, int64_t, int64_t, bool>;
+Key key_of(const PlanCandidate& c) {
+  return {c.hardware, c.format, c.layout.tp, c.max_batch, c.chunked_prefill};
+}
+
+}  // namespace
+
+TEST_CASE("plan: exhaustive within its grid, against a brute force") {
+  const PlanInputs in = small_grid();
+  PlanInputs no_prune = in;
+  no_prune.prune = false;
+  const PlanResult all = plan(no_prune);
+  const PlanResult pruned = plan(in);
+  REQUIRE(all.candidates.size() == 2 * 2 * 2 * 2 * 2);  // hardware x formats x tp x batch x chunk
+  REQUIRE_FALSE(all.ranking.empty());
+
+  // Every configuration the search ranked needs the replicas a brute force finds, and the
+  // brute force finds none for what the analysis or the simulation rejected for latency.
+  std::map<Key, int64_t> brute;
+  int64_t ranked = 0, several_replicas = 0;
+  for (const PlanCandidate& c : all.candidates) {
+    CAPTURE(c.hardware);
+    CAPTURE(c.format);
+    CAPTURE(c.layout.tp);
+    CAPTURE(c.max_batch);
+    CAPTURE(c.chunked_prefill);
+    if (c.reject == RejectKind::does_not_fit || c.reject == RejectKind::unsupported) continue;
+    const int64_t n = brute_force_replicas(in, c);
+    brute[key_of(c)] = n;
+    if (c.status == CandidateStatus::ranked) {
+      ++ranked;
+      several_replicas += c.replicas > 1 ? 1 : 0;
+      CHECK(c.replicas == n);
+      // replicas = ceil(target / the sustainable rate of one replica)
+      CHECK(c.replicas ==
+            static_cast<int64_t>(std::ceil(in.target_rate / c.sustainable_rate - 1e-9)));
+      // The throughput bound the pruning rests on holds.
+      CHECK(c.rate_bound >= c.sustainable_rate);
+      CHECK(c.usd_per_hour.value() ==
+            doctest::Approx(static_cast<double>(c.gpus) * *in.hardware[c.hardware].price_per_hour));
+    } else {
+      CHECK(n == 0);
+    }
+  }
+  CHECK(ranked >= 8);            // the comparison covers most of the grid,
+  CHECK(several_replicas >= 4);  // deployments of one and of several replicas
+  // The brute force's cheapest deployment is the plan's first, with or without pruning, and
+  // the pruned search ranks its best `top` as the full one does.
+  double best_cost = 1e300;
+  for (const PlanCandidate& c : all.candidates) {
+    const auto it = brute.find(key_of(c));
+    if (it == brute.end() || it->second == 0) continue;
+    const double cost =
+        static_cast<double>(it->second * c.layout.tp) * *in.hardware[c.hardware].price_per_hour;
+    best_cost = std::min(best_cost, cost);
+  }
+  const PlanCandidate& first = all.candidates[all.ranking.front()];
+  CHECK(*first.usd_per_hour == doctest::Approx(best_cost));
+  REQUIRE(pruned.ranking.size() >= static_cast<size_t>(in.top));
+  for (size_t k = 0; k < static_cast<size_t>(in.top); ++k) {
+    CHECK(key_of(pruned.candidates[pruned.ranking[k]]) == key_of(all.candidates[all.ranking[k]]));
+  }
+  CHECK(pruned.simulations <= all.simulations);
+}
+
+TEST_CASE("plan: the same result on any number of threads") {
+  const PlanInputs in = small_grid();
+  const PlanResult serial = plan(in);
+  const ParallelRunner threads = [](size_t count, const std::function<void(size_t)>& task) {
+    std::vector<std::thread> pool;
+    for (size_t i = 0; i < count; ++i) pool.emplace_back(task, i);
+    for (std::thread& t : pool) t.join();
+  };
+  const PlanResult parallel = plan(in, threads);
+  CHECK(parallel.ranking == serial.ranking);
+  CHECK(parallel.simulations == serial.simulations);
+  for (size_t i = 0; i < serial.candidates.size(); ++i) {
+    CHECK(parallel.candidates[i].status == serial.candidates[i].status);
+    CHECK(parallel.candidates[i].sustainable_rate == serial.candidates[i].sustainable_rate);
+    CHECK(parallel.candidates[i].at_target.ttft_s.p90 == serial.candidates[i].at_target.ttft_s.p90);
+  }
+}
+
+TEST_CASE("plan: analytic rejections and the closest configuration") {
+  PlanInputs in = small_grid();
+  in.hardware.resize(1);
+  in.formats.resize(1);
+  in.grid.max_batch = {64};
+  in.grid.chunked_prefill = {false};
+  // A TPOT no configuration meets: llama2-13b's bf16 weights are 26.03 GB, one decode step
+  // reads them at 3.35 TB/s in at least 7.77 ms at tp 1 (3.89 ms per GPU at tp 2, plus its
+  // all-reduces), so 2 ms is missed by every configuration even with each request alone.
+  in.objectives.tpot_p90_s = 0.002;
+  const PlanResult r = plan(in);
+  CHECK(r.ranking.empty());
+  CHECK(r.simulations == 0);
+  REQUIRE(r.closest.has_value());
+  const PlanCandidate& c = r.candidates[*r.closest];
+  CHECK(c.layout.tp == 2);  // the smaller miss
+  CHECK(c.reject == RejectKind::tpot);
+  REQUIRE(c.miss.has_value());
+  CHECK(c.miss->objective == "p90 TPOT");
+  CHECK(c.miss->value_s > 26.03e9 / 2 / 3.35e12);
+  CHECK(c.reason.find("p90 TPOT") != std::string::npos);
+
+  // tp 3 does not divide 40 heads: unsupported, never simulated.
+  in = small_grid();
+  in.grid.tp = {3};
+  const PlanResult odd = plan(in);
+  for (const PlanCandidate& x : odd.candidates) {
+    CHECK(x.reject == RejectKind::unsupported);
+    CHECK(x.reason.find("does not divide") != std::string::npos);
+  }
+  // A node of 1 GPU: tp 2 is refused as larger than a node.
+  in = small_grid();
+  in.max_gpus_per_node = 1;
+  for (const PlanCandidate& x : plan(in).candidates) {
+    if (x.layout.tp == 2) CHECK(x.reject == RejectKind::node);
+  }
+  // A GPU limit below what the target needs: rejected for it, and named as the closest.
+  in = small_grid();
+  in.max_gpus = 1;
+  in.target_rate = 500;
+  const PlanResult limited = plan(in);
+  CHECK(limited.ranking.empty());
+  REQUIRE(limited.closest.has_value());
+  CHECK(limited.candidates[*limited.closest].reject == RejectKind::gpu_limit);
+  // Without an objective that bounds queueing the search is refused.
+  in = small_grid();
+  in.objectives = {};
+  in.objectives.tpot_p90_s = 0.05;
+  CHECK_THROWS_AS(plan(in), std::invalid_argument);
+}
+
+TEST_CASE("plan: maximize the rate of a fixed fleet") {
+  PlanInputs in = small_grid();
+  in.goal = PlanGoal::max_rate;
+  in.fleet_gpus = 4;
+  in.target_rate = 0;
+  const PlanResult r = plan(in);
+  REQUIRE_FALSE(r.ranking.empty());
+  double best = 0;
+  for (const PlanCandidate& c : r.candidates) {
+    if (c.status != CandidateStatus::ranked) continue;
+    // floor(fleet / GPUs per replica) replicas, each at its sustainable rate.
+    CHECK(c.replicas == 4 / (c.layout.tp * c.layout.pp));
+    CHECK(c.served_rate == doctest::Approx(static_cast<double>(c.replicas) * c.sustainable_rate));
+    best = std::max(best, c.served_rate);
+  }
+  CHECK(r.candidates[r.ranking.front()].served_rate == best);
+}

@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include "cli/commands.hpp"
 #include "cli/common_options.hpp"
 #include "cli/output_file.hpp"
 #include "cli/serving_options.hpp"
+#include "cli/speculative_options.hpp"
+#include "cli/value_list.hpp"
 #include "engine/overflow.hpp"
+#include "engine/random.hpp"
 #include "report/serving_report.hpp"
 #include "spec/quantity.hpp"
 
@@ -29,7 +33,7 @@ struct ServeSimOptions {
   std::string format = "table";
   std::string output = "-";
   std::string requests_csv;
-  std::string speculative;  // refused: see run_serve_sim
+  std::string speculative;  // --speculative SPEC (as analyze's)
 };
 
 // The KV cache `bytes` must hold a token, and the paged cache indexes its blocks with 32-bit
@@ -77,12 +81,31 @@ double kv_bytes(const std::string& kv_memory, const std::string& memory_fraction
   }
 }
 
-int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
-  if (!o.speculative.empty()) {
+// The speculative iteration cost: --speculative errors name the flag.
+std::unique_ptr<engine::SpeculativeIterationCost> make_speculative_cost(
+    const SpeculativeOption& spec, const spec::Catalog& catalog, const engine::Model& model,
+    const engine::Hardware& hardware, const engine::AnalysisOptions& analysis) {
+  if (analysis.costing.parallel.pp > 1) {
+    // As analyze: a pass is k draft steps, each waiting for the previous one's token, and a
+    // verification, each through every stage; the micro-batch schedule that would overlap them
+    // is not modelled.
     throw UsageError(
-        "--speculative: serve-sim does not model speculative decoding yet (its scheduler emits "
-        "one token per decoding sequence per iteration); analyze and sweep cost it");
+        "--speculative: pipeline parallelism is not modelled (each of the k draft steps and the "
+        "verification would pass through every stage, one after another; no micro-batch "
+        "schedule of that is modelled); use --tp or --replicas");
   }
+  std::optional<engine::Model> draft = speculative_draft(spec, catalog, model);
+  try {
+    return std::make_unique<engine::SpeculativeIterationCost>(model, std::move(draft), hardware,
+                                                              analysis, spec.config);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("--speculative: {}", e.what()));
+  }
+}
+
+int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
+  std::optional<SpeculativeOption> speculative;
+  if (!o.speculative.empty()) speculative = parse_speculative(o.speculative, false);
   const Format format = parse_format_option(o.format, true);
   if (format == Format::csv) throw UsageError("--format: table or json (--requests-csv for CSV)");
   engine::AnalysisOptions analysis;
@@ -96,7 +119,17 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
   const auto requests = serving_requests(o.serving, &workload);
   check_requests_context(requests, model);
   engine::ServingOptions options = serving_options(o.serving, model.max_context);
-  const auto cost = make_iteration_cost(model, hardware, analysis);
+  std::unique_ptr<engine::SpeculativeIterationCost> spec_cost;
+  std::unique_ptr<engine::IterationCost> plain_cost;
+  if (speculative) {
+    spec_cost = make_speculative_cost(*speculative, catalog, model, hardware, analysis);
+  } else {
+    plain_cost = make_iteration_cost(model, hardware, analysis);
+  }
+  // Speculative: the target's cost carries the draft's weights and KV per token.
+  engine::IterationCost* cost = spec_cost ? &spec_cost->target() : plain_cost.get();
+  engine::IterationTimer& timer =
+      spec_cost ? static_cast<engine::IterationTimer&>(*spec_cost) : *plain_cost;
   const double bytes =
       kv_bytes(o.kv_memory, o.memory_fraction, *cost, options.scheduler.max_tokens);
   const std::string source =
@@ -106,18 +139,31 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
           : "--kv-memory: " + o.kv_memory;
   check_kv_capacity(options.scheduler, bytes, cost->kv_bytes_per_token(), source);
   try {
-    cost->configure(options.scheduler, bytes);
+    if (spec_cost) {
+      spec_cost->configure(options.scheduler, bytes);
+      // The acceptance draws: a stream of their own from the workload seed (splitmix64 of it,
+      // so that they are not the workload generator's numbers).
+      options.scheduler.speculative.seed =
+          engine::SplitMix64{static_cast<uint64_t>(parse_int(o.serving.seed, "--seed", 0))}.next();
+    } else {
+      cost->configure(options.scheduler, bytes);
+    }
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("{}: {}", source, e.what()));
   }
   const engine::SimulationResult result =
-      engine::simulate_deployment(requests, options, *cost, analysis.costing.parallel);
+      engine::simulate_deployment(requests, options, timer, analysis.costing.parallel);
   require_finite_result(model, hardware, result);
 
   report::ServingRun run =
       serving_run(model, hardware.name, std::string(engine::method_name(analysis.method)), workload,
                   options, result);
   run.layout = analysis.costing.parallel;
+  if (spec_cost) {
+    run.speculative = report::SpeculativeServing{
+        speculative_draft_name(*speculative), spec_cost->config(), spec_cost->draft_weight_bytes(),
+        spec_cost->draft_kv_bytes_per_token()};
+  }
   OutputFile out(o.output);
   out.write(format == Format::json ? report::serving_json(run).dump(2) + "\n"
                                    : report::serving_table(run));
@@ -159,7 +205,8 @@ Command add_serve_sim_command(CLI::App& root, const AppContext& ctx) {
       ->capture_default_str();
   app->add_option("--requests-csv", o->requests_csv, "also write one CSV row per request");
   app->add_option("--speculative", o->speculative,
-                  "not modelled by serve-sim yet (refused with the reason); see analyze");
+                  "speculative decoding: draft=MODEL|self:layers=N,k=K,acceptance=A[:A2..] or "
+                  "heads=medusa|eagle|mtp,k=K,acceptance=A1:A2:.. (see analyze)");
   return Command{app, [o, ctx] { return run_serve_sim(*o, ctx); }};
 }
 

@@ -259,6 +259,17 @@ bool ContiguousKvCache::append(SequenceId id, int64_t tokens) {
   return true;
 }
 
+void ContiguousKvCache::truncate(SequenceId id, int64_t tokens) {
+  if (!has(id)) throw std::invalid_argument("KV reservation: unknown sequence");
+  Reservation& r = sequences_[static_cast<size_t>(id)];
+  if (tokens < 0 || tokens > r.stored) {
+    throw std::invalid_argument("KV reservation: truncating " + std::to_string(r.stored) +
+                                " written tokens to " + std::to_string(tokens));
+  }
+  stored_ -= r.stored - tokens;
+  r.stored = tokens;
+}
+
 void ContiguousKvCache::release(SequenceId id) {
   if (!has(id)) return;
   Reservation& r = sequences_[static_cast<size_t>(id)];

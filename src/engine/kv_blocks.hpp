@@ -122,6 +122,9 @@ class ContiguousKvCache {
   bool reserve(SequenceId id, int64_t max_tokens);
   // Writes `tokens` more tokens into the sequence's reservation; false when they overflow it.
   bool append(SequenceId id, int64_t tokens);
+  // Keeps the first `tokens` written tokens (<= those written): rejected speculative positions
+  // rolled back. The reservation stays whole.
+  void truncate(SequenceId id, int64_t tokens);
   void release(SequenceId id);
 
  private:

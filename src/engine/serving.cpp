@@ -12,6 +12,7 @@
 
 #include "engine/memory.hpp"
 #include "engine/random.hpp"
+#include "engine/speculative.hpp"
 
 namespace streamspark::engine {
 
@@ -97,11 +98,17 @@ std::string_view preemption_name(Preemption p) {
 }
 
 Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>& requests)
-    : options_(options), requests_(requests) {
+    : options_(options), requests_(requests), acceptance_rng_{options.speculative.seed} {
   if (options_.max_batch < 1 || options_.max_tokens < 1 || options_.block_size < 1 ||
       options_.kv_capacity_tokens < 1) {
     throw std::invalid_argument(
         "scheduler: max batch, max tokens, block size and KV capacity must be >= 1");
+  }
+  if (const SpeculativeScheduling& sp = options_.speculative; sp.k != 0) {
+    SpeculativeConfig c;
+    c.k = c.max_k = sp.k;
+    c.acceptance = sp.acceptance;
+    check_speculative_config(c);  // k >= 1, rates in [0, 1], one or at least k of them
   }
   if (options_.policy == BatchingPolicy::static_batching && options_.kv == KvLayout::paged) {
     throw std::invalid_argument(
@@ -192,7 +199,9 @@ bool Scheduler::admit_kv(int64_t i) {
     }
     return true;
   }
-  return contiguous_->reserve(i, reservation(i) + state);
+  // Speculative: a verification writes k positions past the last token it can keep, so the
+  // reservation holds k more (rolled back after each pass, but reserved).
+  return contiguous_->reserve(i, reservation(i) + state + options_.speculative.k);
 }
 
 bool Scheduler::grow_kv(int64_t i, int64_t tokens) {
@@ -221,6 +230,7 @@ void Scheduler::preempt(int64_t i, Iteration& it) {
   } else {
     s.state = State::waiting;
     waiting_.push_front(i);  // first in line again; recomputes prompt + generated tokens
+    s.draft_lag = 0;         // the draft recomputes them too
   }
   release_kv(i);
   s.cached = 0;
@@ -262,7 +272,15 @@ void Scheduler::next_continuous(Iteration& it) {
     const int64_t i = running_[r];
     Sequence& s = sequences_[static_cast<size_t>(i)];
     const int64_t remaining = known(i) - s.cached;
-    const int64_t tokens = std::min(remaining, budget);
+    int64_t tokens = std::min(remaining, budget);
+    // Speculative: a decoding sequence (its last generated token is all it has not cached)
+    // verifies up to k draft tokens, k+1 positions of the token budget; fewer when the budget
+    // is short (none: a plain decode step).
+    int64_t drafts = 0;
+    if (options_.speculative.k > 0 && remaining == 1 && s.generated > 0) {
+      drafts = std::min(options_.speculative.k, budget - 1);
+      tokens = 1 + drafts;
+    }
     const int64_t needed = s.cached + tokens;
     bool preempted_self = false;
     while (!grow_kv(i, tokens)) {
@@ -276,15 +294,19 @@ void Scheduler::next_continuous(Iteration& it) {
     }
     if (preempted_self) {
       if (running_.empty()) {  // nothing left to free: it cannot grow even alone
-        throw std::invalid_argument("request " + std::to_string(i) + " needs " +
-                                    std::to_string(needed) +
-                                    " KV positions, more than the whole cache of " +
-                                    std::to_string(kv_capacity_tokens()) + " tokens");
+        throw std::invalid_argument(
+            "request " + std::to_string(i) + " needs " + std::to_string(needed) +
+            " KV positions, more than the whole cache of " + std::to_string(kv_capacity_tokens()) +
+            " tokens" +
+            (drafts > 0
+                 ? " (its speculative pass verifies " + std::to_string(drafts + 1) + " positions)"
+                 : ""));
       }
       break;
     }
-    it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
-    any_prefill = any_prefill || tokens > 1;
+    it.items.push_back(
+        {i, tokens, s.cached, s.cached + tokens >= known(i), false, drafts, s.draft_lag});
+    any_prefill = any_prefill || tokens > 1 + drafts;
     budget -= tokens;
   }
   // Swapped-out sequences come back before new requests are admitted; they run from the
@@ -380,15 +402,56 @@ void Scheduler::next_static(Iteration& it) {
     }
     return;
   }
-  // One decode step for the whole batch; finished sequences are padding.
+  // One decode step (speculative: one pass of k+1 positions) for the whole batch; finished
+  // sequences are padding.
+  const int64_t drafts = options_.speculative.k;
   for (const int64_t i : batch_) {
     Sequence& s = sequences_[static_cast<size_t>(i)];
     const bool done = s.state == State::finished;
-    if (!grow_kv(i, 1)) {
+    if (!grow_kv(i, 1 + drafts)) {
       throw std::invalid_argument(
           "static batching: an output longer than the reservation (raise --max-output)");
     }
-    it.items.push_back({i, 1, s.cached, !done, done});
+    it.items.push_back({i, 1 + drafts, s.cached, !done, done, drafts, s.draft_lag});
+  }
+}
+
+void Scheduler::complete_verification(const IterationItem& item) {
+  const auto idx = static_cast<size_t>(item.request);
+  Sequence& s = sequences_[idx];
+  int64_t kept = 1;  // padding (a finished sequence in a static batch) keeps one position
+  if (!item.padding) {
+    // Depth d is tested only when depths < d were accepted; uniform() < a_d accepts it
+    // (uniform in [0, 1): a rate of 1 always accepts, 0 never).
+    int64_t accepted = 0;
+    SpeculativeCounts& c = speculative_counts_;
+    for (int64_t d = 1; d <= item.draft_tokens; ++d) {
+      ++c.examined;
+      if (!(acceptance_rng_.uniform() < acceptance_at(options_.speculative.acceptance, d))) break;
+      ++accepted;
+    }
+    // The accepted draft tokens and the target's own token after them (the resampled one at
+    // the first rejection, the bonus one when all were accepted), capped at the output left.
+    const int64_t left = requests_[idx].output - s.generated;
+    kept = std::min(accepted + 1, left);
+    ++c.passes;
+    c.drafted += item.draft_tokens;
+    c.accepted += accepted;
+    c.emitted += kept;
+    c.wasted += item.new_tokens - kept;
+    s.generated += kept - 1;  // complete() counts the last
+    // The draft cached the fed token and its first draft_tokens - 1 proposals; of the kept
+    // positions it lacks those past them (the last accepted draft token when all were kept).
+    s.draft_lag =
+        options_.speculative.draft_cache ? std::max<int64_t>(0, kept - item.draft_tokens) : 0;
+  }
+  // The kept positions: the fed token's and the accepted draft tokens' (the target's own token
+  // is fed next pass). The rest of the k+1 verified positions roll back.
+  s.cached += kept;
+  if (paged_) {
+    paged_->truncate(item.request, s.cached);
+  } else {
+    contiguous_->truncate(item.request, s.cached);
   }
 }
 
@@ -397,7 +460,12 @@ void Scheduler::complete(const Iteration& it, double now) {
   for (const IterationItem& item : it.items) {
     const auto idx = static_cast<size_t>(item.request);
     Sequence& s = sequences_[idx];
-    s.cached += item.new_tokens;
+    if (item.draft_tokens > 0) {
+      complete_verification(item);
+    } else {
+      s.cached += item.new_tokens;
+      s.draft_lag = 0;  // the draft ran the same tokens (SpeculativeIterationCost)
+    }
     if (!item.emits_token || item.padding) continue;
     ++s.generated;
     SequenceRecord& rec = records_[idx];
@@ -495,8 +563,8 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
 size_t IterationCost::slot_for(int64_t resident_kv_tokens) {
   // The memory level (or 1 % bucket of a measured curve) of the weights and the resident KV.
   const double ws =
-      static_cast<double>(weight_bytes_) +
-      static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token_);
+      static_cast<double>(weight_bytes()) +
+      static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token());
   const int64_t bucket = rates_.bucket_of(ws);
   if (!slots_.empty() && slots_[last_slot_].bucket == bucket) return last_slot_;
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -543,7 +611,9 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   double per_sequence = 0, overhead = 0;
   for (const IterationItem& item : it.items) {
     tokens += item.new_tokens;
-    logits += (item.emits_token || item.padding) ? 1 : 0;
+    // A verification scores every position (the acceptance test of each draft token and the
+    // token after the accepted ones).
+    logits += item.draft_tokens > 0 ? item.new_tokens : (item.emits_token || item.padding) ? 1 : 0;
     // Memoised by (slot, new tokens, past) when they pack into 64 bits.
     const bool packable = item.new_tokens < (int64_t{1} << 24) && item.past < (int64_t{1} << 28);
     const uint64_t key = slot_bits | (static_cast<uint64_t>(item.new_tokens) << 28) |
@@ -597,6 +667,26 @@ double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
   return cost(tokens, 0, logits, slot_for(0)).shared_s;
 }
 
+void IterationCost::add_companion(int64_t weight_bytes, int64_t kv_bytes_per_token) {
+  if (weight_bytes < 0 || kv_bytes_per_token < 0) {
+    throw std::invalid_argument("serving: a companion model's bytes must be >= 0");
+  }
+  companion_weight_bytes_ = checked_add(companion_weight_bytes_, weight_bytes);
+  companion_kv_bytes_per_token_ = checked_add(companion_kv_bytes_per_token_, kv_bytes_per_token);
+  // The working sets changed: rates and memoised costs are picked again.
+  slots_.clear();
+  last_slot_ = 0;
+  shared_memo_.clear();
+  sequence_memo_.clear();
+}
+
+double IterationCost::ops_seconds(const std::vector<Op>& ops, int64_t resident_kv_tokens) {
+  const DeviceRates& rates = slots_[slot_for(resident_kv_tokens)].rates;
+  double t = 0;
+  for (const Op& op : ops) t += static_cast<double>(op.repeat) * roofline_cost(op, rates).time_s;
+  return t;
+}
+
 int64_t IterationCost::activation_bytes(int64_t tokens) {
   const std::vector<Op>& ops = inventory_.build({Phase::prefill, 1, tokens, 0, 1});
   return step_activation_peak(ops, storage_bytes(checked_mul(tokens, inventory_.model().d_model),
@@ -610,7 +700,7 @@ double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tok
   const double usable =
       memory_fraction * static_cast<double>(hardware_.device_memory().capacity_bytes);
   const double taken =
-      static_cast<double>(weight_bytes_) + static_cast<double>(activation_bytes(max_tokens));
+      static_cast<double>(weight_bytes()) + static_cast<double>(activation_bytes(max_tokens));
   if (usable - taken <= 0) {
     char text[256];
     std::snprintf(text, sizeof text,
@@ -624,10 +714,10 @@ double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tok
 
 void IterationCost::configure(SchedulerOptions& s, double kv_bytes) const {
   const double state = static_cast<double>(state_bytes_per_sequence_);
-  if (kv_bytes_per_token_ > 0) {
+  if (kv_bytes_per_token() > 0) {
     s.kv_capacity_tokens = kv_tokens_in(kv_bytes);
     s.reserved_tokens_per_sequence =
-        static_cast<int64_t>(std::ceil(state / static_cast<double>(kv_bytes_per_token_)));
+        static_cast<int64_t>(std::ceil(state / static_cast<double>(kv_bytes_per_token())));
     if (s.reserved_tokens_per_sequence + 1 > s.kv_capacity_tokens) {
       throw std::invalid_argument("the KV memory holds less than one sequence's state");
     }
@@ -647,7 +737,7 @@ void IterationCost::configure(SchedulerOptions& s, double kv_bytes) const {
 }
 
 int64_t IterationCost::kv_tokens_in(double bytes) const {
-  const double tokens = bytes / static_cast<double>(kv_bytes_per_token_);
+  const double tokens = bytes / static_cast<double>(kv_bytes_per_token());
   if (!(tokens >= 1)) throw std::invalid_argument("the KV memory holds less than one token");
   return tokens > 4e18 ? INT64_MAX / 4 : static_cast<int64_t>(tokens);
 }
@@ -671,6 +761,8 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   ServingMetrics kv;  // sums of the schedulers' KV figures, then means
   int64_t used = 0;
   for (int64_t e = 0; e < engines; ++e) {
+    // Each scheduler draws its own acceptance stream (engine 0 the one a single engine draws).
+    s.speculative.seed = options.scheduler.speculative.seed + static_cast<uint64_t>(e);
     std::vector<Request> mine;
     std::vector<size_t> index;
     for (size_t i = static_cast<size_t>(e); i < requests.size();
@@ -689,6 +781,13 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     kv.kv_shared_fraction += m.kv_shared_fraction;
     kv.copy_on_writes += m.copy_on_writes;
     kv.iterations += m.iterations;
+    SpeculativeCounts& c = kv.speculative;
+    c.passes += m.speculative.passes;
+    c.drafted += m.speculative.drafted;
+    c.examined += m.speculative.examined;
+    c.accepted += m.speculative.accepted;
+    c.emitted += m.speculative.emitted;
+    c.wasted += m.speculative.wasted;
     ++used;
   }
   merged.metrics = summarize(merged.outcomes, options);
@@ -699,6 +798,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   merged.metrics.kv_shared_fraction = kv.kv_shared_fraction / n;
   merged.metrics.copy_on_writes = kv.copy_on_writes;
   merged.metrics.iterations = kv.iterations;
+  merged.metrics.speculative = kv.speculative;
   return merged;
 }
 
@@ -826,6 +926,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   result.metrics = summarize(result.outcomes, options);
   usage.fill(result.metrics);
   result.metrics.iterations = iterations;
+  result.metrics.speculative = scheduler.speculative_counts();
   return result;
 }
 

@@ -17,6 +17,7 @@
 
 #include "engine/analysis.hpp"
 #include "engine/kv_blocks.hpp"
+#include "engine/random.hpp"
 #include "engine/statistics.hpp"
 
 namespace streamspark::engine {
@@ -71,6 +72,22 @@ std::string_view policy_name(BatchingPolicy p);
 std::string_view kv_layout_name(KvLayout k);
 std::string_view preemption_name(Preemption p);
 
+// Speculative decoding in the scheduler (Leviathan et al. 2023; see speculative.hpp): a
+// decoding sequence's iteration is a pass that verifies up to k draft tokens, k+1 positions
+// after its cached tokens. KV slots for all k+1 are allocated before the pass; afterwards the
+// accepted prefix plus the target's own token are kept and the rest rolled back. The accepted
+// count is drawn per sequence and pass from the acceptance model: depth d is accepted with
+// probability a_d given that depths < d were, and drawing stops at the first rejection.
+struct SpeculativeScheduling {
+  int64_t k = 0;                   // draft tokens per pass; 0: plain decoding
+  std::vector<double> acceptance;  // a_d: one for every depth, or one per depth 1..k
+  // The draft keeps a KV cache of its own (a separate draft model, an EAGLE layer): the
+  // scheduler tracks how many of a sequence's cached tokens the draft has not seen (after a
+  // pass that accepted every draft token, the last of them), which its next first step feeds.
+  bool draft_cache = false;
+  uint64_t seed = 0;  // the acceptance draws (splitmix64: the same on every platform)
+};
+
 struct SchedulerOptions {
   BatchingPolicy policy = BatchingPolicy::continuous;
   // Defaults as vLLM's (max_num_seqs 256, block size 16).
@@ -89,6 +106,7 @@ struct SchedulerOptions {
   int64_t max_output = 0;
   int64_t max_context = 0;
   Preemption preemption = Preemption::recompute;
+  SpeculativeScheduling speculative;
 };
 
 // One sequence's work in an iteration: `new_tokens` tokens after `past` cached ones.
@@ -98,6 +116,21 @@ struct IterationItem {
   int64_t past = 0;
   bool emits_token = false;  // the item's last position yields the request's next token
   bool padding = false;      // static batching: work on padding only (a finished sequence)
+  // Speculative: a verification pass of `draft_tokens` draft tokens (new_tokens =
+  // draft_tokens + 1 positions, each with logits); 0: not one. `draft_lag`: the sequence's
+  // cached tokens the draft's own cache lacks (its first draft step feeds them too).
+  int64_t draft_tokens = 0;
+  int64_t draft_lag = 0;
+};
+
+// Speculative passes the scheduler completed (counted per sequence and pass).
+struct SpeculativeCounts {
+  int64_t passes = 0;
+  int64_t drafted = 0;   // draft tokens proposed
+  int64_t examined = 0;  // draft tokens tested (up to and including the first rejection)
+  int64_t accepted = 0;  // draft tokens accepted (before capping at the request's output)
+  int64_t emitted = 0;   // tokens the passes yielded (accepted + 1, capped at the output left)
+  int64_t wasted = 0;    // verified positions rolled back: draft_tokens + 1 - emitted
 };
 
 struct Iteration {
@@ -148,6 +181,7 @@ class Scheduler {
   // Paged: the blocks of the cached shared prefix's own table (0 without one).
   int64_t prefix_blocks() const;
   const ContiguousKvCache* contiguous() const { return contiguous_ ? &*contiguous_ : nullptr; }
+  const SpeculativeCounts& speculative_counts() const { return speculative_counts_; }
 
  private:
   enum class State { pending, waiting, running, swapped, finished };
@@ -156,6 +190,7 @@ class Scheduler {
     int64_t cached = 0;     // tokens in the KV cache
     int64_t generated = 0;  // output tokens produced
     int64_t swapped_tokens = 0;
+    int64_t draft_lag = 0;  // speculative: cached tokens the draft's cache lacks
   };
   int64_t known(int64_t i) const;  // prompt + generated: tokens whose identity is known
   void next_continuous(Iteration& it);
@@ -168,6 +203,9 @@ class Scheduler {
   void preempt(int64_t i, Iteration& it);
   int64_t reservation(int64_t i) const;
   int64_t reservation_for(int64_t prompt) const;  // prompt + max_output, capped at max_context
+  // A speculative verification finished: draws the accepted count, keeps the accepted tokens
+  // and the target's own, rolls the other verified positions back.
+  void complete_verification(const IterationItem& item);
 
   SchedulerOptions options_;
   const std::vector<Request>& requests_;
@@ -185,7 +223,9 @@ class Scheduler {
   // Static batching: the batch in flight and its padded prompt length.
   std::vector<int64_t> batch_;
   int64_t batch_prompt_ = 0;
-  int64_t batch_output_ = 0;  // the longest output in the batch
+  int64_t batch_output_ = 0;   // the longest output in the batch
+  SplitMix64 acceptance_rng_;  // speculative acceptance draws
+  SpeculativeCounts speculative_counts_;
 };
 
 // ---- the time of one iteration ----
@@ -221,15 +261,29 @@ class IterationCost final : public IterationTimer {
   // iterative block denoising is documented here) and what the Analyzer refuses.
   IterationCost(const Model& model, const Hardware& hardware, const AnalysisOptions& options);
 
+  // A speculative verification item (draft_tokens > 0) needs logits at all its positions;
+  // the draft's steps are not in it (SpeculativeIterationCost adds them).
   double seconds(const Iteration& it, const Scheduler& scheduler) override;
   // The same with `resident_kv_tokens` tokens in the KV cache (they pick the rates).
   double seconds(const Iteration& it, int64_t resident_kv_tokens);
   // KV bytes one GPU adds per token (full-attention and MLA layers; 0 for a model of constant
   // state only) and what it holds per sequence whatever its length (sliding-window layers at
   // their full window, SSM and linear-attention states).
-  int64_t kv_bytes_per_token() const override { return kv_bytes_per_token_; }
+  // With a companion (add_companion), its bytes are included in both.
+  int64_t kv_bytes_per_token() const override {
+    return kv_bytes_per_token_ + companion_kv_bytes_per_token_;
+  }
   int64_t state_bytes_per_sequence() const { return state_bytes_per_sequence_; }
-  int64_t weight_bytes() const { return weight_bytes_; }  // of one GPU
+  int64_t weight_bytes() const { return weight_bytes_ + companion_weight_bytes_; }  // of one GPU
+  // Another model kept in the same memory beside this one (a speculative draft beside its
+  // target, or the target beside its draft): its weights and its KV per token (cached for the
+  // same tokens) count in the working set that picks the memory level, in the weights that
+  // kv_bytes_available subtracts, in the KV bytes per token that size the cache (configure)
+  // and in what a swap moves.
+  void add_companion(int64_t weight_bytes, int64_t kv_bytes_per_token);
+  // Operators that are not in the inventory (draft heads) run once in an iteration with
+  // `resident_kv_tokens` cached: their roofline times at that iteration's rates, summed.
+  double ops_seconds(const std::vector<Op>& ops, int64_t resident_kv_tokens);
   // The scheduler's KV capacity from `kv_bytes` of one GPU: token slots, the slots each
   // sequence reserves for its constant state (ceil(state / bytes per token)), and for a model
   // with no growing KV a cap of max_batch at the sequences whose state fits (the token slots
@@ -275,6 +329,8 @@ class IterationCost final : public IterationTimer {
   int64_t kv_bytes_per_token_ = 0;
   int64_t state_bytes_per_sequence_ = 0;
   int64_t weight_bytes_ = 0;
+  int64_t companion_weight_bytes_ = 0;
+  int64_t companion_kv_bytes_per_token_ = 0;
   std::vector<bool> context_dependent_;  // per op index of the inventory's step lists
   std::unordered_map<uint64_t, double> shared_memo_;
   std::unordered_map<uint64_t, Split> sequence_memo_;
@@ -323,6 +379,7 @@ struct ServingMetrics {
   double kv_peak_allocated_fraction = 0;
   double kv_shared_fraction = 0;  // paged: slots sharing saves / slots owners would need
   int64_t copy_on_writes = 0;
+  SpeculativeCounts speculative;  // all zero without speculative decoding
 };
 
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o);

@@ -326,23 +326,7 @@ SpeculativeResult SpeculativeAnalyzer::analyze(const Workload& w, const Workload
   const ParallelLayout& layout = target_.options().costing.parallel;
   const int64_t end = checked_add(w.prompt, decoded);  // S + G - 1 positions
   const int64_t end_k = checked_add(end, config_.k);
-  if (config_.form == DraftForm::medusa) {
-    const std::vector<Op> heads = head_ops(1, config_.k);
-    r.draft_weight_bytes =
-        checked_mul(config_.k, checked_add(heads[0].bytes.weights, heads[2].bytes.weights)) /
-        layout.tp;
-  } else if (config_.form == DraftForm::eagle) {
-    // One layer's weights (a two-layer model minus a one-layer one) and the fusing FC; the
-    // embedding and head are the target's.
-    const int64_t one = weight_bytes_per_gpu(first_layers_model(target, 1), p, layout);
-    const int64_t per_layer =
-        target.layers.front().count >= 2
-            ? weight_bytes_per_gpu(first_layers_model(target, 2), p, layout) - one
-            : one;
-    r.draft_weight_bytes = checked_add(per_layer, fuse_ops(1).front().bytes.weights / layout.tp);
-  } else if (!config_.draft_shares_weights) {
-    r.draft_weight_bytes = draft_->model_figures().weight_bytes_per_gpu;
-  }
+  r.draft_weight_bytes = draft_weight_bytes();
   if (draft_) {
     r.draft_kv_bytes =
         checked_mul(w.batch, state_bytes_per_gpu(draft_->model(), end_k, p.kv_cache, layout));
@@ -357,6 +341,28 @@ SpeculativeResult SpeculativeAnalyzer::analyze(const Workload& w, const Workload
   return r;
 }
 
+int64_t SpeculativeAnalyzer::draft_weight_bytes() const {
+  const Model& target = target_.model();
+  const Precision& p = target_.options().costing.precision;
+  const ParallelLayout& layout = target_.options().costing.parallel;
+  if (config_.form == DraftForm::medusa) {
+    const std::vector<Op> heads = head_ops(1, config_.k);
+    return checked_mul(config_.k, checked_add(heads[0].bytes.weights, heads[2].bytes.weights)) /
+           layout.tp;
+  }
+  if (config_.form == DraftForm::eagle) {
+    // One layer's weights (a two-layer model minus a one-layer one) and the fusing FC; the
+    // embedding and head are the target's.
+    const int64_t one = weight_bytes_per_gpu(first_layers_model(target, 1), p, layout);
+    const int64_t per_layer =
+        target.layers.front().count >= 2
+            ? weight_bytes_per_gpu(first_layers_model(target, 2), p, layout) - one
+            : one;
+    return checked_add(per_layer, fuse_ops(1).front().bytes.weights / layout.tp);
+  }
+  return config_.draft_shares_weights ? 0 : draft_->model_figures().weight_bytes_per_gpu;
+}
+
 int64_t SpeculativeAnalyzer::no_gain_batch(int64_t prompt, int64_t generate, int64_t limit) {
   const int64_t context = checked_add(prompt, (generate - 1) / 2);
   for (int64_t b = 1; b <= limit; b *= 2) {
@@ -365,6 +371,117 @@ int64_t SpeculativeAnalyzer::no_gain_batch(int64_t prompt, int64_t generate, int
     if (!gain) return b;
   }
   return 0;
+}
+
+// ---- serving ----
+
+SpeculativeIterationCost::SpeculativeIterationCost(const Model& target, std::optional<Model> draft,
+                                                   const Hardware& hardware,
+                                                   const AnalysisOptions& options,
+                                                   SpeculativeConfig config)
+    : analyzer_(target, hardware, options),
+      speculative_(analyzer_, std::move(draft), std::move(config)),
+      target_(target, hardware, options) {
+  const SpeculativeConfig& c = speculative_.config();
+  const auto constant_state = [](const IterationCost& cost) {
+    return cost.state_bytes_per_sequence() != 0 || cost.kv_bytes_per_token() == 0;
+  };
+  if (constant_state(target_)) {
+    throw std::invalid_argument(
+        target.name +
+        " holds constant per-sequence state (sliding windows, SSM or linear-attention state): "
+        "rolling back rejected speculative positions would need that state checkpointed, which "
+        "serving does not model");
+  }
+  draft_weight_bytes_ = speculative_.draft_weight_bytes();
+  const int64_t target_weights = target_.weight_bytes();
+  const int64_t target_kv = target_.kv_bytes_per_token();
+  if (const Model* d = speculative_.draft_model()) {
+    draft_.emplace(*d, hardware, options);
+    if (constant_state(*draft_)) {
+      throw std::invalid_argument("the draft " + d->name +
+                                  " holds constant per-sequence state, whose rollback serving "
+                                  "does not model");
+    }
+    // A separate model and the EAGLE layer cache their own K and V; a draft of the target's
+    // first layers reads and writes the target's cache (its layers' K and V are the target's).
+    draft_cache_ = !c.draft_shares_weights;
+    if (draft_cache_) draft_kv_bytes_per_token_ = draft_->kv_bytes_per_token();
+    // The draft's pass sees everything both models keep: the target's weights and the draft's
+    // extra ones, both caches; what its own figures leave out is its companion (for a draft of
+    // shared weights, the target's layers beyond it).
+    draft_->add_companion(std::max<int64_t>(0, checked_add(target_weights, draft_weight_bytes_) -
+                                                   draft_->weight_bytes()),
+                          std::max<int64_t>(0, checked_add(target_kv, draft_kv_bytes_per_token_) -
+                                                   draft_->kv_bytes_per_token()));
+  }
+  target_.add_companion(draft_weight_bytes_, draft_kv_bytes_per_token_);
+}
+
+double SpeculativeIterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
+  return seconds(it, scheduler.kv_stored_tokens());
+}
+
+double SpeculativeIterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
+  const SpeculativeConfig& c = speculative_.config();
+  // The target's pass: prompt chunks, plain steps and verifications in one batch.
+  double target = target_.seconds(it, resident_kv_tokens);
+  int64_t verifying = 0, steps = 0;
+  for (const IterationItem& item : it.items) {
+    if (item.draft_tokens > 0) ++verifying;
+    steps = std::max(steps, item.draft_tokens);
+  }
+  if (c.form == DraftForm::medusa && verifying > 0) {
+    target += target_.ops_seconds(speculative_.head_ops(verifying, c.k), resident_kv_tokens);
+  }
+  // The draft's steps, one forward pass of the draft each.
+  double draft = 0;
+  if (draft_) {
+    if (draft_cache_ && static_cast<int64_t>(it.items.size()) > verifying) {
+      steps = std::max<int64_t>(steps, 1);  // the draft's prefill of the other items' tokens
+    }
+    for (int64_t step = 0; step < steps; ++step) {
+      draft_step_.items.clear();
+      int64_t rows = 0;  // tokens the step feeds (EAGLE's fusing layer runs on each)
+      for (const IterationItem& item : it.items) {
+        IterationItem d;
+        d.request = item.request;
+        if (item.draft_tokens > step) {
+          // Feeds the last token (step 0: with those the draft's cache lacks) or the previous
+          // draft token, and samples the next draft token.
+          const int64_t lag = step == 0 ? item.draft_lag : 0;
+          d.new_tokens = 1 + lag;
+          d.past = item.past + step - lag;
+          d.emits_token = true;
+        } else if (step == 0 && draft_cache_ && item.draft_tokens == 0) {
+          // The same prompt tokens (or plain step) as the target, to keep its cache level with
+          // the target's; no logits.
+          d.new_tokens = item.new_tokens + item.draft_lag;
+          d.past = item.past - item.draft_lag;
+        } else {
+          continue;
+        }
+        rows = checked_add(rows, d.new_tokens);
+        draft_step_.items.push_back(d);
+      }
+      if (draft_step_.items.empty()) continue;
+      draft += draft_->seconds(draft_step_, resident_kv_tokens);
+      if (c.form == DraftForm::eagle) {
+        draft += draft_->ops_seconds(speculative_.fuse_ops(rows), resident_kv_tokens);
+      }
+    }
+  }
+  last_draft_s_ = draft;
+  last_target_s_ = target;
+  return draft + target;
+}
+
+void SpeculativeIterationCost::configure(SchedulerOptions& s, double kv_bytes) const {
+  target_.configure(s, kv_bytes);
+  const SpeculativeConfig& c = speculative_.config();
+  s.speculative.k = c.k;
+  s.speculative.acceptance = c.acceptance;
+  s.speculative.draft_cache = draft_cache_;
 }
 
 }  // namespace streamspark::engine

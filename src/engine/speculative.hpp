@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/analysis.hpp"
+#include "engine/serving.hpp"
 
 namespace streamspark::engine {
 
@@ -137,10 +138,16 @@ class SpeculativeAnalyzer {
   // than plain decoding, at this prompt and generate; 0 when speculation pays up to `limit`.
   int64_t no_gain_batch(int64_t prompt, int64_t generate, int64_t limit = 65536);
 
+  // Draft weights one GPU holds beyond the target's: none for a draft of the target's own
+  // layers; a draft model's; the Medusa heads; the EAGLE layer and its fusing layer.
+  int64_t draft_weight_bytes() const;
+  // Medusa: the k heads on `batch` sequences' last hidden states (run in the verification).
+  std::vector<Op> head_ops(int64_t batch, int64_t k) const;
+  // EAGLE: the layer fusing the target's feature and the token embedding, on `rows` tokens.
+  std::vector<Op> fuse_ops(int64_t rows) const;
+
  private:
   double draft_steps_s(int64_t batch, int64_t context, int64_t k);
-  std::vector<Op> head_ops(int64_t batch, int64_t k) const;  // medusa
-  std::vector<Op> fuse_ops(int64_t batch) const;             // eagle
   int64_t k_limit() const;
 
   Analyzer& target_;
@@ -157,5 +164,64 @@ class SpeculativeAnalyzer {
 // The target's first `layers` layers with its own embedding, final norm and head: a
 // self-speculative draft (one layer kind only). Throws std::invalid_argument otherwise.
 Model first_layers_model(const Model& target, int64_t layers);
+
+// The time of one serving iteration with speculative decoding (serve-sim --speculative), on
+// one GPU of the layout, for a scheduler with SchedulerOptions::speculative set (configure):
+//  - the draft's steps: step i (0 <= i < k) runs every verifying sequence with more than i
+//    draft tokens, one token at past + i (the first step also the tokens its cache lacks,
+//    IterationItem::draft_lag) with logits; a draft with a cache of its own (a separate model,
+//    the EAGLE layer) also runs, in its first step, the tokens of every other item (prompts and
+//    prompt chunks: the draft must prefill them too) without logits. Medusa: no draft steps;
+//  - the target's pass: prefill chunks and verifications (k+1 positions, logits at each) as
+//    IterationCost prices a mixed batch; Medusa's k heads on each verifying sequence.
+// Each draft step and the target's pass is a forward pass of its own model priced by an
+// IterationCost of that model (selective batching, per-sequence attention at each sequence's
+// context), at the rates of the memory level that holds both models' weights and KV caches.
+// The draft's KV cache (a separate model, the EAGLE layer) is kept for the same tokens as the
+// target's: its bytes per token add to the target's in the KV capacity and swaps; a draft of
+// the target's first layers and Medusa heads share the target's cache.
+class SpeculativeIterationCost final : public IterationTimer {
+ public:
+  // Throws std::invalid_argument for what SpeculativeAnalyzer and IterationCost refuse, and
+  // for models with constant per-sequence state (sliding windows, SSM and linear-attention
+  // states): rolling back rejected positions there needs state checkpoints, not modelled.
+  SpeculativeIterationCost(const Model& target, std::optional<Model> draft,
+                           const Hardware& hardware, const AnalysisOptions& options,
+                           SpeculativeConfig config);
+  SpeculativeIterationCost(const SpeculativeIterationCost&) = delete;
+  SpeculativeIterationCost& operator=(const SpeculativeIterationCost&) = delete;
+
+  double seconds(const Iteration& it, const Scheduler& scheduler) override;
+  double seconds(const Iteration& it, int64_t resident_kv_tokens);
+  // Target + the draft's own cache, per token and GPU.
+  int64_t kv_bytes_per_token() const override { return target_.kv_bytes_per_token(); }
+
+  // The target's cost with the draft as its companion (weights, KV bytes per token):
+  // kv_bytes_available subtracts both models' weights.
+  IterationCost& target() { return target_; }
+  // The KV capacity (IterationCost::configure with both caches per token) and
+  // s.speculative's k, acceptance and draft_cache; the seed is the caller's.
+  void configure(SchedulerOptions& s, double kv_bytes) const;
+
+  const SpeculativeConfig& config() const { return speculative_.config(); }
+  int64_t draft_weight_bytes() const { return draft_weight_bytes_; }
+  int64_t draft_kv_bytes_per_token() const { return draft_kv_bytes_per_token_; }
+  bool draft_cache() const { return draft_cache_; }
+  // The last iteration's parts: the draft's steps and the target's pass.
+  double last_draft_s() const { return last_draft_s_; }
+  double last_target_s() const { return last_target_s_; }
+
+ private:
+  Analyzer analyzer_;  // the target's: the speculative analyzer's checks and extra operators
+  SpeculativeAnalyzer speculative_;
+  IterationCost target_;
+  std::optional<IterationCost> draft_;
+  bool draft_cache_ = false;
+  int64_t draft_weight_bytes_ = 0;
+  int64_t draft_kv_bytes_per_token_ = 0;  // 0 when the draft shares the target's cache
+  Iteration draft_step_;                  // storage reused across iterations
+  double last_draft_s_ = 0;
+  double last_target_s_ = 0;
+};
 
 }  // namespace streamspark::engine

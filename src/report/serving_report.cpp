@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "report/analysis_report.hpp"
+#include "report/speculative_report.hpp"
 #include "report/table.hpp"
 #include "report/units.hpp"
 
@@ -70,6 +71,52 @@ std::string show(double v, bool time) {
   return time ? format_time(v) : significant(v);
 }
 
+// a / b, 0 when b is 0 (no pass ran: every output was one token).
+double ratio(int64_t a, int64_t b) {
+  return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
+
+std::string speculative_line(const SpeculativeServing& sp, const engine::SpeculativeCounts& c) {
+  std::string out = fmt::format(
+      "speculative decoding: {} · {} passes (one per sequence and iteration)\n"
+      "per pass: {} draft tokens accepted (expected {}; {} of those tested) · {} tokens out · {} "
+      "verified positions rolled back\n",
+      describe_speculative(sp.config, sp.draft), c.passes,
+      significant(ratio(c.accepted, c.passes), 3),
+      significant(engine::expected_tokens_per_pass(sp.config.acceptance, sp.config.k) - 1, 3),
+      percent(ratio(c.accepted, c.examined)), significant(ratio(c.emitted, c.passes), 3),
+      significant(ratio(c.wasted, c.passes), 3));
+  out += fmt::format("draft per GPU: {} of weights, {} of KV per token{}\n",
+                     format_bytes(static_cast<double>(sp.draft_weight_bytes)),
+                     format_bytes(static_cast<double>(sp.draft_kv_bytes_per_token)),
+                     sp.draft_kv_bytes_per_token == 0 ? " (it uses the target's cache)"
+                                                      : " (in the KV capacity above)");
+  return out;
+}
+
+json speculative_serving_json(const SpeculativeServing& sp, const engine::SpeculativeCounts& c) {
+  const engine::SpeculativeConfig& config = sp.config;
+  return json{
+      {"form", engine::draft_form_name(config.form)},
+      {"draft", sp.draft},
+      {"draft_shares_weights", config.draft_shares_weights},
+      {"k", config.k},
+      {"acceptance", config.acceptance},
+      {"draft_weight_bytes", sp.draft_weight_bytes},
+      {"draft_kv_bytes_per_token", sp.draft_kv_bytes_per_token},
+      {"expected_tokens_per_pass", engine::expected_tokens_per_pass(config.acceptance, config.k)},
+      {"passes", c.passes},
+      {"drafted_tokens", c.drafted},
+      {"examined_tokens", c.examined},
+      {"accepted_tokens", c.accepted},
+      {"emitted_tokens", c.emitted},
+      {"wasted_tokens", c.wasted},
+      {"accepted_per_pass", ratio(c.accepted, c.passes)},
+      {"tokens_per_pass", ratio(c.emitted, c.passes)},
+      {"wasted_tokens_per_pass", ratio(c.wasted, c.passes)},
+      {"acceptance_rate", ratio(c.accepted, c.examined)}};
+}
+
 }  // namespace
 
 std::string serving_table(const ServingRun& r) {
@@ -105,10 +152,12 @@ std::string serving_table(const ServingRun& r) {
                        m.copy_on_writes);
   }
   out += fmt::format(" · {} preemptions\n", m.preemptions);
+  if (r.speculative) out += speculative_line(*r.speculative, m.speculative);
   return out;
 }
 
-json serving_json(const ServingRun& r) {
+// The run without its speculative part.
+static json plain_serving_json(const ServingRun& r) {
   const ServingMetrics& m = r.metrics;
   const engine::SchedulerOptions& s = r.scheduler;
   return json{{"model", r.model},
@@ -147,6 +196,14 @@ json serving_json(const ServingRun& r) {
                 {"waste_fraction", m.kv_waste_fraction},
                 {"shared_fraction", m.kv_shared_fraction},
                 {"copy_on_writes", m.copy_on_writes}}}};
+}
+
+json serving_json(const ServingRun& r) {
+  json j = plain_serving_json(r);
+  if (r.speculative) {
+    j["speculative"] = speculative_serving_json(*r.speculative, r.metrics.speculative);
+  }
+  return j;
 }
 
 std::string requests_csv(const std::vector<engine::RequestOutcome>& outcomes) {

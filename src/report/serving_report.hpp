@@ -6,13 +6,23 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/serving.hpp"
+#include "engine/speculative.hpp"
 
 namespace streamspark::report {
+
+// Speculative decoding in a serving run: the draft, its settings and what it adds per GPU.
+struct SpeculativeServing {
+  std::string draft;  // as describe_speculative's draft part
+  engine::SpeculativeConfig config;
+  int64_t draft_weight_bytes = 0;
+  int64_t draft_kv_bytes_per_token = 0;  // 0: the draft shares the target's cache
+};
 
 struct ServingRun {
   std::string model;
@@ -23,8 +33,9 @@ struct ServingRun {
   double slo_ttft_s = 0;
   double slo_tpot_s = 0;
   int64_t kv_capacity_tokens = 0;  // of one replica's GPUs (all its pipeline schedulers)
-  engine::ParallelLayout layout;    // of the deployment (one GPU by default)
+  engine::ParallelLayout layout;   // of the deployment (one GPU by default)
   engine::ServingMetrics metrics;
+  std::optional<SpeculativeServing> speculative;
 };
 
 std::string serving_table(const ServingRun& run);

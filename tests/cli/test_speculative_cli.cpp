@@ -93,14 +93,60 @@ TEST_CASE("--speculative errors name the flag and exit 2") {
       "run -m tiny-test --speculative heads=medusa,k=3",
       "run -m tiny-test --speculative draft=test-1mib,k=2",  // vocabulary 512 against 4096
       "run -m tiny-test --speculative draft=self,k=2",       // the target itself
-      "serve-sim -m llama2-13b -H h100-sxm --speculative draft=self:layers=4,k=4,acceptance=0.5",
+      "serve-sim -m llama2-13b -H h100-sxm -n 4 --speculative draft=self:layers=4,k=4",
+      "serve-sim -m llama2-13b -H h100-sxm -n 4 --speculative draft=self:layers=4,acceptance=0.5",
+      "serve-sim -m llama2-13b -H h100-sxm -n 4 --speculative draft=tiny-test,k=4,acceptance=0.5",
+      "serve-sim -m llama2-13b -H h100-sxm -n 4 --pp 2 "
+      "--speculative draft=self:layers=4,k=4,acceptance=0.5",
+      "serve-sim -m llama2-13b -H h100-sxm -n 4 --method bandwidth "
+      "--speculative draft=self:layers=4,k=4,acceptance=0.5",
   };
   for (const char* args : bad) {
     CAPTURE(args);
     const Run r = run(args);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("--speculative") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line
   }
+}
+
+TEST_CASE("serve-sim --speculative: the speculative keys, and a lower TPOT than plain") {
+  const std::string base =
+      "serve-sim -m llama2-70b -H h100-sxm --tp 4 -n 30 --rate 0.5 --prompt-len 512 "
+      "--output-len 64 --format json";
+  const Run plain = run(base);
+  const Run r = run(base + " --speculative draft=llama2-7b,k=4,acceptance=0.8");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(r.exit_code == 0);
+  const json p = json::parse(plain.out), j = json::parse(r.out);
+  CHECK_FALSE(p.contains("speculative"));
+  const json& s = j["speculative"];
+  CHECK(s["form"] == "model");
+  CHECK(s["draft"] == "llama2-7b");
+  CHECK(s["k"] == 4);
+  CHECK(s["expected_tokens_per_pass"].get<double>() == doctest::Approx(3.3616));
+  for (const char* key :
+       {"passes", "drafted_tokens", "examined_tokens", "accepted_tokens", "emitted_tokens",
+        "wasted_tokens", "accepted_per_pass", "tokens_per_pass", "wasted_tokens_per_pass",
+        "acceptance_rate", "draft_weight_bytes", "draft_kv_bytes_per_token"}) {
+    CAPTURE(key);
+    CHECK(s.contains(key));
+  }
+  // Every token after each request's first comes out of a pass.
+  CHECK(s["emitted_tokens"].get<int64_t>() == 30 * 63);
+  CHECK(s["wasted_tokens"].get<int64_t>() == s["drafted_tokens"].get<int64_t>() +
+                                                 s["passes"].get<int64_t>() -
+                                                 s["emitted_tokens"].get<int64_t>());
+  CHECK(s["draft_kv_bytes_per_token"].get<int64_t>() > 0);
+  // A lightly loaded server: speculation lowers TPOT; the draft's prefill raises TTFT.
+  CHECK(j["tpot_s"]["p50"].get<double>() < p["tpot_s"]["p50"].get<double>());
+  CHECK(j["ttft_s"]["p50"].get<double>() > p["ttft_s"]["p50"].get<double>());
+  // The table says the same; the same seed gives the same run.
+  const Run t = run(base.substr(0, base.find(" --format")) +
+                    " --speculative heads=medusa,k=3,acceptance=0.7:0.5:0.3");
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("speculative decoding: 3 Medusa heads") != std::string::npos);
+  CHECK(run(base + " --speculative draft=llama2-7b,k=4,acceptance=0.8").out == r.out);
 }
 
 TEST_CASE("sweep --speculative adds the spec_ columns") {

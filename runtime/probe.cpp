@@ -288,6 +288,13 @@ engine::Model probe_model(int64_t vocab, int64_t d, int64_t heads, int64_t kv_he
   return m;
 }
 
+// One GPU's (or the CPU's) operators at a precision: no parallel layout.
+engine::CostingConfig costing(const engine::Precision& precision) {
+  engine::CostingConfig c;
+  c.precision = precision;
+  return c;
+}
+
 const engine::Op& op_of(const std::vector<engine::Op>& ops, engine::OpId id) {
   for (const engine::Op& op : ops) {
     if (op.id == id) return op;
@@ -304,7 +311,7 @@ void Probe::sample_kernel_classes() {
   // Elementwise, norm, RoPE and gather over `rows` rows of D = 1024 (F = D; 16 heads of 64
   // rotated per row).
   const int64_t d = 1024;
-  const engine::OpInventory rows_inventory(probe_model(4096, d, 8, 4, 64, d), {p, {}});
+  const engine::OpInventory rows_inventory(probe_model(4096, d, 8, 4, 64, d), costing(p));
   const std::vector<int64_t> row_counts = options.quick
                                               ? std::vector<int64_t>{1, 64, 4096}
                                               : std::vector<int64_t>{1, 8, 64, 512, 4096, 32768};
@@ -349,7 +356,7 @@ void Probe::sample_kernel_classes() {
   }
   for (const AttentionShape& s : shapes) {
     const engine::OpInventory inventory(
-        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256), {p, {}});
+        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256), costing(p));
     std::vector<engine::Op> ops;
     inventory.build(
         {s.tokens > 1 ? engine::Phase::prefill : engine::Phase::decode, s.batch, s.tokens, s.past},
@@ -391,7 +398,7 @@ void Probe::sample_kernel_classes() {
   // Sampling: argmax over the logits of each sequence, by the backend's sampler on its own
   // memory (the tokens come back to the host, as in a generation step).
   for (const int64_t vocab : {4096, 32000, 128256}) {
-    const engine::OpInventory inventory(probe_model(vocab, 256, 4, 4, 64, 256), {p, {}});
+    const engine::OpInventory inventory(probe_model(vocab, 256, 4, 4, 64, 256), costing(p));
     for (const int64_t batch : {1, 16}) {
       std::vector<engine::Op> ops;
       inventory.build(engine::StepShape::decode(batch, 1), ops);

@@ -190,7 +190,8 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
     // The mean of a linear function over the segment is its value at the mean context.
     const double mean_state = s0 + slope * static_cast<double>(count - 1) / 2.0;
     inventory_.build(StepShape::decode(batch, first), level_ops_);
-    const double bandwidth = rates_.at_working_set(step_working_set(level_ops_)).bandwidth;
+    const double bandwidth =
+        rates_.at_working_set(static_cast<double>(step_working_set(level_ops_))).bandwidth;
     return static_cast<double>(count) *
            bandwidth_decode_time(batch, weights, mean_state, bandwidth);
   }
@@ -221,7 +222,8 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
   std::vector<DecodeLine> lines;
   lines.reserve(scratch_ops2_.size());
   // One memory level for the whole segment (level_starts splits where it changes).
-  const DeviceRates rates = rates_.at_working_set(step_working_set(scratch_ops2_));
+  const DeviceRates rates =
+      rates_.at_working_set(static_cast<double>(step_working_set(scratch_ops2_)));
   for (size_t i = 0; i < scratch_ops2_.size(); ++i) {
     const Op& at = scratch_ops2_[i];
     const Op& next = scratch_ops3_[i];
@@ -507,7 +509,8 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
   if (options_.method != Method::bandwidth) *time_s += n * rates_.step_overhead_s;  // per pass
   const double sum_j = n * (n - 1) / 2;
   const double sum_j2 = (n - 1) * n * (2 * n - 1) / 6;
-  const DeviceRates rates = rates_.at_working_set(step_working_set(scratch_ops_));
+  const DeviceRates rates =
+      rates_.at_working_set(static_cast<double>(step_working_set(scratch_ops_)));
   for (size_t i = 0; i < scratch_ops_.size(); ++i) {
     const Op& o0 = scratch_ops_[i];
     const Op& o1 = scratch_ops2_[i];

@@ -57,6 +57,18 @@ DeviceRates DeviceRates::at_bucket(int64_t bucket) const {
   return r;
 }
 
+double WorkingSetModel::anchor_position(const GemmAnchor& below, const GemmAnchor& above,
+                                        double log_ws) const {
+  const double in_log_ws =
+      (log_ws - below.log_working_set) / (above.log_working_set - below.log_working_set);
+  if (!curve) return in_log_ws;
+  const double b_below = std::log(hardware.bandwidth_at(std::exp(below.log_working_set)));
+  const double b_above = std::log(hardware.bandwidth_at(std::exp(above.log_working_set)));
+  if (std::abs(b_above - b_below) < kCurveStepForPosition) return in_log_ws;
+  const double b = std::log(hardware.bandwidth_at(std::exp(log_ws)));
+  return std::clamp((b - b_below) / (b_above - b_below), 0.0, 1.0);
+}
+
 double WorkingSetModel::gemm_seconds(double log_ws, int64_t m, int64_t n, int64_t k) const {
   // The anchors that measured this m; when none did, those with the largest m.
   int64_t cover = 0;
@@ -80,8 +92,7 @@ double WorkingSetModel::gemm_seconds(double log_ws, int64_t m, int64_t n, int64_
     const GemmAnchor* only = below ? below : above;
     return flops / std::exp(only->table.log_rate(m, n, k));
   }
-  const double t =
-      (log_ws - below->log_working_set) / (above->log_working_set - below->log_working_set);
+  const double t = anchor_position(*below, *above, log_ws);
   const double lo = below->table.log_rate(m, n, k), hi = above->table.log_rate(m, n, k);
   return flops / std::exp(lo + t * (hi - lo));
 }

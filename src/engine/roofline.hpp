@@ -80,9 +80,20 @@ struct WorkingSetModel {
   // Calibrated method, a probed file whose GEMM format is the one computed in; ascending.
   std::vector<GemmAnchor> gemm;
   // Seconds of an m x n x k product at this log working set: log FLOP/s interpolated linearly
-  // in log working set between the nearest anchors on either side that measured this m (or,
-  // when none did, the anchors with the largest m), clamped to the outermost.
+  // between the nearest anchors on either side that measured this m (or, when none did, the
+  // anchors with the largest m), clamped to the outermost. The position between two anchors
+  // is `anchor_position`.
   double gemm_seconds(double log_working_set, int64_t m, int64_t n, int64_t k) const;
+  // Where a working set lies between two anchors, 0 at `below` and 1 at `above`: in log
+  // working set, unless the measured bandwidth curve changes by more than 10 % between them
+  // (a cache knee lies between): then along the curve, the fraction of the log bandwidth
+  // change from `below` to `above` reached at this working set (clamped to [0, 1]). Anchors
+  // are x4 apart and the curve x2, so a knee between two anchors (a 32 MiB L3 between 16 and
+  // 64 MiB) moves a bandwidth-bound product's rate where the curve moves, while a compute-
+  // bound product, whose rate is the same at both anchors, keeps it.
+  double anchor_position(const GemmAnchor& below, const GemmAnchor& above,
+                         double log_working_set) const;
+  static constexpr double kCurveStepForPosition = 0.0953101798;  // log(1.1)
 };
 
 // The rates an operator of a given kind runs at on a given device and precision.

@@ -148,8 +148,10 @@ std::string speculative_run_table(const SpeculativeMeasurement& m) {
       "passes {} · accepted tokens per pass {} (of {} drafted) · tokens per pass {} · acceptance "
       "rate {} ({} kept of {} tested)\n",
       m.passes,
-      significant(static_cast<double>(m.accepted) / std::max<double>(1, m.sequence_passes), 3), m.k,
-      significant(m.tokens_per_pass, 3), significant(m.acceptance_rate, 3), m.accepted,
+      significant(
+          static_cast<double>(m.accepted) / std::max(1.0, static_cast<double>(m.sequence_passes)),
+          3),
+      m.k, significant(m.tokens_per_pass, 3), significant(m.acceptance_rate, 3), m.accepted,
       m.accepted + m.rejected);
   Table t;
   for (const char* h :
@@ -208,8 +210,8 @@ nlohmann::json speculative_run_json(const SpeculativeMeasurement& m) {
                    {"accepted", m.accepted},
                    {"rejected", m.rejected},
                    {"emitted", m.emitted},
-                   {"accepted_per_pass",
-                    static_cast<double>(m.accepted) / std::max<double>(1, m.sequence_passes)},
+                   {"accepted_per_pass", static_cast<double>(m.accepted) /
+                                             std::max(1.0, static_cast<double>(m.sequence_passes))},
                    {"tokens_per_pass", m.tokens_per_pass},
                    {"acceptance_rate", m.acceptance_rate},
                    {"examined_at_depth", m.examined_at_depth},

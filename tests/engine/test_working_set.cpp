@@ -90,7 +90,8 @@ TEST_CASE("bandwidth is the probe's curve interpolated log-log at the working se
   CHECK(sheet.bandwidth_at(16 * MiB) == doctest::Approx(11.5e9));  // "l3" as the file says
 }
 
-TEST_CASE("a GEMM costs the plateau rate at 15 MiB and main memory's at 100 MiB, whatever L3 says") {
+TEST_CASE(
+    "a GEMM costs the plateau rate at 15 MiB and main memory's at 100 MiB, whatever L3 says") {
   const DeviceRates rates = calibrated_fp32(vm_with_wrong_l3());
   // 4 MiB of weights at 28 GB/s (the 4-32 MiB plateau): 4194304 / 28e9 = 149.8 us; the
   // cache-level model would have used the "l3" level measured at 130 MiB: 11.5 GB/s, +143 %.
@@ -135,4 +136,25 @@ TEST_CASE("the decode step of a model whose working set is on the plateau costs 
   CHECK(r.decode.bytes.weights == 15'280'128);
   CHECK(r.decode.time_s > weights_s);
   CHECK(r.decode.time_s < weights_s * 1.05);
+}
+
+TEST_CASE("between two GEMM anchors with a cache knee between them, products follow the curve") {
+  const Hardware h = vm_with_wrong_l3();
+  const DeviceRates rates = calibrated_fp32(h);
+  // 48 MiB lies between the 16 MiB anchor (28 GB/s) and the 64 MiB one (12 GB/s), past the
+  // 32 MiB knee. The curve there: 28e9 * (12/28)^(log2(48/32)) = 28e9 * (12/28)^0.585 =
+  // 17.05 GB/s. A bandwidth-bound product (4 MiB of weights) runs at the curve's rate:
+  // 4194304 / 17.05e9 = 246 us. Interpolating in log working set instead would put 48 MiB
+  // log4(3) = 79 % of the way to main memory: 28e9 * (12/28)^0.792 = 14.0 GB/s (+22 %).
+  const double at_curve = 4 * MiB / h.bandwidth_at(48 * MiB);
+  CHECK(h.bandwidth_at(48 * MiB) == doctest::Approx(17.05e9).epsilon(0.005));
+  CHECK(gemv_at(rates, 48 * MiB) == doctest::Approx(at_curve).epsilon(0.01));
+  // A compute-bound product (256 x 1024 x 1024 at 50 GFLOP/s: 2 * 256 * 1024^2 / 50e9 =
+  // 10.74 ms at every anchor) keeps that time between the anchors.
+  const double compute = 2.0 * 256 * 1024 * 1024 / 50e9;
+  for (const double ws : {20.0, 33.0, 48.0, 60.0}) {
+    CHECK(roofline_cost(gemm_op(256, 1024, 1024, Precision::uniform(DType::fp32)),
+                        rates.at_working_set(ws * MiB))
+              .time_s == doctest::Approx(compute).epsilon(0.01));
+  }
 }

@@ -487,7 +487,10 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
     return p;
   };
   std::vector<GemmPoint> points;
-  const int passes = 3;
+  // Quick mode times each point over one short window per pass (2 ms): on a shared machine a
+  // cache-resident working set runs at two or three times its speed from one second to the
+  // next (another tenant's use of a shared L3), so it takes the median of five passes.
+  const int passes = probe.options.quick ? 5 : 3;
   // One buffer of the largest anchor's size holds every anchor's and shape's copies (an
   // anchor uses its first bytes).
   int64_t largest = 0;

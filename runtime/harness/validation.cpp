@@ -149,75 +149,101 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
   // context S + i - 1, so the timed steps cover contexts S + W .. S + G - 2.
   const double steps = static_cast<double>(G - 1 - W);
   const auto repeats = static_cast<size_t>(plan.repeats);
+  // The points in report order, each with its prompts and measurements.
+  struct PointRuns {
+    int64_t batch, prompt;
+    std::vector<int32_t> tokens;
+    std::vector<double> ttft, tpot;
+    std::vector<OpTimer> prefill_times, decode_times;
+  };
+  std::vector<PointRuns> runs;
   for (const int64_t S : plan.prompts) {
     for (const int64_t B : plan.batches) {
-      const auto tokens = random_prompts(B, S, model.vocab_size, plan.seed + 1);
-      // Warm-up, then timed repetitions of the whole steps (nothing timed inside them), then
-      // as many with every operator timed between backend marks (no synchronisation between
-      // operators), each after the device's caches are flushed.
-      (void)generate(decoder, tokens, B, S, G, {});
-      std::vector<double> ttft, tpot;
-      for (size_t r = 0; r < repeats; ++r) {
-        const Generation g = generate(decoder, tokens, B, S, G, {});
-        ttft.push_back(g.ttft_s);
-        tpot.push_back(std::accumulate(g.step_s.begin() + W, g.step_s.end(), 0.0) / steps);
-      }
-      std::vector<OpTimer> prefill_times(repeats), decode_times(repeats);
-      for (size_t r = 0; r < repeats; ++r) {
-        backend.flush_caches();
-        (void)generate(decoder, tokens, B, S, G, {}, &prefill_times[r], &decode_times[r], W);
-      }
-
-      // TTFT from the prompt; TPOT as the mean over the timed steps, i.e. a workload that
-      // starts decoding at context S + W.
-      const engine::WorkloadResult predicted = analyzer.analyze({B, S, G});
-      const engine::WorkloadResult steady = analyzer.analyze({B, S + W, G - W});
-      engine::require_finite(predicted);  // NonFiniteError: a number out of range
-      engine::require_finite(steady);
-      report::ValidationPoint p;
-      p.batch = B;
-      p.prompt = S;
-      p.generate = G;
-      p.prefill = {"prefill", predicted.ttft_s, engine::median(ttft)};
-      p.decode = {"decode", steady.tpot_s, engine::median(tpot)};
-      // Prefill operators: one pass. Decode operators: the mean over the steps' contexts.
-      p.prefill_ops =
-          compare_kernels(predicted_kernels(predicted.prefill_ops, 1), prefill_times, 1);
-      std::vector<PredictedKernel> decode_kernels;
-      for (int64_t c = S + W; c <= S + G - 2; ++c) {
-        const auto step = predicted_kernels(analyzer.analyze({B, c, 1}).decode_ops, steps);
-        if (decode_kernels.empty()) {
-          decode_kernels = step;
-        } else {
-          for (size_t i = 0; i < step.size(); ++i) decode_kernels[i].seconds += step[i].seconds;
-        }
-      }
-      p.decode_ops = compare_kernels(decode_kernels, decode_times, steps);
-
-      // Runtime efficiency: decode bytes per measured second against the hardware's bandwidth
-      // at the first timed step's working set (the probe's curve when it has one; the level's
-      // bandwidth otherwise); prefill GEMM FLOPs per measured GEMM second.
-      double gemm_flops = 0, gemm_seconds = 0;
-      for (const engine::OpRow& row : predicted.prefill_ops) {
-        if (row.op.kind != engine::OpKind::gemm) continue;
-        if (const auto s = measured(prefill_times, row.op.id, 1)) {
-          gemm_flops += static_cast<double>(row.op.flops * row.op.repeat);
-          gemm_seconds += *s;
-        }
-      }
-      std::vector<engine::Op> ops;
-      analyzer.inventory().build(engine::StepShape::decode(B, S + W), ops);
-      const int64_t working_set = engine::step_working_set(ops);
-      const size_t level = hardware.level_for(working_set);
-      p.decode_bandwidth = static_cast<double>(steady.decode.bytes.total()) / *p.decode.measured_s;
-      p.level = hardware.memory[level].name;
-      p.working_set_bytes = working_set;
-      p.level_bandwidth = hardware.bandwidth_at(static_cast<double>(working_set));
-      p.prefill_gemm_flops = gemm_seconds > 0 ? gemm_flops / gemm_seconds : 0;
-      // The matrix peak of the format the runtime computes in (fp32 on the CPU backend).
-      p.peak_flops = analyzer.rates().matrix_flops;
-      v.points.push_back(std::move(p));
+      runs.push_back({B,
+                      S,
+                      random_prompts(B, S, model.vocab_size, plan.seed + 1),
+                      {},
+                      {},
+                      std::vector<OpTimer>(repeats),
+                      std::vector<OpTimer>(repeats)});
     }
+  }
+  // A warm-up run of each point, then the timed repetitions in rounds over all points (round r
+  // runs every point's r-th repetition): a shared machine's slow spells (a neighbour's burst,
+  // another tenant's use of a shared cache) last from milliseconds to seconds, and rounds
+  // spread each point's repetitions over the whole measurement instead of one spell. Whole
+  // steps first (nothing timed inside them), then as many rounds with every operator timed
+  // between backend marks (no synchronisation between operators), each run after the
+  // device's caches are flushed.
+  for (PointRuns& pr : runs) (void)generate(decoder, pr.tokens, pr.batch, pr.prompt, G, {});
+  for (size_t r = 0; r < repeats; ++r) {
+    for (PointRuns& pr : runs) {
+      const Generation g = generate(decoder, pr.tokens, pr.batch, pr.prompt, G, {});
+      pr.ttft.push_back(g.ttft_s);
+      pr.tpot.push_back(std::accumulate(g.step_s.begin() + W, g.step_s.end(), 0.0) / steps);
+    }
+  }
+  for (size_t r = 0; r < repeats; ++r) {
+    for (PointRuns& pr : runs) {
+      backend.flush_caches();
+      (void)generate(decoder, pr.tokens, pr.batch, pr.prompt, G, {}, &pr.prefill_times[r],
+                     &pr.decode_times[r], W);
+    }
+  }
+  for (const PointRuns& pr : runs) {
+    const int64_t B = pr.batch, S = pr.prompt;
+    const std::vector<double>& ttft = pr.ttft;
+    const std::vector<double>& tpot = pr.tpot;
+    const std::vector<OpTimer>& prefill_times = pr.prefill_times;
+    const std::vector<OpTimer>& decode_times = pr.decode_times;
+    // TTFT from the prompt; TPOT as the mean over the timed steps, i.e. a workload that
+    // starts decoding at context S + W.
+    const engine::WorkloadResult predicted = analyzer.analyze({B, S, G});
+    const engine::WorkloadResult steady = analyzer.analyze({B, S + W, G - W});
+    engine::require_finite(predicted);  // NonFiniteError: a number out of range
+    engine::require_finite(steady);
+    report::ValidationPoint p;
+    p.batch = B;
+    p.prompt = S;
+    p.generate = G;
+    p.prefill = {"prefill", predicted.ttft_s, engine::median(ttft)};
+    p.decode = {"decode", steady.tpot_s, engine::median(tpot)};
+    // Prefill operators: one pass. Decode operators: the mean over the steps' contexts.
+    p.prefill_ops = compare_kernels(predicted_kernels(predicted.prefill_ops, 1), prefill_times, 1);
+    std::vector<PredictedKernel> decode_kernels;
+    for (int64_t c = S + W; c <= S + G - 2; ++c) {
+      const auto step = predicted_kernels(analyzer.analyze({B, c, 1}).decode_ops, steps);
+      if (decode_kernels.empty()) {
+        decode_kernels = step;
+      } else {
+        for (size_t i = 0; i < step.size(); ++i) decode_kernels[i].seconds += step[i].seconds;
+      }
+    }
+    p.decode_ops = compare_kernels(decode_kernels, decode_times, steps);
+
+    // Runtime efficiency: decode bytes per measured second against the hardware's bandwidth
+    // at the first timed step's working set (the probe's curve when it has one; the level's
+    // bandwidth otherwise); prefill GEMM FLOPs per measured GEMM second.
+    double gemm_flops = 0, gemm_seconds = 0;
+    for (const engine::OpRow& row : predicted.prefill_ops) {
+      if (row.op.kind != engine::OpKind::gemm) continue;
+      if (const auto s = measured(prefill_times, row.op.id, 1)) {
+        gemm_flops += static_cast<double>(row.op.flops * row.op.repeat);
+        gemm_seconds += *s;
+      }
+    }
+    std::vector<engine::Op> ops;
+    analyzer.inventory().build(engine::StepShape::decode(B, S + W), ops);
+    const int64_t working_set = engine::step_working_set(ops);
+    const size_t level = hardware.level_for(working_set);
+    p.decode_bandwidth = static_cast<double>(steady.decode.bytes.total()) / *p.decode.measured_s;
+    p.level = hardware.memory[level].name;
+    p.working_set_bytes = working_set;
+    p.level_bandwidth = hardware.bandwidth_at(static_cast<double>(working_set));
+    p.prefill_gemm_flops = gemm_seconds > 0 ? gemm_flops / gemm_seconds : 0;
+    // The matrix peak of the format the runtime computes in (fp32 on the CPU backend).
+    p.peak_flops = analyzer.rates().matrix_flops;
+    v.points.push_back(std::move(p));
   }
   v.summarize();
   return v;

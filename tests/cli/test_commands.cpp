@@ -894,6 +894,17 @@ TEST_CASE(
             (dir / "v.txt").string() + "'")
             .exit_code == 0);
   CHECK(run("validate --measured '" + data + "published.csv' -m llama2-7b").exit_code == 2);
+  // The independent check loads and runs (its errors are reported, never asserted or tuned
+  // to); the L40S rows only by the roofline, the catalog's l40s having no achievable section.
+  const Run independent = run("validate --measured '" + data +
+                              "independent/trtllm-h100-a100.csv' --format json");
+  REQUIRE(independent.exit_code == 0);
+  CHECK(json::parse(independent.out)["rows"].size() == 23);
+  CHECK(run("validate --measured '" + data + "independent/trtllm-l40s.csv' --method roofline")
+            .exit_code == 0);
+  const Run l40s = run("validate --measured '" + data + "independent/trtllm-l40s.csv'");
+  CHECK(l40s.exit_code == 2);
+  CHECK(l40s.err.find("l40s has neither") != std::string::npos);
 
   // fit writes a hardware file the calibrated method reads; validating with it is the
   // in-sample error the fit reports.

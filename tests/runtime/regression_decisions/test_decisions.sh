@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# validate_regression.sh's decisions with the machine faked (fake_streamspark.sh): every model
+# passing exits 0; a model missing five times beside steady probes fails (exit 4); one missing
+# only while each new probe predicted 50 % slower than the last is not judged (exit 77), after
+# one fresh probe per miss; the other models still run.
+# Usage: test_decisions.sh SOURCE_DIR SCRATCH_DIR
+set -uo pipefail
+src="$1"
+scratch="$2"
+script="$src/tests/runtime/validate_regression.sh"
+fake="$src/tests/runtime/regression_decisions/fake_streamspark.sh"
+failures=0
+scenario() {
+  local name="$1" expect="$2" miss="$3" drift="$4"
+  local dir="$scratch/$name"
+  rm -rf "$dir"
+  mkdir -p "$dir/state"
+  FAKE_DIR="$dir/state" FAKE_MISS="$miss" FAKE_DRIFT="$drift" "$script" "$fake" "$dir/run" \
+    > "$dir/out.txt" 2>&1
+  local status=$?
+  if ((status != expect)); then
+    echo "$name: exit $status, expected $expect" >&2
+    cat "$dir/out.txt" >&2
+    failures=$((failures + 1))
+  fi
+  echo "$dir"
+}
+dir=$(scenario all-pass 0 "" 0)
+[[ $(cat "$dir/state/probes") == 1 ]] || { echo "all-pass: probed more than once" >&2; failures=$((failures + 1)); }
+dir=$(scenario steady-miss 4 tiny-test 0)
+grep -q "at least twice on a steady machine: tiny-test" "$dir/out.txt" ||
+  { echo "steady-miss: no failure line" >&2; failures=$((failures + 1)); }
+[[ $(cat "$dir/state/probes") == 6 ]] || { echo "steady-miss: expected 6 probes" >&2; failures=$((failures + 1)); }
+dir=$(scenario unsteady-miss 77 tiny-test 1)
+grep -q "not judged: tiny-test" "$dir/out.txt" ||
+  { echo "unsteady-miss: no not-judged line" >&2; failures=$((failures + 1)); }
+grep -q "the machine moved" "$dir/out.txt" ||
+  { echo "unsteady-miss: misses not explained" >&2; failures=$((failures + 1)); }
+# The models after the unjudged one still ran.
+grep -q "test-250mib" "$dir/state/validated" ||
+  { echo "unsteady-miss: later models skipped" >&2; failures=$((failures + 1)); }
+((failures == 0)) && echo "validate_regression.sh decisions: 3 scenarios as expected"
+exit $((failures > 0))

@@ -896,8 +896,8 @@ TEST_CASE(
   CHECK(run("validate --measured '" + data + "published.csv' -m llama2-7b").exit_code == 2);
   // The independent check loads and runs (its errors are reported, never asserted or tuned
   // to); the L40S rows only by the roofline, the catalog's l40s having no achievable section.
-  const Run independent = run("validate --measured '" + data +
-                              "independent/trtllm-h100-a100.csv' --format json");
+  const Run independent =
+      run("validate --measured '" + data + "independent/trtllm-h100-a100.csv' --format json");
   REQUIRE(independent.exit_code == 0);
   CHECK(json::parse(independent.out)["rows"].size() == 23);
   CHECK(run("validate --measured '" + data + "independent/trtllm-l40s.csv' --method roofline")

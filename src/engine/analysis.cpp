@@ -259,7 +259,7 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
   // largest micro-batch's pass through all stages (stages hold equal layers).
   const int64_t m =
       l.pp == 1 ? 1 : std::min(l.microbatches > 0 ? l.microbatches : sequences, sequences);
-  const int64_t large = (sequences + m - 1) / m;
+  const int64_t large = ceil_div(sequences, m);
   const int64_t larger = sequences % m == 0 ? m : sequences % m;  // micro-batches of `large`
   inventory_.build(StepShape::prefill(large, tokens), scratch_ops_);
   PhaseResult r = cost_phase(scratch_ops_, Phase::prefill, large, 0, rows);
@@ -346,7 +346,7 @@ int64_t Analyzer::decode_microbatch(int64_t batch) const {
   // engines); a sequence's token passes every stage once per step.
   const int64_t pp = options_.costing.parallel.pp;
   const int64_t m = std::min(batch, pp);
-  return (batch + m - 1) / m;
+  return ceil_div(batch, m);
 }
 
 double Analyzer::decode_step_time(int64_t batch, int64_t context) {

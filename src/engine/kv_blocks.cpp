@@ -5,13 +5,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace streamspark::engine {
+#include "engine/overflow.hpp"
 
-namespace {
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-}  // namespace
+namespace streamspark::engine {
 
 BlockAllocator::BlockAllocator(int64_t num_blocks, int64_t block_size) : block_size_(block_size) {
   if (num_blocks < 0 || num_blocks > INT32_MAX || block_size < 1) {

@@ -38,4 +38,9 @@ inline int64_t checked_add(int64_t a, int64_t b, Rest... rest) {
   return checked_add(checked_add(a, b), static_cast<int64_t>(rest)...);
 }
 
+// ceil(a / b) for a >= 0, b > 0, without the overflow of (a + b - 1) / b near INT64_MAX.
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
 }  // namespace streamspark::engine

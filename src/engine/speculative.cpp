@@ -311,7 +311,7 @@ SpeculativeResult SpeculativeAnalyzer::analyze(const Workload& w, const Workload
   r.decode_speedup = r.decode_s > 0 ? r.plain_decode_s / r.decode_s : 1.0;
   if (draft_) {
     const int64_t per_pass = w.prefill_batch == 0 ? w.batch : std::min(w.prefill_batch, w.batch);
-    const int64_t passes_needed = (w.batch + per_pass - 1) / per_pass;
+    const int64_t passes_needed = ceil_div(w.batch, per_pass);
     std::vector<Op> extra;
     if (config_.form == DraftForm::eagle) extra = fuse_ops(checked_mul(per_pass, w.prompt));
     r.draft_prefill_s = static_cast<double>(passes_needed) *

@@ -201,8 +201,12 @@ TEST_CASE("exactness: the rule's output matches the target distribution; a broke
   REQUIRE(overlap < 0.95);
 
   const Rule correct = [](const Pair& x, int32_t token, engine::SplitMix64& rng) {
-    return rt::verify_draft(x.p.data(), x.q.data(), &token, 1, static_cast<int64_t>(x.q.size()),
-                            rng);
+    // verify_draft reads k + 1 target rows (the last for the bonus token when every draft token
+    // is kept): the same distribution twice, only the first token is compared.
+    std::vector<double> target_rows(x.q);
+    target_rows.insert(target_rows.end(), x.q.begin(), x.q.end());
+    return rt::verify_draft(x.p.data(), target_rows.data(), &token, 1,
+                            static_cast<int64_t>(x.q.size()), rng);
   };
   const Rule broken = [](const Pair& x, int32_t token, engine::SplitMix64& rng) {
     const auto V = static_cast<int64_t>(x.q.size());

@@ -37,14 +37,22 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", STREAMSPARK_VERSION);
   app.require_subcommand(1);
   std::vector<Command> commands = {
-      add_analyze_command(app, ctx),     add_sweep_command(app, ctx),
-      add_compare_command(app, ctx),     add_models_command(app, ctx),
-      add_hardware_command(app, ctx),    add_check_command(app, ctx),
-      add_import_command(app, ctx),      add_bench_command(app, ctx),
-      add_probe_command(app, ctx),       add_run_command(app, ctx),
-      add_validate_command(app, ctx),    add_serve_sim_command(app, ctx),
-      add_serve_bench_command(app, ctx),  add_fit_command(app, ctx),
-      add_import_benchmark_command(app, ctx), add_plan_command(app, ctx),
+      add_analyze_command(app, ctx),
+      add_sweep_command(app, ctx),
+      add_compare_command(app, ctx),
+      add_models_command(app, ctx),
+      add_hardware_command(app, ctx),
+      add_check_command(app, ctx),
+      add_import_command(app, ctx),
+      add_bench_command(app, ctx),
+      add_probe_command(app, ctx),
+      add_run_command(app, ctx),
+      add_validate_command(app, ctx),
+      add_serve_sim_command(app, ctx),
+      add_serve_bench_command(app, ctx),
+      add_fit_command(app, ctx),
+      add_import_benchmark_command(app, ctx),
+      add_plan_command(app, ctx),
   };
   try {
     app.parse(argc, argv);

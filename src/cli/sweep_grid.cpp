@@ -83,9 +83,9 @@ SweepGrid::SweepGrid(SweepAxes axes) : axes_(std::move(axes)) {
     }
   }
   size_ = 1;
-  for (size_t n : {axes_.models.size(), axes_.hardware.size(), axes_.precisions.size(),
-                   axes_.layouts.size(), axes_.batches.size(), axes_.prompts.size(),
-                   axes_.generates.size()}) {
+  for (size_t n :
+       {axes_.models.size(), axes_.hardware.size(), axes_.precisions.size(), axes_.layouts.size(),
+        axes_.batches.size(), axes_.prompts.size(), axes_.generates.size()}) {
     size_ = engine::checked_mul(size_, static_cast<int64_t>(n));
   }
 }
@@ -129,9 +129,9 @@ class SweepWorker {
       const engine::Model& model = model_of(index);
       const engine::Hardware& hardware = hardware_of(index);
       auto skip = [&](const std::string& reason) {
-        report::SkippedPoint p{&model.name, &hardware.name,      axes_.method,
-                               &precision_of(index), &layout_of(index), w,
-                               &reason};
+        report::SkippedPoint p{
+            &model.name, &hardware.name, axes_.method, &precision_of(index), &layout_of(index),
+            w,           &reason};
         if (format == Format::csv) {
           report::append_csv_skipped_row(out, p);
           if (axes_.speculative) append_speculative_csv(out, nullptr);
@@ -214,12 +214,12 @@ class SweepWorker {
     return axes_.precisions[(index / axes_.layouts.size()) % axes_.precisions.size()];
   }
   const engine::Hardware& hardware_of(size_t index) const {
-    return axes_.hardware[(index / axes_.layouts.size() / axes_.precisions.size()) %
-                          axes_.hardware.size()];
+    return axes_
+        .hardware[(index / axes_.layouts.size() / axes_.precisions.size()) % axes_.hardware.size()];
   }
   const engine::Model& model_of(size_t index) const {
-    return axes_.models[index / axes_.layouts.size() / axes_.precisions.size() /
-                        axes_.hardware.size()];
+    return axes_
+        .models[index / axes_.layouts.size() / axes_.precisions.size() / axes_.hardware.size()];
   }
 
   Combo& combo(size_t index) {

@@ -29,8 +29,8 @@ std::string quoted(const std::string& s) {
 std::string hardware_yaml(const engine::Hardware& hw) {
   std::string out;
   auto o = std::back_inserter(out);
-  fmt::format_to(o,
-                 "# Written by streamspark (probe or fit); see provenance for what was measured.\n");
+  fmt::format_to(
+      o, "# Written by streamspark (probe or fit); see provenance for what was measured.\n");
   fmt::format_to(o, "name: {}\n", quoted(hw.name));
   fmt::format_to(o, "source: {}\n", quoted(hw.source));
   if (!hw.kind.empty()) fmt::format_to(o, "kind: {}\n", hw.kind);
@@ -52,8 +52,8 @@ std::string hardware_yaml(const engine::Hardware& hw) {
   if (hw.topology) {
     const engine::Topology& t = *hw.topology;
     fmt::format_to(o, "topology:\n  gpus_per_node: {}\n", t.gpus_per_node);
-    for (const auto& [key, link] : {std::pair{"intra_node", &t.intra_node},
-                                    std::pair{"inter_node", &t.inter_node}}) {
+    for (const auto& [key, link] :
+         {std::pair{"intra_node", &t.intra_node}, std::pair{"inter_node", &t.inter_node}}) {
       if (!*link) continue;
       fmt::format_to(o, "  {}: {{name: {}, bandwidth: {:.6g} B/s, latency: {:.6g} s}}\n", key,
                      quoted((*link)->name), (*link)->bandwidth, (*link)->latency_s);
@@ -66,7 +66,8 @@ std::string hardware_yaml(const engine::Hardware& hw) {
   if (hw.achievable) {
     const engine::AchievableFractions& a = *hw.achievable;
     fmt::format_to(o, "achievable:\n  compute: {:.6g}\n  memory: {:.6g}\n", a.compute, a.memory);
-    if (a.kernel_overhead_s) fmt::format_to(o, "  kernel_overhead: {:.6g} s\n", *a.kernel_overhead_s);
+    if (a.kernel_overhead_s)
+      fmt::format_to(o, "  kernel_overhead: {:.6g} s\n", *a.kernel_overhead_s);
     if (a.step_overhead_s > 0) fmt::format_to(o, "  step_overhead: {:.6g} s\n", a.step_overhead_s);
     fmt::format_to(o, "  source: {}\n", quoted(a.source));
   }

@@ -20,9 +20,10 @@ namespace streamspark::spec {
 namespace {
 
 constexpr const char* kColumns[] = {
-    "model",    "hardware",      "dtype",     "kv_cache",  "embedding", "tp",  "pp",    "mode",   "batch",
-    "requests", "request_rate",  "input_len", "output_len", "ttft_ms", "tpot_ms", "itl_ms",
-    "e2e_ms",   "output_tok_s",  "stat",      "stack",     "stack_version", "source", "notes"};
+    "model",      "hardware", "dtype",         "kv_cache", "embedding",    "tp",
+    "pp",         "mode",     "batch",         "requests", "request_rate", "input_len",
+    "output_len", "ttft_ms",  "tpot_ms",       "itl_ms",   "e2e_ms",       "output_tok_s",
+    "stat",       "stack",    "stack_version", "source",   "notes"};
 
 bool known_column(const std::string& c) {
   return std::find(std::begin(kColumns), std::end(kColumns), c) != std::end(kColumns);
@@ -289,9 +290,9 @@ std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
     out += fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(r.model),
         csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding, r.tp, r.pp,
-        r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch,
-        r.requests, r.request_rate, r.input_len, r.output_len, ms(r.measured.ttft_s),
-        ms(r.measured.tpot_s), ms(r.measured.e2e_s),
+        r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch, r.requests,
+        r.request_rate, r.input_len, r.output_len, ms(r.measured.ttft_s), ms(r.measured.tpot_s),
+        ms(r.measured.e2e_s),
         r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "", r.stat,
         csv_field(r.stack), csv_field(r.source));
   }
@@ -352,8 +353,9 @@ std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkF
         const auto& lens = j[lens_key];
         for (const auto& v : lens) {
           if (!v.is_number_integer() || v != lens.front()) {
-            fail(lens_key, "the lengths differ between requests; a measurement needs fixed "
-                           "input and output lengths");
+            fail(lens_key,
+                 "the lengths differ between requests; a measurement needs fixed "
+                 "input and output lengths");
           }
         }
         return lens.front().get<int64_t>();

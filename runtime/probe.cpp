@@ -546,6 +546,75 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   probe.curves.gemm_dtype = probe.backend.dtype();
 }
 
+// The decode attention kernel with its KV caches rotating through copies that together span
+// each anchor's working set (as the GEMM's weights do): the engine-counted attention bytes per
+// second of a call, the median over a few decode shapes, into the probe's attention curve.
+// The shapes' caches fit the smallest anchor (256 KiB), so every anchor measures all of them.
+void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working_sets) {
+  Backend& be = probe.backend;
+  const engine::Precision precision = probe.precision();
+  struct Shape {
+    int64_t batch, past, heads, kv_heads, head_dim;
+  };
+  // GQA groups of 4 and 8 with heads of 32 and 64, 64 to 128 cached positions.
+  const std::vector<Shape> shapes = {{4, 64, 4, 2, 32}, {1, 128, 8, 2, 64}, {2, 96, 8, 1, 64}};
+  int64_t largest = 0;
+  for (const int64_t ws : working_sets) largest = std::max(largest, ws);
+  float* pool = be.allocate(largest / be.element_bytes());
+  const int passes = probe.options.quick ? 5 : 3;
+  // seconds[anchor][shape]: one per pass.
+  std::vector<std::vector<std::vector<double>>> seconds(
+      working_sets.size(), std::vector<std::vector<double>>(shapes.size()));
+  std::vector<double> bytes(shapes.size());
+  for (int pass = 0; pass < passes; ++pass) {
+    for (size_t a = 0; a < working_sets.size(); ++a) {
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const Shape& s = shapes[i];
+        const engine::OpInventory inventory(
+            probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256),
+            costing(precision));
+        std::vector<engine::Op> ops;
+        inventory.build(engine::StepShape::decode(s.batch, s.past), ops);
+        bytes[i] = static_cast<double>(op_of(ops, engine::OpId::attn_scores).bytes.total() +
+                                       op_of(ops, engine::OpId::attn_values).bytes.total());
+        const int64_t stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
+        const int64_t context = (s.past + 1 + 7) / 8 * 8;  // the K cache's 8-position blocks
+        const int64_t qkv = s.batch * stride, cache = s.batch * s.kv_heads * context * s.head_dim,
+                      out = s.batch * s.heads * s.head_dim;
+        const int64_t copy = (qkv + 2 * cache + out + 15) / 16 * 16;  // 64-byte aligned copies
+        const int64_t copies = std::max<int64_t>(1, working_sets[a] / (copy * be.element_bytes()));
+        const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
+        std::vector<int64_t> row_offsets;
+        std::vector<int32_t> tables;
+        for (int64_t b = 0; b <= s.batch; ++b) row_offsets.push_back(b);
+        for (int64_t b = 0; b < s.batch; ++b) tables.push_back(static_cast<int32_t>(b));
+        const SequenceBatch batch{s.batch, row_offsets.data(), past.data()};
+        int64_t next = 0;
+        const double t = probe.time(
+            [&] {
+              const int64_t base = next * copy;
+              const KvCacheView view{be.at(pool, base + qkv), be.at(pool, base + qkv + cache),
+                                     context, tables.data(), 1};
+              be.attention(be.at(pool, base), stride, s.heads, s.kv_heads, s.head_dim, batch, view,
+                           be.at(pool, base + qkv + 2 * cache));
+              next = (next + 1) % copies;
+            },
+            1);
+        seconds[a][i].push_back(t);
+      }
+    }
+  }
+  be.release(pool);
+  probe.curves.attention.clear();
+  for (size_t a = 0; a < working_sets.size(); ++a) {
+    std::vector<double> rates;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      rates.push_back(bytes[i] / engine::median(seconds[a][i]));
+    }
+    probe.curves.attention.push_back({static_cast<double>(working_sets[a]), engine::median(rates)});
+  }
+}
+
 std::vector<std::pair<std::string, std::string>> base_provenance(const ProbeOptions& o,
                                                                  const std::string& machine,
                                                                  const Backend& backend) {
@@ -668,6 +737,12 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   measure_gemm_anchors(probe, anchors, grid, names, false, &peak);
   // On a CPU the matrix and vector units are the same FMA pipes: one measured fp32 peak.
   hw.peak_flops[static_cast<int>(engine::PeakClass::fp32)] = peak;
+
+  // ---- the runtime's decode attention at the same working-set anchors ----
+  probe.say("decode attention across working-set anchors");
+  std::vector<int64_t> attention_sets;
+  for (const auto& [bytes, large] : anchors) attention_sets.push_back(bytes);
+  measure_attention_anchors(probe, attention_sets);
 
   probe.measure_overhead();
   probe.sample_kernel_classes();

@@ -53,6 +53,7 @@ DeviceRates DeviceRates::at_bucket(int64_t bucket) const {
   r.log_working_set = static_cast<double>(bucket) * kLogBucket;
   const double ws = std::exp(r.log_working_set);
   r.bandwidth = m.hardware.bandwidth_at(ws);
+  r.attention_bandwidth = m.attention_curve ? m.hardware.attention_rate_at(ws) : 0.0;
   r.level = m.hardware.level_for(ws >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(ws));
   return r;
 }
@@ -160,6 +161,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
       }
       std::sort(model->gemm.begin(), model->gemm.end(),
                 [](const auto& a, const auto& b) { return a.log_working_set < b.log_working_set; });
+      model->attention_curve = !hw.probe->attention.empty();
     }
   }
   r.working_set_model = std::move(model);
@@ -175,6 +177,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
   const DeviceRates device =
       r.at_working_set(static_cast<double>(hw.device_memory().capacity_bytes));
   r.bandwidth = device.bandwidth;
+  r.attention_bandwidth = device.attention_bandwidth;
   r.level = device.level;
   r.log_working_set = device.log_working_set;
   if (r.matrix_flops <= 0) {
@@ -339,6 +342,10 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
     const ClassCalibration& k = rates.classes[static_cast<size_t>(op.kind)];
     c.compute_s /= k.compute_efficiency;
     c.memory_s /= k.memory_efficiency;
+    if (op.kind == OpKind::attention && rates.attention_bandwidth > 0) {
+      // The probe's attention curve: the kernel's own rate at this working set.
+      c.memory_s = static_cast<double>(op.bytes.total()) / rates.attention_bandwidth;
+    }
     overhead = k.overhead_s;
   }
   c.overhead_s = static_cast<double>(op.launches) * overhead;

@@ -86,6 +86,9 @@ constexpr Column kGemmColumns[] = {{"m", 1, 1e9, "between 1 and 1e9"},
 constexpr Column kBandwidthColumns[] = {
     {"working-set bytes", 1, kMaxCapacityBytes, "between 1 and 2^62"},
     {"bytes/s", 1, 1e21, "between 1 and 1e21"}};
+constexpr Column kAttentionColumns[] = {
+    {"working-set bytes", 1, kMaxCapacityBytes, "between 1 and 2^62"},
+    {"attention bytes/s", 1, 1e21, "between 1 and 1e21"}};
 
 void parse_peaks(MapReader& r, engine::Hardware& hw) {
   for (PeakClass c : engine::kAllPeakClasses) {
@@ -357,16 +360,20 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
         curves.gemm.push_back(std::move(curve));
       }
     }
-    read_rows(*probe, "bandwidth", "probe.", kBandwidthColumns, curves.bandwidth);
-    for (size_t i = 1; i < curves.bandwidth.size(); ++i) {
-      if (!(curves.bandwidth[i][0] > curves.bandwidth[i - 1][0])) {
-        probe->error_at("bandwidth",
-                        fmt::format("row {}: working sets must ascend (log-log interpolation), "
-                                    "got {:g} after {:g}",
-                                    i, curves.bandwidth[i][0], curves.bandwidth[i - 1][0]));
-        break;
+    // Curves over working set: interpolated log-log, so their working sets ascend.
+    auto read_curve = [&](const std::string& key, const auto& columns, auto& into) {
+      read_rows(*probe, key, "probe.", columns, into);
+      for (size_t i = 1; i < into.size(); ++i) {
+        if (!(into[i][0] > into[i - 1][0])) {
+          probe->error_at(key, fmt::format("row {}: working sets must ascend (log-log "
+                                           "interpolation), got {:g} after {:g}",
+                                           i, into[i][0], into[i - 1][0]));
+          break;
+        }
       }
-    }
+    };
+    read_curve("bandwidth", kBandwidthColumns, curves.bandwidth);
+    read_curve("attention", kAttentionColumns, curves.attention);
     probe->finish();
     hw.probe = curves;
   }

@@ -83,7 +83,8 @@ std::string hardware_yaml(const engine::Hardware& hw) {
                      kind, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
     }
   }
-  if (hw.probe && (!hw.probe->gemm.empty() || !hw.probe->bandwidth.empty())) {
+  if (hw.probe &&
+      (!hw.probe->gemm.empty() || !hw.probe->bandwidth.empty() || !hw.probe->attention.empty())) {
     fmt::format_to(o, "probe:\n");
     if (!hw.probe->gemm.empty()) {
       fmt::format_to(o, "  gemm_dtype: {}\n", quoted(hw.probe->gemm_dtype));
@@ -104,6 +105,14 @@ std::string hardware_yaml(const engine::Hardware& hw) {
     }
     for (const auto& b : hw.probe->bandwidth) {
       fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", b[0], b[1]);
+    }
+    if (!hw.probe->attention.empty()) {
+      fmt::format_to(o,
+                     "  attention:   # decode attention, KV caches cycling through working-set "
+                     "bytes: working-set bytes, attention bytes/s\n");
+    }
+    for (const auto& a : hw.probe->attention) {
+      fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", a[0], a[1]);
     }
   }
   return out;

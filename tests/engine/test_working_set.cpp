@@ -158,3 +158,37 @@ TEST_CASE("between two GEMM anchors with a cache knee between them, products fol
               .time_s == doctest::Approx(compute).epsilon(0.01));
   }
 }
+
+TEST_CASE("attention bytes cost at the probe's attention curve where the file has one") {
+  // The decode attention kernel's own rate (the probe's attention curve): 20 GB/s at 256 KiB
+  // (caches in L2), 8 GB/s from 64 MiB (in short runs from main memory, well below the
+  // streaming curve's 12 GB/s there).
+  Hardware h = vm_with_wrong_l3();
+  h.probe->attention = {{0.25 * MiB, 20e9}, {16 * MiB, 14e9}, {64 * MiB, 8e9}, {1024 * MiB, 8e9}};
+  Op attention;
+  attention.kind = OpKind::attention;
+  attention.flops = 1'000;  // memory-bound at every working set
+  attention.bytes.kv_read = 4'000'000;
+  attention.launches = 0;  // no overhead: the memory term alone
+  const DeviceRates rates = calibrated_fp32(h);
+  // 4e6 B at 8 GB/s = 500 us at 100 MiB; at the geometric middle of 16 and 64 MiB (32 MiB)
+  // the curve is sqrt(14e9 * 8e9) = 10.58 GB/s: 4e6 / 10.58e9 = 378 us.
+  CHECK(roofline_cost(attention, rates.at_working_set(100 * MiB)).time_s ==
+        doctest::Approx(500e-6).epsilon(0.01));
+  CHECK(roofline_cost(attention, rates.at_working_set(32 * MiB)).time_s ==
+        doctest::Approx(4e6 / std::sqrt(14e9 * 8e9)).epsilon(0.01));
+  // Other classes keep the bandwidth curve: a norm's bytes at 100 MiB at 11.5-12 GB/s.
+  Op norm = attention;
+  norm.kind = OpKind::norm;
+  CHECK(roofline_cost(norm, rates.at_working_set(100 * MiB)).time_s ==
+        doctest::Approx(4e6 / h.bandwidth_at(100 * MiB)).epsilon(0.01));
+  // Without the curve attention bytes cost at the bandwidth curve (efficiency 1 here).
+  Hardware without = h;
+  without.probe->attention.clear();
+  CHECK(roofline_cost(attention, calibrated_fp32(without).at_working_set(100 * MiB)).time_s ==
+        doctest::Approx(4e6 / h.bandwidth_at(100 * MiB)).epsilon(0.01));
+  // The roofline method ignores the curve (it is a measurement of this runtime's kernel).
+  const DeviceRates roofline = device_rates(h, Precision::uniform(DType::fp32), Method::roofline);
+  CHECK(roofline_cost(attention, roofline.at_working_set(100 * MiB)).time_s ==
+        doctest::Approx(4e6 / h.bandwidth_at(100 * MiB)).epsilon(0.01));
+}

@@ -105,8 +105,10 @@ TEST_CASE("a quick probe with the cache lookup faked measures the same points, n
     CHECK(none.probe->bandwidth[i][0] == static_cast<double>(plan.bandwidth_sizes[i]));
   }
   REQUIRE(none.probe->gemm.size() == plan.gemm_anchors.size());
+  REQUIRE(none.probe->attention.size() == plan.gemm_anchors.size());
   for (size_t i = 0; i < plan.gemm_anchors.size(); ++i) {
     CHECK(none.probe->gemm[i].working_set == static_cast<double>(plan.gemm_anchors[i].first));
+    CHECK(none.probe->attention[i][0] == static_cast<double>(plan.gemm_anchors[i].first));
   }
   const engine::Hardware bogus =
       probe(std::vector<rt::CacheLevel>{{"l1", 32 << 10, 1}, {"l3", int64_t{1} << 30, 1}});
@@ -165,6 +167,12 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
     CHECK((step == 4 || (step == 2 && i + 1 == hw.probe->gemm.size())));
   }
   CHECK(!hw.probe->bandwidth.empty());
+  // The decode attention curve: one rate per GEMM anchor, at the same working sets.
+  REQUIRE(hw.probe->attention.size() == hw.probe->gemm.size());
+  for (size_t i = 0; i < hw.probe->attention.size(); ++i) {
+    CHECK(hw.probe->attention[i][0] == hw.probe->gemm[i].working_set);
+    CHECK(hw.probe->attention[i][1] > 0);
+  }
   bool has_date = false;
   for (const auto& [key, value] : hw.provenance)
     has_date = has_date || (key == "date" && !value.empty());

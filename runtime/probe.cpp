@@ -654,6 +654,22 @@ CpuProbePlan cpu_probe_plan(const std::vector<CacheLevel>& caches, int64_t avail
   return plan;
 }
 
+std::vector<std::pair<int64_t, bool>> anchors_across_knees(
+    const std::vector<std::pair<int64_t, bool>>& anchors,
+    const std::vector<std::array<double, 2>>& curve) {
+  std::vector<std::pair<int64_t, bool>> out;
+  for (size_t i = 0; i < anchors.size(); ++i) {
+    out.push_back(anchors[i]);
+    if (i + 1 == anchors.size() || curve.empty()) continue;
+    const int64_t lo = anchors[i].first, hi = anchors[i + 1].first;
+    if (hi != 4 * lo) continue;
+    const double a = engine::interpolate_log_log(curve, static_cast<double>(lo));
+    const double b = engine::interpolate_log_log(curve, static_cast<double>(hi));
+    if (std::abs(std::log(b / a)) > std::log(1.1)) out.push_back({2 * lo, false});
+  }
+  return out;
+}
+
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options) {
   Probe probe(backend, options);
   const bool quick = options.quick;
@@ -717,7 +733,8 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
 
   // ---- the runtime's GEMM at working-set anchors ----
   probe.say("GEMM FLOP/s across shapes, at working-set anchors");
-  const std::vector<std::pair<int64_t, bool>>& anchors = plan.gemm_anchors;
+  const std::vector<std::pair<int64_t, bool>> anchors =
+      anchors_across_knees(plan.gemm_anchors, probe.curves.bandwidth);
   std::vector<std::string> names;
   for (const auto& [bytes, large] : anchors) {
     names.push_back(hw.memory[hw.level_for(bytes)].name);

@@ -51,6 +51,14 @@ struct CpuProbePlan {
 };
 CpuProbePlan cpu_probe_plan(const std::vector<CacheLevel>& caches, int64_t available_bytes,
                             bool quick);
+// The plan's GEMM anchors with one more halfway (x2) between two neighbours x4 apart across
+// which the measured bandwidth curve changes by more than 10 %: a cache knee lies between
+// them, where interpolating across x4 misplaces a product's rate (a 46 MiB working set past
+// a 32 MiB L3 streams from main memory, while the 16-64 MiB anchors put it partway). Added
+// anchors measure small m only. `curve`: working-set bytes, bytes/s, ascending.
+std::vector<std::pair<int64_t, bool>> anchors_across_knees(
+    const std::vector<std::pair<int64_t, bool>>& anchors,
+    const std::vector<std::array<double, 2>>& curve);
 
 // Runs every measurement on `backend` (its threads, its kernels): bandwidth of reads on all
 // threads in x2 steps of working set from 16 KiB to well past the last cache level, the

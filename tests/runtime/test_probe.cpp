@@ -83,6 +83,29 @@ TEST_CASE("where the probe measures does not depend on the cache sizes the OS re
   }
 }
 
+TEST_CASE("an anchor is added halfway where the measured curve changes across a x4 gap") {
+  constexpr int64_t MiB = 1 << 20;
+  const std::vector<std::pair<int64_t, bool>> plan = {
+      {MiB / 4, false},  {MiB, false},       {4 * MiB, true},  {16 * MiB, false},
+      {64 * MiB, false}, {256 * MiB, false}, {384 * MiB, true}};
+  // 100 GB/s to 8 MiB, 60 GB/s at 16 MiB, 30 at 32 MiB, 20 GB/s from 64 MiB (a 32 MiB L3).
+  std::vector<std::array<double, 2>> curve;
+  for (int64_t ws = 16 << 10; ws <= 512 * MiB; ws *= 2) {
+    const double bw = ws <= 8 * MiB ? 100e9 : ws == 16 * MiB ? 60e9 : ws == 32 * MiB ? 30e9 : 20e9;
+    curve.push_back({static_cast<double>(ws), bw});
+  }
+  const auto anchors = rt::anchors_across_knees(plan, curve);
+  // 4 -> 16 MiB (100 -> 60 GB/s) gains 8 MiB; 16 -> 64 MiB (60 -> 20) gains 32 MiB; 1 -> 4 and
+  // 64 -> 256 MiB are flat; 256 -> 384 MiB is not a x4 gap.
+  const std::vector<std::pair<int64_t, bool>> expected = {
+      {MiB / 4, false},  {MiB, false},      {4 * MiB, true},    {8 * MiB, false}, {16 * MiB, false},
+      {32 * MiB, false}, {64 * MiB, false}, {256 * MiB, false}, {384 * MiB, true}};
+  CHECK(anchors == expected);
+  // A flat curve (or none) adds nothing.
+  CHECK(rt::anchors_across_knees(plan, {{16e3, 5e10}, {1e9, 5e10}}) == plan);
+  CHECK(rt::anchors_across_knees(plan, {}) == plan);
+}
+
 TEST_CASE("a quick probe with the cache lookup faked measures the same points, named otherwise") {
   // No caches, and a bogus 1 GiB L3 (a VM showing its host's): the probe measures the plan's
   // points (the same bandwidth grid and GEMM anchors as with the real caches, up to where the
@@ -104,11 +127,13 @@ TEST_CASE("a quick probe with the cache lookup faked measures the same points, n
   for (size_t i = 0; i < plan.bandwidth_sizes.size(); ++i) {
     CHECK(none.probe->bandwidth[i][0] == static_cast<double>(plan.bandwidth_sizes[i]));
   }
-  REQUIRE(none.probe->gemm.size() == plan.gemm_anchors.size());
-  REQUIRE(none.probe->attention.size() == plan.gemm_anchors.size());
-  for (size_t i = 0; i < plan.gemm_anchors.size(); ++i) {
-    CHECK(none.probe->gemm[i].working_set == static_cast<double>(plan.gemm_anchors[i].first));
-    CHECK(none.probe->attention[i][0] == static_cast<double>(plan.gemm_anchors[i].first));
+  // The plan's anchors and those added across the measured curve's knees.
+  const auto anchors = rt::anchors_across_knees(plan.gemm_anchors, none.probe->bandwidth);
+  REQUIRE(none.probe->gemm.size() == anchors.size());
+  REQUIRE(none.probe->attention.size() == anchors.size());
+  for (size_t i = 0; i < anchors.size(); ++i) {
+    CHECK(none.probe->gemm[i].working_set == static_cast<double>(anchors[i].first));
+    CHECK(none.probe->attention[i][0] == static_cast<double>(anchors[i].first));
   }
   const engine::Hardware bogus =
       probe(std::vector<rt::CacheLevel>{{"l1", 32 << 10, 1}, {"l3", int64_t{1} << 30, 1}});
@@ -124,10 +149,14 @@ TEST_CASE("a quick probe with the cache lookup faked measures the same points, n
     }
     return out;
   };
-  for (size_t i = 0; i < none.probe->gemm.size(); ++i) {
-    const auto a = small_m(none.probe->gemm[i].points);
+  // (Matched by working set: knees of the two measured curves may add different anchors.)
+  for (const engine::GemmCurve& curve : none.probe->gemm) {
+    CAPTURE(curve.working_set);
+    const auto a = small_m(curve.points);
     REQUIRE(!a.empty());
-    CHECK(a == small_m(bogus.probe->gemm[i].points));
+    for (const engine::GemmCurve& other : bogus.probe->gemm) {
+      if (other.working_set == curve.working_set) CHECK(a == small_m(other.points));
+    }
   }
   // Costs of the calibrated method come out of either file.
   CHECK(calibrated_tiny_test(write_and_load(none)).tpot_s > 0);
@@ -162,9 +191,10 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   REQUIRE(!hw.probe->gemm.empty());
   CHECK(hw.probe->gemm.back().level == "dram");
   CHECK(hw.probe->gemm_dtype == "fp32");
-  for (size_t i = 1; i < hw.probe->gemm.size(); ++i) {  // x4 apart; the last may be x2
+  // x4 apart, or x2 across a knee of the curve (and to the curve's end).
+  for (size_t i = 1; i < hw.probe->gemm.size(); ++i) {
     const double step = hw.probe->gemm[i].working_set / hw.probe->gemm[i - 1].working_set;
-    CHECK((step == 4 || (step == 2 && i + 1 == hw.probe->gemm.size())));
+    CHECK((step == 4 || step == 2));
   }
   CHECK(!hw.probe->bandwidth.empty());
   // The decode attention curve: one rate per GEMM anchor, at the same working sets.

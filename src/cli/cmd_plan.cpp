@@ -67,20 +67,6 @@ double parse_time_option(const std::string& text, const std::string& option) {
   return x;
 }
 
-double parse_positive(const std::string& text, const std::string& option) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !std::isfinite(v) || !(v > 0)) {
-    throw UsageError(fmt::format("{}: expected a number > 0, got '{}'", option, text));
-  }
-  return v;
-}
-
 // "off,on" (or no,yes / false,true) as a list of booleans.
 std::vector<bool> parse_switch_list(const std::string& text, const std::string& option) {
   std::vector<bool> out;
@@ -141,7 +127,8 @@ void apply_prices(const std::vector<std::string>& given, std::vector<engine::Har
                          item + "'");
       }
       const std::string name = item.substr(0, eq);
-      const double price = parse_positive(item.substr(eq + 1), "--price " + name);
+      const double price =
+          parse_real(item.substr(eq + 1), "--price " + name, 0, RealMin::exclusive);
       if (price > 1e6) throw UsageError("--price " + name + ": at most 1e6 USD per GPU-hour");
       auto it = std::find_if(hardware.begin(), hardware.end(),
                              [&](const engine::Hardware& h) { return h.name == name; });
@@ -214,9 +201,9 @@ int run_plan(const PlanOptions& o, const AppContext& ctx) {
   in.max_gpus = parse_int(o.max_gpus, "--max-gpus", 0);
   in.max_gpus_per_node = parse_int(o.max_gpus_per_node, "--max-gpus-per-node", 0);
   in.top = parse_int(o.top, "--top", 1);
-  in.rate_tolerance = parse_positive(o.rate_tolerance, "--rate-tolerance");
+  in.rate_tolerance = parse_real(o.rate_tolerance, "--rate-tolerance", 0, RealMin::exclusive);
   in.prune = !o.no_prune;
-  const double fraction = parse_positive(o.memory_fraction, "--memory-fraction");
+  const double fraction = parse_real(o.memory_fraction, "--memory-fraction", 0, RealMin::exclusive);
   if (fraction > 1) throw UsageError("--memory-fraction: expected a fraction in (0, 1]");
   in.memory_fraction = fraction;
   // Objectives.

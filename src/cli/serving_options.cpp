@@ -14,20 +14,6 @@ namespace streamspark::cli {
 
 namespace {
 
-double parse_number(const std::string& text, const std::string& option, double min) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !std::isfinite(v) || v < min) {
-    throw UsageError(fmt::format("{}: expected a number >= {}, got '{}'", option, min, text));
-  }
-  return v;
-}
-
 double parse_quantity_option(const std::string& text, spec::Dimension d,
                              const std::string& option) {
   const auto v = spec::parse_quantity(text, d);
@@ -66,8 +52,8 @@ engine::LengthDistribution parse_length_distribution(const std::string& text,
     if (d.b < d.a) throw UsageError(option + ": uniform:A:B needs A <= B");
   } else if (parts[0] == "lognormal" && (parts.size() == 3 || parts.size() == 4)) {
     d.kind = engine::LengthKind::lognormal;
-    d.a = parse_number(parts[1], option, 1);
-    d.b = parse_number(parts[2], option, 0);
+    d.a = parse_real(parts[1], option, 1);
+    d.b = parse_real(parts[2], option, 0);
     if (parts.size() == 4) d.max = parse_int(parts[3], option, 1);
   } else {
     throw UsageError(usage);
@@ -122,7 +108,7 @@ void add_serving_options(CLI::App* app, ServingCliOptions& o) {
 engine::WorkloadSpec workload_spec(const ServingCliOptions& o) {
   engine::WorkloadSpec w;
   w.requests = parse_int(o.requests, "--requests", 1);
-  w.rate = parse_number(o.rate, "--rate", 0);
+  w.rate = parse_real(o.rate, "--rate", 0);
   if (o.arrivals == "poisson") {
     w.arrivals = engine::ArrivalProcess::poisson;
   } else if (o.arrivals == "constant") {
@@ -132,7 +118,7 @@ engine::WorkloadSpec workload_spec(const ServingCliOptions& o) {
   }
   w.prompt = parse_length_distribution(o.prompt_len, "--prompt-len");
   w.output = parse_length_distribution(o.output_len, "--output-len");
-  w.shared_prefix_fraction = parse_number(o.shared_prefix_fraction, "--shared-prefix-fraction", 0);
+  w.shared_prefix_fraction = parse_real(o.shared_prefix_fraction, "--shared-prefix-fraction", 0);
   if (w.shared_prefix_fraction > 1) throw UsageError("--shared-prefix-fraction: at most 1");
   w.prefix_tokens = parse_int(o.prefix_tokens, "--prefix-tokens", 0);
   w.seed = static_cast<uint64_t>(parse_int(o.seed, "--seed", 0));

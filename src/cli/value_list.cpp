@@ -117,6 +117,22 @@ int64_t parse_int(const std::string& text, const std::string& option, int64_t mi
   return v;
 }
 
+double parse_real(const std::string& text, const std::string& option, double min, RealMin bound) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = std::string::npos;  // not a number (an empty text included)
+  }
+  const bool above = bound == RealMin::exclusive;
+  if (used != text.size() || !std::isfinite(v) || (above ? !(v > min) : !(v >= min))) {
+    throw UsageError(fmt::format("{}: expected a number {} {}, got '{}'", option,
+                                 above ? ">" : ">=", min, text));
+  }
+  return v;
+}
+
 double parse_percent(const std::string& text, const std::string& option) {
   // "P" or "P%", spaces allowed around the number and before the sign.
   std::string_view s = text;

@@ -21,6 +21,12 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
 // One integer >= min, e.g. "--prefill-batch 8".
 int64_t parse_int(const std::string& text, const std::string& option, int64_t min);
 
+// One finite real number: >= min, or > min when `above` (e.g. a price, "--rate 2.5").
+// Throws UsageError naming `option` ("expected a number > 0, got 'x'").
+enum class RealMin { inclusive, exclusive };
+double parse_real(const std::string& text, const std::string& option, double min,
+                  RealMin bound = RealMin::inclusive);
+
 // A percentage given as "P" or "P%" (e.g. 5, 5%, 2.5 %): a finite number >= 0, in percent.
 // Throws UsageError naming `option` for anything else (negative, nan, inf, not a number).
 double parse_percent(const std::string& text, const std::string& option);

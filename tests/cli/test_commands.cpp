@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.hpp"
 #include "xml_check.hpp"
 
 namespace fs = std::filesystem;
@@ -24,40 +25,10 @@ using nlohmann::json;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path scratch_dir() {
-  const fs::path dir =
-      fs::temp_directory_path() / ("streamspark-cli-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-// Runs the binary with `args` (shell syntax), the catalog taken from the source tree; `env`:
-// more NAME=VALUE assignments for it.
-Run run(const std::string& args, const std::string& env = "") {
-  const fs::path dir = scratch_dir();
-  const std::string cmd = env + " STREAMSPARK_DATA='" + STREAMSPARK_SOURCE_DIR + "' '" +
-                          STREAMSPARK_BINARY + "' " + args + " > '" + (dir / "stdout").string() +
-                          "' 2> '" + (dir / "stderr").string() + "'";
-  const int status = std::system(cmd.c_str());
-  Run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir / "stdout");
-  r.err = slurp(dir / "stderr");
-  return r;
-}
+using streamspark::test::Run;
+using streamspark::test::run;
+using streamspark::test::scratch_dir;
+using streamspark::test::slurp;
 
 const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
 

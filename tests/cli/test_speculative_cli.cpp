@@ -1,52 +1,21 @@
 // --speculative end to end: analyze, sweep, run and validate through the binary; option
 // errors exit 2 naming the flag.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Run run(const std::string& args) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("streamspark-spec-cli-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string cmd = std::string("STREAMSPARK_DATA='") + STREAMSPARK_SOURCE_DIR + "' '" +
-                          STREAMSPARK_BINARY + "' " + args + " > '" + (dir / "stdout").string() +
-                          "' 2> '" + (dir / "stderr").string() + "'";
-  const int status = std::system(cmd.c_str());
-  Run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir / "stdout");
-  r.err = slurp(dir / "stderr");
-  return r;
-}
-
-}  // namespace
+using streamspark::test::Run;
+using streamspark::test::run;
 
 TEST_CASE("analyze --speculative: the pass, the speed-up, the batch where the gain ends") {
   const Run r =

@@ -66,3 +66,17 @@ TEST_CASE("percentages: P or P%, finite and >= 0") {
         UsageError);
   }
 }
+
+TEST_CASE("parse_real: finite numbers at or above (or strictly above) a minimum") {
+  CHECK(parse_real("2.5", "--rate", 0) == 2.5);
+  CHECK(parse_real("0", "--rate", 0) == 0);
+  CHECK(parse_real("1e3", "--price x", 0, RealMin::exclusive) == 1000);
+  CHECK_THROWS_WITH_AS(parse_real("0", "--price x", 0, RealMin::exclusive),
+                       "--price x: expected a number > 0, got '0'", UsageError);
+  CHECK_THROWS_WITH_AS(parse_real("-1", "--rate", 0), "--rate: expected a number >= 0, got '-1'",
+                       UsageError);
+  for (const char* bad : {"", "x", "1x", "nan", "inf", "1e999"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_real(bad, "--rate", 0), UsageError);
+  }
+}

@@ -259,9 +259,9 @@ std::string speculative_validation_table(const SpeculativeValidation& v) {
       "\nsummary: speed-up max |error| {:.1f}%\n"
       "predicted: the engine's passes (the draft's k steps + the target's verification of k+1 "
       "tokens per sequence) and plain steps at the measured acceptance rate (i.i.d.), with the "
-      "expected passes of the slowest sequence of the batch; measured: medians of the decode "
-      "times (plain, speculative) of the same request. error = (predicted - measured) / "
-      "measured speed-up.\n",
+      "expected passes of the slowest sequence of the batch; measured: the median over the "
+      "repeats of plain / speculative decode time of the same request, each pair run back to "
+      "back. error = (predicted - measured) / measured speed-up.\n",
       100 * v.max_abs_error());
   return out;
 }

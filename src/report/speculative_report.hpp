@@ -48,7 +48,9 @@ struct SpeculativeMeasurement {
   double plain_step_s = 0;  // plain_decode_s / (G - 1)
   double pass_s = 0;        // speculative_decode_s / passes
   double draft_s_per_pass = 0, verify_s_per_pass = 0;
-  double speedup = 0;  // plain_decode_s / speculative_decode_s
+  // The median over the repeats of plain / speculative decode time, each pair run back to
+  // back (close to, not exactly, plain_decode_s / speculative_decode_s).
+  double speedup = 0;
   // Greedy: whether every sequence's speculative tokens equal its plain tokens.
   std::optional<bool> matches_plain;
   std::vector<std::vector<int32_t>> tokens;  // speculative

@@ -53,7 +53,12 @@ DeviceRates DeviceRates::at_bucket(int64_t bucket) const {
   r.log_working_set = static_cast<double>(bucket) * kLogBucket;
   const double ws = std::exp(r.log_working_set);
   r.bandwidth = m.hardware.bandwidth_at(ws);
-  r.attention_bandwidth = m.attention_curve ? m.hardware.attention_rate_at(ws) : 0.0;
+  if (m.attention_curve) {
+    const std::array<double, 2>& nearest = m.hardware.probe->attention.front();
+    r.attention_stall_s_per_byte =
+        std::max(0.0, 1.0 / m.hardware.attention_rate_at(ws) - 1.0 / nearest[1]);
+    r.attention_near_bandwidth = m.hardware.bandwidth_at(nearest[0]);
+  }
   r.level = m.hardware.level_for(ws >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(ws));
   return r;
 }
@@ -177,7 +182,8 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
   const DeviceRates device =
       r.at_working_set(static_cast<double>(hw.device_memory().capacity_bytes));
   r.bandwidth = device.bandwidth;
-  r.attention_bandwidth = device.attention_bandwidth;
+  r.attention_stall_s_per_byte = device.attention_stall_s_per_byte;
+  r.attention_near_bandwidth = device.attention_near_bandwidth;
   r.level = device.level;
   r.log_working_set = device.log_working_set;
   if (r.matrix_flops <= 0) {
@@ -336,21 +342,26 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
   c.compute_s = static_cast<double>(op.flops - op.outlier_flops) / peak;
   if (op.outlier_flops > 0)
     c.compute_s += static_cast<double>(op.outlier_flops) / rates.outlier_flops;
-  c.memory_s = static_cast<double>(op.bytes.total()) / rates.bandwidth;
+  const bool stalls = op.kind == OpKind::attention && rates.attention_near_bandwidth > 0;
+  c.memory_s = static_cast<double>(op.bytes.total()) /
+               (stalls ? rates.attention_near_bandwidth : rates.bandwidth);
   double overhead = rates.kernel_overhead_s;
   if (rates.calibrated) {
     const ClassCalibration& k = rates.classes[static_cast<size_t>(op.kind)];
     c.compute_s /= k.compute_efficiency;
     c.memory_s /= k.memory_efficiency;
-    if (op.kind == OpKind::attention && rates.attention_bandwidth > 0) {
-      // The probe's attention curve: the kernel's own rate at this working set.
-      c.memory_s = static_cast<double>(op.bytes.total()) / rates.attention_bandwidth;
-    }
     overhead = k.overhead_s;
   }
   c.overhead_s = static_cast<double>(op.launches) * overhead;
-  c.bound = c.compute_s > c.memory_s ? Bound::compute : Bound::memory;
   c.time_s = std::max(c.compute_s, c.memory_s) + c.overhead_s;
+  if (stalls) {
+    // The probe's attention curve: far-away keys and values stall the kernel on top of its
+    // in-cache time.
+    const double stall = static_cast<double>(op.bytes.total()) * rates.attention_stall_s_per_byte;
+    c.time_s += stall;
+    c.memory_s += stall;
+  }
+  c.bound = c.compute_s > c.memory_s ? Bound::compute : Bound::memory;
   return c;
 }
 

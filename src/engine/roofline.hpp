@@ -80,7 +80,7 @@ struct WorkingSetModel {
   // Calibrated method, a probed file whose GEMM format is the one computed in; ascending.
   std::vector<GemmAnchor> gemm;
   // Calibrated method, a probed file with an attention curve measured in the format computed
-  // in: attention bytes cost at that curve (Hardware::attention_rate_at).
+  // in: attention ops pay the curve's stall (DeviceRates::attention_stall_s_per_byte).
   bool attention_curve = false;
   // Seconds of an m x n x k product at this log working set: log FLOP/s interpolated linearly
   // between the nearest anchors on either side that measured this m (or, when none did, the
@@ -105,9 +105,14 @@ struct DeviceRates {
   double vector_flops = 0;   // FLOP/s for elementwise work (the fp32 non-matrix peak)
   double outlier_flops = 0;  // FLOP/s of LLM.int8()'s fp16 outlier products (fp16 peak)
   double bandwidth = 0;      // bytes/s at the working set in use (device memory by default)
-  // Calibrated, with the probe's attention curve: the attention kernel's bytes/s at the
-  // working set in use, which replaces bandwidth * memory efficiency for attention ops; else 0.
-  double attention_bandwidth = 0;
+  // Calibrated, with the probe's attention curve: seconds per attention byte that the kernel
+  // loses at the working set in use against its rate at the curve's smallest working set
+  // (caches in L2), 1 / rate(ws) - 1 / rate(smallest), at least 0; else 0. Cached keys and
+  // values that come from far away stall the kernel on top of its in-cache time, so attention
+  // ops cost max(compute, memory at attention_near_bandwidth) + overhead + bytes * stall: the
+  // curve carries all of the working set's effect.
+  double attention_stall_s_per_byte = 0;
+  double attention_near_bandwidth = 0;  // the bandwidth curve at the attention curve's start
   double kernel_overhead_s = 0;
   double step_overhead_s = 0;  // calibrated: per forward pass (a stack's scheduling, sampling)
   double log_working_set = 0;  // the working set the rates are at (0: device memory's)

@@ -159,35 +159,49 @@ TEST_CASE("between two GEMM anchors with a cache knee between them, products fol
   }
 }
 
-TEST_CASE("attention bytes cost at the probe's attention curve where the file has one") {
+TEST_CASE("attention pays the probe's attention-curve stall at the step's working set") {
   // The decode attention kernel's own rate (the probe's attention curve): 20 GB/s at 256 KiB
-  // (caches in L2), 8 GB/s from 64 MiB (in short runs from main memory, well below the
-  // streaming curve's 12 GB/s there).
+  // (caches in L2), 8 GB/s from 64 MiB (keys and values in short runs from main memory, well
+  // below the streaming curve's 12 GB/s there). The stall per byte at a working set is
+  // 1 / rate(ws) - 1 / 20e9; the in-cache part is the class's roofline at the bandwidth
+  // curve's value where the attention curve starts (256 KiB: 100 GB/s).
   Hardware h = vm_with_wrong_l3();
   h.probe->attention = {{0.25 * MiB, 20e9}, {16 * MiB, 14e9}, {64 * MiB, 8e9}, {1024 * MiB, 8e9}};
   Op attention;
   attention.kind = OpKind::attention;
-  attention.flops = 1'000;  // memory-bound at every working set
+  attention.flops = 1'000;
   attention.bytes.kv_read = 4'000'000;
-  attention.launches = 0;  // no overhead: the memory term alone
+  attention.launches = 0;  // no overhead
   const DeviceRates rates = calibrated_fp32(h);
-  // 4e6 B at 8 GB/s = 500 us at 100 MiB; at the geometric middle of 16 and 64 MiB (32 MiB)
-  // the curve is sqrt(14e9 * 8e9) = 10.58 GB/s: 4e6 / 10.58e9 = 378 us.
+  const double in_cache = 4e6 / 100e9;  // 40 us (efficiency 1, memory-bound)
+  // At 100 MiB: 4e6 * (1/8e9 - 1/20e9) = 300 us of stall + 40 us = 340 us.
   CHECK(roofline_cost(attention, rates.at_working_set(100 * MiB)).time_s ==
-        doctest::Approx(500e-6).epsilon(0.01));
+        doctest::Approx(in_cache + 4e6 * (1 / 8e9 - 1 / 20e9)).epsilon(0.01));
+  // At 32 MiB, the geometric middle of 16 and 64 MiB: rate sqrt(14e9 * 8e9) = 10.58 GB/s.
+  const double middle = std::sqrt(14e9 * 8e9);
   CHECK(roofline_cost(attention, rates.at_working_set(32 * MiB)).time_s ==
-        doctest::Approx(4e6 / std::sqrt(14e9 * 8e9)).epsilon(0.01));
-  // Other classes keep the bandwidth curve: a norm's bytes at 100 MiB at 11.5-12 GB/s.
+        doctest::Approx(in_cache + 4e6 * (1 / middle - 1 / 20e9)).epsilon(0.01));
+  // At the curve's start (and below) no stall: the in-cache roofline alone.
+  CHECK(roofline_cost(attention, rates.at_working_set(0.1 * MiB)).time_s ==
+        doctest::Approx(in_cache).epsilon(0.01));
+  // A compute-bound attention op adds the stall to its compute time: 2e6 FLOP at 100 GFLOP/s
+  // = 20 us, > 4e5 B / 100 GB/s = 4 us; at 100 MiB + 4e5 * (1/8e9 - 1/20e9) = 30 us.
+  Op heavy = attention;
+  heavy.flops = 2'000'000;
+  heavy.bytes.kv_read = 400'000;
+  CHECK(roofline_cost(heavy, rates.at_working_set(100 * MiB)).time_s ==
+        doctest::Approx(20e-6 + 30e-6).epsilon(0.01));
+  // Other classes keep the bandwidth curve: a norm's bytes at 100 MiB.
   Op norm = attention;
   norm.kind = OpKind::norm;
   CHECK(roofline_cost(norm, rates.at_working_set(100 * MiB)).time_s ==
         doctest::Approx(4e6 / h.bandwidth_at(100 * MiB)).epsilon(0.01));
-  // Without the curve attention bytes cost at the bandwidth curve (efficiency 1 here).
+  // Without the curve attention bytes cost at the bandwidth curve at the step's working set.
   Hardware without = h;
   without.probe->attention.clear();
   CHECK(roofline_cost(attention, calibrated_fp32(without).at_working_set(100 * MiB)).time_s ==
         doctest::Approx(4e6 / h.bandwidth_at(100 * MiB)).epsilon(0.01));
-  // The roofline method ignores the curve (it is a measurement of this runtime's kernel).
+  // The roofline method ignores the curve (a measurement of this runtime's kernel).
   const DeviceRates roofline = device_rates(h, Precision::uniform(DType::fp32), Method::roofline);
   CHECK(roofline_cost(attention, roofline.at_working_set(100 * MiB)).time_s ==
         doctest::Approx(4e6 / h.bandwidth_at(100 * MiB)).epsilon(0.01));

@@ -547,9 +547,10 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
 }
 
 // The decode attention kernel with its KV caches rotating through copies that together span
-// each anchor's working set (as the GEMM's weights do): the engine-counted attention bytes per
-// second of a call, the median over a few decode shapes, into the probe's attention curve.
-// The shapes' caches fit the smallest anchor (256 KiB), so every anchor measures all of them.
+// each anchor's working set (as the GEMM's weights do): the cached K and V bytes the engine
+// counts (kv_read) per second of a call, the median over a few decode shapes, into the probe's
+// attention curve. The shapes' copies fit the smallest anchor (256 KiB), so every anchor
+// measures all of them.
 void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working_sets) {
   Backend& be = probe.backend;
   const engine::Precision precision = probe.precision();
@@ -575,13 +576,16 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
             costing(precision));
         std::vector<engine::Op> ops;
         inventory.build(engine::StepShape::decode(s.batch, s.past), ops);
-        bytes[i] = static_cast<double>(op_of(ops, engine::OpId::attn_scores).bytes.total() +
-                                       op_of(ops, engine::OpId::attn_values).bytes.total());
+        bytes[i] = static_cast<double>(op_of(ops, engine::OpId::attn_scores).bytes.kv_read +
+                                       op_of(ops, engine::OpId::attn_values).bytes.kv_read);
         const int64_t stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
         const int64_t context = (s.past + 1 + 7) / 8 * 8;  // the K cache's 8-position blocks
         const int64_t qkv = s.batch * stride, cache = s.batch * s.kv_heads * context * s.head_dim,
                       out = s.batch * s.heads * s.head_dim;
         const int64_t copy = (qkv + 2 * cache + out + 15) / 16 * 16;  // 64-byte aligned copies
+        if (copy * be.element_bytes() > largest) {
+          throw std::logic_error("probe: an attention shape exceeds the largest anchor");
+        }
         const int64_t copies = std::max<int64_t>(1, working_sets[a] / (copy * be.element_bytes()));
         const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
         std::vector<int64_t> row_offsets;
@@ -665,7 +669,9 @@ std::vector<std::pair<int64_t, bool>> anchors_across_knees(
     if (hi != 4 * lo) continue;
     const double a = engine::interpolate_log_log(curve, static_cast<double>(lo));
     const double b = engine::interpolate_log_log(curve, static_cast<double>(hi));
-    if (std::abs(std::log(b / a)) > std::log(1.1)) out.push_back({2 * lo, false});
+    if (std::abs(std::log(b / a)) > engine::WorkingSetModel::kCurveStepForPosition) {
+      out.push_back({2 * lo, false});
+    }
   }
   return out;
 }

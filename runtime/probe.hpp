@@ -62,8 +62,9 @@ std::vector<std::pair<int64_t, bool>> anchors_across_knees(
 
 // Runs every measurement on `backend` (its threads, its kernels): bandwidth of reads on all
 // threads in x2 steps of working set from 16 KiB to well past the last cache level, the
-// runtime's GEMM at working-set anchors (x4 apart, from 256 KiB to main memory: the weights
-// rotate through copies spanning the anchor's working set), overhead and kernel samples.
+// runtime's GEMM and decode attention at working-set anchors (x4 apart from 256 KiB to main
+// memory, x2 across a knee of the curve: the weights, or the KV caches, rotate through copies
+// spanning the anchor's working set), overhead and kernel samples.
 ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options);
 
 // An accelerator through its backend alone: bandwidth of device-to-device copies across

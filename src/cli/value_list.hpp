@@ -21,7 +21,7 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
 // One integer >= min, e.g. "--prefill-batch 8".
 int64_t parse_int(const std::string& text, const std::string& option, int64_t min);
 
-// One finite real number: >= min, or > min when `above` (e.g. a price, "--rate 2.5").
+// One finite real number: >= min, or > min with RealMin::exclusive (e.g. "--rate 2.5").
 // Throws UsageError naming `option` ("expected a number > 0, got 'x'").
 enum class RealMin { inclusive, exclusive };
 double parse_real(const std::string& text, const std::string& option, double min,

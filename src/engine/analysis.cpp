@@ -98,10 +98,10 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
       r.communication_s += n * c.communication_s;
       r.communication_counted_s += n * c.time_s;
       r.communication_bytes += n * static_cast<double>(op.collective.bytes);
-    } else if (c.bound == Bound::compute) {
-      r.compute_bound_s += n * c.compute_s;
     } else {
-      r.memory_bound_s += n * c.memory_s;
+      // max(compute, memory) + stall, under the op's bound.
+      (c.bound == Bound::compute ? r.compute_bound_s : r.memory_bound_s) +=
+          n * (std::max(c.compute_s, c.memory_s) + c.stall_s);
     }
     r.overhead_s += n * c.overhead_s;
     if (rows) rows->push_back(OpRow{op, c});
@@ -200,9 +200,10 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
     // The last step's counts must fit in 64 bits, like every count the engine reports.
     (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
     (void)checked_mul(checked_add(l.bytes, checked_mul(l.bytes_slope, count - 1)), l.repeat);
+    const double steps = static_cast<double>(count);
     const double per_instance =
         sum_of_max_of_lines(l.compute_s, l.compute_slope, l.memory_s, l.memory_slope, count) +
-        static_cast<double>(count) * l.overhead_s;
+        steps * (l.overhead_s + l.stall_s) + l.stall_slope * steps * (steps - 1) / 2;
     total += static_cast<double>(l.repeat) * per_instance;
   }
   return total;
@@ -234,6 +235,8 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
     l.compute_slope = c1.compute_s - c0.compute_s;
     l.memory_s = c0.memory_s;
     l.memory_slope = c1.memory_s - c0.memory_s;
+    l.stall_s = c0.stall_s;
+    l.stall_slope = c1.stall_s - c0.stall_s;
     // A collective's time is a constant of the step (its bytes do not grow with the context).
     l.overhead_s = c0.overhead_s + (at.kind == OpKind::communication ? c0.time_s : 0.0);
     l.flops = at.flops;
@@ -528,10 +531,11 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
         *time_s += repeat * sum_of_max_of_quadratics(t, t, count);
         continue;
       }
+      const auto stall = coefficients(c0.stall_s, c1.stall_s, c2.stall_s);
       *time_s += repeat * (sum_of_max_of_quadratics(
                                coefficients(c0.compute_s, c1.compute_s, c2.compute_s),
                                coefficients(c0.memory_s, c1.memory_s, c2.memory_s), count) +
-                           n * c0.overhead_s);
+                           n * c0.overhead_s + stall[0] * n + stall[1] * sum_j + stall[2] * sum_j2);
     }
   }
 }

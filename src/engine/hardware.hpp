@@ -78,9 +78,9 @@ struct ProbeCurves {
   std::vector<GemmCurve> gemm;                   // ascending working set
   std::vector<std::array<double, 2>> bandwidth;  // working-set bytes, bytes/s; ascending
   // The runtime's decode attention kernel with its KV caches rotating through copies that
-  // span each working set: the engine-counted attention bytes per second of a call, the
-  // median over a few decode shapes (working-set bytes, bytes/s; ascending). A decode step
-  // streams its weights between two layers' attention calls, so a layer's cached keys and
+  // span each working set: the cached K and V bytes (the engine's kv_read) per second of a
+  // call, the median over a few decode shapes (working-set bytes, bytes/s; ascending). A decode
+  // step streams its weights between two layers' attention calls, so a layer's cached keys and
   // values come from wherever data of the step's working set lives; read in short runs per
   // sequence and KV head, they arrive well below the streaming bandwidth. Empty: attention
   // bytes cost at the bandwidth curve with the class's memory efficiency.
@@ -124,7 +124,7 @@ struct Hardware {
   // log-log (clamped to its ends) when the file has one; else the bandwidth of the level that
   // holds it (a datasheet's step function).
   double bandwidth_at(double working_set) const;
-  // The attention kernel's bytes/s at a working set (the probe's attention curve,
+  // The attention kernel's cached-KV bytes/s at a working set (the probe's attention curve,
   // interpolated log-log and clamped to its ends); 0 when the file has no such curve.
   double attention_rate_at(double working_set) const {
     return probe && !probe->attention.empty() ? interpolate_log_log(probe->attention, working_set)

@@ -54,10 +54,10 @@ DeviceRates DeviceRates::at_bucket(int64_t bucket) const {
   const double ws = std::exp(r.log_working_set);
   r.bandwidth = m.hardware.bandwidth_at(ws);
   if (m.attention_curve) {
-    const std::array<double, 2>& nearest = m.hardware.probe->attention.front();
+    const std::array<double, 2>& start = m.hardware.probe->attention.front();
     r.attention_stall_s_per_byte =
-        std::max(0.0, 1.0 / m.hardware.attention_rate_at(ws) - 1.0 / nearest[1]);
-    r.attention_near_bandwidth = m.hardware.bandwidth_at(nearest[0]);
+        std::max(0.0, 1.0 / m.hardware.attention_rate_at(ws) - 1.0 / start[1]);
+    r.attention_near_bandwidth = m.hardware.bandwidth_at(start[0]);
   }
   r.level = m.hardware.level_for(ws >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(ws));
   return r;
@@ -166,8 +166,12 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
       }
       std::sort(model->gemm.begin(), model->gemm.end(),
                 [](const auto& a, const auto& b) { return a.log_working_set < b.log_working_set; });
-      model->attention_curve = !hw.probe->attention.empty();
     }
+    // The attention curve timed the runtime's kernel on caches and queries in that format, and
+    // it needs the bandwidth curve it is read against.
+    model->attention_curve = curves && precision.activations == *curves &&
+                             precision.kv_cache == *curves && model->curve &&
+                             !hw.probe->attention.empty();
   }
   r.working_set_model = std::move(model);
   if (hw.topology) {
@@ -353,15 +357,14 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
     overhead = k.overhead_s;
   }
   c.overhead_s = static_cast<double>(op.launches) * overhead;
-  c.time_s = std::max(c.compute_s, c.memory_s) + c.overhead_s;
   if (stalls) {
-    // The probe's attention curve: far-away keys and values stall the kernel on top of its
-    // in-cache time.
-    const double stall = static_cast<double>(op.bytes.total()) * rates.attention_stall_s_per_byte;
-    c.time_s += stall;
-    c.memory_s += stall;
+    // The probe's attention curve: cached keys and values (read from wherever the step's
+    // working set lives) stall the kernel on top of its in-cache time; the new tokens' K/V,
+    // queries and outputs are activations, still near.
+    c.stall_s = static_cast<double>(op.bytes.kv_read) * rates.attention_stall_s_per_byte;
   }
-  c.bound = c.compute_s > c.memory_s ? Bound::compute : Bound::memory;
+  c.time_s = std::max(c.compute_s, c.memory_s) + c.stall_s + c.overhead_s;
+  c.bound = c.compute_s > c.memory_s + c.stall_s ? Bound::compute : Bound::memory;
   return c;
 }
 

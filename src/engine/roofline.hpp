@@ -79,8 +79,9 @@ struct WorkingSetModel {
   };
   // Calibrated method, a probed file whose GEMM format is the one computed in; ascending.
   std::vector<GemmAnchor> gemm;
-  // Calibrated method, a probed file with an attention curve measured in the format computed
-  // in: attention ops pay the curve's stall (DeviceRates::attention_stall_s_per_byte).
+  // Calibrated method, a probed file with a bandwidth curve and an attention curve measured
+  // in the activations' and KV cache's format: attention ops pay the curve's stall
+  // (DeviceRates::attention_stall_s_per_byte).
   bool attention_curve = false;
   // Seconds of an m x n x k product at this log working set: log FLOP/s interpolated linearly
   // between the nearest anchors on either side that measured this m (or, when none did, the
@@ -105,12 +106,12 @@ struct DeviceRates {
   double vector_flops = 0;   // FLOP/s for elementwise work (the fp32 non-matrix peak)
   double outlier_flops = 0;  // FLOP/s of LLM.int8()'s fp16 outlier products (fp16 peak)
   double bandwidth = 0;      // bytes/s at the working set in use (device memory by default)
-  // Calibrated, with the probe's attention curve: seconds per attention byte that the kernel
+  // Calibrated, with the probe's attention curve: seconds per cached KV byte that the kernel
   // loses at the working set in use against its rate at the curve's smallest working set
   // (caches in L2), 1 / rate(ws) - 1 / rate(smallest), at least 0; else 0. Cached keys and
   // values that come from far away stall the kernel on top of its in-cache time, so attention
-  // ops cost max(compute, memory at attention_near_bandwidth) + overhead + bytes * stall: the
-  // curve carries all of the working set's effect.
+  // ops cost max(compute, memory at attention_near_bandwidth) + overhead + kv_read * stall:
+  // the curve carries all of the working set's effect.
   double attention_stall_s_per_byte = 0;
   double attention_near_bandwidth = 0;  // the bandwidth curve at the attention curve's start
   double kernel_overhead_s = 0;
@@ -151,7 +152,11 @@ struct OpCost {                // one instance of the op
   double memory_s = 0;         // bytes / bandwidth
   double overhead_s = 0;       // launches * kernel overhead
   double communication_s = 0;  // a collective's time on its link (communication ops)
-  // max(compute_s, memory_s) + overhead_s; a collective's time unless it is overlapped
+  // Memory stall on top of max(compute_s, memory_s): calibrated attention on a probe's
+  // attention curve (DeviceRates::attention_stall_s_per_byte); else 0.
+  double stall_s = 0;
+  // max(compute_s, memory_s) + stall_s + overhead_s; a collective's time unless it is
+  // overlapped
   double time_s = 0;
   Bound bound = Bound::memory;
 };

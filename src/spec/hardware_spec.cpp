@@ -23,9 +23,11 @@
 //                                fitted by `streamspark probe`; op kinds gemm, attention,
 //                                norm, elementwise, gather, kv_write, scan, sampling
 //   probe: {gemm_dtype, gemm: [{working_set, level, points: [[m, n, k, seconds]...]}...],
-//           bandwidth: [[bytes, bytes/s]...]}
-//                                raw probe measurements: GEMM times at working-set anchors
-//                                and the bandwidth curve (the engine interpolates both)
+//           bandwidth: [[bytes, bytes/s]...], attention: [[bytes, bytes/s]...]}
+//                                raw probe measurements: GEMM times at working-set anchors,
+//                                the bandwidth curve and decode attention's cached-KV rate
+//                                (the engine interpolates all three; attention needs the
+//                                bandwidth curve)
 //   provenance: {date, machine, threads, command, ...}    strings, for measured files
 #include "spec/hardware_spec.hpp"
 
@@ -88,7 +90,7 @@ constexpr Column kBandwidthColumns[] = {
     {"bytes/s", 1, 1e21, "between 1 and 1e21"}};
 constexpr Column kAttentionColumns[] = {
     {"working-set bytes", 1, kMaxCapacityBytes, "between 1 and 2^62"},
-    {"attention bytes/s", 1, 1e21, "between 1 and 1e21"}};
+    {"cached KV bytes/s", 1, 1e21, "between 1 and 1e21"}};
 
 void parse_peaks(MapReader& r, engine::Hardware& hw) {
   for (PeakClass c : engine::kAllPeakClasses) {
@@ -374,6 +376,10 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     };
     read_curve("bandwidth", kBandwidthColumns, curves.bandwidth);
     read_curve("attention", kAttentionColumns, curves.attention);
+    if (!curves.attention.empty() && curves.bandwidth.empty()) {
+      probe->error_at("attention",
+                      "needs probe.bandwidth (its in-cache part is read against that curve)");
+    }
     probe->finish();
     hw.probe = curves;
   }

@@ -109,7 +109,7 @@ std::string hardware_yaml(const engine::Hardware& hw) {
     if (!hw.probe->attention.empty()) {
       fmt::format_to(o,
                      "  attention:   # decode attention, KV caches cycling through working-set "
-                     "bytes: working-set bytes, attention bytes/s\n");
+                     "bytes: working-set bytes, cached KV bytes/s\n");
     }
     for (const auto& a : hw.probe->attention) {
       fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", a[0], a[1]);

@@ -206,3 +206,44 @@ TEST_CASE("attention pays the probe's attention-curve stall at the step's workin
   CHECK(roofline_cost(attention, roofline.at_working_set(100 * MiB)).time_s ==
         doctest::Approx(4e6 / h.bandwidth_at(100 * MiB)).epsilon(0.01));
 }
+
+TEST_CASE("the attention stall reaches every total: phase sums, decode steps and prefill passes") {
+  // The per-op rows' time_s (max + stall + overhead) must add up to the phase time, the mean
+  // decode step and the prefill pass that the analyzer's closed-form sums give (a stall folded
+  // into only one of the paths would make analyze and serve-sim disagree).
+  Hardware h = vm_with_wrong_l3();
+  h.probe->attention = {{0.25 * MiB, 20e9}, {16 * MiB, 14e9}, {64 * MiB, 8e9}, {1024 * MiB, 8e9}};
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  o.per_op = true;
+  o.costing.precision = Precision::uniform(DType::fp32);
+  Analyzer a(test::tiny_test(), h, o);
+  const WorkloadResult r = a.analyze({4, 512, 2});  // one decode step at context 512
+  auto total = [](const std::vector<OpRow>& rows, double* stall) {
+    double t = 0;
+    for (const OpRow& row : rows) {
+      t += row.cost.time_s * static_cast<double>(row.op.repeat);
+      *stall += row.cost.stall_s * static_cast<double>(row.op.repeat);
+    }
+    return t;
+  };
+  double decode_stall = 0, prefill_stall = 0;
+  const double decode = total(r.decode_ops, &decode_stall);
+  const double prefill = total(r.prefill_ops, &prefill_stall);
+  // tiny-test's ~15 MiB working set lies past the curve's start: decode attention stalls on
+  // its cached keys and values; a prompt from an empty cache reads none (its own K and V are
+  // activations), so its prefill does not.
+  CHECK(decode_stall > 0.05 * decode);
+  CHECK(prefill_stall == 0);
+  CHECK(r.decode.time_s == doctest::Approx(decode).epsilon(1e-9));
+  CHECK(r.tpot_s == doctest::Approx(decode).epsilon(1e-9));
+  CHECK(r.prefill.time_s == doctest::Approx(prefill).epsilon(1e-9));
+  // Over many steps the closed-form sum of linear stalls equals the mean of the steps' rows.
+  const WorkloadResult many = a.analyze({4, 512, 65});
+  double steps = 0;
+  for (int64_t c = 512; c < 512 + 64; ++c) {
+    double unused = 0;
+    steps += total(a.analyze({4, c, 2}).decode_ops, &unused);
+  }
+  CHECK(many.tpot_s == doctest::Approx(steps / 64).epsilon(1e-6));
+}

@@ -58,15 +58,6 @@ struct PlanOptions {
   bool quiet = false;
 };
 
-double parse_time_option(const std::string& text, const std::string& option) {
-  const auto v = spec::parse_quantity(text, spec::Dimension::time);
-  if (const auto* e = std::get_if<spec::QuantityError>(&v))
-    throw UsageError(option + ": " + e->message);
-  const double x = std::get<double>(v);
-  if (!(x > 0) || !std::isfinite(x)) throw UsageError(option + ": must be > 0");
-  return x;
-}
-
 // "off,on" (or no,yes / false,true) as a list of booleans.
 std::vector<bool> parse_switch_list(const std::string& text, const std::string& option) {
   std::vector<bool> out;
@@ -203,12 +194,11 @@ int run_plan(const PlanOptions& o, const AppContext& ctx) {
   in.top = parse_int(o.top, "--top", 1);
   in.rate_tolerance = parse_real(o.rate_tolerance, "--rate-tolerance", 0, RealMin::exclusive);
   in.prune = !o.no_prune;
-  const double fraction = parse_real(o.memory_fraction, "--memory-fraction", 0, RealMin::exclusive);
-  if (fraction > 1) throw UsageError("--memory-fraction: expected a fraction in (0, 1]");
-  in.memory_fraction = fraction;
+  in.memory_fraction =
+      parse_fraction(o.memory_fraction, "--memory-fraction", FractionRange::above_zero_to_one);
   // Objectives.
   auto objective = [&](const std::string& text, const char* option) {
-    return text.empty() ? 0.0 : parse_time_option(text, option);
+    return text.empty() ? 0.0 : parse_positive_quantity(text, spec::Dimension::time, option);
   };
   in.objectives.ttft_p90_s = objective(o.slo_ttft_p90, "--slo-ttft-p90");
   in.objectives.ttft_p99_s = objective(o.slo_ttft_p99, "--slo-ttft-p99");

@@ -51,11 +51,8 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
   const auto requests = serving_requests(o.serving, &workload);
   check_requests_context(requests, model);
   plan.options = serving_options(o.serving, model.max_context);
-  const auto bytes = spec::parse_quantity(o.kv_memory, spec::Dimension::bytes);
-  if (const auto* e = std::get_if<spec::QuantityError>(&bytes)) {
-    throw UsageError("--kv-memory: " + e->message);
-  }
-  plan.kv_memory_bytes = std::get<double>(bytes);
+  plan.kv_memory_bytes =
+      parse_positive_quantity(o.kv_memory, spec::Dimension::bytes, "--kv-memory");
   const auto backend = make_backend(o.runtime);
   check_hardware_matches(hardware, *backend, resolve_threads(o.runtime.threads), o.strict_hardware);
   runtime::ServeBenchResult r;

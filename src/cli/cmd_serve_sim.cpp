@@ -58,22 +58,10 @@ void check_kv_capacity(const engine::SchedulerOptions& s, double bytes, int64_t 
 double kv_bytes(const std::string& kv_memory, const std::string& memory_fraction,
                 engine::IterationCost& cost, int64_t max_tokens) {
   if (!kv_memory.empty()) {
-    const auto v = spec::parse_quantity(kv_memory, spec::Dimension::bytes);
-    if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
-      throw UsageError("--kv-memory: " + e->message);
-    }
-    return std::get<double>(v);
+    return parse_positive_quantity(kv_memory, spec::Dimension::bytes, "--kv-memory");
   }
-  double fraction = 0;
-  try {
-    fraction = std::stod(memory_fraction);
-  } catch (const std::exception&) {
-    fraction = -1;
-  }
-  if (!(fraction > 0 && fraction <= 1)) {
-    throw UsageError("--memory-fraction: expected a fraction in (0, 1], got '" + memory_fraction +
-                     "'");
-  }
+  const double fraction =
+      parse_fraction(memory_fraction, "--memory-fraction", FractionRange::above_zero_to_one);
   try {
     return cost.kv_bytes_available(fraction, max_tokens);
   } catch (const std::invalid_argument& e) {

@@ -51,17 +51,6 @@ engine::DType parse_dtype_option(const std::string& name, const std::string& opt
       option, name));
 }
 
-namespace {
-double parse_fraction(const std::string& text, const std::string& option) {
-  double v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || !(v >= 0 && v < 1)) {
-    throw UsageError(fmt::format("{}: expected a fraction in [0, 1), got '{}'", option, text));
-  }
-  return v;
-}
-}  // namespace
-
 engine::Precision parse_precision(const PrecisionOptions& o, const std::string& dtype) {
   const engine::DType base = parse_dtype_option(dtype, "--dtype");
   engine::Precision p = engine::Precision::uniform(base);
@@ -75,8 +64,10 @@ engine::Precision parse_precision(const PrecisionOptions& o, const std::string& 
   if (o.zero_points && p.weights.group_size == 0) {
     throw UsageError("--zero-points needs --group-size (one zero point per group)");
   }
-  p.weights.salient_fraction = parse_fraction(o.salient_fraction, "--salient-fraction");
-  p.outlier_fraction = parse_fraction(o.outlier_fraction, "--outlier-fraction");
+  p.weights.salient_fraction =
+      parse_fraction(o.salient_fraction, "--salient-fraction", FractionRange::from_zero_below_one);
+  p.outlier_fraction =
+      parse_fraction(o.outlier_fraction, "--outlier-fraction", FractionRange::from_zero_below_one);
   return p;
 }
 

@@ -12,20 +12,7 @@
 
 namespace streamspark::cli {
 
-namespace {
-
-double parse_quantity_option(const std::string& text, spec::Dimension d,
-                             const std::string& option) {
-  const auto v = spec::parse_quantity(text, d);
-  if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
-    throw UsageError(option + ": " + e->message);
-  }
-  const double x = std::get<double>(v);
-  if (!(x > 0)) throw UsageError(option + ": must be > 0");
-  return x;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 engine::LengthDistribution parse_length_distribution(const std::string& text,
                                                      const std::string& option) {
@@ -201,13 +188,13 @@ engine::ServingOptions serving_options(const ServingCliOptions& o, int64_t max_c
   }
   if (!o.host_bandwidth.empty()) {
     s.host_bandwidth =
-        parse_quantity_option(o.host_bandwidth, spec::Dimension::bandwidth, "--host-bandwidth");
+        parse_positive_quantity(o.host_bandwidth, spec::Dimension::bandwidth, "--host-bandwidth");
   }
   if (!o.slo_ttft.empty()) {
-    s.slo_ttft_s = parse_quantity_option(o.slo_ttft, spec::Dimension::time, "--slo-ttft");
+    s.slo_ttft_s = parse_positive_quantity(o.slo_ttft, spec::Dimension::time, "--slo-ttft");
   }
   if (!o.slo_tpot.empty()) {
-    s.slo_tpot_s = parse_quantity_option(o.slo_tpot, spec::Dimension::time, "--slo-tpot");
+    s.slo_tpot_s = parse_positive_quantity(o.slo_tpot, spec::Dimension::time, "--slo-tpot");
   }
   return s;
 }

@@ -133,6 +133,29 @@ double parse_real(const std::string& text, const std::string& option, double min
   return v;
 }
 
+double parse_fraction(const std::string& text, const std::string& option, FractionRange range) {
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const bool below_one = range == FractionRange::from_zero_below_one;
+  const bool inside = below_one ? (v >= 0 && v < 1) : (v > 0 && v <= 1);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !inside) {
+    throw UsageError(fmt::format("{}: expected a fraction in {}, got '{}'", option,
+                                 below_one ? "[0, 1)" : "(0, 1]", text));
+  }
+  return v;
+}
+
+double parse_positive_quantity(const std::string& text, spec::Dimension d,
+                               const std::string& option) {
+  const auto v = spec::parse_quantity(text, d);
+  if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
+    throw UsageError(option + ": " + e->message);
+  }
+  const double x = std::get<double>(v);
+  if (!(x > 0) || !std::isfinite(x)) throw UsageError(option + ": must be > 0");
+  return x;
+}
+
 double parse_percent(const std::string& text, const std::string& option) {
   // "P" or "P%", spaces allowed around the number and before the sign.
   std::string_view s = text;

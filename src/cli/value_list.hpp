@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "spec/quantity.hpp"
+
 namespace streamspark::cli {
 
 // Bad command-line input; the CLI prints it and exits with 2.
@@ -26,6 +28,17 @@ int64_t parse_int(const std::string& text, const std::string& option, int64_t mi
 enum class RealMin { inclusive, exclusive };
 double parse_real(const std::string& text, const std::string& option, double min,
                   RealMin bound = RealMin::inclusive);
+
+// A fraction: in [0, 1) (a share that cannot be all, e.g. "--outlier-fraction 0.06") or in
+// (0, 1] (a share that cannot be none, e.g. "--memory-fraction 0.9"). Throws UsageError
+// ("--memory-fraction: expected a fraction in (0, 1], got 'x'").
+enum class FractionRange { from_zero_below_one, above_zero_to_one };
+double parse_fraction(const std::string& text, const std::string& option, FractionRange range);
+
+// A quantity with units of dimension `d` ("2 ms", "64 MB"), finite and > 0; the quantity
+// parser's message, or "must be > 0", after `option`.
+double parse_positive_quantity(const std::string& text, spec::Dimension d,
+                               const std::string& option);
 
 // A percentage given as "P" or "P%" (e.g. 5, 5%, 2.5 %): a finite number >= 0, in percent.
 // Throws UsageError naming `option` for anything else (negative, nan, inf, not a number).

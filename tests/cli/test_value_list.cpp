@@ -80,3 +80,30 @@ TEST_CASE("parse_real: finite numbers at or above (or strictly above) a minimum"
     CHECK_THROWS_AS(parse_real(bad, "--rate", 0), UsageError);
   }
 }
+
+TEST_CASE("parse_fraction: [0, 1) shares and (0, 1] shares, the whole text a number") {
+  CHECK(parse_fraction("0", "--outlier-fraction", FractionRange::from_zero_below_one) == 0);
+  CHECK(parse_fraction("1", "--memory-fraction", FractionRange::above_zero_to_one) == 1);
+  CHECK_THROWS_WITH_AS(
+      parse_fraction("1", "--outlier-fraction", FractionRange::from_zero_below_one),
+      "--outlier-fraction: expected a fraction in [0, 1), got '1'", UsageError);
+  CHECK_THROWS_WITH_AS(parse_fraction("0", "--memory-fraction", FractionRange::above_zero_to_one),
+                       "--memory-fraction: expected a fraction in (0, 1], got '0'", UsageError);
+  for (const char* bad : {"", "x", "0.5x", " 0.5", "nan", "-0.1", "2"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_fraction(bad, "--memory-fraction", FractionRange::above_zero_to_one),
+                    UsageError);
+  }
+}
+
+TEST_CASE("parse_positive_quantity: a quantity with units, finite and > 0") {
+  CHECK(parse_positive_quantity("64 MB", streamspark::spec::Dimension::bytes, "--kv-memory") ==
+        64e6);
+  CHECK(parse_positive_quantity("2 ms", streamspark::spec::Dimension::time, "--slo-ttft") ==
+        doctest::Approx(2e-3));
+  CHECK_THROWS_WITH_AS(
+      parse_positive_quantity("0 MB", streamspark::spec::Dimension::bytes, "--kv-memory"),
+      "--kv-memory: must be > 0", UsageError);
+  CHECK_THROWS_AS(parse_positive_quantity("fast", streamspark::spec::Dimension::time, "--slo-ttft"),
+                  UsageError);
+}

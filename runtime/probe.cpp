@@ -553,58 +553,70 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
 // measures all of them.
 void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working_sets) {
   Backend& be = probe.backend;
-  const engine::Precision precision = probe.precision();
-  struct Shape {
-    int64_t batch, past, heads, kv_heads, head_dim;
-  };
-  // GQA groups of 4 and 8 with heads of 32 and 64, 64 to 128 cached positions.
-  const std::vector<Shape> shapes = {{4, 64, 4, 2, 32}, {1, 128, 8, 2, 64}, {2, 96, 8, 1, 64}};
+  const int64_t e = be.element_bytes();
   int64_t largest = 0;
   for (const int64_t ws : working_sets) largest = std::max(largest, ws);
-  float* pool = be.allocate(largest / be.element_bytes());
+  // One decode call's layout in the pool: qkv rows, K cache, V cache, output (elements).
+  struct Shape {
+    int64_t batch = 0, past = 0, heads = 0, kv_heads = 0, head_dim = 0;
+    int64_t stride = 0, context = 0, qkv = 0, cache = 0, copy = 0;
+    double kv_bytes = 0;  // the engine's kv_read of scores and values
+    std::vector<int64_t> pasts, row_offsets;
+    std::vector<int32_t> tables;
+  };
+  // Batch, cached positions, heads, KV heads, head dim: GQA groups of 4 and 8 with heads of 32
+  // and 64, 64 to 128 cached positions.
+  constexpr int64_t kDims[][5] = {{4, 64, 4, 2, 32}, {1, 128, 8, 2, 64}, {2, 96, 8, 1, 64}};
+  std::vector<Shape> shapes(std::size(kDims));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Shape& s = shapes[i];
+    s.batch = kDims[i][0];
+    s.past = kDims[i][1];
+    s.heads = kDims[i][2];
+    s.kv_heads = kDims[i][3];
+    s.head_dim = kDims[i][4];
+    const engine::OpInventory inventory(
+        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256),
+        costing(probe.precision()));
+    std::vector<engine::Op> ops;
+    inventory.build(engine::StepShape::decode(s.batch, s.past), ops);
+    s.kv_bytes = static_cast<double>(op_of(ops, engine::OpId::attn_scores).bytes.kv_read +
+                                     op_of(ops, engine::OpId::attn_values).bytes.kv_read);
+    s.stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
+    s.context = (s.past + 1 + 7) / 8 * 8;  // the K cache's 8-position blocks
+    s.qkv = s.batch * s.stride;
+    s.cache = s.batch * s.kv_heads * s.context * s.head_dim;
+    const int64_t out = s.batch * s.heads * s.head_dim;
+    s.copy = (s.qkv + 2 * s.cache + out + 15) / 16 * 16;  // copies start 16 elements apart
+    if (s.copy * e > largest) {
+      throw std::logic_error("probe: an attention shape exceeds the largest anchor");
+    }
+    s.pasts.assign(static_cast<size_t>(s.batch), s.past);
+    for (int64_t b = 0; b <= s.batch; ++b) s.row_offsets.push_back(b);
+    for (int64_t b = 0; b < s.batch; ++b) s.tables.push_back(static_cast<int32_t>(b));
+  }
+  float* pool = be.allocate(largest / e);
   const int passes = probe.options.quick ? 5 : 3;
   // seconds[anchor][shape]: one per pass.
   std::vector<std::vector<std::vector<double>>> seconds(
       working_sets.size(), std::vector<std::vector<double>>(shapes.size()));
-  std::vector<double> bytes(shapes.size());
   for (int pass = 0; pass < passes; ++pass) {
     for (size_t a = 0; a < working_sets.size(); ++a) {
       for (size_t i = 0; i < shapes.size(); ++i) {
         const Shape& s = shapes[i];
-        const engine::OpInventory inventory(
-            probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256),
-            costing(precision));
-        std::vector<engine::Op> ops;
-        inventory.build(engine::StepShape::decode(s.batch, s.past), ops);
-        bytes[i] = static_cast<double>(op_of(ops, engine::OpId::attn_scores).bytes.kv_read +
-                                       op_of(ops, engine::OpId::attn_values).bytes.kv_read);
-        const int64_t stride = (s.heads + 2 * s.kv_heads) * s.head_dim;
-        const int64_t context = (s.past + 1 + 7) / 8 * 8;  // the K cache's 8-position blocks
-        const int64_t qkv = s.batch * stride, cache = s.batch * s.kv_heads * context * s.head_dim,
-                      out = s.batch * s.heads * s.head_dim;
-        const int64_t copy = (qkv + 2 * cache + out + 15) / 16 * 16;  // 64-byte aligned copies
-        if (copy * be.element_bytes() > largest) {
-          throw std::logic_error("probe: an attention shape exceeds the largest anchor");
-        }
-        const int64_t copies = std::max<int64_t>(1, working_sets[a] / (copy * be.element_bytes()));
-        const std::vector<int64_t> past(static_cast<size_t>(s.batch), s.past);
-        std::vector<int64_t> row_offsets;
-        std::vector<int32_t> tables;
-        for (int64_t b = 0; b <= s.batch; ++b) row_offsets.push_back(b);
-        for (int64_t b = 0; b < s.batch; ++b) tables.push_back(static_cast<int32_t>(b));
-        const SequenceBatch batch{s.batch, row_offsets.data(), past.data()};
+        const int64_t copies = std::max<int64_t>(1, working_sets[a] / (s.copy * e));
+        const SequenceBatch batch{s.batch, s.row_offsets.data(), s.pasts.data()};
         int64_t next = 0;
-        const double t = probe.time(
+        seconds[a][i].push_back(probe.time(
             [&] {
-              const int64_t base = next * copy;
-              const KvCacheView view{be.at(pool, base + qkv), be.at(pool, base + qkv + cache),
-                                     context, tables.data(), 1};
-              be.attention(be.at(pool, base), stride, s.heads, s.kv_heads, s.head_dim, batch, view,
-                           be.at(pool, base + qkv + 2 * cache));
+              const int64_t base = next * s.copy;
+              const KvCacheView view{be.at(pool, base + s.qkv), be.at(pool, base + s.qkv + s.cache),
+                                     s.context, s.tables.data(), 1};
+              be.attention(be.at(pool, base), s.stride, s.heads, s.kv_heads, s.head_dim, batch,
+                           view, be.at(pool, base + s.qkv + 2 * s.cache));
               next = (next + 1) % copies;
             },
-            1);
-        seconds[a][i].push_back(t);
+            1));
       }
     }
   }
@@ -613,7 +625,7 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
   for (size_t a = 0; a < working_sets.size(); ++a) {
     std::vector<double> rates;
     for (size_t i = 0; i < shapes.size(); ++i) {
-      rates.push_back(bytes[i] / engine::median(seconds[a][i]));
+      rates.push_back(shapes[i].kv_bytes / engine::median(seconds[a][i]));
     }
     probe.curves.attention.push_back({static_cast<double>(working_sets[a]), engine::median(rates)});
   }

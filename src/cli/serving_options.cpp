@@ -12,8 +12,6 @@
 
 namespace streamspark::cli {
 
-namespace {}  // namespace
-
 engine::LengthDistribution parse_length_distribution(const std::string& text,
                                                      const std::string& option) {
   std::vector<std::string> parts;

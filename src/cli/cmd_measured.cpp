@@ -82,6 +82,14 @@ std::vector<engine::MeasuredRun> resolve_measurements(
     run.precision = engine::Precision::uniform(compute);
     if (!row.kv_cache.empty()) run.precision.kv_cache = *engine::parse_dtype(row.kv_cache);
     if (!row.embedding.empty()) run.precision.embedding = *engine::parse_dtype(row.embedding);
+    if (!row.attention_weights.empty()) {
+      run.precision.attention_weights = *engine::parse_dtype(row.attention_weights);
+    }
+    if (!row.activation_storage.empty()) {
+      run.precision.activation_storage = *engine::parse_dtype(row.activation_storage);
+    }
+    if (row.memory_fraction) run.memory_fraction = *row.memory_fraction;
+    if (row.max_batched_tokens) run.max_batched_tokens = *row.max_batched_tokens;
     run.layout.tp = row.tp;
     run.layout.pp = row.pp;
     try {

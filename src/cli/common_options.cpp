@@ -24,8 +24,14 @@ void add_precision_options(CLI::App* app, PrecisionOptions& o, bool dtype_list) 
       ->capture_default_str();
   app->add_option("--weights", o.weights,
                   "layer weight matrices only (e.g. int4, int3 for weight-only quantization)");
+  app->add_option("--attention-weights", o.attention_weights,
+                  "attention projections (q, k, v, o) in this format instead of --weights (Llama "
+                  "3.1's FP8 checkpoints: --dtype fp8 --attention-weights bf16)");
   app->add_option("--activations", o.activations,
                   "activations; matrix multiplies run at this format's peak");
+  app->add_option("--activation-storage", o.activation_storage,
+                  "the format activations are kept in between kernels, when not --activations "
+                  "(W8A8 FP8 stacks: --dtype fp8 --activation-storage bf16)");
   app->add_option("--embedding-dtype", o.embedding,
                   "embedding table and lm head (default: the activations' format)");
   app->add_option("--kv-dtype", o.kv_dtype,
@@ -59,6 +65,12 @@ engine::Precision parse_precision(const PrecisionOptions& o, const std::string& 
       o.embedding.empty() ? p.activations : parse_dtype_option(o.embedding, "--embedding-dtype");
   p.kv_cache = o.kv_dtype.empty() ? p.activations : parse_dtype_option(o.kv_dtype, "--kv-dtype");
   if (!o.weights.empty()) p.weights.dtype = parse_dtype_option(o.weights, "--weights");
+  if (!o.activation_storage.empty()) {
+    p.activation_storage = parse_dtype_option(o.activation_storage, "--activation-storage");
+  }
+  if (!o.attention_weights.empty()) {
+    p.attention_weights = parse_dtype_option(o.attention_weights, "--attention-weights");
+  }
   p.weights.group_size = parse_int(o.group_size, "--group-size", 0);
   p.weights.zero_points = o.zero_points;
   if (o.zero_points && p.weights.group_size == 0) {

@@ -22,6 +22,8 @@ enum class Format { table, json, csv };
 struct PrecisionOptions {
   std::string dtype = "bf16";          // weights, embedding, activations (compute) and KV cache
   std::string weights;                 // layer weight matrices (e.g. int4); empty: dtype
+  std::string attention_weights;       // attention projections; empty: as weights
+  std::string activation_storage;      // activations in memory; empty: activations
   std::string activations;             // activations and compute; empty: dtype
   std::string embedding;               // embedding and lm head; empty: activations
   std::string kv_dtype;                // KV cache and state; empty: activations

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "engine/overflow.hpp"
 #include "engine/statistics.hpp"
 
 namespace streamspark::engine {
@@ -49,6 +50,19 @@ AnalysisOptions options_for(const MeasuredRun& run, Method method) {
   return o;
 }
 
+// The scheduler the run's stack runs: vLLM's (max_num_seqs 256, paged blocks of 16, the
+// row's token budget), the batch capped by the run's concurrency, the KV cache what the row's
+// memory fraction leaves after weights and activations.
+ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_t max_batch) {
+  ServingOptions o;
+  o.scheduler.max_batch = max_batch;
+  o.scheduler.max_tokens = run.max_batched_tokens;
+  o.scheduler.max_context = run.model.max_context;
+  cost.configure(o.scheduler,
+                 cost.kv_bytes_available(run.memory_fraction, o.scheduler.max_tokens));
+  return o;
+}
+
 SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t requests, double rate,
                               int64_t max_batch) {
   IterationCost cost(run.model, run.hardware, options_for(run, method));
@@ -57,20 +71,19 @@ SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t req
   w.rate = rate;
   w.prompt = {LengthKind::fixed, static_cast<double>(run.input_len), 0, 0};
   w.output = {LengthKind::fixed, static_cast<double>(run.output_len), 0, 0};
-  ServingOptions o;
-  // vLLM's defaults (max_num_seqs 256, 8192 batched tokens, 90 % of the memory), the batch
-  // capped by the run's concurrency.
-  o.scheduler.max_batch = max_batch;
-  o.scheduler.max_context = run.model.max_context;
-  cost.configure(o.scheduler, cost.kv_bytes_available(0.9, o.scheduler.max_tokens));
+  const ServingOptions o = stack_options(run, cost, max_batch);
   return simulate_deployment(generate_requests(w), o, cost, run.layout);
 }
 
 }  // namespace
 
 bool static_batch_fits(const MeasuredRun& run) {
-  Analyzer a(run.model, run.hardware, options_for(run, Method::roofline));
-  return a.analyze({run.batch, run.input_len, run.output_len}).memory.fits;
+  IterationCost cost(run.model, run.hardware, options_for(run, Method::roofline));
+  const SchedulerOptions s = stack_options(run, cost, run.batch).scheduler;
+  if (run.batch > s.max_batch) return false;  // constant-state models: sequences fill it
+  const int64_t tokens = ceil_div(run.input_len + run.output_len, s.block_size) * s.block_size +
+                         s.reserved_tokens_per_sequence;
+  return checked_mul(run.batch, tokens) <= s.kv_capacity_tokens;
 }
 
 namespace {
@@ -80,11 +93,11 @@ namespace {
 // as the first finish (vLLM's scheduler, LMDeploy's request queue): the simulator with every
 // request arriving at once, means over the requests and the whole run's time.
 MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
-  Analyzer a(run.model, run.hardware, options_for(run, method));
-  const WorkloadResult r = a.analyze({run.batch, run.input_len, run.output_len});
   MeasuredMetrics m;
   const double tokens = static_cast<double>(run.batch * run.output_len);
-  if (r.memory.fits) {
+  if (static_batch_fits(run)) {
+    Analyzer a(run.model, run.hardware, options_for(run, method));
+    const WorkloadResult r = a.analyze({run.batch, run.input_len, run.output_len});
     m.ttft_s = r.ttft_s;
     m.tpot_s = r.tpot_s;
     m.e2e_s = r.e2e_s;

@@ -45,6 +45,13 @@ struct MeasuredRun {
   double request_rate = 0;
   int64_t input_len = 0;
   int64_t output_len = 0;
+  // The stack's memory configuration: the fraction of each GPU's memory it takes, and the
+  // tokens per iteration it schedules and reserves activation memory for (vLLM's
+  // gpu_memory_utilization 0.9 and, with chunked prefill off, max_num_batched_tokens =
+  // max(max_model_len, 2048); 8192 here by default). What is left after the weights and those
+  // activations holds the KV cache.
+  double memory_fraction = 0.9;
+  int64_t max_batched_tokens = 8192;
   MeasuredMetrics measured;
   std::string stack;  // "vLLM 0.6.0"
   std::string source;
@@ -109,8 +116,10 @@ struct FitResult {
   double in_sample_median_abs_error = 0;
 };
 
-// Whether a static run's whole batch fits its GPUs' memory (weights, KV cache at the last
-// token, activations): when not, the stack runs it in waves and predict() simulates them.
+// Whether a static run's whole batch fits the KV cache its stack sets up (the memory fraction
+// less weights and activations for max_batched_tokens, in 16-token blocks, at the last token):
+// when not, the stack admits what fits and preempts or queues the rest, and predict()
+// simulates that.
 bool static_batch_fits(const MeasuredRun& run);
 
 // Least squares on relative error over the static runs' TTFT and TPOT (serving runs and

@@ -141,6 +141,7 @@ std::vector<WeightTensor> unsplit_weight_tensors(const Model& m, const LayerKind
 std::vector<WeightTensor> weight_tensors(const Model& m, const LayerKind& k) {
   std::vector<WeightTensor> t = unsplit_weight_tensors(m, k);
   for (WeightTensor& w : t) w.split = split_of(w.name);
+
   return t;
 }
 
@@ -189,6 +190,7 @@ std::vector<WeightTensor> unsplit_weight_tensors(const Model& m, const LayerKind
         }
         t.push_back({"out_proj", q_width, D, 1, L});
       }
+      for (WeightTensor& w : t) w.attention = w.matrix;  // only the mixer's tensors so far
       break;
     }
     case MixerKind::mamba: {

@@ -57,4 +57,23 @@ constexpr std::string_view op_name(OpId id) {
 }
 std::optional<OpId> parse_op_id(std::string_view name);
 
+// The products with an attention mixer's projection matrices (MHA/GQA/MQA and MLA).
+constexpr bool is_attention_projection(OpId id) {
+  switch (id) {
+    case OpId::qkv_proj:
+    case OpId::q_proj:
+    case OpId::kv_proj:
+    case OpId::out_proj:
+    case OpId::q_down:
+    case OpId::q_up:
+    case OpId::kv_down:
+    case OpId::kv_up:
+    case OpId::q_absorb:
+    case OpId::v_absorb:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace streamspark::engine

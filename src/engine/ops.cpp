@@ -120,11 +120,13 @@ class OpListBuilder {
  public:
   OpListBuilder(const Precision& p, std::vector<Op>& out) : p_(p), out_(out) {}
 
-  int64_t act_bytes(int64_t elements) const { return storage_bytes(elements, p_.activations); }
+  int64_t act_bytes(int64_t elements) const {
+    return storage_bytes(elements, stored_activations(p_));
+  }
   int64_t kv_bytes(int64_t elements) const { return storage_bytes(elements, p_.kv_cache); }
   // Bytes of a layer weight matrix stored as (rows input features x cols outputs).
-  int64_t weight_bytes_stored(int64_t rows, int64_t cols) const {
-    return matrix_bytes(p_.weights, rows, cols);
+  int64_t weight_bytes_stored(int64_t rows, int64_t cols, bool attention_projection) const {
+    return matrix_bytes(matrix_format(p_, attention_projection), rows, cols);
   }
   // Parameters that are not quantized (norms, biases, router, SSM vectors) are stored like
   // activations.
@@ -156,9 +158,9 @@ class OpListBuilder {
     // Group sizes are checked against the stored matrices (check_weight_format); the few
     // GEMMs whose k is not a stored input dimension (MLA's absorbed products) override the
     // weight bytes after this.
-    const WeightFormat w = p_.weights.group_size > 0 && k % p_.weights.group_size != 0
-                               ? WeightFormat{p_.weights.dtype}
-                               : p_.weights;
+    const bool attention = is_attention_projection(id);
+    const WeightFormat f = matrix_format(p_, attention);
+    const WeightFormat w = f.group_size > 0 && k % f.group_size != 0 ? WeightFormat{f.dtype} : f;
     int64_t flops = checked_mul(2, batch, m, n, k);
     Traffic t;
     t.weights = checked_mul(batch, matrix_bytes(w, k, n));
@@ -170,7 +172,11 @@ class OpListBuilder {
         act_bytes(checked_mul(batch, checked_add(checked_mul(m, k), checked_mul(m, n))));
     Op& op = add(id, OpKind::gemm, flops, t);
     op.gemm = GemmShape{m, n, k, batch};
-    apply_outliers(op, k);
+    if (attention && attention_in_16_bits(p_)) {
+      op.outlier_flops = flops;  // a 16-bit matrix: the whole product at the 16-bit peak
+    } else {
+      apply_outliers(op, k);
+    }
     return op;
   }
 
@@ -382,7 +388,7 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     // of latents (d_c per head) times W^UV (per head d_c x d_v) gives the heads' outputs.
     // W^UK and W^UV are stored as kv_up (d_c input rows): their bytes follow that layout.
     b.gemm(OpId::q_absorb, s.tokens, dc, dh, false, N).bytes.weights =
-        b.weight_bytes_stored(dc, checked_mul(N, dh));
+        b.weight_bytes_stored(dc, checked_mul(N, dh), true);
     Traffic scores;
     scores.activations = b.act_bytes(
         checked_add(checked_mul(s.tokens, N, checked_add(dc, dr)), checked_mul(s.tokens, cached)));
@@ -393,7 +399,7 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     values.activations = b.act_bytes(checked_mul(s.tokens, N, dc));
     b.add(OpId::attn_values, OpKind::attention, checked_mul(2, s.B, N, dc, pairs), values, 0);
     b.gemm(OpId::v_absorb, s.tokens, dv, dc, false, N).bytes.weights =
-        b.weight_bytes_stored(dc, checked_mul(N, dv));
+        b.weight_bytes_stored(dc, checked_mul(N, dv), true);
   } else {
     // Decompress every position's latent (cached and new) into per-head K_nope and V with
     // kv_up (W^UK, W^UV), then attend with N heads of d_h + d_r (keys) and d_v (values).

@@ -68,7 +68,9 @@ struct Op {
   OpKind kind = OpKind::elementwise;
   GemmShape gemm;
   int64_t flops = 0;          // per instance
-  int64_t outlier_flops = 0;  // of which run at the fp16 rate (LLM.int8() outliers)
+  // Of which run at the 16-bit rate: LLM.int8()'s fp16 outliers, or all of an attention
+  // projection kept in 16 bits while the activations are narrower (Precision::attention_weights).
+  int64_t outlier_flops = 0;
   Traffic bytes;              // per instance
   int64_t repeat = 1;         // instances per step: layers of the kind, or 1
   int64_t launches = 1;       // kernel launches per instance; 0 when fused into another op

@@ -131,8 +131,8 @@ int64_t tensor_bytes_per_gpu(const WeightTensor& t, const Precision& p, const Pa
       }
     }
   }
-  const int64_t one = t.matrix ? matrix_bytes(p.weights, rows, cols)
-                               : storage_bytes(checked_mul(rows, cols), p.activations);
+  const int64_t one = t.matrix ? matrix_bytes(matrix_format(p, t.attention), rows, cols)
+                               : storage_bytes(checked_mul(rows, cols), stored_activations(p));
   return checked_mul(one, copies, t.layers);
 }
 }  // namespace
@@ -142,7 +142,8 @@ void check_sharded_groups(const Model& m, const Precision& p, int64_t tp) {
   if (g <= 0 || tp == 1) return;
   for (const LayerKind& k : m.layers) {
     for (const WeightTensor& t : weight_tensors(m, k)) {
-      if (t.matrix && t.split == TensorSplit::rows && (t.rows / tp) % g != 0) {
+      if (t.matrix && !(t.attention && p.attention_weights) && t.split == TensorSplit::rows &&
+          (t.rows / tp) % g != 0) {
         throw std::invalid_argument("weight group size " + std::to_string(g) +
                                     " does not divide the " + std::to_string(t.rows / tp) +
                                     " input features one GPU holds of " + std::string(t.name) +
@@ -162,7 +163,7 @@ int64_t weight_bytes_per_gpu(const Model& m, const Precision& p, const ParallelL
   layers /= l.pp;  // every stage holds count / pp layers of each kind
   const int64_t rows = (m.vocab_size + l.tp - 1) / l.tp;
   const int64_t table = storage_bytes(checked_mul(rows, m.d_model), p.embedding);
-  const int64_t final_norm = storage_bytes(norm_params(m.norm, m.d_model), p.activations);
+  const int64_t final_norm = storage_bytes(norm_params(m.norm, m.d_model), stored_activations(p));
   // A tied lm head shares the embedding on one stage; the last of several keeps its own copy.
   const int64_t head = m.tied_embeddings && l.pp == 1 ? 0 : table;
   const int64_t ends = l.pp == 1 ? checked_add(table, head, final_norm)

@@ -28,6 +28,17 @@ int64_t matrix_bytes(const WeightFormat& f, int64_t k_in, int64_t n_out) {
   return bytes;
 }
 
+WeightFormat matrix_format(const Precision& p, bool attention_projection) {
+  if (attention_projection && p.attention_weights) return WeightFormat{*p.attention_weights};
+  return p.weights;
+}
+
+bool attention_in_16_bits(const Precision& p) {
+  if (!p.attention_weights) return false;
+  const DType a = *p.attention_weights;
+  return (a == DType::bf16 || a == DType::fp16) && dtype_bits(p.activations) < 16;
+}
+
 Precision Precision::uniform(DType t) {
   Precision p;
   p.weights.dtype = t;
@@ -45,8 +56,10 @@ std::string describe(const Precision& p) {
     s << " (" << p.weights.salient_fraction * 100 << "% salient in "
       << dtype_name(p.weights.salient_dtype) << ")";
   }
+  if (p.attention_weights) s << ", attention weights " << dtype_name(*p.attention_weights);
   if (p.embedding != p.weights.dtype) s << ", embedding " << dtype_name(p.embedding);
   s << ", activations " << dtype_name(p.activations);
+  if (p.activation_storage) s << " (stored " << dtype_name(*p.activation_storage) << ")";
   if (p.outlier_fraction > 0) s << " (" << p.outlier_fraction * 100 << "% outliers in fp16)";
   s << ", KV cache " << dtype_name(p.kv_cache);
   return s.str();
@@ -66,7 +79,7 @@ void check_weight_format(const Model& m, const Precision& p) {
   if (w.group_size == 0) return;
   for (const LayerKind& k : m.layers) {
     for (const WeightTensor& t : weight_tensors(m, k)) {
-      if (t.matrix && t.rows % w.group_size != 0) {
+      if (t.matrix && !(t.attention && p.attention_weights) && t.rows % w.group_size != 0) {
         throw std::invalid_argument("weight group size " + std::to_string(w.group_size) +
                                     " does not divide the " + std::to_string(t.rows) +
                                     " input features of " + std::string(t.name) +
@@ -81,12 +94,12 @@ namespace {
 int64_t head_bytes(const Model& m, const Precision& p) {
   const int64_t embedding = storage_bytes(checked_mul(m.vocab_size, m.d_model), p.embedding);
   return checked_add(embedding, m.tied_embeddings ? 0 : embedding,
-                     storage_bytes(norm_params(m.norm, m.d_model), p.activations));
+                     storage_bytes(norm_params(m.norm, m.d_model), stored_activations(p)));
 }
 
 int64_t tensor_bytes(const WeightTensor& t, const Precision& p) {
-  const int64_t one = t.matrix ? matrix_bytes(p.weights, t.rows, t.cols)
-                               : storage_bytes(checked_mul(t.rows, t.cols), p.activations);
+  const int64_t one = t.matrix ? matrix_bytes(matrix_format(p, t.attention), t.rows, t.cols)
+                               : storage_bytes(checked_mul(t.rows, t.cols), stored_activations(p));
   return checked_mul(one, t.copies, t.layers);
 }
 }  // namespace

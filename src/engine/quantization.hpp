@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/dtype.hpp"
@@ -43,10 +44,32 @@ struct Precision {
   // (the outlier dimensions) is multiplied in fp16 instead; the decomposition costs extra
   // passes over the activations and extra kernels.
   double outlier_fraction = 0;
+  // The attention projections' matrices (q, k, v, o; MLA's down and up projections) in this
+  // plain format instead of `weights`: Llama 3.1's FP8 checkpoints quantize the MLPs only and
+  // keep self-attention in bf16 (Grattafiori et al. 2024, section 6.2; the FbgemmFp8Config
+  // of meta-llama/Llama-3.1-405B-FP8 lists every self_attn module as not converted). When it
+  // is a 16-bit format and the activations are narrower, those products run at the 16-bit peak.
+  std::optional<DType> attention_weights;
+  // The format tensors between kernels are stored in (activation traffic, activation memory,
+  // norm and bias parameters), when not `activations`: W8A8 FP8 and INT8 serving stacks keep
+  // the residual stream and every intermediate in bf16 and quantize each GEMM's input on the
+  // fly (vLLM's Fp8LinearMethod, TensorRT-LLM's FP8 recipe), so their activations take 16 bits
+  // in memory while the products run at the 8-bit peak.
+  std::optional<DType> activation_storage;
 
   // A uniform format: weights, embedding, activations and KV cache all `t` (v1's --dtype).
   static Precision uniform(DType t);
 };
+
+// The format of a layer weight matrix: `attention_weights` for an attention projection when
+// set, `weights` otherwise.
+WeightFormat matrix_format(const Precision& p, bool attention_projection);
+// The format activations are stored in: activation_storage, or the activations' format.
+inline DType stored_activations(const Precision& p) {
+  return p.activation_storage.value_or(p.activations);
+}
+// Whether attention projections multiply at the 16-bit peak rather than the activations'.
+bool attention_in_16_bits(const Precision& p);
 
 // One line for tables: "weights int4 g128 +zp, activations bf16, KV cache fp8".
 std::string describe(const Precision& p);

@@ -157,7 +157,9 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     // computed in that format only.
     const std::optional<DType> curves = hw.probe ? parse_dtype(hw.probe->gemm_dtype) : std::nullopt;
     const bool same = curves && precision.activations == *curves &&
-                      precision.weights.dtype == *curves && precision.embedding == *curves;
+                      stored_activations(precision) == *curves &&
+                      precision.weights.dtype == *curves && precision.embedding == *curves &&
+                      precision.attention_weights.value_or(*curves) == *curves;
     if (same) {
       for (const GemmCurve& curve : hw.probe->gemm) {
         if (curve.working_set > 0 && !curve.points.empty()) {
@@ -170,6 +172,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     // The attention curve timed the runtime's kernel on caches and queries in that format, and
     // it needs the bandwidth curve it is read against.
     model->attention_curve = curves && precision.activations == *curves &&
+                             stored_activations(precision) == *curves &&
                              precision.kv_cache == *curves && model->curve &&
                              !hw.probe->attention.empty();
   }
@@ -204,6 +207,16 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     if (r.outlier_flops <= 0) {
       throw std::invalid_argument(
           "the hardware spec has no fp16 peak for LLM.int8()'s fp16 outliers");
+    }
+  }
+  if (attention_in_16_bits(precision)) {
+    const PeakClass wide = *matrix_peak_class(*precision.attention_weights);
+    r.outlier_flops = hw.peak(wide);
+    if (r.outlier_flops <= 0) {
+      throw std::invalid_argument("the hardware spec has no " +
+                                  std::string(peak_class_name(wide)) + " peak for the " +
+                                  std::string(dtype_name(*precision.attention_weights)) +
+                                  " attention projections");
     }
   }
   return r;

@@ -690,7 +690,7 @@ double IterationCost::ops_seconds(const std::vector<Op>& ops, int64_t resident_k
 int64_t IterationCost::activation_bytes(int64_t tokens) {
   const std::vector<Op>& ops = inventory_.build({Phase::prefill, 1, tokens, 0, 1});
   return step_activation_peak(ops, storage_bytes(checked_mul(tokens, inventory_.model().d_model),
-                                                 inventory_.precision().activations));
+                                                 stored_activations(inventory_.precision())));
 }
 
 double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tokens) {

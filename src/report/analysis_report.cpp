@@ -101,7 +101,10 @@ json precision_json(const engine::Precision& p) {
               {"embedding", str(engine::dtype_name(p.embedding))},
               {"activations", str(engine::dtype_name(p.activations))},
               {"kv_cache", str(engine::dtype_name(p.kv_cache))},
-              {"outlier_fraction", p.outlier_fraction}};
+              {"outlier_fraction", p.outlier_fraction},
+              {"activation_storage", str(engine::dtype_name(engine::stored_activations(p)))},
+              {"attention_weights",
+               str(engine::dtype_name(engine::matrix_format(p, true).dtype))}};
 }
 
 }  // namespace

@@ -19,11 +19,33 @@ namespace streamspark::spec {
 
 namespace {
 
-constexpr const char* kColumns[] = {
-    "model",      "hardware", "dtype",         "kv_cache", "embedding",    "tp",
-    "pp",         "mode",     "batch",         "requests", "request_rate", "input_len",
-    "output_len", "ttft_ms",  "tpot_ms",       "itl_ms",   "e2e_ms",       "output_tok_s",
-    "stat",       "stack",    "stack_version", "source",   "notes"};
+constexpr const char* kColumns[] = {"model",
+                                    "hardware",
+                                    "dtype",
+                                    "kv_cache",
+                                    "embedding",
+                                    "attention_weights",
+                                    "activation_storage",
+                                    "memory_fraction",
+                                    "max_batched_tokens",
+                                    "tp",
+                                    "pp",
+                                    "mode",
+                                    "batch",
+                                    "requests",
+                                    "request_rate",
+                                    "input_len",
+                                    "output_len",
+                                    "ttft_ms",
+                                    "tpot_ms",
+                                    "itl_ms",
+                                    "e2e_ms",
+                                    "output_tok_s",
+                                    "stat",
+                                    "stack",
+                                    "stack_version",
+                                    "source",
+                                    "notes"};
 
 bool known_column(const std::string& c) {
   return std::find(std::begin(kColumns), std::end(kColumns), c) != std::end(kColumns);
@@ -129,7 +151,9 @@ struct RowReader {
     r.where = fmt::format("{}:{}", path, line);
     r.path = path;
     r.line = line;
-    for (const char* key : {"model", "hardware", "dtype", "kv_cache", "embedding", "tp", "pp"}) {
+    for (const char* key : {"model", "hardware", "dtype", "kv_cache", "embedding",
+                            "attention_weights", "activation_storage", "memory_fraction",
+                            "max_batched_tokens", "tp", "pp"}) {
       r.columns[key] = column(key);
     }
     for (const char* key : {"model", "hardware", "input_len", "output_len"}) {
@@ -140,10 +164,21 @@ struct RowReader {
     r.dtype = text("dtype").value_or("bf16");
     r.kv_cache = text("kv_cache").value_or("");
     r.embedding = text("embedding").value_or("");
-    for (const char* key : {"dtype", "kv_cache", "embedding"}) {
+    r.attention_weights = text("attention_weights").value_or("");
+    r.activation_storage = text("activation_storage").value_or("");
+    for (const char* key :
+         {"dtype", "kv_cache", "embedding", "attention_weights", "activation_storage"}) {
       const auto t = text(key);
       if (t && !engine::parse_dtype(*t)) error(key, "unknown format '" + *t + "'");
     }
+    if (text("memory_fraction")) {
+      r.memory_fraction = number("memory_fraction", 0);
+      if (r.memory_fraction && !(*r.memory_fraction > 0 && *r.memory_fraction <= 1)) {
+        error("memory_fraction", fmt::format("must be in (0, 1], got {}", *r.memory_fraction));
+        r.memory_fraction.reset();
+      }
+    }
+    if (text("max_batched_tokens")) r.max_batched_tokens = integer("max_batched_tokens", 1);
     r.tp = integer("tp", 1).value_or(1);
     r.pp = integer("pp", 1).value_or(1);
     const std::string mode = text("mode").value_or("static");
@@ -284,12 +319,15 @@ std::string ms(const std::optional<double>& s) {
 
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
-      "model,hardware,dtype,kv_cache,embedding,tp,pp,mode,batch,requests,request_rate,input_len,"
-      "output_len,ttft_ms,tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
+      "model,hardware,dtype,kv_cache,embedding,attention_weights,activation_storage,"
+      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,output_len,ttft_ms,"
+      "tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(r.model),
-        csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding, r.tp, r.pp,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n",
+        csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
+        r.attention_weights, r.activation_storage, r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
+        r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
         r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch, r.requests,
         r.request_rate, r.input_len, r.output_len, ms(r.measured.ttft_s), ms(r.measured.tpot_s),
         ms(r.measured.e2e_s),

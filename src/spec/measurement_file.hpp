@@ -7,6 +7,14 @@
 //   model, hardware        catalog names or paths (required)
 //   dtype                  bf16 (default), fp16, fp8...: weights and activations (compute)
 //   kv_cache, embedding    the KV cache's and the embedding/lm head's format (default: dtype)
+//   attention_weights      the attention projections' format (default: dtype; Llama 3.1's FP8
+//                          checkpoints keep them in bf16)
+//   activation_storage     the format activations are kept in between kernels (default: dtype;
+//                          W8A8 FP8 stacks keep them in bf16)
+//   memory_fraction        fraction of each GPU's memory the stack takes (vLLM's
+//                          gpu_memory_utilization; default 0.9)
+//   max_batched_tokens     tokens one iteration may schedule, which the stack reserves
+//                          activation memory for (vLLM's max_num_batched_tokens; default 8192)
 //   tp, pp                 the layout (default 1)
 //   mode                   static (a batch of prompts prefilled together) or serving
 //   batch                  static: the batch (required); serving: the concurrency limit (0: none)
@@ -37,6 +45,10 @@ struct MeasurementRow {
   std::string dtype = "bf16";
   std::string kv_cache;   // empty: dtype
   std::string embedding;  // empty: dtype
+  std::string attention_weights;   // empty: dtype
+  std::string activation_storage;  // empty: dtype
+  std::optional<double> memory_fraction;
+  std::optional<int64_t> max_batched_tokens;
   int64_t tp = 1;
   int64_t pp = 1;
   engine::MeasurementMode mode = engine::MeasurementMode::static_batch;

@@ -911,7 +911,7 @@ TEST_CASE(
   const Run vllm = run("import-benchmark --from vllm '" + data +
                        "vllm-result-format.json' -m llama3-8b -H h100-sxm");
   REQUIRE(vllm.exit_code == 0);
-  CHECK(vllm.out.find("llama3-8b,h100-sxm,bf16,,,1,1,serving,4,4,0,512,128,58,9,1200,204.8,") !=
+  CHECK(vllm.out.find("llama3-8b,h100-sxm,bf16,,,,,,,1,1,serving,4,4,0,512,128,58,9,1200,204.8,") !=
         std::string::npos);
   const fs::path imported = dir / "sglang.csv";
   REQUIRE(run("import-benchmark --from sglang '" + data + "sglang-result-format.jsonl' -m " +

@@ -853,6 +853,11 @@ TEST_CASE(
   CHECK(j["method"] == "calibrated");
   CHECK(j["rows"].size() == 96);
   CHECK(j["summary"]["all"]["count"].get<int>() == 216);  // 60 x (TTFT, TPOT, tok/s) + 36 e2e
+  // The 405B H100 rows ran Llama 3.1's FP8 checkpoint: attention in bf16, activations stored
+  // in bf16 between kernels.
+  CHECK(j["rows"][60]["precision"].get<std::string>().find("attention weights bf16") !=
+        std::string::npos);
+  CHECK(j["rows"][60]["precision"].get<std::string>().find("(stored bf16)") != std::string::npos);
   for (const char* metric : {"ttft", "tpot", "e2e", "output_tok_s", "all"}) {
     CAPTURE(metric);
     const double e = j["summary"][metric]["median_abs_error"].get<double>();
@@ -935,6 +940,21 @@ TEST_CASE(
         std::string::npos);
   CHECK(b.err.find(bad.string() + ":5:31: ttft_ms: expected a number > 0, got '-3'") !=
         std::string::npos);
+  // The stack's columns: formats, memory fraction and token budget checked like the rest.
+  const fs::path stack = dir / "stack.csv";
+  std::ofstream(stack) << "model,hardware,batch,input_len,output_len,ttft_ms,attention_weights,"
+                          "memory_fraction,max_batched_tokens\n"
+                          "llama2-7b,a100-80gb,1,128,128,11,bf16,0.8,4096\n"
+                          "llama2-7b,a100-80gb,1,128,128,11,fp7,1.5,0\n";
+  const Run s = run("validate --measured '" + stack.string() + "'");
+  CHECK(s.exit_code == 2);
+  CHECK(s.err.find(stack.string() + ":3:34: attention_weights: unknown format 'fp7'") !=
+        std::string::npos);
+  CHECK(s.err.find(stack.string() + ":3:38: memory_fraction: must be in (0, 1], got 1.5") !=
+        std::string::npos);
+  CHECK(s.err.find(stack.string() + ":3:42: max_batched_tokens: expected a number >= 1, got '0'") !=
+        std::string::npos);
+  CHECK(s.err.find(":2:") == std::string::npos);
   const fs::path unknown = dir / "unknown.csv";
   std::ofstream(unknown) << "model,hardware,batch,input_len,output_len,ttft_ms\n"
                             "llama2-7b,a100-80gb,1,128,128,11\n"
@@ -1069,10 +1089,10 @@ TEST_CASE("plan: replicas = ceil(rate / one replica's sustainable rate), as serv
 }
 
 TEST_CASE("plan: Llama 3 70B on H100s, TP forced by memory") {
-  // 70,553,706,496 parameters x 2 bytes = 141.1 GB of bf16 weights; 0.9 x 80 GB = 72 GB usable
-  // per GPU: one GPU cannot hold them, two hold 70.55 GB each and leave about 1.2 GB for the KV
-  // cache (163,840 bytes per token per GPU at tp 2), enough for a 1800-token request. At a low
-  // rate nothing else forces more GPUs: tp 2.
+  // 70,553,706,496 parameters x 2 bytes = 141.1 GB of bf16 weights; 0.9 x 85,045,477,376 bytes
+  // = 76.54 GB usable per GPU: one GPU cannot hold them, two hold 70.55 GB each and leave about
+  // 5.7 GB for the KV cache (163,840 bytes per token per GPU at tp 2), enough for a 1800-token
+  // request. At a low rate nothing else forces more GPUs: tp 2.
   const Run r =
       run("plan -m llama3-70b -H h100-sxm --rate 0.1 -n 100 --prompt-len 1500 --output-len 300 "
           "--slo-ttft-p90 '1 s' --slo-tpot-p90 '50 ms' -f json");
@@ -1086,7 +1106,7 @@ TEST_CASE("plan: Llama 3 70B on H100s, TP forced by memory") {
       tp1_refused = true;
       CHECK(c["status"] == "rejected");
       CHECK(c["reject_kind"] == "does_not_fit");
-      CHECK(c["reason"].get<std::string>().find("72 GB") != std::string::npos);
+      CHECK(c["reason"].get<std::string>().find("76.54 GB") != std::string::npos);
     }
   }
   CHECK(tp1_refused);

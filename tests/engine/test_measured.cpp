@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/measured.hpp"
+#include "engine/serving.hpp"
 #include "test_fixtures.hpp"
 
 using namespace streamspark::engine;
@@ -142,6 +143,45 @@ TEST_CASE("leave-one-model-out error by hand: one group measured 10 % slower") {
   CHECK(loo.groups[1].median_abs_error == doctest::Approx(1 - 1 / 1.1).epsilon(1e-6));
   CHECK(loo.metrics == 24);
   CHECK(loo.median_abs_error == doctest::Approx((0.1 + (1 - 1 / 1.1)) / 2).epsilon(1e-6));
+}
+
+TEST_CASE("a static batch fits when the stack's KV cache holds it at its last token") {
+  MeasuredRun r;
+  r.model = test::llama2_13b();  // 819,200 bytes of KV cache per token in bf16
+  r.hardware = h100_achievable();
+  r.precision = Precision::uniform(DType::bf16);
+  r.input_len = 128;
+  r.output_len = 2048;  // 2,176 positions: 136 blocks of 16
+  // The KV cache the stack sets up: 0.9 x 80 GB less 26.03 GB of weights and the activations
+  // of an 8192-token iteration, in whole tokens.
+  IterationCost cost(r.model, r.hardware, AnalysisOptions{Method::roofline, r.precision});
+  const auto sequences = [&](double fraction, int64_t tokens) {
+    const double kv = cost.kv_bytes_available(fraction, tokens);
+    return static_cast<int64_t>(std::floor(kv / 819'200.0)) / 2'176;
+  };
+  const int64_t most = sequences(0.9, 8192);
+  // 72e9 - 26,031,728,640 = 45.97e9 B hold 56,113 tokens, 25.8 sequences before the
+  // activations take their share.
+  CHECK(most == 25);
+  r.batch = most;
+  CHECK(static_batch_fits(r));
+  r.batch = most + 1;
+  CHECK_FALSE(static_batch_fits(r));
+  // A smaller memory fraction, or a larger token budget's activations, leaves less.
+  r.batch = most;
+  r.memory_fraction = 0.6;
+  CHECK(sequences(0.6, 8192) < most);
+  CHECK_FALSE(static_batch_fits(r));
+  r.memory_fraction = 0.9;
+  r.max_batched_tokens = 131'072;
+  CHECK(sequences(0.9, 131'072) < most);
+  CHECK_FALSE(static_batch_fits(r));
+  // A batch that does not fit runs in waves: longer than the one that does.
+  r.max_batched_tokens = 8192;
+  r.measured.e2e_s = 1;
+  const double fits = *predict(r, Method::roofline).e2e_s;
+  r.batch = most + 1;
+  CHECK(*predict(r, Method::roofline).e2e_s > fits);
 }
 
 TEST_CASE("metric summaries: median and worst |error| per metric, then all") {

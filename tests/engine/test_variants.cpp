@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/analysis.hpp"
+#include "engine/parallel.hpp"
 #include "engine/quantization.hpp"
 #include "engine/test_fixtures.hpp"
 
@@ -356,6 +357,69 @@ TEST_CASE("LLM.int8(): outlier features run at the fp16 rate, with decomposition
   Precision bad = Precision::uniform(DType::bf16);
   bad.outlier_fraction = 0.01;
   CHECK_THROWS_AS(device_rates(h, bad), std::invalid_argument);
+}
+
+TEST_CASE("quantization: Llama 3.1's FP8 recipe keeps attention in bf16, at the 16-bit peak") {
+  const Model m = test::dense_model(
+      "llama2-7b", 32000, 4096, 32,
+      Attention{.kind = AttentionKind::mha, .n_heads = 32, .n_kv_heads = 32, .head_dim = 128},
+      Mlp{MlpKind::gated, 11008, Activation::silu}, 4096);
+  Precision p = Precision::uniform(DType::fp8_e4m3);
+  p.attention_weights = DType::bf16;
+  // Attention matrices 32 x 4 x 4096^2 = 2,147,483,648 in bf16: 4,294,967,296 B; MLP matrices
+  // 32 x 3 x 4096 x 11008 = 4,328,521,728 in fp8: as many bytes; embedding and lm head
+  // 2 x 32000 x 4096 in fp8: 262,144,000 B; norms 65 x 4096 in fp8: 266,240 B.
+  CHECK(weight_bytes(m, p) == 4'294'967'296 + 4'328'521'728 + 262'144'000 + 266'240);
+  // Without the override every matrix is fp8: 2,147,483,648 B less.
+  CHECK(weight_bytes(m, Precision::uniform(DType::fp8_e4m3)) ==
+        weight_bytes(m, p) - 2'147'483'648);
+  // Two GPUs hold half of every split tensor (embedding rows included); norms are replicated.
+  CHECK(weight_bytes_per_gpu(m, p, ParallelLayout{2, 1}) ==
+        (weight_bytes(m, p) - 266'240) / 2 + 266'240);
+  // The step reads the attention matrices at 2 bytes, the MLP's at 1, and the attention
+  // products run at the bf16 peak while the MLP's run at fp8's.
+  const std::vector<Op> ops = step_ops(m, {Phase::decode, 4, 1, 10}, p);
+  const Op& qkv = find_op(ops, "qkv_proj");
+  const Op& up = find_op(ops, "mlp_up");
+  CHECK(qkv.bytes.weights == 4096LL * 3 * 4096 * 2);
+  CHECK(up.bytes.weights == 4096LL * 11008);
+  CHECK(qkv.outlier_flops == qkv.flops);
+  CHECK(up.outlier_flops == 0);
+  Hardware h = test::h100_lecture();
+  h.peak_flops[static_cast<int>(PeakClass::fp8)] = 1979e12;
+  const DeviceRates rates = device_rates(h, p);
+  CHECK(roofline_cost(qkv, rates).compute_s == doctest::Approx(double(qkv.flops) / 989e12));
+  CHECK(roofline_cost(up, rates).compute_s == doctest::Approx(double(up.flops) / 1979e12));
+  // An 8-bit override of 16-bit activations changes bytes only: products at the bf16 peak.
+  Precision narrow = Precision::uniform(DType::bf16);
+  narrow.attention_weights = DType::fp8_e4m3;
+  CHECK(find_op(step_ops(m, {Phase::decode, 4, 1, 10}, narrow), "qkv_proj").outlier_flops == 0);
+  // The attention matrices are plain: a weight group size applies to the other matrices only.
+  Precision grouped = Precision::uniform(DType::bf16);
+  grouped.weights.dtype = DType::int4;
+  grouped.weights.group_size = 128;
+  grouped.attention_weights = DType::bf16;
+  CHECK(find_op(step_ops(m, {Phase::decode, 1, 1, 10}, grouped), "out_proj").bytes.weights ==
+        4096LL * 4096 * 2);
+}
+
+TEST_CASE("activation storage: W8A8 keeps activations in bf16 while products run at fp8") {
+  const Model m = test::tiny_test();  // D = 256, F = 688
+  Precision fp8 = Precision::uniform(DType::fp8_e4m3);
+  Precision stored = fp8;
+  stored.activation_storage = DType::bf16;
+  const StepShape step{Phase::decode, 2, 1, 10};
+  // mlp_up reads x (2 x 256) and writes y (2 x 688): 1,888 elements, 1 or 2 bytes each.
+  CHECK(find_op(step_ops(m, step, fp8), "mlp_up").bytes.activations == 1888);
+  CHECK(find_op(step_ops(m, step, stored), "mlp_up").bytes.activations == 2 * 1888);
+  // Norm weights are stored like activations: 256 of them.
+  CHECK(find_op(step_ops(m, step, fp8), "attn_norm").bytes.weights == 256);
+  CHECK(find_op(step_ops(m, step, stored), "attn_norm").bytes.weights == 512);
+  // The weights and the KV cache keep their formats, and the products their fp8 rate.
+  CHECK(find_op(step_ops(m, step, stored), "mlp_up").bytes.weights == 256LL * 688);
+  Hardware h = test::h100_lecture();
+  h.peak_flops[static_cast<int>(PeakClass::fp8)] = 1979e12;
+  CHECK(device_rates(h, stored).matrix_flops == 1979e12);
 }
 
 TEST_CASE("diffusion: every step is a bidirectional forward over the whole sequence") {

@@ -111,7 +111,8 @@ TEST_CASE("catalog hardware loads, with the lecture's H100 figures") {
   const engine::Hardware h100 = catalog.hardware("h100-sxm");
   CHECK(h100.peak(engine::PeakClass::bf16) == 989e12);
   CHECK(h100.device_memory().bandwidth == doctest::Approx(3.35e12));
-  CHECK(h100.device_memory().capacity_bytes == 80'000'000'000);
+  // What the device reports (deviceQuery totalGlobalMem), not the datasheet's "80 GB" (GiB).
+  CHECK(h100.device_memory().capacity_bytes == 85'045'477'376);
   CHECK(h100.ridge_intensity(engine::PeakClass::bf16) == doctest::Approx(295.2).epsilon(1e-3));
 }
 

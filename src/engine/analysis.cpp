@@ -376,9 +376,8 @@ void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pas
   st.decode.sequences_per_microbatch = mb;
   st.decode.sequences_per_pass = batch;
   st.decode_activations = step_activation_peak(
-      decode_ops_,
-      storage_bytes(checked_mul(mb, model().d_model),
-                    stored_activations(options_.costing.precision)));
+      decode_ops_, storage_bytes(checked_mul(mb, model().d_model),
+                                 stored_activations(options_.costing.precision)));
   st.step_weight_bytes = options_.method == Method::bandwidth
                              ? weight_bytes_touched(model(), options_.costing.precision, batch)
                              : 0.0;
@@ -633,8 +632,8 @@ int64_t estimate_memory_bytes(const OpInventory& inventory, const Workload& w) {
   std::vector<Op> ops;
   inventory.build(StepShape::prefill(per_pass, w.prompt), ops);
   const int64_t prefill = step_activation_peak(
-      ops, storage_bytes(checked_mul(per_pass, w.prompt, model.d_model),
-                         stored_activations(precision)));
+      ops,
+      storage_bytes(checked_mul(per_pass, w.prompt, model.d_model), stored_activations(precision)));
   const int64_t context = checked_add(w.prompt, w.generate - 1);
   inventory.build(StepShape::decode(w.batch, context), ops);
   const int64_t decode_peak = step_activation_peak(

@@ -58,8 +58,7 @@ ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_
   o.scheduler.max_batch = max_batch;
   o.scheduler.max_tokens = run.max_batched_tokens;
   o.scheduler.max_context = run.model.max_context;
-  cost.configure(o.scheduler,
-                 cost.kv_bytes_available(run.memory_fraction, o.scheduler.max_tokens));
+  cost.configure(o.scheduler, cost.kv_bytes_available(run.memory_fraction, o.scheduler.max_tokens));
   return o;
 }
 

@@ -168,7 +168,7 @@ struct WeightTensor {
   bool matrix = true;
   bool routed = false;  // a routed expert: a token uses top_k of its copies
   TensorSplit split = TensorSplit::replicated;
-  bool attention = false;  // a projection of an attention mixer (q, k, v, o; MLA's down/up)
+  bool attention = false;    // a projection of an attention mixer (q, k, v, o; MLA's down/up)
   int64_t elements() const;  // rows * cols * copies * layers
 };
 // Every weight tensor of a layer kind, with the source of each shape beside its code.

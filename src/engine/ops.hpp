@@ -67,14 +67,14 @@ struct Op {
   OpId id = OpId::embedding;
   OpKind kind = OpKind::elementwise;
   GemmShape gemm;
-  int64_t flops = 0;          // per instance
+  int64_t flops = 0;  // per instance
   // Of which run at the 16-bit rate: LLM.int8()'s fp16 outliers, or all of an attention
   // projection kept in 16 bits while the activations are narrower (Precision::attention_weights).
   int64_t outlier_flops = 0;
-  Traffic bytes;              // per instance
-  int64_t repeat = 1;         // instances per step: layers of the kind, or 1
-  int64_t launches = 1;       // kernel launches per instance; 0 when fused into another op
-  Collective collective;      // kind == communication
+  Traffic bytes;          // per instance
+  int64_t repeat = 1;     // instances per step: layers of the kind, or 1
+  int64_t launches = 1;   // kernel launches per instance; 0 when fused into another op
+  Collective collective;  // kind == communication
   std::string_view name() const { return op_name(id); }  // stable: e.g. "mlp_up"
 };
 

@@ -171,10 +171,9 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     }
     // The attention curve timed the runtime's kernel on caches and queries in that format, and
     // it needs the bandwidth curve it is read against.
-    model->attention_curve = curves && precision.activations == *curves &&
-                             stored_activations(precision) == *curves &&
-                             precision.kv_cache == *curves && model->curve &&
-                             !hw.probe->attention.empty();
+    model->attention_curve =
+        curves && precision.activations == *curves && stored_activations(precision) == *curves &&
+        precision.kv_cache == *curves && model->curve && !hw.probe->attention.empty();
   }
   r.working_set_model = std::move(model);
   if (hw.topology) {
@@ -213,10 +212,9 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     const PeakClass wide = *matrix_peak_class(*precision.attention_weights);
     r.outlier_flops = hw.peak(wide);
     if (r.outlier_flops <= 0) {
-      throw std::invalid_argument("the hardware spec has no " +
-                                  std::string(peak_class_name(wide)) + " peak for the " +
-                                  std::string(dtype_name(*precision.attention_weights)) +
-                                  " attention projections");
+      throw std::invalid_argument(
+          "the hardware spec has no " + std::string(peak_class_name(wide)) + " peak for the " +
+          std::string(dtype_name(*precision.attention_weights)) + " attention projections");
     }
   }
   return r;

@@ -102,13 +102,13 @@ struct WorkingSetModel {
 
 // The rates an operator of a given kind runs at on a given device and precision.
 struct DeviceRates {
-  double matrix_flops = 0;   // FLOP/s for gemm and attention at the compute dtype
-  double vector_flops = 0;   // FLOP/s for elementwise work (the fp32 non-matrix peak)
+  double matrix_flops = 0;  // FLOP/s for gemm and attention at the compute dtype
+  double vector_flops = 0;  // FLOP/s for elementwise work (the fp32 non-matrix peak)
   // FLOP/s of Op::outlier_flops: the fp16 peak for LLM.int8()'s outliers, the attention
   // weights' 16-bit peak for attention projections kept in 16 bits (catalogs give bf16 and
   // fp16 one peak).
   double outlier_flops = 0;
-  double bandwidth = 0;      // bytes/s at the working set in use (device memory by default)
+  double bandwidth = 0;  // bytes/s at the working set in use (device memory by default)
   // Calibrated, with the probe's attention curve: seconds per cached KV byte that the kernel
   // loses at the working set in use against its rate at the curve's smallest working set
   // (caches in L2), 1 / rate(ws) - 1 / rate(smallest), at least 0; else 0. Cached keys and

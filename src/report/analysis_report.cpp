@@ -103,8 +103,7 @@ json precision_json(const engine::Precision& p) {
               {"kv_cache", str(engine::dtype_name(p.kv_cache))},
               {"outlier_fraction", p.outlier_fraction},
               {"activation_storage", str(engine::dtype_name(engine::stored_activations(p)))},
-              {"attention_weights",
-               str(engine::dtype_name(engine::matrix_format(p, true).dtype))}};
+              {"attention_weights", str(engine::dtype_name(engine::matrix_format(p, true).dtype))}};
 }
 
 }  // namespace

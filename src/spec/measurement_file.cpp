@@ -151,9 +151,9 @@ struct RowReader {
     r.where = fmt::format("{}:{}", path, line);
     r.path = path;
     r.line = line;
-    for (const char* key : {"model", "hardware", "dtype", "kv_cache", "embedding",
-                            "attention_weights", "activation_storage", "memory_fraction",
-                            "max_batched_tokens", "tp", "pp"}) {
+    for (const char* key :
+         {"model", "hardware", "dtype", "kv_cache", "embedding", "attention_weights",
+          "activation_storage", "memory_fraction", "max_batched_tokens", "tp", "pp"}) {
       r.columns[key] = column(key);
     }
     for (const char* key : {"model", "hardware", "input_len", "output_len"}) {
@@ -320,19 +320,21 @@ std::string ms(const std::optional<double>& s) {
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
       "model,hardware,dtype,kv_cache,embedding,attention_weights,activation_storage,"
-      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,output_len,ttft_ms,"
+      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,output_"
+      "len,ttft_ms,"
       "tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
-    out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n",
-        csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
-        r.attention_weights, r.activation_storage, r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
-        r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
-        r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch, r.requests,
-        r.request_rate, r.input_len, r.output_len, ms(r.measured.ttft_s), ms(r.measured.tpot_s),
-        ms(r.measured.e2e_s),
-        r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "", r.stat,
-        csv_field(r.stack), csv_field(r.source));
+    out +=
+        fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n",
+                    csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
+                    r.attention_weights, r.activation_storage,
+                    r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
+                    r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
+                    r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch,
+                    r.requests, r.request_rate, r.input_len, r.output_len, ms(r.measured.ttft_s),
+                    ms(r.measured.tpot_s), ms(r.measured.e2e_s),
+                    r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "",
+                    r.stat, csv_field(r.stack), csv_field(r.source));
   }
   return out;
 }

@@ -43,8 +43,8 @@ struct MeasurementRow {
   std::string model;
   std::string hardware;
   std::string dtype = "bf16";
-  std::string kv_cache;   // empty: dtype
-  std::string embedding;  // empty: dtype
+  std::string kv_cache;            // empty: dtype
+  std::string embedding;           // empty: dtype
   std::string attention_weights;   // empty: dtype
   std::string activation_storage;  // empty: dtype
   std::optional<double> memory_fraction;

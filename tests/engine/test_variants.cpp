@@ -371,8 +371,7 @@ TEST_CASE("quantization: Llama 3.1's FP8 recipe keeps attention in bf16, at the 
   // 2 x 32000 x 4096 in fp8: 262,144,000 B; norms 65 x 4096 in fp8: 266,240 B.
   CHECK(weight_bytes(m, p) == 4'294'967'296 + 4'328'521'728 + 262'144'000 + 266'240);
   // Without the override every matrix is fp8: 2,147,483,648 B less.
-  CHECK(weight_bytes(m, Precision::uniform(DType::fp8_e4m3)) ==
-        weight_bytes(m, p) - 2'147'483'648);
+  CHECK(weight_bytes(m, Precision::uniform(DType::fp8_e4m3)) == weight_bytes(m, p) - 2'147'483'648);
   // Two GPUs hold half of every split tensor (embedding rows included); norms are replicated.
   CHECK(weight_bytes_per_gpu(m, p, ParallelLayout{2, 1}) ==
         (weight_bytes(m, p) - 266'240) / 2 + 266'240);

@@ -243,6 +243,9 @@ void add_equations(const MeasuredRun& run, const StackParameters& p,
   }
 }
 
+// The least share of some fitted metric a free parameter's term must reach (fit_stack).
+constexpr double kSmallestDeterminedShare = 0.05;
+
 std::array<double, kParameters> theta_of(const StackParameters& p) {
   return {1 / p.compute_efficiency, 1 / p.memory_efficiency, p.kernel_overhead_s,
           p.step_overhead_s};
@@ -340,6 +343,29 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
         } else {
           std::snprintf(text, sizeof text, "its best fit, %.4g s, is negative", v);
         }
+        why[i] = text;
+        changed = true;
+      }
+    }
+    if (changed) continue;
+    // A parameter whose term is a small share of every fitted metric is left to the noise:
+    // published latencies move by a few percent from run to run, so a term under
+    // kSmallestDeterminedShare of each metric would change no prediction by more than that
+    // when its value halved or doubled. It is fixed at its default, like an undetermined one.
+    for (size_t c = 0; c < columns.size(); ++c) {
+      double largest = 0;
+      for (Eigen::Index r = 0; r < A.rows(); ++r) {
+        largest = std::max(largest, std::abs(A(r, static_cast<Eigen::Index>(c)) *
+                                             x(static_cast<Eigen::Index>(c))));
+      }
+      if (largest < kSmallestDeterminedShare) {
+        const auto i = static_cast<size_t>(columns[c]);
+        free[i] = false;
+        char text[160];
+        std::snprintf(text, sizeof text,
+                      "its term is at most %.2g%% of any fitted metric, too little for the data "
+                      "to tell its value",
+                      100 * largest);
         why[i] = text;
         changed = true;
       }

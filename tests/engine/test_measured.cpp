@@ -119,6 +119,42 @@ TEST_CASE("a parameter the data cannot determine is fixed at its default and sai
   CHECK_THROWS_AS(fit_stack(runs, default_parameters(h100_achievable())), std::invalid_argument);
 }
 
+TEST_CASE("a parameter whose term is a small share of every metric is fixed, not fitted") {
+  // Whole runs (e2e) of 512 generated tokens after short prompts: the prefill of 8 x 64 or
+  // 32 x 64 tokens is a few percent of the run, the 511 memory-bound decode steps the rest, so
+  // the compute efficiency cannot be told from the data, however exact.
+  const StackParameters truth{0.6, 0.75, 5e-6, 2e-3};
+  std::vector<Model> models = two_models();
+  models.push_back(test::llama2_13b_gqa8());
+  std::vector<MeasuredRun> runs;
+  for (const Model& m : models) {
+    for (int64_t batch : {8, 32}) {
+      MeasuredRun r;
+      r.where = m.name + " B=" + std::to_string(batch);
+      r.model_name = m.name;
+      r.model = m;
+      r.hardware = h100_achievable();
+      r.batch = batch;
+      r.input_len = 64;
+      r.output_len = 512;
+      MeasuredRun truth_run = r;
+      truth_run.hardware = with_parameters(r.hardware, truth, "truth");
+      r.measured.e2e_s = *predict(truth_run, Method::calibrated).e2e_s;
+      runs.push_back(r);
+    }
+  }
+  const FitResult fit = fit_stack(runs, default_parameters(h100_achievable()));
+  REQUIRE(fit.fixed.size() == 1);
+  CHECK(fit.fixed.front() == "compute_efficiency");
+  CAPTURE(fit.fixed_why.front());
+  CHECK(fit.fixed_why.front().find("of any fitted metric, too little for the data to tell") !=
+        std::string::npos);
+  CHECK(fit.parameters.compute_efficiency == 1);  // the default
+  // The rest still comes out, and the runs within a few percent: the compute term was small.
+  CHECK(fit.parameters.memory_efficiency == doctest::Approx(0.75).epsilon(0.05));
+  CHECK(fit.in_sample_median_abs_error < 0.03);
+}
+
 TEST_CASE("leave-one-model-out error by hand: one group measured 10 % slower") {
   // The 24-layer model's runs are measured 1.1x what the 40-layer model's parameters give.
   // Every predicted time is linear in (1/ce, 1/me, kernel overhead, step overhead) with no

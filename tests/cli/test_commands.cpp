@@ -864,6 +864,18 @@ TEST_CASE(
     CHECK(std::isfinite(e));
     CHECK(e > 0);
   }
+  // The model-vs-measured regression: the achievable defaults stay within 20 % of the
+  // published set (median over every metric; --tolerance gates each metric's median).
+  CHECK(j["summary"]["all"]["median_abs_error"].get<double>() <= 0.20);
+  // One stack on three GPUs (vLLM's CI latency tests): a fit on two GPUs' runs predicts the
+  // third's within 10 % (median over the held-out runs).
+  const Run same_stack = run("fit --measured '" + data +
+                             "vllm-ci-latency.csv' -H h100-sxm --rows all -o '" +
+                             (dir / "vllm-ci-fitted.yaml").string() + "' --format json");
+  REQUIRE(same_stack.exit_code == 0);
+  const json ci = json::parse(same_stack.out);
+  CHECK(ci["leave_one_hardware_out"]["groups"].size() == 3);
+  CHECK(ci["leave_one_hardware_out"]["median_abs_error"].get<double>() <= 0.10);
   // The gate: exit 4 beyond the tolerance, 0 within it.
   CHECK(run("validate --measured '" + data + "published.csv' --tolerance 1").exit_code == 4);
   CHECK(run("validate --measured '" + data + "published.csv' --tolerance 99 -o '" +

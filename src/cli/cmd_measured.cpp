@@ -191,6 +191,16 @@ int run_fit(const FitOptions& o, const AppContext& ctx) {
                     "hardware's rows together)",
                     o.file, hw.name));
   }
+  // Every row must be predictable (as validate --measured requires): a row whose weights and
+  // activations leave no KV cache is named here, not inside a leave-one-out fit.
+  for (const engine::MeasuredRun& run : runs) {
+    try {
+      static_cast<void>(engine::predict(run, engine::Method::calibrated));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(
+          fmt::format("{}: {} on {}: {}", run.where, run.model_name, run.hardware_name, e.what()));
+    }
+  }
   report::FitReport rep;
   rep.file = o.file;
   rep.hardware = hw.name;

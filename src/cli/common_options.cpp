@@ -33,9 +33,9 @@ void add_precision_options(CLI::App* app, PrecisionOptions& o, bool dtype_list) 
                   "the format activations are kept in between kernels, when not --activations "
                   "(W8A8 FP8 stacks: --dtype fp8 --activation-storage bf16)");
   app->add_option("--embedding-dtype", o.embedding,
-                  "embedding table and lm head (default: the activations' format)");
+                  "embedding table and lm head (default: the activations' stored format)");
   app->add_option("--kv-dtype", o.kv_dtype,
-                  "KV cache and recurrent state (default: the activations' format)");
+                  "KV cache and recurrent state (default: the activations' stored format)");
   app->add_option("--group-size", o.group_size,
                   "weight quantization group: one scale per this many input channels (0: none)")
       ->capture_default_str();
@@ -61,13 +61,15 @@ engine::Precision parse_precision(const PrecisionOptions& o, const std::string& 
   const engine::DType base = parse_dtype_option(dtype, "--dtype");
   engine::Precision p = engine::Precision::uniform(base);
   if (!o.activations.empty()) p.activations = parse_dtype_option(o.activations, "--activations");
-  p.embedding =
-      o.embedding.empty() ? p.activations : parse_dtype_option(o.embedding, "--embedding-dtype");
-  p.kv_cache = o.kv_dtype.empty() ? p.activations : parse_dtype_option(o.kv_dtype, "--kv-dtype");
-  if (!o.weights.empty()) p.weights.dtype = parse_dtype_option(o.weights, "--weights");
   if (!o.activation_storage.empty()) {
     p.activation_storage = parse_dtype_option(o.activation_storage, "--activation-storage");
   }
+  // The embedding and the KV cache are kept like the activations are.
+  const engine::DType stored = engine::stored_activations(p);
+  p.embedding =
+      o.embedding.empty() ? stored : parse_dtype_option(o.embedding, "--embedding-dtype");
+  p.kv_cache = o.kv_dtype.empty() ? stored : parse_dtype_option(o.kv_dtype, "--kv-dtype");
+  if (!o.weights.empty()) p.weights.dtype = parse_dtype_option(o.weights, "--weights");
   if (!o.attention_weights.empty()) {
     p.attention_weights = parse_dtype_option(o.attention_weights, "--attention-weights");
   }

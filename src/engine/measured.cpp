@@ -50,6 +50,9 @@ AnalysisOptions options_for(const MeasuredRun& run, Method method) {
   return o;
 }
 
+// vLLM's max_num_seqs default: the most sequences one iteration runs.
+constexpr int64_t kStackMaxSequences = 256;
+
 // The scheduler the run's stack runs: vLLM's (max_num_seqs 256, paged blocks of 16, the
 // row's token budget), the batch capped by the run's concurrency, the KV cache what the row's
 // memory fraction leaves after weights and activations.
@@ -78,8 +81,15 @@ SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t req
 
 bool static_batch_fits(const MeasuredRun& run) {
   IterationCost cost(run.model, run.hardware, options_for(run, Method::roofline));
-  const SchedulerOptions s = stack_options(run, cost, run.batch).scheduler;
-  if (run.batch > s.max_batch) return false;  // constant-state models: sequences fill it
+  SchedulerOptions s;
+  try {
+    s = stack_options(run, cost, std::min(run.batch, kStackMaxSequences)).scheduler;
+  } catch (const std::invalid_argument&) {
+    return false;  // not even one sequence fits beside the weights: predict() says why
+  }
+  // More sequences than the stack runs at once (vLLM's max_num_seqs), or than constant-state
+  // slots: they queue.
+  if (run.batch > s.max_batch) return false;
   const int64_t tokens = ceil_div(run.input_len + run.output_len, s.block_size) * s.block_size +
                          s.reserved_tokens_per_sequence;
   return checked_mul(run.batch, tokens) <= s.kv_capacity_tokens;
@@ -103,7 +113,8 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
     m.output_tok_s = tokens / r.e2e_s;
     return m;
   }
-  const SimulationResult s = simulate_run(run, method, run.batch, 0, run.batch);
+  const SimulationResult s =
+      simulate_run(run, method, run.batch, 0, std::min(run.batch, kStackMaxSequences));
   m.ttft_s = s.metrics.ttft_s.mean;
   m.tpot_s = s.metrics.tpot_s.mean;
   m.e2e_s = s.metrics.duration_s;
@@ -112,8 +123,9 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
 }
 
 MeasuredMetrics predict_serving(const MeasuredRun& run, Method method) {
-  const SimulationResult r = simulate_run(run, method, run.requests, run.request_rate,
-                                          run.batch > 0 ? std::min<int64_t>(run.batch, 256) : 256);
+  const SimulationResult r =
+      simulate_run(run, method, run.requests, run.request_rate,
+                   run.batch > 0 ? std::min(run.batch, kStackMaxSequences) : kStackMaxSequences);
   MeasuredMetrics m;
   m.ttft_s = r.metrics.ttft_s.p50;
   m.tpot_s = r.metrics.tpot_s.p50;
@@ -348,24 +360,25 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
       }
     }
     if (changed) continue;
-    // A parameter whose term is a small share of every fitted metric is left to the noise:
-    // published latencies move by a few percent from run to run, so a term under
-    // kSmallestDeterminedShare of each metric would change no prediction by more than that
-    // when its value halved or doubled. It is fixed at its default, like an undetermined one.
+    // A parameter whose term is a small share of every fitted metric, both at its best fit and
+    // at its default, is left to the noise: published latencies move by a few percent from
+    // run to run, so such a term would change no prediction by more than that whichever of
+    // the two values it took. It is fixed at its default, like an undetermined one.
     for (size_t c = 0; c < columns.size(); ++c) {
-      double largest = 0;
+      const auto i = static_cast<size_t>(columns[c]);
+      double fitted = 0, at_default = 0;
       for (Eigen::Index r = 0; r < A.rows(); ++r) {
-        largest = std::max(largest, std::abs(A(r, static_cast<Eigen::Index>(c)) *
-                                             x(static_cast<Eigen::Index>(c))));
+        const double a = A(r, static_cast<Eigen::Index>(c));
+        fitted = std::max(fitted, std::abs(a * x(static_cast<Eigen::Index>(c))));
+        at_default = std::max(at_default, std::abs(a * fixed_theta[i]));
       }
-      if (largest < kSmallestDeterminedShare) {
-        const auto i = static_cast<size_t>(columns[c]);
+      if (fitted < kSmallestDeterminedShare && at_default < kSmallestDeterminedShare) {
         free[i] = false;
-        char text[160];
+        char text[192];
         std::snprintf(text, sizeof text,
-                      "its term is at most %.2g%% of any fitted metric, too little for the data "
-                      "to tell its value",
-                      100 * largest);
+                      "its term is at most %.2g%% of any fitted metric (%.2g%% at its default), "
+                      "too little for the data to tell its value",
+                      100 * fitted, 100 * at_default);
         why[i] = text;
         changed = true;
       }

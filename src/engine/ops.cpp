@@ -139,6 +139,14 @@ class OpListBuilder {
   void set_repeat(int64_t repeat) { repeat_ = repeat; }
   int64_t repeat() const { return repeat_; }
 
+  // The attention core (QK^T, PV) over stored activations and the cache: at the 16-bit peak
+  // when the activations are kept in 16 bits beside narrower products (runs_at_16_bits).
+  Op& attention_core(OpId id, int64_t flops, Traffic bytes, int64_t launches) {
+    Op& op = add(id, OpKind::attention, flops, bytes, launches);
+    if (runs_at_16_bits(p_, stored_activations(p_))) op.outlier_flops = flops;
+    return op;
+  }
+
   Op& add(OpId id, OpKind kind, int64_t flops, Traffic bytes, int64_t launches = 1) {
     Op& op = out_.emplace_back();
     op.group = group_;
@@ -339,11 +347,11 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   Traffic scores;
   scores.activations = b.act_bytes(checked_add(q_elements, new_kv));
   scores.kv_read = b.kv_bytes(past_kv);
-  b.add(OpId::attn_scores, OpKind::attention, matmul_flops, scores, 1);
+  b.attention_core(OpId::attn_scores, matmul_flops, scores, 1);
   Traffic values;
   values.activations = b.act_bytes(checked_add(new_kv, q_elements));  // V new, O out
   values.kv_read = b.kv_bytes(past_kv);
-  b.add(OpId::attn_values, OpKind::attention, matmul_flops, values, 0);  // same kernel
+  b.attention_core(OpId::attn_values, matmul_flops, values, 0);  // same kernel
   b.gemm(OpId::out_proj, s.tokens, s.D, q_width);
   s.all_reduce(b, OpId::attn_allreduce, s.D);
   b.residual(OpId::attn_residual, checked_mul(s.tokens, s.D));
@@ -393,11 +401,11 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     scores.activations = b.act_bytes(
         checked_add(checked_mul(s.tokens, N, checked_add(dc, dr)), checked_mul(s.tokens, cached)));
     scores.kv_read = b.kv_bytes(checked_mul(past, cached));
-    b.add(OpId::attn_scores, OpKind::attention, checked_mul(2, s.B, N, checked_add(dc, dr), pairs),
-          scores, 1);
+    b.attention_core(OpId::attn_scores, checked_mul(2, s.B, N, checked_add(dc, dr), pairs), scores,
+                     1);
     Traffic values;  // the latent already read for the scores is the value: no second read
     values.activations = b.act_bytes(checked_mul(s.tokens, N, dc));
-    b.add(OpId::attn_values, OpKind::attention, checked_mul(2, s.B, N, dc, pairs), values, 0);
+    b.attention_core(OpId::attn_values, checked_mul(2, s.B, N, dc, pairs), values, 0);
     b.gemm(OpId::v_absorb, s.tokens, dv, dc, false, N).bytes.weights =
         b.weight_bytes_stored(dc, checked_mul(N, dv), true);
   } else {
@@ -413,12 +421,12 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     scores.activations = b.act_bytes(
         checked_add(q_elements, checked_mul(positions, N, dh), checked_mul(s.tokens, dr)));
     scores.kv_read = b.kv_bytes(checked_mul(past, dr));
-    b.add(OpId::attn_scores, OpKind::attention, checked_mul(2, s.B, N, checked_add(dh, dr), pairs),
+    b.attention_core(OpId::attn_scores, checked_mul(2, s.B, N, checked_add(dh, dr), pairs),
           scores, 1);
     Traffic values;
     values.activations =
         b.act_bytes(checked_add(checked_mul(positions, N, dv), checked_mul(s.tokens, N, dv)));
-    b.add(OpId::attn_values, OpKind::attention, checked_mul(2, s.B, N, dv, pairs), values, 0);
+    b.attention_core(OpId::attn_values, checked_mul(2, s.B, N, dv, pairs), values, 0);
   }
   b.gemm(OpId::out_proj, s.tokens, s.D, checked_mul(N, dv));
   s.all_reduce(b, OpId::attn_allreduce, s.D);
@@ -742,6 +750,7 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
                                 storage_bytes(checked_mul(logit_rows, V_local), kLogitsDType));
     Op& head = b.add(OpId::lm_head, OpKind::gemm, checked_mul(2, logit_rows, D, V_local), t);
     head.gemm = GemmShape{logit_rows, V_local, D, 1};
+    if (runs_at_16_bits(precision, precision.embedding)) head.outlier_flops = head.flops;
     b.collective(OpId::logits_gather, CollectiveKind::all_gather, par.tp,
                  storage_bytes(checked_mul(logit_rows, V), kLogitsDType), s.tp_inter_node,
                  s.overlapped);

@@ -33,10 +33,19 @@ WeightFormat matrix_format(const Precision& p, bool attention_projection) {
   return p.weights;
 }
 
+bool runs_at_16_bits(const Precision& p, DType operand) {
+  return (operand == DType::bf16 || operand == DType::fp16) && dtype_bits(p.activations) < 16;
+}
+
 bool attention_in_16_bits(const Precision& p) {
-  if (!p.attention_weights) return false;
-  const DType a = *p.attention_weights;
-  return (a == DType::bf16 || a == DType::fp16) && dtype_bits(p.activations) < 16;
+  return p.attention_weights && runs_at_16_bits(p, *p.attention_weights);
+}
+
+std::optional<DType> sixteen_bit_products(const Precision& p) {
+  if (attention_in_16_bits(p)) return *p.attention_weights;
+  if (runs_at_16_bits(p, stored_activations(p))) return stored_activations(p);
+  if (runs_at_16_bits(p, p.embedding)) return p.embedding;
+  return std::nullopt;
 }
 
 Precision Precision::uniform(DType t) {

@@ -68,8 +68,15 @@ WeightFormat matrix_format(const Precision& p, bool attention_projection);
 inline DType stored_activations(const Precision& p) {
   return p.activation_storage.value_or(p.activations);
 }
+// Whether a product with an operand stored in `operand` runs at the 16-bit peak rather than
+// the activations': a 16-bit operand beside narrower activations (an 8-bit product needs both
+// operands in 8 bits). Such products: the attention projections (`attention_weights`), the
+// attention core over stored activations (`activation_storage`), the lm head (`embedding`).
+bool runs_at_16_bits(const Precision& p, DType operand);
 // Whether attention projections multiply at the 16-bit peak rather than the activations'.
 bool attention_in_16_bits(const Precision& p);
+// The 16-bit format some product runs in (runs_at_16_bits), when any: its peak prices them.
+std::optional<DType> sixteen_bit_products(const Precision& p);
 
 // One line for tables: "weights int4 g128 +zp, activations bf16, KV cache fp8".
 std::string describe(const Precision& p);

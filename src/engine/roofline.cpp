@@ -208,13 +208,14 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
           "the hardware spec has no fp16 peak for LLM.int8()'s fp16 outliers");
     }
   }
-  if (attention_in_16_bits(precision)) {
-    const PeakClass wide = *matrix_peak_class(*precision.attention_weights);
+  if (const auto wide_format = sixteen_bit_products(precision)) {
+    const PeakClass wide = *matrix_peak_class(*wide_format);
     r.outlier_flops = hw.peak(wide);
     if (r.outlier_flops <= 0) {
-      throw std::invalid_argument(
-          "the hardware spec has no " + std::string(peak_class_name(wide)) + " peak for the " +
-          std::string(dtype_name(*precision.attention_weights)) + " attention projections");
+      throw std::invalid_argument("the hardware spec has no " +
+                                  std::string(peak_class_name(wide)) +
+                                  " peak for the products kept in " +
+                                  std::string(dtype_name(*wide_format)));
     }
   }
   return r;

@@ -191,13 +191,14 @@ std::vector<Op> SpeculativeAnalyzer::head_ops(int64_t batch, int64_t k) const {
   act.id = OpId::draft_head_act;
   act.kind = OpKind::elementwise;
   act.flops = checked_mul(batch, D, 6);  // SiLU 5 per element + the residual 1
-  act.bytes.activations = storage_bytes(checked_mul(3, batch, D), p.activations);
+  act.bytes.activations = storage_bytes(checked_mul(3, batch, D), stored_activations(p));
   act.repeat = k;
   Op lm = gemm_op(batch, V, D, p);
   lm.id = OpId::draft_head_lm;
   lm.bytes.weights = storage_bytes(checked_mul(D, V), p.embedding);
-  lm.bytes.activations = checked_add(storage_bytes(checked_mul(batch, D), p.activations),
+  lm.bytes.activations = checked_add(storage_bytes(checked_mul(batch, D), stored_activations(p)),
                                      storage_bytes(checked_mul(batch, V), DType::fp32));
+  if (runs_at_16_bits(p, p.embedding)) lm.outlier_flops = lm.flops;
   lm.repeat = k;
   Op sample;
   sample.id = OpId::sampling;

@@ -172,7 +172,7 @@ struct RowReader {
       if (t && !engine::parse_dtype(*t)) error(key, "unknown format '" + *t + "'");
     }
     if (text("memory_fraction")) {
-      r.memory_fraction = number("memory_fraction", 0);
+      r.memory_fraction = number("memory_fraction", 0, true);
       if (r.memory_fraction && !(*r.memory_fraction > 0 && *r.memory_fraction <= 1)) {
         error("memory_fraction", fmt::format("must be in (0, 1], got {}", *r.memory_fraction));
         r.memory_fraction.reset();

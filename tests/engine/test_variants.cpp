@@ -414,11 +414,28 @@ TEST_CASE("activation storage: W8A8 keeps activations in bf16 while products run
   // Norm weights are stored like activations: 256 of them.
   CHECK(find_op(step_ops(m, step, fp8), "attn_norm").bytes.weights == 256);
   CHECK(find_op(step_ops(m, step, stored), "attn_norm").bytes.weights == 512);
-  // The weights and the KV cache keep their formats, and the products their fp8 rate.
-  CHECK(find_op(step_ops(m, step, stored), "mlp_up").bytes.weights == 256LL * 688);
+  // The weights and the KV cache keep their formats, and the weight products their fp8 rate;
+  // the attention core multiplies stored activations (Q, K, V in bf16) at the bf16 peak, and
+  // an fp8 lm head stays at fp8's.
+  const std::vector<Op> ops = step_ops(m, step, stored);
+  CHECK(find_op(ops, "mlp_up").bytes.weights == 256LL * 688);
+  CHECK(find_op(ops, "mlp_up").outlier_flops == 0);
+  CHECK(find_op(ops, "attn_scores").outlier_flops == find_op(ops, "attn_scores").flops);
+  CHECK(find_op(ops, "attn_values").outlier_flops == find_op(ops, "attn_values").flops);
+  CHECK(find_op(ops, "lm_head").outlier_flops == 0);
+  CHECK(find_op(step_ops(m, step, fp8), "attn_scores").outlier_flops == 0);
   Hardware h = test::h100_lecture();
   h.peak_flops[static_cast<int>(PeakClass::fp8)] = 1979e12;
-  CHECK(device_rates(h, stored).matrix_flops == 1979e12);
+  const DeviceRates rates = device_rates(h, stored);
+  CHECK(rates.matrix_flops == 1979e12);
+  CHECK(rates.outlier_flops == 989e12);
+  const Op& scores = find_op(ops, "attn_scores");
+  CHECK(roofline_cost(scores, rates).compute_s == doctest::Approx(double(scores.flops) / 989e12));
+  // A bf16 lm head beside fp8 products runs at the bf16 peak too.
+  Precision head = fp8;
+  head.embedding = DType::bf16;
+  const Op& lm = find_op(step_ops(m, step, head), "lm_head");
+  CHECK(lm.outlier_flops == lm.flops);
 }
 
 TEST_CASE("diffusion: every step is a bidirectional forward over the whole sequence") {

@@ -981,6 +981,27 @@ TEST_CASE(
   CHECK(c.err == column.string() + ":1:43: latency: unknown column\n");
 }
 
+TEST_CASE("formats: --activation-storage sets what the embedding and KV cache default to") {
+  const Run r = run("analyze -m llama3-8b -H h100-sxm --dtype fp8 --activation-storage bf16 "
+                    "--attention-weights bf16 -b 1 -p 128 -g 4 --no-naive -f json");
+  REQUIRE(r.exit_code == 0);
+  const json p = json::parse(r.out)["precision"];
+  CHECK(p["weights"] == "fp8_e4m3");
+  CHECK(p["activations"] == "fp8_e4m3");
+  CHECK(p["activation_storage"] == "bf16");
+  CHECK(p["attention_weights"] == "bf16");
+  CHECK(p["embedding"] == "bf16");  // as the activations are stored
+  CHECK(p["kv_cache"] == "bf16");
+  // Explicit formats still win, and a bad one is a usage error naming the option.
+  const Run kv = run("analyze -m llama3-8b -H h100-sxm --dtype fp8 --activation-storage bf16 "
+                     "--kv-dtype fp8 -b 1 -p 128 -g 4 --no-naive -f json");
+  REQUIRE(kv.exit_code == 0);
+  CHECK(json::parse(kv.out)["precision"]["kv_cache"] == "fp8_e4m3");
+  const Run bad = run("analyze -m llama3-8b -H h100-sxm --activation-storage bf17");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--activation-storage: unknown dtype 'bf17'") != std::string::npos);
+}
+
 TEST_CASE("sweep over layouts: tp, pp and ep lists, layout columns, duplicates written once") {
   const Run r =
       run("sweep -m llama3-70b,mixtral-8x7b -H h100-sxm --tp 1,2 --ep 1,tp -b 1 -p 128 "

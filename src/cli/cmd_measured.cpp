@@ -255,6 +255,8 @@ struct ImportOptions {
   std::string from;
   std::string file;
   spec::MeasurementRow defaults;
+  std::string memory_fraction;
+  std::string max_batched_tokens;
   std::string output = "-";
 };
 
@@ -267,8 +269,22 @@ int run_import_benchmark(ImportOptions o, const AppContext& ctx) {
   } else {
     throw UsageError("--from: expected vllm or sglang, got '" + o.from + "'");
   }
-  if (!engine::parse_dtype(o.defaults.dtype)) {
-    throw UsageError("--dtype: unknown format '" + o.defaults.dtype + "'");
+  for (const auto& [option, value] :
+       {std::pair<const char*, const std::string*>{"--dtype", &o.defaults.dtype},
+        {"--kv-dtype", &o.defaults.kv_cache},
+        {"--embedding-dtype", &o.defaults.embedding},
+        {"--attention-weights", &o.defaults.attention_weights},
+        {"--activation-storage", &o.defaults.activation_storage}}) {
+    if (!value->empty() && !engine::parse_dtype(*value)) {
+      throw UsageError(std::string(option) + ": unknown format '" + *value + "'");
+    }
+  }
+  if (!o.memory_fraction.empty()) {
+    o.defaults.memory_fraction =
+        parse_fraction(o.memory_fraction, "--memory-fraction", FractionRange::above_zero_to_one);
+  }
+  if (!o.max_batched_tokens.empty()) {
+    o.defaults.max_batched_tokens = parse_int(o.max_batched_tokens, "--max-batched-tokens", 1);
   }
   const std::vector<spec::MeasurementRow> rows = spec::import_benchmark(o.file, format, o.defaults);
   // The rows must be predictable: the model, hardware and layout resolve.
@@ -316,6 +332,18 @@ Command add_import_benchmark_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--dtype", o->defaults.dtype, "weights and compute format")
       ->capture_default_str();
   app->add_option("--kv-dtype", o->defaults.kv_cache, "KV cache format (default: --dtype)");
+  app->add_option("--embedding-dtype", o->defaults.embedding,
+                  "embedding and lm head format (default: --dtype)");
+  app->add_option("--attention-weights", o->defaults.attention_weights,
+                  "attention projections' format (default: --dtype)");
+  app->add_option("--activation-storage", o->defaults.activation_storage,
+                  "format activations are kept in between kernels (default: --dtype)");
+  app->add_option("--memory-fraction", o->memory_fraction,
+                  "share of each GPU's memory the stack took (vLLM's gpu_memory_utilization; "
+                  "default 0.9)");
+  app->add_option("--max-batched-tokens", o->max_batched_tokens,
+                  "tokens per iteration the stack scheduled (vLLM's max_num_batched_tokens; "
+                  "default 8192)");
   app->add_option("--tp", o->defaults.tp, "tensor-parallel GPUs")->capture_default_str();
   app->add_option("--pp", o->defaults.pp, "pipeline stages")->capture_default_str();
   app->add_option("--output,-o", o->output, "CSV to write (atomically); - for stdout")

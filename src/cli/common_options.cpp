@@ -66,8 +66,7 @@ engine::Precision parse_precision(const PrecisionOptions& o, const std::string& 
   }
   // The embedding and the KV cache are kept like the activations are.
   const engine::DType stored = engine::stored_activations(p);
-  p.embedding =
-      o.embedding.empty() ? stored : parse_dtype_option(o.embedding, "--embedding-dtype");
+  p.embedding = o.embedding.empty() ? stored : parse_dtype_option(o.embedding, "--embedding-dtype");
   p.kv_cache = o.kv_dtype.empty() ? stored : parse_dtype_option(o.kv_dtype, "--kv-dtype");
   if (!o.weights.empty()) p.weights.dtype = parse_dtype_option(o.weights, "--weights");
   if (!o.attention_weights.empty()) {

@@ -421,8 +421,8 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     scores.activations = b.act_bytes(
         checked_add(q_elements, checked_mul(positions, N, dh), checked_mul(s.tokens, dr)));
     scores.kv_read = b.kv_bytes(checked_mul(past, dr));
-    b.attention_core(OpId::attn_scores, checked_mul(2, s.B, N, checked_add(dh, dr), pairs),
-          scores, 1);
+    b.attention_core(OpId::attn_scores, checked_mul(2, s.B, N, checked_add(dh, dr), pairs), scores,
+                     1);
     Traffic values;
     values.activations =
         b.act_bytes(checked_add(checked_mul(positions, N, dv), checked_mul(s.tokens, N, dv)));

@@ -212,8 +212,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     const PeakClass wide = *matrix_peak_class(*wide_format);
     r.outlier_flops = hw.peak(wide);
     if (r.outlier_flops <= 0) {
-      throw std::invalid_argument("the hardware spec has no " +
-                                  std::string(peak_class_name(wide)) +
+      throw std::invalid_argument("the hardware spec has no " + std::string(peak_class_name(wide)) +
                                   " peak for the products kept in " +
                                   std::string(dtype_name(*wide_format)));
     }

@@ -869,9 +869,9 @@ TEST_CASE(
   CHECK(j["summary"]["all"]["median_abs_error"].get<double>() <= 0.20);
   // One stack on three GPUs (vLLM's CI latency tests): a fit on two GPUs' runs predicts the
   // third's within 10 % (median over the held-out runs).
-  const Run same_stack = run("fit --measured '" + data +
-                             "vllm-ci-latency.csv' -H h100-sxm --rows all -o '" +
-                             (dir / "vllm-ci-fitted.yaml").string() + "' --format json");
+  const Run same_stack =
+      run("fit --measured '" + data + "vllm-ci-latency.csv' -H h100-sxm --rows all -o '" +
+          (dir / "vllm-ci-fitted.yaml").string() + "' --format json");
   REQUIRE(same_stack.exit_code == 0);
   const json ci = json::parse(same_stack.out);
   CHECK(ci["leave_one_hardware_out"]["groups"].size() == 3);
@@ -930,6 +930,18 @@ TEST_CASE(
   REQUIRE(vllm.exit_code == 0);
   CHECK(vllm.out.find("llama3-8b,h100-sxm,bf16,,,,,,,1,1,serving,4,4,0,512,128,58,9,1200,204.8,") !=
         std::string::npos);
+  // The stack's formats and memory configuration go into every imported row.
+  const Run stack_import =
+      run("import-benchmark --from vllm '" + data +
+          "vllm-result-format.json' -m llama3-8b -H h100-sxm --dtype fp8 " +
+          "--activation-storage bf16 --memory-fraction 0.85 " + "--max-batched-tokens 4096");
+  REQUIRE(stack_import.exit_code == 0);
+  CHECK(stack_import.out.find("llama3-8b,h100-sxm,fp8,,,,bf16,0.85,4096,1,1,serving,") !=
+        std::string::npos);
+  const Run bad_kv = run("import-benchmark --from vllm '" + data +
+                         "vllm-result-format.json' -m llama3-8b -H h100-sxm --kv-dtype fp9");
+  CHECK(bad_kv.exit_code == 2);
+  CHECK(bad_kv.err.find("--kv-dtype: unknown format 'fp9'") != std::string::npos);
   const fs::path imported = dir / "sglang.csv";
   REQUIRE(run("import-benchmark --from sglang '" + data + "sglang-result-format.jsonl' -m " +
               "llama3-8b -H h100-sxm -o '" + imported.string() + "'")
@@ -982,8 +994,9 @@ TEST_CASE(
 }
 
 TEST_CASE("formats: --activation-storage sets what the embedding and KV cache default to") {
-  const Run r = run("analyze -m llama3-8b -H h100-sxm --dtype fp8 --activation-storage bf16 "
-                    "--attention-weights bf16 -b 1 -p 128 -g 4 --no-naive -f json");
+  const Run r =
+      run("analyze -m llama3-8b -H h100-sxm --dtype fp8 --activation-storage bf16 "
+          "--attention-weights bf16 -b 1 -p 128 -g 4 --no-naive -f json");
   REQUIRE(r.exit_code == 0);
   const json p = json::parse(r.out)["precision"];
   CHECK(p["weights"] == "fp8_e4m3");
@@ -993,8 +1006,9 @@ TEST_CASE("formats: --activation-storage sets what the embedding and KV cache de
   CHECK(p["embedding"] == "bf16");  // as the activations are stored
   CHECK(p["kv_cache"] == "bf16");
   // Explicit formats still win, and a bad one is a usage error naming the option.
-  const Run kv = run("analyze -m llama3-8b -H h100-sxm --dtype fp8 --activation-storage bf16 "
-                     "--kv-dtype fp8 -b 1 -p 128 -g 4 --no-naive -f json");
+  const Run kv =
+      run("analyze -m llama3-8b -H h100-sxm --dtype fp8 --activation-storage bf16 "
+          "--kv-dtype fp8 -b 1 -p 128 -g 4 --no-naive -f json");
   REQUIRE(kv.exit_code == 0);
   CHECK(json::parse(kv.out)["precision"]["kv_cache"] == "fp8_e4m3");
   const Run bad = run("analyze -m llama3-8b -H h100-sxm --activation-storage bf17");

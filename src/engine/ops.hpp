@@ -68,8 +68,9 @@ struct Op {
   OpKind kind = OpKind::elementwise;
   GemmShape gemm;
   int64_t flops = 0;  // per instance
-  // Of which run at the 16-bit rate: LLM.int8()'s fp16 outliers, or all of an attention
-  // projection kept in 16 bits while the activations are narrower (Precision::attention_weights).
+  // Of which run at the 16-bit rate: LLM.int8()'s fp16 outliers, or all of a product with a
+  // 16-bit operand beside narrower activations (runs_at_16_bits: attention projections kept in
+  // 16 bits, the attention core over 16-bit stored activations, a 16-bit lm head).
   int64_t outlier_flops = 0;
   Traffic bytes;          // per instance
   int64_t repeat = 1;     // instances per step: layers of the kind, or 1

@@ -45,6 +45,7 @@ std::optional<DType> sixteen_bit_products(const Precision& p) {
   if (attention_in_16_bits(p)) return *p.attention_weights;
   if (runs_at_16_bits(p, stored_activations(p))) return stored_activations(p);
   if (runs_at_16_bits(p, p.embedding)) return p.embedding;
+  if (p.outlier_fraction > 0) return DType::fp16;  // LLM.int8()'s outlier products
   return std::nullopt;
 }
 

@@ -75,7 +75,8 @@ inline DType stored_activations(const Precision& p) {
 bool runs_at_16_bits(const Precision& p, DType operand);
 // Whether attention projections multiply at the 16-bit peak rather than the activations'.
 bool attention_in_16_bits(const Precision& p);
-// The 16-bit format some product runs in (runs_at_16_bits), when any: its peak prices them.
+// The 16-bit format some product runs in (runs_at_16_bits, or LLM.int8()'s fp16 outliers),
+// when any: its peak prices every Op::outlier_flops.
 std::optional<DType> sixteen_bit_products(const Precision& p);
 
 // One line for tables: "weights int4 g128 +zp, activations bf16, KV cache fp8".

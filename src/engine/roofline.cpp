@@ -197,16 +197,9 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
                                 std::string(peak_class_name(*matrix)) + " peak, so compute in " +
                                 compute + " cannot be costed");
   }
-  if (precision.outlier_fraction > 0) {
-    if (*matrix != PeakClass::int8) {
-      throw std::invalid_argument("LLM.int8() outlier decomposition needs int8 activations, not " +
-                                  compute);
-    }
-    r.outlier_flops = hw.peak(PeakClass::fp16);
-    if (r.outlier_flops <= 0) {
-      throw std::invalid_argument(
-          "the hardware spec has no fp16 peak for LLM.int8()'s fp16 outliers");
-    }
+  if (precision.outlier_fraction > 0 && *matrix != PeakClass::int8) {
+    throw std::invalid_argument("LLM.int8() outlier decomposition needs int8 activations, not " +
+                                compute);
   }
   if (const auto wide_format = sixteen_bit_products(precision)) {
     const PeakClass wide = *matrix_peak_class(*wide_format);

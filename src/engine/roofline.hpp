@@ -104,9 +104,8 @@ struct WorkingSetModel {
 struct DeviceRates {
   double matrix_flops = 0;  // FLOP/s for gemm and attention at the compute dtype
   double vector_flops = 0;  // FLOP/s for elementwise work (the fp32 non-matrix peak)
-  // FLOP/s of Op::outlier_flops: the fp16 peak for LLM.int8()'s outliers, the attention
-  // weights' 16-bit peak for attention projections kept in 16 bits (catalogs give bf16 and
-  // fp16 one peak).
+  // FLOP/s of Op::outlier_flops: the peak of sixteen_bit_products' format (catalogs give bf16
+  // and fp16 one peak).
   double outlier_flops = 0;
   double bandwidth = 0;  // bytes/s at the working set in use (device memory by default)
   // Calibrated, with the probe's attention curve: seconds per cached KV byte that the kernel

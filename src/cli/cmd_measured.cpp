@@ -121,6 +121,17 @@ std::vector<engine::MeasuredRun> resolve_measurements(
   return out;
 }
 
+// The engine's prediction of a row; a row it cannot predict (no room for a KV cache, say) is a
+// usage error naming the row.
+engine::MeasuredMetrics predict_row(const engine::MeasuredRun& run, engine::Method method) {
+  try {
+    return engine::predict(run, method);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(
+        fmt::format("{}: {} on {}: {}", run.where, run.model_name, run.hardware_name, e.what()));
+  }
+}
+
 int run_validate_measured(const MeasuredValidateOptions& o, const AppContext& ctx) {
   const engine::Method method = parse_method_option(o.method);
   std::optional<double> tolerance;
@@ -134,12 +145,7 @@ int run_validate_measured(const MeasuredValidateOptions& o, const AppContext& ct
   v.runs = resolve_measurements(spec::load_measurements(o.file), catalog,
                                 load_hardware_files(catalog, o.hardware));
   for (const engine::MeasuredRun& run : v.runs) {
-    try {
-      v.comparisons.push_back(engine::compare(run, engine::predict(run, method)));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(
-          fmt::format("{}: {} on {}: {}", run.where, run.model_name, run.hardware_name, e.what()));
-    }
+    v.comparisons.push_back(engine::compare(run, predict_row(run, method)));
   }
   v.summary = engine::summarize_metrics(v.comparisons);
   OutputFile out(o.output);
@@ -194,12 +200,7 @@ int run_fit(const FitOptions& o, const AppContext& ctx) {
   // Every row must be predictable (as validate --measured requires): a row whose weights and
   // activations leave no KV cache is named here, not inside a leave-one-out fit.
   for (const engine::MeasuredRun& run : runs) {
-    try {
-      static_cast<void>(engine::predict(run, engine::Method::calibrated));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(
-          fmt::format("{}: {} on {}: {}", run.where, run.model_name, run.hardware_name, e.what()));
-    }
+    static_cast<void>(predict_row(run, engine::Method::calibrated));
   }
   report::FitReport rep;
   rep.file = o.file;

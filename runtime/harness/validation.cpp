@@ -2,7 +2,6 @@
 #include "runtime/harness/validation.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -180,7 +179,11 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
     for (PointRuns& pr : runs) {
       const Generation g = generate(decoder, pr.tokens, pr.batch, pr.prompt, G, {});
       pr.ttft.push_back(g.ttft_s);
-      pr.tpot.push_back(std::accumulate(g.step_s.begin() + W, g.step_s.end(), 0.0) / steps);
+      // The run's median timed step: a step that a neighbour's burst or an interrupt
+      // stretches several-fold (seen: 2.5 ms among 0.3 ms steps on a shared VM) would move
+      // the mean by tens of percent and is no cost of the model's steps. The probe's step
+      // fit takes the median step too.
+      pr.tpot.push_back(engine::median(std::vector<double>(g.step_s.begin() + W, g.step_s.end())));
     }
   }
   for (size_t r = 0; r < repeats; ++r) {
@@ -196,8 +199,9 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
     const std::vector<double>& tpot = pr.tpot;
     const std::vector<OpTimer>& prefill_times = pr.prefill_times;
     const std::vector<OpTimer>& decode_times = pr.decode_times;
-    // TTFT from the prompt; TPOT as the mean over the timed steps, i.e. a workload that
-    // starts decoding at context S + W.
+    // TTFT from the prompt; TPOT predicted as the mean step over the timed steps' contexts
+    // (a workload that starts decoding at context S + W), measured as their median step (the
+    // step costs grow linearly with the context, so the two meet at the middle context).
     const engine::WorkloadResult predicted = analyzer.analyze({B, S, G});
     const engine::WorkloadResult steady = analyzer.analyze({B, S + W, G - W});
     engine::require_finite(predicted);  // NonFiniteError: a number out of range

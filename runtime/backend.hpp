@@ -143,6 +143,10 @@ class Backend {
   virtual void attention(const float* qkv, int64_t stride, int64_t heads, int64_t kv_heads,
                          int64_t head_dim, const SequenceBatch& batch, const KvCacheView& cache,
                          float* out) = 0;
+  // Query rows of a prompt that `attention` computes together, each tile multiplying every key
+  // its last row sees (the probe writes it as the hardware's attention_query_tile, so the
+  // engine counts the pairs the kernel computes).
+  virtual int64_t attention_query_tile() const = 0;
   // out = silu(gate) * up over n elements.
   virtual void silu_mul(const float* gate, const float* up, int64_t n, float* out) = 0;
   // out = a + b over n elements (out may alias a).

@@ -216,7 +216,9 @@ struct Probe {
   engine::ProbeCurves curves;
 
   Probe(Backend& b, const ProbeOptions& o)
-      : backend(b), options(o), min_time(o.quick ? 0.002 : 0.02) {}
+      : backend(b), options(o), min_time(o.quick ? 0.002 : 0.02) {
+    result.hardware.attention_query_tile = b.attention_query_tile();
+  }
 
   void say(const std::string& line) const {
     if (options.progress) options.progress(line);
@@ -288,10 +290,12 @@ engine::Model probe_model(int64_t vocab, int64_t d, int64_t heads, int64_t kv_he
   return m;
 }
 
-// One GPU's (or the CPU's) operators at a precision: no parallel layout.
-engine::CostingConfig costing(const engine::Precision& precision) {
+// One GPU's (or the CPU's) operators at a precision: no parallel layout; attention counts the
+// pairs the backend's kernel computes.
+engine::CostingConfig costing(const engine::Precision& precision, const Backend& backend) {
   engine::CostingConfig c;
   c.precision = precision;
+  c.attention_query_tile = backend.attention_query_tile();
   return c;
 }
 
@@ -311,7 +315,7 @@ void Probe::sample_kernel_classes() {
   // Elementwise, norm, RoPE and gather over `rows` rows of D = 1024 (F = D; 16 heads of 64
   // rotated per row).
   const int64_t d = 1024;
-  const engine::OpInventory rows_inventory(probe_model(4096, d, 8, 4, 64, d), costing(p));
+  const engine::OpInventory rows_inventory(probe_model(4096, d, 8, 4, 64, d), costing(p, backend));
   const std::vector<int64_t> row_counts = options.quick
                                               ? std::vector<int64_t>{1, 64, 4096}
                                               : std::vector<int64_t>{1, 8, 64, 512, 4096, 32768};
@@ -356,7 +360,8 @@ void Probe::sample_kernel_classes() {
   }
   for (const AttentionShape& s : shapes) {
     const engine::OpInventory inventory(
-        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256), costing(p));
+        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256),
+        costing(p, backend));
     std::vector<engine::Op> ops;
     inventory.build(
         {s.tokens > 1 ? engine::Phase::prefill : engine::Phase::decode, s.batch, s.tokens, s.past},
@@ -398,7 +403,8 @@ void Probe::sample_kernel_classes() {
   // Sampling: argmax over the logits of each sequence, by the backend's sampler on its own
   // memory (the tokens come back to the host, as in a generation step).
   for (const int64_t vocab : {4096, 32000, 128256}) {
-    const engine::OpInventory inventory(probe_model(vocab, 256, 4, 4, 64, 256), costing(p));
+    const engine::OpInventory inventory(probe_model(vocab, 256, 4, 4, 64, 256),
+                                        costing(p, backend));
     for (const int64_t batch : {1, 16}) {
       std::vector<engine::Op> ops;
       inventory.build(engine::StepShape::decode(batch, 1), ops);
@@ -577,7 +583,7 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
     s.head_dim = kDims[i][4];
     const engine::OpInventory inventory(
         probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256),
-        costing(probe.precision()));
+        costing(probe.precision(), be));
     std::vector<engine::Op> ops;
     inventory.build(engine::StepShape::decode(s.batch, s.past), ops);
     s.kv_bytes = static_cast<double>(op_of(ops, engine::OpId::attn_scores).bytes.kv_read +

@@ -182,6 +182,11 @@ void decode_values(const float* p, int64_t p_stride, const std::vector<KvRun>& r
 // the pool hands chunks to whichever thread is free).
 using AlignedFloats = std::vector<float, Eigen::aligned_allocator<float>>;
 
+// Prompt attention takes a head's queries in blocks of this many rows, each block multiplying
+// every key its last query sees (the masked part of the diagonal block is computed and
+// zeroed).
+constexpr int64_t kQueryBlock = 64;
+
 // Decode attention of one KV head: its `group` query heads (adjacent rows of head_dim floats
 // in q) against the `keys` cached keys and values in `runs`, in chunks of up to 4 query heads
 // (the K and V of the head are read once per chunk; they stay in L1/L2 between chunks).
@@ -263,6 +268,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   std::string dtype() const override { return "fp32"; }
   int64_t element_bytes() const override { return 4; }
+  int64_t attention_query_tile() const override { return kQueryBlock; }
   int64_t available_bytes() const override { return available_memory_bytes(); }
   DeviceInfo device_info() const override {
     const std::vector<CacheLevel> caches = cpu_caches();
@@ -389,7 +395,6 @@ class CpuBackend final : public Backend {
       const bool decode = batch.row_offsets[s + 1] - batch.row_offsets[s] == 1;
       for (int64_t h = 0; h < (decode ? kv_heads : heads); ++h) tasks_.push_back({s, h, decode});
     }
-    constexpr int64_t kQueryBlock = 64;
     pool_.parallel_for(static_cast<int64_t>(tasks_.size()), 1, [&](int64_t p0, int64_t p1) {
       thread_local AlignedFloats decode_scores_buffer;
       thread_local std::vector<KvRun> runs;

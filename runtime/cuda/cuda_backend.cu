@@ -89,6 +89,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string dtype() const override { return std::is_same_v<T, __half> ? "fp16" : "bf16"; }
   int64_t element_bytes() const override { return 2; }
+  int64_t attention_query_tile() const override { return kTileRows; }
   DeviceInfo device_info() const override { return info_; }
   int64_t available_bytes() const override {
     size_t free = 0, total = 0;

@@ -99,8 +99,13 @@ struct Hardware {
   // Ordered fastest/smallest first; the last level is device memory, where weights and the
   // KV cache live.
   std::vector<MemoryLevel> memory;
-  std::optional<Topology> topology;      // multi-GPU layouts need it
-  double kernel_overhead_s = 0;          // fixed cost per kernel launch
+  std::optional<Topology> topology;  // multi-GPU layouts need it
+  double kernel_overhead_s = 0;      // fixed cost per kernel launch
+  // Query rows a causal prompt-attention kernel computes together: each tile multiplies every
+  // key its last query sees, so the masked pairs of its diagonal block are computed too
+  // (computed_attention_pairs). 0: the kernel computes unmasked pairs only (datasheet files).
+  // `streamspark probe` writes the runtime's kernel's.
+  int64_t attention_query_tile = 0;
   std::optional<double> price_per_hour;  // USD per GPU-hour
   std::string price_source;              // where the price is listed (with price_per_hour)
   std::string price_date;                // the day it was read, YYYY-MM-DD

@@ -295,6 +295,29 @@ int64_t attention_pairs(int64_t new_tokens, int64_t past_tokens, int64_t window)
   return checked_add(ramp, checked_mul(new_tokens - uncapped, window));
 }
 
+int64_t computed_attention_pairs(int64_t new_tokens, int64_t past_tokens, int64_t window,
+                                 int64_t query_tile) {
+  if (query_tile <= 1 || new_tokens <= 1) return attention_pairs(new_tokens, past_tokens, window);
+  const int64_t Q = query_tile, P = past_tokens;
+  if (window <= 0) {
+    // n full tiles: sum over j < n of Q * (P + (j + 1) Q) = Q n P + Q^2 n (n + 1) / 2; the
+    // rest r = T - nQ rows see every key up to P + T.
+    const int64_t n = new_tokens / Q, rest = new_tokens % Q;
+    return checked_add(checked_mul(Q, n, P), checked_mul(Q, Q, n, n + 1) / 2,
+                       checked_mul(rest, checked_add(P, new_tokens)));
+  }
+  // A window: the tile's keys run from its first query's first visible key to its last
+  // query's last one.
+  int64_t total = 0;
+  for (int64_t t0 = 0; t0 < new_tokens; t0 += Q) {
+    const int64_t rows = std::min(Q, new_tokens - t0);
+    const int64_t last = checked_add(P, t0 + rows);  // one past the last query's last key
+    const int64_t first = std::max<int64_t>(0, P + t0 + 1 - window);
+    total = checked_add(total, checked_mul(rows, last - first));
+  }
+  return total;
+}
+
 int64_t state_elements(const Model& m, const LayerKind& k, int64_t context) {
   switch (k.mixer) {
     case MixerKind::attention: {

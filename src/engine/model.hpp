@@ -211,5 +211,12 @@ std::vector<int64_t> context_breakpoints(const Model& m);
 // Causal attention pairs (query, key) per head and sequence when T new tokens follow P cached
 // ones: query i sees P+i+1 keys, at most `window` (0: no window).
 int64_t attention_pairs(int64_t new_tokens, int64_t past_tokens, int64_t window);
+// The pairs a kernel computes that takes the T queries in tiles of `query_tile` rows (the last
+// tile holds the rest), each tile multiplying every key from the first its first query sees
+// to the last its last query sees (masking inside the tile, as blocked CPU kernels and
+// FlashAttention's diagonal blocks do): a tile of r rows starting at query t0 computes
+// r * (P + t0 + r - first key). query_tile <= 1 (or T = 1): attention_pairs.
+int64_t computed_attention_pairs(int64_t new_tokens, int64_t past_tokens, int64_t window,
+                                 int64_t query_tile);
 
 }  // namespace streamspark::engine

@@ -278,6 +278,7 @@ struct StepDims {
   int64_t ep = 1;              // expert-parallel GPUs (1 or tp)
   bool tp_inter_node = false;  // the stage's GPUs span nodes
   bool overlapped = false;     // collectives hidden behind computation
+  int64_t query_tile = 0;      // the attention kernel's (CostingConfig::attention_query_tile)
 
   // The all-reduce of a row-parallel projection's (tokens, width) output.
   void all_reduce(OpListBuilder& b, OpId id, int64_t width) const {
@@ -289,7 +290,7 @@ struct StepDims {
 // (query, key) pairs per head and sequence for this layer kind.
 int64_t pairs_for(const StepDims& s, const LayerKind& k) {
   if (!s.causal) return checked_mul(s.T, checked_add(s.P, s.T));  // bidirectional
-  return attention_pairs(s.T, s.P, k.local ? k.attention.window : 0);
+  return computed_attention_pairs(s.T, s.P, k.local ? k.attention.window : 0, s.query_tile);
 }
 
 // Past tokens one layer reads from the cache: all of them, or the last W-1 for a window.
@@ -673,6 +674,7 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
   s.ep = par.ep;
   s.tp_inter_node = par.tp > per_node;
   s.overlapped = par.overlap_communication;
+  s.query_tile = config_.attention_query_tile;
   // Vocabulary-parallel embedding and lm head: each GPU holds ceil(V/tp) rows (the last
   // padded, as vLLM pads the vocabulary).
   const int64_t V_local = (V + par.tp - 1) / par.tp;

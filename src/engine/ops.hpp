@@ -127,6 +127,9 @@ struct CostingConfig {
   ParallelLayout parallel;  // the operators of one GPU of each stage (one GPU when default)
   // GPUs on one node's fast link (the hardware topology's), for which collectives cross nodes.
   int64_t gpus_per_node = 8;
+  // The hardware's attention kernel's query tile (Hardware::attention_query_tile): attention
+  // FLOPs count the (query, key) pairs it computes. 0: unmasked pairs only.
+  int64_t attention_query_tile = 0;
 };
 
 // The operator inventory of one configuration (model + costing settings): the analyzer, the

@@ -297,6 +297,7 @@ double GemmRateTable::seconds(int64_t m, int64_t n, int64_t k) const {
 
 CostingConfig costing_on(CostingConfig costing, const Hardware& hw) {
   costing.gpus_per_node = hw.topology ? hw.topology->gpus_per_node : 1;
+  costing.attention_query_tile = hw.attention_query_tile;
   return costing;
 }
 

@@ -12,6 +12,9 @@
 //                                latencies per message step (multi-GPU layouts need it)
 //   kernel_overhead              time per kernel launch, optional (default 0 s)
 //   kernel_overhead_source       string, optional
+//   attention_query_tile         integer >= 1, optional: query rows the causal prompt-attention
+//                                kernel computes together (each tile computes every key its
+//                                last query sees); absent: unmasked pairs only
 //   price_per_hour               USD per GPU-hour, optional; with it price_source (where it is
 //   price_source, price_date     listed: provider, offer, URL) and price_date (YYYY-MM-DD,
 //                                the day it was read) are required
@@ -228,6 +231,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
       r.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
   hw.kernel_overhead_s = overhead.value_or(0.0);
   r.string("kernel_overhead_source", Presence::optional);
+  hw.attention_query_tile = r.integer("attention_query_tile", Presence::optional).value_or(0);
   hw.price_per_hour =
       r.quantity("price_per_hour", Dimension::money_per_hour, Presence::optional, kPrice);
   // A price is a quote: it needs where and when it was listed, or a plan's cost is unsourced.

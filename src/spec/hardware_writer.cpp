@@ -49,6 +49,8 @@ std::string hardware_yaml(const engine::Hardware& hw) {
                    quoted(level.name), level.capacity_bytes, level.bandwidth);
   }
   fmt::format_to(o, "kernel_overhead: {:.6g} s\n", hw.kernel_overhead_s);
+  if (hw.attention_query_tile > 0)
+    fmt::format_to(o, "attention_query_tile: {}\n", hw.attention_query_tile);
   if (hw.topology) {
     const engine::Topology& t = *hw.topology;
     fmt::format_to(o, "topology:\n  gpus_per_node: {}\n", t.gpus_per_node);

@@ -32,6 +32,7 @@ class ReferenceBackend final : public runtime::Backend {
   std::string name() const override { return "reference"; }
   std::string dtype() const override { return "fp32"; }
   int64_t element_bytes() const override { return 4; }
+  int64_t attention_query_tile() const override { return 1; }  // row by row, unmasked keys
   int64_t available_bytes() const override { return int64_t{1} << 32; }
   runtime::DeviceInfo device_info() const override { return {"reference", int64_t{1} << 32, 0}; }
 

@@ -126,6 +126,37 @@ TEST_CASE("prefill computes logits for the last position of each sequence only")
   CHECK(find_op(ops, "kv_cache_write").bytes.kv_write == 2 * 16 * 2 * 64 * 2);
 }
 
+TEST_CASE("a kernel that tiles queries computes every key its tile's last query sees") {
+  // Tiles of Q = 64 queries, nothing cached: T = 64 is one tile of 64 x 64 = 4096 pairs (the
+  // causal triangle is 64 * 65 / 2 = 2080); T = 128 is 64 * 64 + 64 * 128 = 12288 (8256).
+  CHECK(computed_attention_pairs(64, 0, 0, 64) == 4096);
+  CHECK(computed_attention_pairs(128, 0, 0, 64) == 12288);
+  // T = 130 after P = 10: tiles of 64, 64 and 2 rows see 74, 138 and 140 keys:
+  // 64 * 74 + 64 * 138 + 2 * 140 = 4736 + 8832 + 280 = 13848.
+  CHECK(computed_attention_pairs(130, 10, 0, 64) == 13848);
+  // A window of 4, T = 8, Q = 4: the first tile's keys 0..3 (4 x 4 = 16), the second's run
+  // from query 4's first visible key (1) to query 7's last (7): 4 x 7 = 28; 44 in all, where
+  // the queries need 1 + 2 + 3 + 4 + 4 * 4 = 26.
+  CHECK(computed_attention_pairs(8, 0, 4, 4) == 44);
+  CHECK(attention_pairs(8, 0, 4) == 26);
+  // One query (decode), or rows taken one at a time: the unmasked pairs.
+  CHECK(computed_attention_pairs(1, 500, 0, 64) == attention_pairs(1, 500, 0));
+  CHECK(computed_attention_pairs(130, 10, 0, 1) == attention_pairs(130, 10, 0));
+  CHECK(computed_attention_pairs(130, 10, 100, 0) == attention_pairs(130, 10, 100));
+
+  // In the inventory: prefill attention FLOPs follow the kernel's pairs, decode's do not move.
+  const Model m = test::tiny_test();  // 8 heads of 32
+  CostingConfig tiled;
+  tiled.attention_query_tile = 64;
+  std::vector<Op> ops;
+  OpInventory(m, tiled).build({Phase::prefill, 2, 64, 0}, ops);
+  CHECK(find_op(ops, "attn_scores").flops == 2 * 2 * 8 * 32 * 4096);
+  OpInventory(m, tiled).build(StepShape::decode(2, 300), ops);
+  std::vector<Op> exact;
+  OpInventory(m, CostingConfig{}).build(StepShape::decode(2, 300), exact);
+  CHECK(find_op(ops, "attn_scores").flops == find_op(exact, "attn_scores").flops);
+}
+
 TEST_CASE("lecture: MLP intensity is ~B*T when B*T << D, F") {
   // Our three GEMMs (gate, up, down) move 2*(3*BT*D + 3*BT*F + 3*D*F) bytes for 6*BT*D*F FLOPs:
   // intensity = BT*D*F / (BT*D + BT*F + D*F), which tends to BT when BT << D, F. (The notes'

@@ -29,6 +29,7 @@ class RecordingBackend final : public rt::Backend {
   std::string name() const override { return "recording"; }
   std::string dtype() const override { return inner_->dtype(); }
   int64_t element_bytes() const override { return inner_->element_bytes(); }
+  int64_t attention_query_tile() const override { return inner_->attention_query_tile(); }
   int64_t available_bytes() const override { return inner_->available_bytes(); }
   rt::DeviceInfo device_info() const override { return inner_->device_info(); }
   float* allocate(int64_t count) override { return inner_->allocate(count); }

@@ -171,6 +171,9 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
   const engine::Hardware hw = write_and_load(real);
 
   CHECK(hw.name == "cache-test");
+  // The runtime's prompt-attention kernel takes queries in blocks of 64 rows (cpu_backend.cpp).
+  CHECK(backend->attention_query_tile() == 64);
+  CHECK(hw.attention_query_tile == 64);
   REQUIRE(!hw.memory.empty());
   CHECK(hw.memory.back().name == "dram");
   for (size_t i = 1; i < hw.memory.size(); ++i) {

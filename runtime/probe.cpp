@@ -67,10 +67,14 @@ int64_t meminfo(const std::string& key) {
   return 0;
 }
 
-// Seconds per call of `fn`: calls batched to at least `min_time`, median of `rounds`.
+constexpr double kWarmUp = 0.010;  // seconds of calls before a point's timed rounds
+
+// Seconds per call of `fn`: calls batched to at least `min_time`, median of `rounds`, after at
+// least kWarmUp of calls.
 // `finish` runs after each batch, inside the timing (a GPU backend's synchronize).
 template <typename F, typename Finish>
 double time_per_call(F&& fn, double min_time, int rounds, Finish&& finish) {
+  const auto start = Clock::now();
   fn();  // warm-up
   finish();
   int64_t calls = 1;
@@ -81,6 +85,15 @@ double time_per_call(F&& fn, double min_time, int rounds, Finish&& finish) {
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     if (t >= min_time || calls >= (int64_t{1} << 20)) break;
     calls *= t > 0 ? std::max<int64_t>(2, static_cast<int64_t>(min_time / t) + 1) : 16;
+  }
+  // Calls until kWarmUp has passed since the start: data cycling through a working set near a
+  // shared last-level cache's size takes several milliseconds of passes to settle there (on a
+  // 2-vCPU EPYC guest, 16 MiB of GEMM weights ran at 9, 25, then 42 GB/s in consecutive 2 ms
+  // windows after a flush), so a quick probe's 2 ms windows would otherwise time the
+  // settling.
+  while (std::chrono::duration<double>(Clock::now() - start).count() < kWarmUp) {
+    for (int64_t i = 0; i < calls; ++i) fn();
+    finish();
   }
   std::vector<double> per_call;
   for (int r = 0; r < rounds; ++r) {

@@ -545,6 +545,13 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   kv_bytes_per_token_ = state_bytes_per_gpu(model, c0 + 1, p.kv_cache, layout) - at;
   state_bytes_per_sequence_ = at - checked_mul(kv_bytes_per_token_, c0);
   weight_bytes_ = weight_bytes_per_gpu(model, p, layout);
+  // As the analyzer's step_working_set counts it: the embedding gather's rows, not its table
+  // (a tied table is streamed whole by the lm head; stages of a pipeline keep all they hold).
+  step_weight_bytes_ = weight_bytes_;
+  if (!model.tied_embeddings && layout.pp == 1) {
+    const int64_t rows = (model.vocab_size + layout.tp - 1) / layout.tp;
+    step_weight_bytes_ -= storage_bytes(checked_mul(rows, model.d_model), p.embedding);
+  }
   // Context-dependent ops: those whose work changes with the cached context.
   std::vector<Op> a, b;
   inventory_.build({Phase::prefill, 1, 2, 0, 1}, a);
@@ -561,9 +568,10 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
 }
 
 size_t IterationCost::slot_for(int64_t resident_kv_tokens) {
-  // The memory level (or 1 % bucket of a measured curve) of the weights and the resident KV.
+  // The memory level (or 1 % bucket of a measured curve) of the weights a step reads and the
+  // resident KV.
   const double ws =
-      static_cast<double>(weight_bytes()) +
+      static_cast<double>(step_weight_bytes_ + companion_weight_bytes_) +
       static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token());
   const int64_t bucket = rates_.bucket_of(ws);
   if (!slots_.empty() && slots_[last_slot_].bucket == bucket) return last_slot_;

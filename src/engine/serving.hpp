@@ -329,6 +329,9 @@ class IterationCost final : public IterationTimer {
   int64_t kv_bytes_per_token_ = 0;
   int64_t state_bytes_per_sequence_ = 0;
   int64_t weight_bytes_ = 0;
+  // What an iteration reads of weight_bytes_ (the rates' working set): all but an untied
+  // embedding table on a single stage, of which a step gathers only its tokens' rows.
+  int64_t step_weight_bytes_ = 0;
   int64_t companion_weight_bytes_ = 0;
   int64_t companion_kv_bytes_per_token_ = 0;
   std::vector<bool> context_dependent_;  // per op index of the inventory's step lists

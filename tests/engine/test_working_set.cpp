@@ -6,6 +6,7 @@
 
 #include "engine/analysis.hpp"
 #include "engine/roofline.hpp"
+#include "engine/serving.hpp"
 #include "engine/test_fixtures.hpp"
 
 using namespace streamspark;
@@ -136,6 +137,33 @@ TEST_CASE("the decode step of a model whose working set is on the plateau costs 
   CHECK(r.decode.bytes.weights == 15'280'128);
   CHECK(r.decode.time_s > weights_s);
   CHECK(r.decode.time_s < weights_s * 1.05);
+}
+
+TEST_CASE("a serving iteration's rates are at the weights it reads, as the analysis's step") {
+  // tiny-test with a 12288-token vocabulary: the untied table and lm head are 12288 x 256 x 4
+  // = 12 MiB each. A decode step reads 3,819,776 - 1,048,576 = 2,771,200 layer and norm params
+  // (10.6 MiB) plus the 12 MiB lm head: ~22.6 MiB, on the plateau (28 GB/s). All weights,
+  // gathered table included, are ~34.6 MiB: past the 32 MiB knee, where the curve falls
+  // towards 12 GB/s. The serving simulator costs an iteration at the analysis's working set.
+  Model m = test::tiny_test();
+  m.vocab_size = 12288;
+  const Hardware h = vm_with_wrong_l3();
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  o.costing.precision = Precision::uniform(DType::fp32);
+  IterationCost cost(m, h, o);
+  Analyzer a(m, h, o);
+  CHECK(cost.weight_bytes() > 32 * MiB);  // memory: the whole table is resident
+  Iteration it;
+  it.items.push_back({0, 1, 64, true, false});
+  const double step = a.decode_step_time(1, 64);
+  CHECK(cost.seconds(it, 64) == doctest::Approx(step).epsilon(1e-9));
+  // Tied: the lm head streams the table, so the whole table is read (10.6 + 12 MiB again).
+  m.tied_embeddings = true;
+  IterationCost tied(m, h, o);
+  Analyzer tied_analysis(m, h, o);
+  CHECK(tied.seconds(it, 64) ==
+        doctest::Approx(tied_analysis.decode_step_time(1, 64)).epsilon(1e-9));
 }
 
 TEST_CASE("between two GEMM anchors with a cache knee between them, products follow the curve") {

@@ -67,13 +67,11 @@ int64_t meminfo(const std::string& key) {
   return 0;
 }
 
-constexpr double kWarmUp = 0.010;  // seconds of calls before a point's timed rounds
-
 // Seconds per call of `fn`: calls batched to at least `min_time`, median of `rounds`, after at
-// least kWarmUp of calls.
+// least `warm_up` seconds of calls.
 // `finish` runs after each batch, inside the timing (a GPU backend's synchronize).
 template <typename F, typename Finish>
-double time_per_call(F&& fn, double min_time, int rounds, Finish&& finish) {
+double time_per_call(F&& fn, double min_time, int rounds, Finish&& finish, double warm_up = 0) {
   const auto start = Clock::now();
   fn();  // warm-up
   finish();
@@ -86,12 +84,8 @@ double time_per_call(F&& fn, double min_time, int rounds, Finish&& finish) {
     if (t >= min_time || calls >= (int64_t{1} << 20)) break;
     calls *= t > 0 ? std::max<int64_t>(2, static_cast<int64_t>(min_time / t) + 1) : 16;
   }
-  // Calls until kWarmUp has passed since the start: data cycling through a working set near a
-  // shared last-level cache's size takes several milliseconds of passes to settle there (on a
-  // 2-vCPU EPYC guest, 16 MiB of GEMM weights ran at 9, 25, then 42 GB/s in consecutive 2 ms
-  // windows after a flush), so a quick probe's 2 ms windows would otherwise time the
-  // settling.
-  while (std::chrono::duration<double>(Clock::now() - start).count() < kWarmUp) {
+  // Calls until `warm_up` has passed since the start.
+  while (std::chrono::duration<double>(Clock::now() - start).count() < warm_up) {
     for (int64_t i = 0; i < calls; ++i) fn();
     finish();
   }
@@ -237,8 +231,9 @@ struct Probe {
     if (options.progress) options.progress(line);
   }
   template <typename F>
-  double time(F&& fn, int rounds) {
-    return time_per_call(std::forward<F>(fn), min_time, rounds, [&] { backend.synchronize(); });
+  double time(F&& fn, int rounds, double warm_up = 0) {
+    return time_per_call(
+        std::forward<F>(fn), min_time, rounds, [&] { backend.synchronize(); }, warm_up);
   }
   void sample(engine::OpKind kind, int64_t flops, int64_t bytes, int64_t working_set,
               double seconds) {
@@ -253,6 +248,14 @@ struct Probe {
     const auto d = engine::parse_dtype(backend.dtype());
     if (!d) throw std::logic_error("probe: backend format " + backend.dtype());
     return engine::Precision::uniform(*d);
+  }
+  // options.warm_up_s where the measured bandwidth curve says a cache holds `working_set`
+  // (10 % above the curve's end, main memory) or where there is no curve yet; else 0.
+  double warm_up_at(int64_t working_set) const {
+    const std::vector<std::array<double, 2>>& curve = curves.bandwidth;
+    if (curve.empty()) return options.warm_up_s;
+    const double at = engine::interpolate_log_log(curve, static_cast<double>(working_set));
+    return at > 1.1 * curve.back()[1] ? options.warm_up_s : 0.0;
   }
   // The probe's fixed per-kernel overhead: a one-element kernel.
   void measure_overhead() {
@@ -519,6 +522,14 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
     size_t index = 0;
     for (size_t a = 0; a < anchors.size(); ++a) {
       const auto [working_set, large] = anchors[a];
+      // Each point first runs options.warm_up_s of calls where the measured bandwidth curve says a
+      // cache holds the anchor (10 % above the curve's end): weights cycling through a working set
+      // near a shared last-level cache's size take milliseconds of passes to settle there,
+      // for each shape anew (on a 2-vCPU EPYC guest, 16 MiB ran at 9, 25, then 42 GB/s in
+      // consecutive 2 ms windows; warming only an anchor's first shape left the others at a
+      // third of the full probe's rate), and a quick probe's 2 ms windows would time the
+      // settling. Main memory has nothing to settle. Without a curve, every anchor warms.
+      const double warm_up = probe.warm_up_at(working_set);
       for (const auto& [n, k] : grid.shapes) {
         const int64_t weight_bytes = e * n * k;
         if (weight_bytes > working_set) continue;  // one matrix alone exceeds the anchor
@@ -537,7 +548,7 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
                 be.linear(x, weights[next], m, n, k, y);
                 next = (next + 1) % weights.size();
               },
-              1);
+              1, warm_up);
           if (pass == 0) points.push_back({a, m, n, k, working_set, {}});
           points[index++].seconds.push_back(t);
           be.release(x);
@@ -635,7 +646,7 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
                            view, be.at(pool, base + s.qkv + 2 * s.cache));
               next = (next + 1) % copies;
             },
-            1));
+            1, probe.warm_up_at(working_sets[a])));
       }
     }
   }

@@ -153,6 +153,11 @@ void check_sharded_groups(const Model& m, const Precision& p, int64_t tp) {
   }
 }
 
+int64_t embedding_table_bytes_per_gpu(const Model& m, const Precision& p, const ParallelLayout& l) {
+  const int64_t rows = (m.vocab_size + l.tp - 1) / l.tp;
+  return storage_bytes(checked_mul(rows, m.d_model), p.embedding);
+}
+
 int64_t weight_bytes_per_gpu(const Model& m, const Precision& p, const ParallelLayout& l) {
   int64_t layers = 0;
   for (const LayerKind& k : m.layers) {
@@ -161,8 +166,7 @@ int64_t weight_bytes_per_gpu(const Model& m, const Precision& p, const ParallelL
     }
   }
   layers /= l.pp;  // every stage holds count / pp layers of each kind
-  const int64_t rows = (m.vocab_size + l.tp - 1) / l.tp;
-  const int64_t table = storage_bytes(checked_mul(rows, m.d_model), p.embedding);
+  const int64_t table = embedding_table_bytes_per_gpu(m, p, l);
   const int64_t final_norm = storage_bytes(norm_params(m.norm, m.d_model), stored_activations(p));
   // A tied lm head shares the embedding on one stage; the last of several keeps its own copy.
   const int64_t head = m.tied_embeddings && l.pp == 1 ? 0 : table;

@@ -59,6 +59,10 @@ void check_sharded_groups(const Model& model, const Precision& precision, int64_
 // single GPU.
 int64_t weight_bytes_per_gpu(const Model& model, const Precision& precision,
                              const ParallelLayout& layout);
+// Bytes of the ceil(V/tp) rows of the vocabulary-parallel embedding table one GPU holds (an
+// untied lm head holds as many).
+int64_t embedding_table_bytes_per_gpu(const Model& model, const Precision& precision,
+                                      const ParallelLayout& layout);
 
 // KV cache and recurrent state one GPU holds for one sequence at `context` tokens: its stage's
 // layers (count / pp of each kind), attention K and V for its KV heads (K/tp, or one when K <

@@ -549,8 +549,7 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   // (a tied table is streamed whole by the lm head; stages of a pipeline keep all they hold).
   step_weight_bytes_ = weight_bytes_;
   if (!model.tied_embeddings && layout.pp == 1) {
-    const int64_t rows = (model.vocab_size + layout.tp - 1) / layout.tp;
-    step_weight_bytes_ -= storage_bytes(checked_mul(rows, model.d_model), p.embedding);
+    step_weight_bytes_ -= embedding_table_bytes_per_gpu(model, p, layout);
   }
   // Context-dependent ops: those whose work changes with the cached context.
   std::vector<Op> a, b;

@@ -320,9 +320,8 @@ std::string ms(const std::optional<double>& s) {
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
       "model,hardware,dtype,kv_cache,embedding,attention_weights,activation_storage,"
-      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,output_"
-      "len,ttft_ms,"
-      "tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
+      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,"
+      "output_len,ttft_ms,tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
     out +=
         fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n",

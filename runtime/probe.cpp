@@ -470,6 +470,50 @@ void Probe::measure_dispatch() {
                    std::max(per_launch, 0.0), w.decode.kernel_launches, measured, w.tpot_s)});
 }
 
+// `count` elements on the backend: zeros, or (random) values spread over [-1, 1).
+float* gemm_buffer(Backend& be, int64_t count, bool random) {
+  float* p = be.allocate(count);
+  if (random) {
+    std::vector<float> host(static_cast<size_t>(count));
+    uint32_t state = 12345u + static_cast<uint32_t>(count);
+    for (float& v : host) {
+      state = state * 1664525u + 1013904223u;
+      v = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+    }
+    be.upload(p, host.data(), count);
+  }
+  return p;
+}
+
+// The copies of an n x k weight matrix that fit `working_set` bytes of `pool` (at least one),
+// back to back.
+std::vector<float*> rotating_copies(Backend& be, float* pool, int64_t n, int64_t k,
+                                    int64_t working_set) {
+  const int64_t copies = std::max<int64_t>(1, working_set / (be.element_bytes() * n * k));
+  std::vector<float*> weights;
+  for (int64_t c = 0; c < copies; ++c) weights.push_back(be.at(pool, c * n * k));
+  return weights;
+}
+
+// Seconds per call of the backend's GEMM (m x k inputs, n x k weights) with the weights
+// rotating through `weights`: every call reads them from wherever data of the copies' size
+// lives. One window of at least `min_time` after `warm_up` seconds of calls.
+double time_rotating_gemm(Backend& be, const std::vector<float*>& weights, int64_t m, int64_t n,
+                          int64_t k, double min_time, double warm_up, bool random) {
+  float* x = gemm_buffer(be, m * k, random);
+  float* y = be.allocate(m * n);
+  size_t next = 0;
+  const double t = time_per_call(
+      [&] {
+        be.linear(x, weights[next], m, n, k, y);
+        next = (next + 1) % weights.size();
+      },
+      min_time, 1, [&] { be.synchronize(); }, warm_up);
+  be.release(x);
+  be.release(y);
+  return t;
+}
+
 // Weights rotating through copies that together span a working set: every call reads its
 // weights from wherever data of that size lives.
 struct GemmGrid {
@@ -495,19 +539,6 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   Backend& be = probe.backend;
   const int64_t e = be.element_bytes();
   const engine::Precision precision = probe.precision();
-  const auto buffer = [&](int64_t count) {
-    float* p = be.allocate(count);
-    if (random) {
-      std::vector<float> host(static_cast<size_t>(count));
-      uint32_t state = 12345u + static_cast<uint32_t>(count);
-      for (float& v : host) {
-        state = state * 1664525u + 1013904223u;
-        v = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
-      }
-      be.upload(p, host.data(), count);
-    }
-    return p;
-  };
   std::vector<GemmPoint> points;
   // Quick mode times each point over one short window per pass (2 ms): on a shared machine a
   // cache-resident working set runs at two or three times its speed from one second to the
@@ -517,7 +548,7 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   // anchor uses its first bytes).
   int64_t largest = 0;
   for (const auto& [working_set, large] : anchors) largest = std::max(largest, working_set);
-  float* pool = buffer(largest / e);
+  float* pool = gemm_buffer(be, largest / e, random);
   for (int pass = 0; pass < passes; ++pass) {
     size_t index = 0;
     for (size_t a = 0; a < anchors.size(); ++a) {
@@ -531,28 +562,16 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
       // settling. Main memory has nothing to settle. Without a curve, every anchor warms.
       const double warm_up = probe.warm_up_at(working_set);
       for (const auto& [n, k] : grid.shapes) {
-        const int64_t weight_bytes = e * n * k;
-        if (weight_bytes > working_set) continue;  // one matrix alone exceeds the anchor
-        const int64_t copies = std::max<int64_t>(1, working_set / weight_bytes);
-        std::vector<float*> weights;
-        for (int64_t c = 0; c < copies; ++c) weights.push_back(be.at(pool, c * n * k));
+        if (e * n * k > working_set) continue;  // one matrix alone exceeds the anchor
+        const std::vector<float*> weights = rotating_copies(be, pool, n, k, working_set);
         std::vector<int64_t> ms = grid.small_m;
         if (large) ms.insert(ms.end(), grid.large_m.begin(), grid.large_m.end());
         for (const int64_t m : ms) {
           if (2.0 * static_cast<double>(m * n * k) > grid.max_flops && m > 1) break;
-          float* x = buffer(m * k);
-          float* y = be.allocate(m * n);
-          size_t next = 0;
-          const double t = probe.time(
-              [&] {
-                be.linear(x, weights[next], m, n, k, y);
-                next = (next + 1) % weights.size();
-              },
-              1, warm_up);
+          const double t =
+              time_rotating_gemm(be, weights, m, n, k, probe.min_time, warm_up, random);
           if (pass == 0) points.push_back({a, m, n, k, working_set, {}});
           points[index++].seconds.push_back(t);
-          be.release(x);
-          be.release(y);
         }
       }
     }
@@ -927,6 +946,104 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
   probe.fit();
   probe.measure_dispatch();
   return probe.result;
+}
+
+std::vector<GemmRecheckPoint> gemm_recheck_points(const engine::Hardware& hardware,
+                                                  const std::vector<int64_t>& working_sets,
+                                                  const std::vector<int64_t>& batches) {
+  std::vector<GemmRecheckPoint> out;
+  if (!hardware.probe) return out;
+  const std::vector<engine::GemmCurve>& curves = hardware.probe->gemm;
+  if (curves.empty()) return out;
+  auto add = [&](const engine::GemmCurve& c, const std::array<double, 4>& p) {
+    const GemmRecheckPoint point{static_cast<int64_t>(p[0]), static_cast<int64_t>(p[1]),
+                                 static_cast<int64_t>(p[2]), static_cast<int64_t>(c.working_set),
+                                 p[3]};
+    for (const GemmRecheckPoint& q : out) {
+      if (q.m == point.m && q.n == point.n && q.k == point.k &&
+          q.working_set == point.working_set) {
+        return;
+      }
+    }
+    out.push_back(point);
+  };
+  for (const int64_t ws : working_sets) {
+    const engine::GemmCurve* nearest = nullptr;
+    double distance = 0;
+    for (const engine::GemmCurve& c : curves) {
+      const double d =
+          std::abs(std::log(c.working_set / static_cast<double>(std::max<int64_t>(ws, 1))));
+      if (!nearest || d < distance) {
+        nearest = &c;
+        distance = d;
+      }
+    }
+    const std::array<double, 4>* widest = nullptr;
+    for (const auto& p : nearest->points) {
+      if (p[0] == 1 && (!widest || p[1] * p[2] > (*widest)[1] * (*widest)[2])) widest = &p;
+    }
+    if (!widest) continue;
+    add(*nearest, *widest);
+    for (const int64_t b : batches) {
+      for (const auto& p : nearest->points) {
+        if (p[0] == static_cast<double>(b) && p[1] == (*widest)[1] && p[2] == (*widest)[2]) {
+          add(*nearest, p);
+        }
+      }
+    }
+  }
+  const engine::GemmCurve* fastest_curve = nullptr;
+  const std::array<double, 4>* fastest = nullptr;
+  double best = 0;
+  for (const engine::GemmCurve& c : curves) {
+    for (const auto& p : c.points) {
+      const double rate = 2 * p[0] * p[1] * p[2] / p[3];
+      if (rate > best) {
+        best = rate;
+        fastest_curve = &c;
+        fastest = &p;
+      }
+    }
+  }
+  if (fastest) add(*fastest_curve, *fastest);
+  return out;
+}
+
+std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware& hardware,
+                                       const std::vector<GemmRecheckPoint>& points,
+                                       bool random_operands) {
+  std::vector<double> out;
+  if (points.empty()) return out;
+  bool quick = false;
+  for (const auto& [key, value] : hardware.provenance)
+    quick = quick || (key == "mode" && value == "quick");
+  const double min_time = quick ? 0.002 : 0.02;
+  const int passes = quick ? 5 : 3;
+  const std::vector<std::array<double, 2>> curve =
+      hardware.probe ? hardware.probe->bandwidth : std::vector<std::array<double, 2>>{};
+  const int64_t e = backend.element_bytes();
+  int64_t largest = 0;
+  for (const GemmRecheckPoint& p : points) {
+    largest = std::max({largest, p.working_set, e * p.n * p.k});
+  }
+  float* pool = gemm_buffer(backend, largest / e, random_operands);
+  std::vector<std::vector<double>> seconds(points.size());
+  for (int pass = 0; pass < passes; ++pass) {
+    for (size_t i = 0; i < points.size(); ++i) {
+      const GemmRecheckPoint& p = points[i];
+      // The probe's warm-up rule (Probe::warm_up_at) on the file's curve.
+      const bool cached =
+          curve.empty() || engine::interpolate_log_log(curve, static_cast<double>(p.working_set)) >
+                               1.1 * curve.back()[1];
+      const double warm_up = cached ? ProbeOptions{}.warm_up_s : 0.0;
+      seconds[i].push_back(
+          time_rotating_gemm(backend, rotating_copies(backend, pool, p.n, p.k, p.working_set), p.m,
+                             p.n, p.k, min_time, warm_up, random_operands));
+    }
+  }
+  backend.release(pool);
+  for (std::vector<double>& s : seconds) out.push_back(engine::median(s));
+  return out;
 }
 
 }  // namespace streamspark::runtime

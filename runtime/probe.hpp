@@ -80,6 +80,33 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
 // on the CPU backend (tests do), where probe_cpu measures more.
 ProbeResult probe_device(Backend& backend, const ProbeOptions& options);
 
+// The machine now against a probe file (`validate` runs this before its first run and after
+// its last): some of the file's GEMM points timed again by the probe's own method, so that a
+// prediction's error can be told from the machine's speed having moved since the probe (a
+// shared VM's moves by tens of percent within minutes).
+struct GemmRecheckPoint {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t working_set = 0;  // bytes: the anchor's
+  double probe_s = 0;       // seconds per call in the file
+};
+// The file's GEMM points that stand for a validation's steps: at the anchor nearest (log
+// scale) to each decode working set, the m = 1 point of the largest n x k there and, for each
+// batch the anchor measured at that shape, the m = batch point; and the file's fastest point
+// in FLOP/s (the compute-bound end, where prefill runs). In that order, without repeats; empty
+// when the file has no GEMM curves.
+std::vector<GemmRecheckPoint> gemm_recheck_points(const engine::Hardware& hardware,
+                                                  const std::vector<int64_t>& working_sets,
+                                                  const std::vector<int64_t>& batches);
+// Seconds per call of each point on `backend` now, timed as the probe timed it: the weights
+// rotating through the copies that fit the point's working set, windows of 2 ms (a quick
+// probe's file: provenance mode "quick") or 20 ms, a warm-up of ProbeOptions::warm_up_s where
+// the file's bandwidth curve puts the working set in a cache, the median of 5 (quick) or 3
+// passes over all points. `random_operands`: as probe_device's GEMMs (a GPU's tensor cores
+// run faster on zeros); probe_cpu's are zeros.
+std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware& hardware,
+                                       const std::vector<GemmRecheckPoint>& points,
+                                       bool random_operands);
+
 // The OS's cache levels, smallest first: from sysfs, unless $STREAMSPARK_CPU_CACHES describes
 // them ("none", or "l1=48K,l2=2M,l3=32M": sizes summed over instances, one instance each) for
 // a machine whose sysfs is wrong, or to test the probe against a wrong one.

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "engine/memory.hpp"
+#include "engine/ops.hpp"
 #include "runtime/backend_registry.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/generation.hpp"
+#include "runtime/harness/machine_check.hpp"
 
 namespace streamspark::runtime {
 
@@ -126,6 +129,25 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
     }
   }
 
+  // The machine against the probe (machine_check.hpp): before the decoder's warm-up (the
+  // check's copies of weights would evict the model's from the caches) and after the run.
+  std::vector<int64_t> working_sets, batches;
+  {
+    double prompt = 0;
+    for (const engine::Request& r : requests) prompt += static_cast<double>(r.prompt);
+    const auto context = static_cast<int64_t>(
+        prompt / static_cast<double>(std::max<size_t>(requests.size(), 1)) + 0.5);
+    const engine::OpInventory inventory(model, analysis.costing);
+    std::vector<engine::Op> ops;
+    for (const int64_t b : {int64_t{1}, int64_t{4}, int64_t{16}}) {
+      if (b > std::max<int64_t>(s.max_batch, 1)) break;
+      inventory.build(engine::StepShape::decode(b, std::max<int64_t>(context, 1)), ops);
+      working_sets.push_back(engine::step_working_set(ops));
+      batches.push_back(b);
+    }
+  }
+  const MachineCheckStart check =
+      start_machine_check(backend, hardware, working_sets, batches, plan.machine_check);
   Decoder decoder(backend, model, random_weights(model, plan.seed),
                   PagedKvConfig{blocks, s.block_size}, model.max_context);
   warm_up(decoder, model, blocks, s.block_size, plan.seed);
@@ -133,6 +155,7 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
                              workload_prompts(requests, model.vocab_size, plan.seed + 1));
   ComparedIterations compared(executor);
   result.measured = engine::simulate(requests, result.options, compared);
+  result.machine_check = finish_machine_check(backend, hardware, check);
   result.predicted = engine::simulate(requests, result.options, cost);
   result.iterations = compared.compare(cost);
 

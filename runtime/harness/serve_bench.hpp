@@ -9,6 +9,7 @@
 
 #include "engine/serving.hpp"
 #include "report/serving_report.hpp"
+#include "report/validation_report.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/serving_runtime.hpp"
 
@@ -20,6 +21,9 @@ struct ServeBenchPlan {
   uint64_t seed = 0;               // weights; prompts use seed + 1
   bool verify_tokens = true;
   engine::Method method = engine::Method::calibrated;  // the prediction's
+  // Time some of the hardware file's probed GEMM points again before the measured run and
+  // after it (machine_check.hpp); a file without them is not checked.
+  bool machine_check = true;
 };
 
 struct ServeBenchResult {
@@ -31,6 +35,9 @@ struct ServeBenchResult {
   std::vector<report::IterationComparison> iterations;
   bool verified = false;
   TokenCheck tokens;
+  // The probe's GEMM points at the anchor nearest a decode step of the mean prompt at batch 1,
+  // 4 and 16 (at most max_batch), and its compute-bound end; empty when not checked.
+  std::vector<report::MachineCheck> machine_check;
 };
 
 // Throws std::invalid_argument for a plan the runtime cannot run (another batching policy or

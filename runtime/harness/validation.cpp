@@ -13,6 +13,7 @@
 #include "runtime/backend_registry.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/generation.hpp"
+#include "runtime/harness/machine_check.hpp"
 #include "runtime/harness/memory_budget.hpp"
 
 namespace streamspark::runtime {
@@ -170,10 +171,27 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
   // A warm-up run of each point, then the timed repetitions in rounds over all points (round r
   // runs every point's r-th repetition): a shared machine's slow spells (a neighbour's burst,
   // another tenant's use of a shared cache) last from milliseconds to seconds, and rounds
-  // spread each point's repetitions over the whole measurement instead of one spell. Whole
-  // steps first (nothing timed inside them), then as many rounds with every operator timed
-  // between backend marks (no synchronisation between operators), each run after the
-  // device's caches are flushed.
+  // spread each point's repetitions over the whole measurement instead of one spell. A round
+  // runs every point's whole steps (nothing timed inside them), then every point with each
+  // operator timed between backend marks (no synchronisation between operators), each of
+  // those after the device's caches are flushed. Whole-step and per-operator runs alternate
+  // round by round, so both see the same spells: with all whole-step rounds first, one
+  // 20 % slow spell of a second or two spanned them all while the per-operator rounds after
+  // it matched the probe (test-1mib, a 2-vCPU VM: whole steps -9 to -19 %, operator sums
+  // +2 to +11 % in one run; the next run had both at +5 to +12 %).
+  // The machine against the probe (machine_check.hpp), before the first run and after the
+  // last: the file's GEMM points at the anchor nearest each point's decode working set, and
+  // its compute-bound end.
+  std::vector<int64_t> working_sets;
+  {
+    std::vector<engine::Op> ops;
+    for (const PointRuns& pr : runs) {
+      analyzer.inventory().build(engine::StepShape::decode(pr.batch, pr.prompt + W), ops);
+      working_sets.push_back(engine::step_working_set(ops));
+    }
+  }
+  const MachineCheckStart check =
+      start_machine_check(backend, hardware, working_sets, plan.batches, plan.machine_check);
   for (PointRuns& pr : runs) (void)generate(decoder, pr.tokens, pr.batch, pr.prompt, G, {});
   for (size_t r = 0; r < repeats; ++r) {
     for (PointRuns& pr : runs) {
@@ -185,14 +203,13 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
       // fit takes the median step too.
       pr.tpot.push_back(engine::median(std::vector<double>(g.step_s.begin() + W, g.step_s.end())));
     }
-  }
-  for (size_t r = 0; r < repeats; ++r) {
     for (PointRuns& pr : runs) {
       backend.flush_caches();
       (void)generate(decoder, pr.tokens, pr.batch, pr.prompt, G, {}, &pr.prefill_times[r],
                      &pr.decode_times[r], W);
     }
   }
+  v.machine_check = finish_machine_check(backend, hardware, check);
   for (const PointRuns& pr : runs) {
     const int64_t B = pr.batch, S = pr.prompt;
     const std::vector<double>& ttft = pr.ttft;

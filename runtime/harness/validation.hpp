@@ -23,6 +23,9 @@ struct ValidationPlan {
   uint64_t seed = 0;         // weights and prompts
   bool graphs = true;        // decode steps as captured graphs where the backend can
   engine::Method method = engine::Method::calibrated;
+  // Time some of the hardware file's probed GEMM points again before the first run and after
+  // the last (report::Validation::machine_check); a file without them is not checked.
+  bool machine_check = true;
 };
 
 // Runs every (prompt, batch) point. Throws std::invalid_argument for a plan that times no

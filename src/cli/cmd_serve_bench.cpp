@@ -13,6 +13,7 @@
 #include "cli/serving_options.hpp"
 #include "cli/value_list.hpp"
 #include "report/serving_report.hpp"
+#include "report/validation_report.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/harness/serve_bench.hpp"
 #include "spec/quantity.hpp"
@@ -80,6 +81,7 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
     j["token_matches"] = r.tokens.matched;
     j["token_near_ties"] = r.tokens.near_ties;
     j["token_mismatches"] = r.tokens.mismatched();
+    j["machine_check"] = report::machine_check_json(r.machine_check);
     out.write(j.dump(2) + "\n");
   } else {
     std::string text = report::serving_table(run_measured) + "\n" +
@@ -98,7 +100,7 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
                         r.tokens.near_ties, runtime::kNearTieMargin)
                   : "\n";
     }
-    out.write(text);
+    out.write(text + report::machine_check_table(r.machine_check));
   }
   if (!o.requests_csv.empty()) {
     OutputFile csv(o.requests_csv);

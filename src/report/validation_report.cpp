@@ -65,6 +65,38 @@ void Validation::summarize() {
   decode = engine::summarize_errors(d);
 }
 
+std::string machine_check_table(const std::vector<MachineCheck>& checks) {
+  if (checks.empty()) return "";
+  Table t;
+  for (const char* h : {"m", "n", "k", "working set", "probe", "before", "after"}) t.add_column(h);
+  for (const MachineCheck& c : checks) {
+    t.add_row({std::to_string(c.m), std::to_string(c.n), std::to_string(c.k),
+               format_bytes(static_cast<double>(c.working_set)), format_time(c.probe_s),
+               fmt::format("{} ({:.2f}x)", format_time(c.start_s), c.probe_s / c.start_s),
+               fmt::format("{} ({:.2f}x)", format_time(c.end_s), c.probe_s / c.end_s)});
+  }
+  return "\nthe machine against the probe (the file's GEMM points timed again before the first "
+         "measured run and after the last; in brackets the speed against the probe's, above 1 "
+         "faster):\n" +
+         t.render();
+}
+
+json machine_check_json(const std::vector<MachineCheck>& checks) {
+  json out = json::array();
+  for (const MachineCheck& c : checks) {
+    out.push_back(json{{"m", c.m},
+                       {"n", c.n},
+                       {"k", c.k},
+                       {"working_set", c.working_set},
+                       {"probe_s", c.probe_s},
+                       {"start_s", c.start_s},
+                       {"end_s", c.end_s},
+                       {"start_speed", c.probe_s / c.start_s},
+                       {"end_speed", c.probe_s / c.end_s}});
+  }
+  return out;
+}
+
 std::string validation_table(const Validation& v, bool per_op) {
   std::string out = fmt::format(
       "validate {} on {} · method {} · {} backend, {} threads{} · medians of {} runs after a "
@@ -108,6 +140,7 @@ std::string validation_table(const Validation& v, bool per_op) {
   }
   out +=
       "\nruntime efficiency (engine-counted bytes and FLOPs per measured second):\n" + e.render();
+  out += machine_check_table(v.machine_check);
   if (per_op) {
     for (const auto& p : v.points) {
       Table o;
@@ -154,6 +187,7 @@ json validation_json(const Validation& v) {
       {"repeats", v.repeats},
       {"warmup_steps", v.warmup_steps},
       {"points", points},
+      {"machine_check", machine_check_json(v.machine_check)},
       {"summary",
        {{"prefill",
          {{"median_abs_error", v.prefill.median_abs}, {"max_abs_error", v.prefill.max_abs}}},

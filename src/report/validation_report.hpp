@@ -30,8 +30,8 @@ struct ValidationPoint {
   int64_t prompt = 0;
   int64_t generate = 0;
   Comparison prefill;  // TTFT
-  // TPOT: the mean decode step after `warmup_steps` untimed ones, i.e. over contexts
-  // prompt+warmup_steps .. prompt+generate-2
+  // TPOT: the decode step after `warmup_steps` untimed ones, i.e. over contexts
+  // prompt+warmup_steps .. prompt+generate-2 (predicted: the mean step; measured: the median)
   Comparison decode;
   std::vector<Comparison> prefill_ops;
   std::vector<Comparison> decode_ops;  // per step
@@ -46,6 +46,15 @@ struct ValidationPoint {
   double peak_flops = 0;
 };
 
+// One of the probe file's GEMM points timed again just before the first measured run and
+// just after the last, as the probe timed it: the machine's speed then against the probe's is
+// probe_s / start_s and probe_s / end_s (above 1: faster now).
+struct MachineCheck {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t working_set = 0;  // bytes
+  double probe_s = 0, start_s = 0, end_s = 0;
+};
+
 struct Validation {
   std::string model;
   std::string hardware;
@@ -56,6 +65,8 @@ struct Validation {
   int repeats = 0;
   int64_t warmup_steps = 0;
   std::vector<ValidationPoint> points;
+  // Empty when the hardware file holds no probed GEMM points in the backend's format.
+  std::vector<MachineCheck> machine_check;
   engine::ErrorSummary prefill;
   engine::ErrorSummary decode;
   // Operators predicted but not measured, or measured but not predicted ("decode lm_head: not
@@ -63,6 +74,12 @@ struct Validation {
   std::vector<std::string> unmatched_ops;
   void summarize();  // fills prefill, decode and unmatched_ops from the points
 };
+
+// The machine check's table under its heading ("" when there is none) and its JSON array
+// (`m, n, k, working_set, probe_s, start_s, end_s, start_speed, end_speed`); validate and
+// serve-bench print them.
+std::string machine_check_table(const std::vector<MachineCheck>& checks);
+nlohmann::json machine_check_json(const std::vector<MachineCheck>& checks);
 
 std::string validation_table(const Validation& v, bool per_op);
 nlohmann::json validation_json(const Validation& v);

@@ -41,6 +41,20 @@ engine::Hardware some_cpu() {
   return h;
 }
 
+// some_cpu() with the GEMM points and bandwidth curve a quick probe writes (fp32, the CPU
+// backend's format; the times matter only as the machine check's reference). The fastest
+// point in FLOP/s is 64 x 128 x 128 (33.6 GFLOP/s, against 16.4 and 21.8).
+engine::Hardware probed_cpu() {
+  engine::Hardware h = some_cpu();
+  engine::ProbeCurves curves;
+  curves.gemm = {
+      {262144.0, "l2", {{1, 128, 128, 2e-6}, {2, 128, 128, 3e-6}, {64, 128, 128, 5e-5}}}};
+  curves.bandwidth = {{16384.0, 1e11}, {1073741824.0, 2e10}};
+  h.probe = curves;
+  h.provenance = {{"mode", "quick"}};
+  return h;
+}
+
 }  // namespace
 
 TEST_CASE("validation harness: every point predicted and measured, every kernel matched") {
@@ -70,9 +84,47 @@ TEST_CASE("validation harness: every point predicted and measured, every kernel 
     for (const auto& op : p.decode_ops) CHECK(op.matched());
   }
   CHECK(std::isfinite(v.decode.median_abs));
+  // A datasheet file has no probed GEMM points: the machine is not checked against it.
+  CHECK(v.machine_check.empty());
+  CHECK(streamspark::report::validation_json(v)["machine_check"].empty());
   // A plan that times no decode step is refused.
   plan.warmup_steps = 5;
   CHECK_THROWS_AS(rt::run_validation(*backend, micro(), some_cpu(), plan), std::invalid_argument);
+}
+
+TEST_CASE("validate times the probe file's GEMM points again before and after its runs") {
+  auto backend = rt::make_cpu_backend(1);
+  engine::Hardware h = probed_cpu();
+  rt::ValidationPlan plan;
+  plan.batches = {1, 2};
+  plan.prompts = {8};
+  plan.generate = 4;
+  plan.warmup_steps = 1;
+  plan.repeats = 1;
+  plan.method = engine::Method::roofline;
+  const auto v = rt::run_validation(*backend, micro(), h, plan);
+  // The anchor's m = 1 point, the batch-2 point of its shape, the fastest.
+  REQUIRE(v.machine_check.size() == 3);
+  CHECK(v.machine_check[0].m == 1);
+  CHECK(v.machine_check[1].m == 2);
+  CHECK(v.machine_check[2].m == 64);
+  for (const auto& c : v.machine_check) {
+    CHECK(c.working_set == 262144);
+    CHECK(c.start_s > 0);
+    CHECK(c.end_s > 0);
+  }
+  CHECK(v.machine_check[2].probe_s == 5e-5);
+  const auto j = streamspark::report::validation_json(v)["machine_check"];
+  REQUIRE(j.size() == 3);
+  CHECK(j[2]["start_speed"].get<double>() == doctest::Approx(5e-5 / v.machine_check[2].start_s));
+  CHECK(streamspark::report::validation_table(v, false).find("the machine against the probe") !=
+        std::string::npos);
+  // Switched off, or a file probed in another format: not checked.
+  plan.machine_check = false;
+  CHECK(rt::run_validation(*backend, micro(), h, plan).machine_check.empty());
+  plan.machine_check = true;
+  h.probe->gemm_dtype = "bf16";
+  CHECK(rt::run_validation(*backend, micro(), h, plan).machine_check.empty());
 }
 
 TEST_CASE("hardware files that do not describe the backend's machine are named") {
@@ -151,6 +203,19 @@ TEST_CASE("serve-bench harness: measured and predicted runs of one workload, tok
   CHECK(r.tokens.mismatched() == 0);
   REQUIRE(r.iterations.size() == 2);
   CHECK(r.iterations[0].kind == "decode only");
+  // A datasheet file: the machine is not checked. A probed one: its m = 1 point and its
+  // fastest (batches 1 and 4 stand for the decode steps; the file measured no m = 4).
+  CHECK(r.machine_check.empty());
+  plan.verify_tokens = false;
+  const rt::ServeBenchResult probed =
+      rt::run_serve_bench(*backend, micro(), probed_cpu(), requests, plan);
+  REQUIRE(probed.machine_check.size() == 2);
+  CHECK(probed.machine_check[0].m == 1);
+  CHECK(probed.machine_check[1].m == 64);
+  for (const auto& c : probed.machine_check) {
+    CHECK(c.start_s > 0);
+    CHECK(c.end_s > 0);
+  }
   // The runtime does not swap: refused before anything runs.
   plan.options.scheduler.preemption = engine::Preemption::swap;
   CHECK_THROWS_AS(rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan),

@@ -235,3 +235,63 @@ TEST_CASE("the accelerator probe, run through the CPU backend, writes a usable f
   CHECK(hw.calibration->classes.count("attention") == 1);
   CHECK(calibrated_tiny_test(hw).tpot_s > 0);
 }
+
+TEST_CASE("the GEMM points validate times again: near each working set, and the fastest") {
+  engine::Hardware hw;
+  hw.name = "recheck";
+  engine::ProbeCurves curves;
+  // Seconds chosen so that the fastest point in FLOP/s is (256, 128, 128) at 256 KiB:
+  // 2 * 256 * 128 * 128 / 1e-4 = 83.9 GFLOP/s; every other point is below 20 GFLOP/s.
+  curves.gemm = {
+      {262144.0, "l2", {{1, 128, 128, 1e-5}, {4, 128, 128, 2e-5}, {256, 128, 128, 1e-4}}},
+      {4194304.0,
+       "l3",
+       {{1, 128, 128, 2e-5},
+        {1, 512, 512, 5e-5},
+        {4, 512, 512, 1e-4},
+        {16, 512, 512, 2e-4},
+        {4, 128, 128, 4e-5}}},
+      {67108864.0, "dram", {{1, 512, 512, 2e-4}, {4, 512, 512, 3e-4}}}};
+  curves.bandwidth = {{16384.0, 1e11}, {67108864.0, 2e10}};
+  hw.probe = curves;
+  // 3 and 5 MiB are nearest the 4 MiB anchor (log scale): its m = 1 point of the largest
+  // n x k, (1, 512, 512), then that shape at the batches measured there (4; 2 was not), then
+  // the fastest point. The same anchor twice gives each point once.
+  const auto points = rt::gemm_recheck_points(hw, {3 << 20, 5 << 20}, {1, 2, 4});
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].m == 1);
+  CHECK(points[0].n == 512);
+  CHECK(points[0].k == 512);
+  CHECK(points[0].working_set == 4194304);
+  CHECK(points[0].probe_s == 5e-5);
+  CHECK(points[1].m == 4);
+  CHECK(points[1].n == 512);
+  CHECK(points[1].probe_s == 1e-4);
+  CHECK(points[2].m == 256);
+  CHECK(points[2].working_set == 262144);
+  CHECK(points[2].probe_s == 1e-4);
+  // 40 MiB is nearer 64 MiB than 4 MiB.
+  const auto far = rt::gemm_recheck_points(hw, {40 << 20}, {4});
+  REQUIRE(far.size() == 3);
+  CHECK(far[0].working_set == 67108864);
+  CHECK(far[1].working_set == 67108864);
+  CHECK(far[1].m == 4);
+  // A datasheet file (no probe curves) has nothing to time again.
+  hw.probe.reset();
+  CHECK(rt::gemm_recheck_points(hw, {3 << 20}, {1}).empty());
+
+  // Timed on this machine by the probe's method (a quick probe's file: 2 ms windows): one
+  // finite, positive time per point, in the points' order.
+  hw.probe = curves;
+  hw.provenance = {{"mode", "quick"}};
+  auto backend = rt::make_cpu_backend(1);
+  const std::vector<rt::GemmRecheckPoint> small = {{1, 128, 128, 262144, 1e-5},
+                                                   {16, 128, 128, 262144, 1e-5}};
+  const std::vector<double> seconds = rt::retime_gemm_points(*backend, hw, small, false);
+  REQUIRE(seconds.size() == 2);
+  for (const double s : seconds) {
+    CHECK(std::isfinite(s));
+    CHECK(s > 0);
+  }
+  CHECK(rt::retime_gemm_points(*backend, hw, {}, false).empty());
+}

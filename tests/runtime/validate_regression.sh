@@ -55,8 +55,8 @@ for model in "${models[@]}"; do
   for attempt in 1 2 3 4 5; do
     status=0
     "$bin" validate -m "$model" -H "$current" "${points[@]}" --warmup-steps 4 \
-      --method calibrated --threads 1 --repeats 5 --tolerance 25 -o "$dir/$model.txt" ||
-      status=$?
+      --method calibrated --threads 1 --repeats 5 --tolerance 25 -o "$dir/$model.txt" \
+      --json "$dir/$model.json" || status=$?
     summary=$(grep '^summary' "$dir/$model.txt")
     if ((status == 0)); then
       echo "$model attempt $attempt: $summary"
@@ -64,6 +64,16 @@ for model in "${models[@]}"; do
       break
     fi
     ((status != 4)) && exit "$status"
+    # For the log: the machine's speed against the probe's on the probe's GEMM points that
+    # validate timed again before its first run and after its last.
+    summary+=$(python3 - "$dir/$model.json" <<'EOF'
+import json, sys
+speeds = [c[k] for c in json.load(open(sys.argv[1]))["machine_check"]
+          for k in ("start_speed", "end_speed")]
+if speeds:
+    print(f"; the probe's GEMM points ran at {min(speeds):.2f}-{max(speeds):.2f}x its speed")
+EOF
+    )
     probes=$((probes + 1))
     next="$dir/probe-$probes.yaml"
     probe "$next"

@@ -3,15 +3,17 @@
 # script's decisions without timing anything. $FAKE_DIR holds its state; $FAKE_MISS names the
 # model whose validate misses (exit 4) every time; $FAKE_DRIFT=1 makes each new probe predict
 # 50 % slower than the one before (a machine that moved), else every probe predicts the same.
+# Its validate writes --json with a fixed machine check.
 set -euo pipefail
 command="$1"
 shift
-model="" output="" hardware=""
+model="" output="" hardware="" json=""
 while (($#)); do
   case "$1" in
     -m) model="$2"; shift 2 ;;
     -o) output="$2"; shift 2 ;;
     -H) hardware="$2"; shift 2 ;;
+    --json) json="$2"; shift 2 ;;
     *) shift ;;
   esac
 done
@@ -23,6 +25,8 @@ case "$command" in
     ;;
   validate)
     echo "summary: fake $model against probe $(cat "$hardware")" > "$output"
+    # One probe GEMM point timed again: 10 % slower before the runs, 5 % after.
+    [[ -n "$json" ]] && echo '{"machine_check": [{"start_speed": 0.9, "end_speed": 0.95}]}' > "$json"
     echo "$model" >> "$FAKE_DIR/validated"
     [[ "$model" == "${FAKE_MISS:-}" ]] && exit 4
     exit 0

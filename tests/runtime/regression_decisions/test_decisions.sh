@@ -31,6 +31,9 @@ dir=$(scenario steady-miss 4 tiny-test 0)
 grep -q "at least twice on a steady machine: tiny-test" "$dir/out.txt" ||
   { echo "steady-miss: no failure line" >&2; failures=$((failures + 1)); }
 [[ $(cat "$dir/state/probes") == 6 ]] || { echo "steady-miss: expected 6 probes" >&2; failures=$((failures + 1)); }
+# A miss's line carries the machine's speed against the probe from validate's JSON.
+grep -q "tiny-test attempt 1: .*GEMM points ran at 0.90-0.95x its speed (missed" "$dir/out.txt" ||
+  { echo "steady-miss: no machine check in the miss line" >&2; failures=$((failures + 1)); }
 dir=$(scenario unsteady-miss 77 tiny-test 1)
 grep -q "not judged: tiny-test" "$dir/out.txt" ||
   { echo "unsteady-miss: no not-judged line" >&2; failures=$((failures + 1)); }

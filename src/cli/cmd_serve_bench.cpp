@@ -108,6 +108,9 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
     csv.commit();
   }
   out.commit();
+  if (const std::string w = report::machine_check_warning(r.machine_check); !w.empty()) {
+    fmt::print(stderr, "warning: {}\n", w);
+  }
   if (r.tokens.mismatched() > 0) {
     throw RuntimeFailure(fmt::format(
         "{} of {} requests generated different tokens with the paged KV cache than alone with "

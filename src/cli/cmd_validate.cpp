@@ -179,6 +179,9 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
     json.write(report::validation_json(v).dump(2) + "\n");
     json.commit();
   }
+  if (const std::string w = report::machine_check_warning(v.machine_check); !w.empty()) {
+    fmt::print(stderr, "warning: {}\n", w);
+  }
   if (!v.unmatched_ops.empty()) {
     fmt::print(stderr, "validate: {} operator(s) predicted and measured on one side only\n",
                v.unmatched_ops.size());

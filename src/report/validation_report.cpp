@@ -97,6 +97,22 @@ json machine_check_json(const std::vector<MachineCheck>& checks) {
   return out;
 }
 
+std::string machine_check_warning(const std::vector<MachineCheck>& checks) {
+  double slowest = 0, fastest = 0;
+  for (const MachineCheck& c : checks) {
+    for (const double speed : {c.probe_s / c.start_s, c.probe_s / c.end_s}) {
+      slowest = slowest == 0 ? speed : std::min(slowest, speed);
+      fastest = std::max(fastest, speed);
+    }
+  }
+  if (checks.empty() || (slowest >= 0.9 && fastest <= 1.1)) return "";
+  return fmt::format(
+      "the probe's GEMM points ran at {:.2f}-{:.2f}x the speed it measured (before and after "
+      "the runs): the machine is not as it was when probed, and errors of that size are the "
+      "machine's (probe again for a fresh calibration)",
+      slowest, fastest);
+}
+
 std::string validation_table(const Validation& v, bool per_op) {
   std::string out = fmt::format(
       "validate {} on {} · method {} · {} backend, {} threads{} · medians of {} runs after a "

@@ -80,6 +80,10 @@ struct Validation {
 // serve-bench print them.
 std::string machine_check_table(const std::vector<MachineCheck>& checks);
 nlohmann::json machine_check_json(const std::vector<MachineCheck>& checks);
+// When a checked point ran more than 10 % off the probe's speed, before or after: a warning
+// naming the range ("the probe's GEMM points ran at 0.67-0.99x the speed it measured ...");
+// "" otherwise.
+std::string machine_check_warning(const std::vector<MachineCheck>& checks);
 
 std::string validation_table(const Validation& v, bool per_op);
 nlohmann::json validation_json(const Validation& v);

@@ -56,3 +56,23 @@ TEST_CASE("an operator predicted but not measured (or the reverse) is reported, 
   CHECK(ops[2]["missing"] == "predicted");
   CHECK(j["unmatched_ops"].size() == 2);
 }
+
+TEST_CASE("the machine check: speeds against the probe's, a warning beyond 10 %") {
+  using streamspark::report::MachineCheck;
+  // Probe 100 µs; 125 µs before the runs (0.80x), 95 µs after (1.05x, within 10 %).
+  std::vector<MachineCheck> checks = {{1, 512, 8192, 16 << 20, 100e-6, 125e-6, 95e-6}};
+  const nlohmann::json j = streamspark::report::machine_check_json(checks);
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["start_speed"].get<double>() == doctest::Approx(0.8));
+  CHECK(j[0]["end_speed"].get<double>() == doctest::Approx(100.0 / 95));
+  CHECK(j[0]["working_set"] == 16 << 20);
+  const std::string table = streamspark::report::machine_check_table(checks);
+  CHECK(table.find("125 µs (0.80x)") != std::string::npos);
+  CHECK(streamspark::report::machine_check_warning(checks).find("ran at 0.80-1.05x") !=
+        std::string::npos);
+  // Every speed within 10 % of the probe's: no warning; nothing checked: no table either.
+  checks[0].start_s = 105e-6;
+  CHECK(streamspark::report::machine_check_warning(checks).empty());
+  CHECK(streamspark::report::machine_check_table({}).empty());
+  CHECK(streamspark::report::machine_check_warning({}).empty());
+}

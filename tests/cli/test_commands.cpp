@@ -676,7 +676,9 @@ TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance 
                            "' -b 1,2 -p 16 -g 6 --warmup-steps 2 --repeats 1";
   const Run v = run(base + " --format json");
   REQUIRE(v.exit_code == 0);
-  CHECK(v.err == "");  // this machine's probe, same runtime and threads: no warning
+  // This machine's probe, same runtime and threads: no mismatch named (a machine-check
+  // warning may come: a busy machine's speed moves between the probe and the run).
+  CHECK(v.err.find("may not describe this machine") == std::string::npos);
   const json j = json::parse(v.out);
   CHECK(j["method"] == "calibrated");
   CHECK(j["warmup_steps"] == 2);

@@ -67,6 +67,28 @@ int64_t meminfo(const std::string& key) {
   return 0;
 }
 
+// The shortest timed batch of calls (seconds), and how many passes the GEMM and attention
+// anchors are measured in (each point keeps its median), in quick and full mode. Quick mode
+// times each point over one short window per pass: on a shared machine a cache-resident
+// working set runs at two or three times its speed from one second to the next (another
+// tenant's use of a shared L3), so it takes the median of five passes.
+double timing_window_s(bool quick) {
+  return quick ? 0.002 : 0.02;
+}
+int anchor_passes(bool quick) {
+  return quick ? 5 : 3;
+}
+
+// `warm_up_s` where the bandwidth curve (working-set bytes, bytes/s; ascending) says a cache
+// holds `working_set` (10 % above the curve's end, main memory) or where there is no curve;
+// else 0.
+double warm_up_where_cached(const std::vector<std::array<double, 2>>& curve, int64_t working_set,
+                            double warm_up_s) {
+  if (curve.empty()) return warm_up_s;
+  const double at = engine::interpolate_log_log(curve, static_cast<double>(working_set));
+  return at > 1.1 * curve.back()[1] ? warm_up_s : 0.0;
+}
+
 // Seconds per call of `fn`: calls batched to at least `min_time`, median of `rounds`, after at
 // least `warm_up` seconds of calls.
 // `finish` runs after each batch, inside the timing (a GPU backend's synchronize).
@@ -223,7 +245,7 @@ struct Probe {
   engine::ProbeCurves curves;
 
   Probe(Backend& b, const ProbeOptions& o)
-      : backend(b), options(o), min_time(o.quick ? 0.002 : 0.02) {
+      : backend(b), options(o), min_time(timing_window_s(o.quick)) {
     result.hardware.attention_query_tile = b.attention_query_tile();
   }
 
@@ -252,10 +274,7 @@ struct Probe {
   // options.warm_up_s where the measured bandwidth curve says a cache holds `working_set`
   // (10 % above the curve's end, main memory) or where there is no curve yet; else 0.
   double warm_up_at(int64_t working_set) const {
-    const std::vector<std::array<double, 2>>& curve = curves.bandwidth;
-    if (curve.empty()) return options.warm_up_s;
-    const double at = engine::interpolate_log_log(curve, static_cast<double>(working_set));
-    return at > 1.1 * curve.back()[1] ? options.warm_up_s : 0.0;
+    return warm_up_where_cached(curves.bandwidth, working_set, options.warm_up_s);
   }
   // The probe's fixed per-kernel overhead: a one-element kernel.
   void measure_overhead() {
@@ -540,10 +559,7 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   const int64_t e = be.element_bytes();
   const engine::Precision precision = probe.precision();
   std::vector<GemmPoint> points;
-  // Quick mode times each point over one short window per pass (2 ms): on a shared machine a
-  // cache-resident working set runs at two or three times its speed from one second to the
-  // next (another tenant's use of a shared L3), so it takes the median of five passes.
-  const int passes = probe.options.quick ? 5 : 3;
+  const int passes = anchor_passes(probe.options.quick);
   // One buffer of the largest anchor's size holds every anchor's and shape's copies (an
   // anchor uses its first bytes).
   int64_t largest = 0;
@@ -645,7 +661,7 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
     for (int64_t b = 0; b < s.batch; ++b) s.tables.push_back(static_cast<int32_t>(b));
   }
   float* pool = be.allocate(largest / e);
-  const int passes = probe.options.quick ? 5 : 3;
+  const int passes = anchor_passes(probe.options.quick);
   // seconds[anchor][shape]: one per pass.
   std::vector<std::vector<std::vector<double>>> seconds(
       working_sets.size(), std::vector<std::vector<double>>(shapes.size()));
@@ -1017,8 +1033,8 @@ std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware&
   bool quick = false;
   for (const auto& [key, value] : hardware.provenance)
     quick = quick || (key == "mode" && value == "quick");
-  const double min_time = quick ? 0.002 : 0.02;
-  const int passes = quick ? 5 : 3;
+  const double min_time = timing_window_s(quick);
+  const int passes = anchor_passes(quick);
   const std::vector<std::array<double, 2>> curve =
       hardware.probe ? hardware.probe->bandwidth : std::vector<std::array<double, 2>>{};
   const int64_t e = backend.element_bytes();
@@ -1032,10 +1048,7 @@ std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware&
     for (size_t i = 0; i < points.size(); ++i) {
       const GemmRecheckPoint& p = points[i];
       // The probe's warm-up rule (Probe::warm_up_at) on the file's curve.
-      const bool cached =
-          curve.empty() || engine::interpolate_log_log(curve, static_cast<double>(p.working_set)) >
-                               1.1 * curve.back()[1];
-      const double warm_up = cached ? ProbeOptions{}.warm_up_s : 0.0;
+      const double warm_up = warm_up_where_cached(curve, p.working_set, ProbeOptions{}.warm_up_s);
       seconds[i].push_back(
           time_rotating_gemm(backend, rotating_copies(backend, pool, p.n, p.k, p.working_set), p.m,
                              p.n, p.k, min_time, warm_up, random_operands));

@@ -80,10 +80,10 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
 // on the CPU backend (tests do), where probe_cpu measures more.
 ProbeResult probe_device(Backend& backend, const ProbeOptions& options);
 
-// The machine now against a probe file (`validate` runs this before its first run and after
-// its last): some of the file's GEMM points timed again by the probe's own method, so that a
-// prediction's error can be told from the machine's speed having moved since the probe (a
-// shared VM's moves by tens of percent within minutes).
+// The machine now against a probe file (`validate` and `serve-bench` run this before their
+// first measured run and after their last): some of the file's GEMM points timed again by the
+// probe's own method, so that a prediction's error can be told from the machine's speed having
+// moved since the probe (a shared VM's moves by tens of percent within minutes).
 struct GemmRecheckPoint {
   int64_t m = 0, n = 0, k = 0;
   int64_t working_set = 0;  // bytes: the anchor's

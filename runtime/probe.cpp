@@ -569,10 +569,10 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
     size_t index = 0;
     for (size_t a = 0; a < anchors.size(); ++a) {
       const auto [working_set, large] = anchors[a];
-      // Each point first runs options.warm_up_s of calls where the measured bandwidth curve says a
-      // cache holds the anchor (10 % above the curve's end): weights cycling through a working set
-      // near a shared last-level cache's size take milliseconds of passes to settle there,
-      // for each shape anew (on a 2-vCPU EPYC guest, 16 MiB ran at 9, 25, then 42 GB/s in
+      // Each shape's first m first runs options.warm_up_s of calls where the measured bandwidth
+      // curve says a cache holds the anchor (10 % above the curve's end): weights cycling through a
+      // working set near a shared last-level cache's size take milliseconds of passes to settle
+      // there, for each shape anew (on a 2-vCPU EPYC guest, 16 MiB ran at 9, 25, then 42 GB/s in
       // consecutive 2 ms windows; warming only an anchor's first shape left the others at a
       // third of the full probe's rate), and a quick probe's 2 ms windows would time the
       // settling. Main memory has nothing to settle. Without a curve, every anchor warms.

@@ -36,9 +36,9 @@ struct ProbeOptions {
   // The cache levels that name the curve's regions (and bound how far the bandwidth curve
   // reaches); default: cpu_caches().
   std::optional<std::vector<CacheLevel>> caches;
-  // Seconds each GEMM and attention point whose working set a cache holds runs its calls
-  // before it is timed (the data settles there over milliseconds of passes); tests that check
-  // which points are measured, not their values, set 0.
+  // Seconds each GEMM shape (before its first m) and each attention point whose working set a
+  // cache holds runs its calls before it is timed (the data settles there over milliseconds of
+  // passes); tests that check which points are measured, not their values, set 0.
   double warm_up_s = 0.010;
 };
 

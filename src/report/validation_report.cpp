@@ -72,8 +72,8 @@ std::string machine_check_table(const std::vector<MachineCheck>& checks) {
   for (const MachineCheck& c : checks) {
     t.add_row({std::to_string(c.m), std::to_string(c.n), std::to_string(c.k),
                format_bytes(static_cast<double>(c.working_set)), format_time(c.probe_s),
-               fmt::format("{} ({:.2f}x)", format_time(c.start_s), c.probe_s / c.start_s),
-               fmt::format("{} ({:.2f}x)", format_time(c.end_s), c.probe_s / c.end_s)});
+               fmt::format("{} ({:.2f}x)", format_time(c.start_s), c.start_speed()),
+               fmt::format("{} ({:.2f}x)", format_time(c.end_s), c.end_speed())});
   }
   return "\nthe machine against the probe (the file's GEMM points timed again before the first "
          "measured run and after the last; in brackets the speed against the probe's, above 1 "
@@ -91,8 +91,8 @@ json machine_check_json(const std::vector<MachineCheck>& checks) {
                        {"probe_s", c.probe_s},
                        {"start_s", c.start_s},
                        {"end_s", c.end_s},
-                       {"start_speed", c.probe_s / c.start_s},
-                       {"end_speed", c.probe_s / c.end_s}});
+                       {"start_speed", c.start_speed()},
+                       {"end_speed", c.end_speed()}});
   }
   return out;
 }
@@ -100,7 +100,7 @@ json machine_check_json(const std::vector<MachineCheck>& checks) {
 std::string machine_check_warning(const std::vector<MachineCheck>& checks) {
   double slowest = 0, fastest = 0;
   for (const MachineCheck& c : checks) {
-    for (const double speed : {c.probe_s / c.start_s, c.probe_s / c.end_s}) {
+    for (const double speed : {c.start_speed(), c.end_speed()}) {
       slowest = slowest == 0 ? speed : std::min(slowest, speed);
       fastest = std::max(fastest, speed);
     }

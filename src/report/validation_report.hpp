@@ -53,6 +53,8 @@ struct MachineCheck {
   int64_t m = 0, n = 0, k = 0;
   int64_t working_set = 0;  // bytes
   double probe_s = 0, start_s = 0, end_s = 0;
+  double start_speed() const { return probe_s / start_s; }
+  double end_speed() const { return probe_s / end_s; }
 };
 
 struct Validation {

@@ -17,6 +17,10 @@ namespace streamspark::runtime {
 
 namespace {
 
+// serve-bench's iteration table splits decode-only iterations at this many after a prompt or
+// an idle wait: where data near a shared cache's size comes back (Hardware::rewarm_ratio).
+constexpr int64_t kRewarmSplit = 4;
+
 // The runtime executing iterations, each recorded to be costed by the engine afterwards (not
 // on the clock): predicted against measured per iteration.
 class ComparedIterations final : public engine::IterationTimer {
@@ -25,25 +29,46 @@ class ComparedIterations final : public engine::IterationTimer {
   void prepare(const engine::Scheduler& scheduler) override { runtime_.prepare(scheduler); }
   double seconds(const engine::Iteration& it, const engine::Scheduler& scheduler) override {
     const double measured = runtime_.seconds(it, scheduler);
-    ran_.push_back({it, scheduler.kv_stored_tokens(), measured});
+    ran_.push_back({it, scheduler.kv_stored_tokens(), measured, after_idle_});
+    after_idle_ = false;
     return measured;
   }
+  void idle() override { after_idle_ = true; }
   int64_t kv_bytes_per_token() const override { return runtime_.kv_bytes_per_token(); }
   bool real_time() const override { return true; }
   double now() override { return runtime_.now(); }
   void wait_until(double seconds) override { runtime_.wait_until(seconds); }
 
-  // Decode-only iterations, then those with prompt tokens.
+  // Decode-only iterations (all, the first kRewarmSplit after a prompt or an idle wait, the
+  // later ones), then those with prompt tokens. Costed in the order they ran, with the idle
+  // waits where they were (a probed file's rewarm ratios make an iteration's cost depend on
+  // what ran before it).
   std::vector<report::IterationComparison> compare(engine::IterationCost& cost) const {
-    std::vector<std::pair<double, double>> decode, prompt;
+    std::vector<std::pair<double, double>> decode, early, late, prompt;
+    cost.idle();  // as a simulation starts
+    int64_t pass = 0;
     for (const Ran& r : ran_) {
+      if (r.after_idle) {
+        cost.idle();
+        pass = 0;
+      }
       const bool has_prompt =
           std::any_of(r.iteration.items.begin(), r.iteration.items.end(),
                       [](const engine::IterationItem& i) { return i.new_tokens > 1; });
-      (has_prompt ? prompt : decode)
-          .emplace_back(cost.seconds(r.iteration, r.resident_kv_tokens), r.measured_s);
+      const std::pair<double, double> times{cost.seconds(r.iteration, r.resident_kv_tokens),
+                                            r.measured_s};
+      if (has_prompt) {
+        prompt.push_back(times);
+        pass = 0;
+      } else {
+        decode.push_back(times);
+        (++pass <= kRewarmSplit ? early : late).push_back(times);
+      }
     }
     return {report::compare_iterations("decode only", decode),
+            report::compare_iterations(
+                fmt::format("decode, passes 1-{} after a prompt or wait", kRewarmSplit), early),
+            report::compare_iterations(fmt::format("decode, passes {} on", kRewarmSplit + 1), late),
             report::compare_iterations("with prompt tokens", prompt)};
   }
 
@@ -52,9 +77,11 @@ class ComparedIterations final : public engine::IterationTimer {
     engine::Iteration iteration;
     int64_t resident_kv_tokens;
     double measured_s;
+    bool after_idle;  // the runtime waited for an arrival before it
   };
   RuntimeIterations& runtime_;
   std::vector<Ran> ran_;
+  bool after_idle_ = false;
 };
 
 // Untimed: one prompt and a few decode steps in the first blocks (the scheduler overwrites

@@ -31,7 +31,8 @@ struct ServeBenchResult {
   engine::SimulationResult predicted;
   engine::ServingOptions options;  // as run: KV capacity in whole blocks of the pool
   int64_t kv_blocks = 0;
-  // Decode-only iterations, then iterations with prompt tokens.
+  // Decode-only iterations (all; the first four after a prompt or an idle wait; the later
+  // ones), then iterations with prompt tokens.
   std::vector<report::IterationComparison> iterations;
   bool verified = false;
   TokenCheck tokens;

@@ -25,4 +25,26 @@ double Hardware::bandwidth_at(double working_set) const {
   return interpolate_log_log(probe->bandwidth, working_set);
 }
 
+double Hardware::rewarm_ratio(double working_set, int64_t pass) const {
+  if (!probe || probe->rewarm.empty() || pass < 1) return 1.0;
+  const auto& rows = probe->rewarm;
+  // An anchor's ratio at `pass`: its row for that pass, 1 past its last row.
+  auto at = [&](double anchor) {
+    for (const auto& r : rows) {
+      if (r[0] == anchor && static_cast<int64_t>(r[1]) == pass) return r[2];
+    }
+    return 1.0;
+  };
+  double below = rows.front()[0], above = rows.back()[0];
+  for (const auto& r : rows) {
+    if (r[0] <= working_set) below = r[0];
+    if (r[0] >= working_set && above > r[0]) above = r[0];
+  }
+  if (working_set <= rows.front()[0]) return at(rows.front()[0]);
+  if (working_set >= rows.back()[0]) return at(rows.back()[0]);
+  if (below == above) return at(below);
+  const double t = std::log(working_set / below) / std::log(above / below);
+  return at(below) + t * (at(above) - at(below));
+}
+
 }  // namespace streamspark::engine

@@ -85,6 +85,14 @@ struct ProbeCurves {
   // sequence and KV head, they arrive well below the streaming bandwidth. Empty: attention
   // bytes cost at the bandwidth curve with the class's memory efficiency.
   std::vector<std::array<double, 2>> attention;
+  // Decode-like passes after the caches were evicted: at working-set anchors, each pass reads
+  // the anchor's bytes of weights once (a matrix-vector product over copies that span it),
+  // timed pass by pass after reading twice as many other bytes; rows (working-set bytes, pass
+  // from 1, the pass's time over the settled pass's), ascending by working set, then pass. A
+  // pass past an anchor's last row runs settled (1). Data near a shared last-level cache's
+  // size comes back there over several passes, not one (a 2-vCPU EPYC guest: 16 MiB passes
+  // at 3.5, 3.0, 2.4, ... times the settled time for ten passes). Empty: no such cost.
+  std::vector<std::array<double, 3>> rewarm;
 };
 
 // A curve of (x, y) points with ascending x, interpolated log-log and clamped to its ends.
@@ -135,6 +143,10 @@ struct Hardware {
     return probe && !probe->attention.empty() ? interpolate_log_log(probe->attention, working_set)
                                               : 0.0;
   }
+  // The time of the `pass`-th (from 1) pass over `working_set` bytes after the caches were
+  // evicted, over a settled pass's: the probe's rewarm rows interpolated linearly in log
+  // working set between the anchors around it (clamped to the outermost); 1 without rows.
+  double rewarm_ratio(double working_set, int64_t pass) const;
   // Ridge point of the roofline: the arithmetic intensity (FLOP/byte) above which an op is
   // compute-bound. H100 SXM bf16: 989e12 / 3.35e12 = 295.2 (CS336 lecture: ~295).
   double ridge_intensity(PeakClass c) const { return peak(c) / device_memory().bandwidth; }

@@ -536,6 +536,8 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   }
   check_calibration_covers(inventory_, rates_, hardware_);
   check_links(inventory_, rates_, hardware_);
+  rewarm_ =
+      options.method == Method::calibrated && hardware_.probe && !hardware_.probe->rewarm.empty();
   const Precision& p = inventory_.precision();
   const ParallelLayout& layout = inventory_.config().parallel;
   // Per GPU: bytes(c) = growing * c + constant past the longest window (its last breakpoint).
@@ -566,13 +568,15 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   }
 }
 
+double IterationCost::working_set(int64_t resident_kv_tokens) const {
+  return static_cast<double>(step_weight_bytes_ + companion_weight_bytes_) +
+         static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token());
+}
+
 size_t IterationCost::slot_for(int64_t resident_kv_tokens) {
   // The memory level (or 1 % bucket of a measured curve) of the weights a step reads and the
   // resident KV.
-  const double ws =
-      static_cast<double>(step_weight_bytes_ + companion_weight_bytes_) +
-      static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token());
-  const int64_t bucket = rates_.bucket_of(ws);
+  const int64_t bucket = rates_.bucket_of(working_set(resident_kv_tokens));
   if (!slots_.empty() && slots_[last_slot_].bucket == bucket) return last_slot_;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].bucket == bucket) return last_slot_ = i;
@@ -664,7 +668,17 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   } else {
     shared = cost(tokens, 0, logits, slot).shared_s;
   }
-  return shared + per_sequence + overhead + rates_.step_overhead_s;  // one pass per iteration
+  const double settled = shared + per_sequence + overhead + rates_.step_overhead_s;
+  if (!rewarm_) return settled;
+  const bool prompt = std::any_of(it.items.begin(), it.items.end(), [](const IterationItem& i) {
+    return i.new_tokens > 1 && i.draft_tokens == 0;
+  });
+  if (prompt) {
+    passes_since_eviction_ = 0;
+    return settled;
+  }
+  passes_since_eviction_ = std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
+  return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
 }
 
 double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
@@ -885,6 +899,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   size_t next = 0;
   const bool real_time = cost.real_time();
   cost.prepare(scheduler);
+  cost.idle();  // nothing ran before the first arrival
   double now = real_time ? cost.now() : 0;
   int64_t iterations = 0;
   Iteration it;
@@ -896,6 +911,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
     scheduler.next(it);
     if (it.empty()) {
       if (next < requests.size()) {
+        cost.idle();
         if (real_time) {
           cost.wait_until(requests[next].arrival_s);
           now = cost.now();

@@ -247,6 +247,8 @@ class IterationTimer {
   virtual bool real_time() const { return false; }
   virtual double now() { return 0; }
   virtual void wait_until(double /*seconds*/) {}
+  // The device has nothing to run until the next arrival (called before the wait).
+  virtual void idle() {}
 };
 
 // The token-proportional operators (projections, MLP, norms, lm head, sampling) run once on
@@ -263,9 +265,18 @@ class IterationCost final : public IterationTimer {
 
   // A speculative verification item (draft_tokens > 0) needs logits at all its positions;
   // the draft's steps are not in it (SpeculativeIterationCost adds them).
+  // With a probed file's rewarm rows (calibrated method), the iterations without prompt tokens
+  // that follow an idle wait or an iteration with prompt tokens cost their pass's ratio times
+  // their settled cost (Hardware::rewarm_ratio at the iteration's working set; the j-th such
+  // iteration is pass j): the wait lets other work evict the weights and a prompt's pass
+  // evicts them itself, and data near a shared cache's size comes back over several passes.
+  // Iterations with prompt tokens cost what they cost settled (they reuse each weight over
+  // many tokens). Without rows, every iteration costs the same wherever it falls.
   double seconds(const Iteration& it, const Scheduler& scheduler) override;
   // The same with `resident_kv_tokens` tokens in the KV cache (they pick the rates).
   double seconds(const Iteration& it, int64_t resident_kv_tokens);
+  // Nothing runs until the next arrival: the next iteration without prompt tokens is pass 1.
+  void idle() override { passes_since_eviction_ = 0; }
   // KV bytes one GPU adds per token (full-attention and MLA layers; 0 for a model of constant
   // state only) and what it holds per sequence whatever its length (sliding-window layers at
   // their full window, SSM and linear-attention states).
@@ -322,6 +333,8 @@ class IterationCost final : public IterationTimer {
   Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t slot);
   // The slot of the weights plus `resident_kv_tokens` tokens of KV cache.
   size_t slot_for(int64_t resident_kv_tokens);
+  // Bytes an iteration reads of weights, with `resident_kv_tokens` tokens of KV cache.
+  double working_set(int64_t resident_kv_tokens) const;
 
   OpInventory inventory_;  // the MLA form fixed to absorbed
   Hardware hardware_;
@@ -339,6 +352,10 @@ class IterationCost final : public IterationTimer {
   std::unordered_map<uint64_t, Split> sequence_memo_;
   std::vector<Slot> slots_;
   size_t last_slot_ = 0;
+  bool rewarm_ = false;  // calibrated, with the file's rewarm rows
+  // Iterations without prompt tokens since the last idle wait or prompt (0: none yet; a new
+  // simulation starts as after an idle wait).
+  int64_t passes_since_eviction_ = 0;
 };
 
 // ---- simulation ----

@@ -195,6 +195,10 @@ class SpeculativeIterationCost final : public IterationTimer {
   double seconds(const Iteration& it, int64_t resident_kv_tokens);
   // Target + the draft's own cache, per token and GPU.
   int64_t kv_bytes_per_token() const override { return target_.kv_bytes_per_token(); }
+  void idle() override {
+    target_.idle();
+    if (draft_) draft_->idle();
+  }
 
   // The target's cost with the draft as its companion (weights, KV bytes per token):
   // kv_bytes_available subtracts both models' weights.

@@ -26,11 +26,14 @@
 //                                fitted by `streamspark probe`; op kinds gemm, attention,
 //                                norm, elementwise, gather, kv_write, scan, sampling
 //   probe: {gemm_dtype, gemm: [{working_set, level, points: [[m, n, k, seconds]...]}...],
-//           bandwidth: [[bytes, bytes/s]...], attention: [[bytes, bytes/s]...]}
+//           bandwidth: [[bytes, bytes/s]...], attention: [[bytes, bytes/s]...],
+//           rewarm: [[bytes, pass, ratio]...]}
 //                                raw probe measurements: GEMM times at working-set anchors,
-//                                the bandwidth curve and decode attention's cached-KV rate
+//                                the bandwidth curve, decode attention's cached-KV rate
 //                                (the engine interpolates all three; attention needs the
-//                                bandwidth curve)
+//                                bandwidth curve) and passes after an eviction over settled
+//                                ones (serving costs a decode iteration after a prompt or
+//                                an idle wait with them)
 //   provenance: {date, machine, threads, command, ...}    strings, for measured files
 #include "spec/hardware_spec.hpp"
 
@@ -94,6 +97,10 @@ constexpr Column kBandwidthColumns[] = {
 constexpr Column kAttentionColumns[] = {
     {"working-set bytes", 1, kMaxCapacityBytes, "between 1 and 2^62"},
     {"cached KV bytes/s", 1, 1e21, "between 1 and 1e21"}};
+constexpr Column kRewarmColumns[] = {
+    {"working-set bytes", 1, kMaxCapacityBytes, "between 1 and 2^62"},
+    {"pass", 1, 1000, "between 1 and 1000"},
+    {"time over the settled pass's", 0.01, 1000, "between 0.01 and 1000"}};
 
 void parse_peaks(MapReader& r, engine::Hardware& hw) {
   for (PeakClass c : engine::kAllPeakClasses) {
@@ -383,6 +390,26 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     if (!curves.attention.empty() && curves.bandwidth.empty()) {
       probe->error_at("attention",
                       "needs probe.bandwidth (its in-cache part is read against that curve)");
+    }
+    read_rows(*probe, "rewarm", "probe.", kRewarmColumns, curves.rewarm);
+    for (size_t i = 0; i < curves.rewarm.size(); ++i) {
+      const auto& row = curves.rewarm[i];
+      const bool first_of_anchor = i == 0 || row[0] != curves.rewarm[i - 1][0];
+      std::string problem;
+      if (row[1] != std::floor(row[1])) {
+        problem = "a pass is a whole number";
+      } else if (i > 0 && row[0] < curves.rewarm[i - 1][0]) {
+        problem = "working sets must ascend";
+      } else if (first_of_anchor && row[1] != 1) {
+        problem = "an anchor's passes start at 1";
+      } else if (!first_of_anchor && row[1] != curves.rewarm[i - 1][1] + 1) {
+        problem = "an anchor's passes follow one another";
+      }
+      if (!problem.empty()) {
+        probe->error_at("rewarm", fmt::format("row {}: {}, got [{:.0f}, {:.0f}, {:g}]", i, problem,
+                                              row[0], row[1], row[2]));
+        break;
+      }
     }
     probe->finish();
     hw.probe = curves;

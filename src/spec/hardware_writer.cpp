@@ -85,8 +85,8 @@ std::string hardware_yaml(const engine::Hardware& hw) {
                      kind, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
     }
   }
-  if (hw.probe &&
-      (!hw.probe->gemm.empty() || !hw.probe->bandwidth.empty() || !hw.probe->attention.empty())) {
+  if (hw.probe && (!hw.probe->gemm.empty() || !hw.probe->bandwidth.empty() ||
+                   !hw.probe->attention.empty() || !hw.probe->rewarm.empty())) {
     fmt::format_to(o, "probe:\n");
     if (!hw.probe->gemm.empty()) {
       fmt::format_to(o, "  gemm_dtype: {}\n", quoted(hw.probe->gemm_dtype));
@@ -115,6 +115,14 @@ std::string hardware_yaml(const engine::Hardware& hw) {
     }
     for (const auto& a : hw.probe->attention) {
       fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", a[0], a[1]);
+    }
+    if (!hw.probe->rewarm.empty()) {
+      fmt::format_to(o,
+                     "  rewarm:   # passes over working-set bytes after an eviction: working-set "
+                     "bytes, pass, time over the settled pass's\n");
+    }
+    for (const auto& r : hw.probe->rewarm) {
+      fmt::format_to(o, "    - [{:.0f}, {:.0f}, {:.4g}]\n", r[0], r[1], r[2]);
     }
   }
   return out;

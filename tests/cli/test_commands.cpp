@@ -828,7 +828,10 @@ TEST_CASE(
   CHECK(m["scheduler"]["kv_capacity_tokens"] == 128);
   CHECK(j["predicted"]["scheduler"]["kv_capacity_tokens"] == 128);
   CHECK(j["comparison"].size() == 10);
-  CHECK(j["iterations_compared"].size() == 2);
+  // All decode-only iterations, the first four after a prompt or wait, the later ones, and
+  // those with prompt tokens.
+  REQUIRE(j["iterations_compared"].size() == 4);
+  CHECK(j["iterations_compared"][1]["kind"] == "decode, passes 1-4 after a prompt or wait");
 
   const Run swap =
       run("serve-bench -m tiny-test -H l40s --preemption swap --host-bandwidth "

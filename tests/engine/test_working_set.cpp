@@ -275,3 +275,95 @@ TEST_CASE("the attention stall reaches every total: phase sums, decode steps and
   }
   CHECK(many.tpot_s == doctest::Approx(steps / 64).epsilon(1e-6));
 }
+
+TEST_CASE(
+    "a pass after an eviction costs the probe's rewarm ratio, interpolated in log working set") {
+  // Rows as the probe writes them: at 4 MiB passes 1 and 2 at 3x and 1.5x the settled time, at
+  // 16 MiB passes 1 to 3 at 4x, 2x and 1.2x, at 64 MiB (main memory) pass 1 at 1x.
+  Hardware h = vm_with_wrong_l3();
+  h.probe->rewarm = {{4 * MiB, 1, 3.0},  {4 * MiB, 2, 1.5},  {16 * MiB, 1, 4.0},
+                     {16 * MiB, 2, 2.0}, {16 * MiB, 3, 1.2}, {64 * MiB, 1, 1.0}};
+  CHECK(h.rewarm_ratio(16 * MiB, 1) == doctest::Approx(4.0));
+  CHECK(h.rewarm_ratio(16 * MiB, 3) == doctest::Approx(1.2));
+  CHECK(h.rewarm_ratio(16 * MiB, 4) == doctest::Approx(1.0));  // past the anchor's last row
+  // 8 MiB is half way between 4 and 16 MiB in log working set: (3 + 4) / 2, (1.5 + 2) / 2,
+  // (1 + 1.2) / 2.
+  CHECK(h.rewarm_ratio(8 * MiB, 1) == doctest::Approx(3.5));
+  CHECK(h.rewarm_ratio(8 * MiB, 2) == doctest::Approx(1.75));
+  CHECK(h.rewarm_ratio(8 * MiB, 3) == doctest::Approx(1.1));
+  // 32 MiB: half way between 16 and 64 MiB: (4 + 1) / 2.
+  CHECK(h.rewarm_ratio(32 * MiB, 1) == doctest::Approx(2.5));
+  // Clamped to the outermost anchors.
+  CHECK(h.rewarm_ratio(1 * MiB, 1) == doctest::Approx(3.0));
+  CHECK(h.rewarm_ratio(1024 * MiB, 1) == doctest::Approx(1.0));
+  // No rows, or pass 0: settled.
+  Hardware none = vm_with_wrong_l3();
+  CHECK(none.rewarm_ratio(16 * MiB, 1) == 1.0);
+  CHECK(h.rewarm_ratio(16 * MiB, 0) == 1.0);
+}
+
+TEST_CASE("serving: decode iterations after a prompt or an idle wait pay the rewarm ratios") {
+  // tiny-test's decode iterations read 15,016,960 - 4,194,304 (the gathered table) ~ 10.3 MiB
+  // of weights (fp32); rows at 4 and 16 MiB only, so that working set's ratio is interpolated
+  // the same for each pass: r(pass) = ra + t (rb - ra) with t = log(ws / 4 MiB) / log(4).
+  Hardware h = vm_with_wrong_l3();
+  h.probe->rewarm = {{4 * MiB, 1, 3.0}, {4 * MiB, 2, 1.5}, {16 * MiB, 1, 4.0}, {16 * MiB, 2, 2.0}};
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  o.costing.precision = Precision::uniform(DType::fp32);
+  const Model m = test::tiny_test();
+  IterationCost settled_cost(m, vm_with_wrong_l3(), o);  // no rows
+  IterationCost cost(m, h, o);
+  Iteration prompt, decode;
+  prompt.items.push_back({0, 64, 0, true, false});
+  decode.items.push_back({0, 1, 64, true, false});
+  const double settled = settled_cost.seconds(decode, 65);
+  const double prompt_s = settled_cost.seconds(prompt, 64);
+  const double ws = cost.weight_bytes() - 4096.0 * 256 * 4 + 65.0 * cost.kv_bytes_per_token();
+  const double r1 = h.rewarm_ratio(ws, 1), r2 = h.rewarm_ratio(ws, 2);
+  const double t = std::log(ws / (4 * MiB)) / std::log(4.0);
+  CHECK(r1 == doctest::Approx(3.0 + t * 1.0));
+  CHECK(r2 == doctest::Approx(1.5 + t * 0.5));
+  // A new cost starts as after an idle wait: the first decode iteration is pass 1.
+  CHECK(cost.seconds(decode, 65) == doctest::Approx(r1 * settled));
+  CHECK(cost.seconds(decode, 65) == doctest::Approx(r2 * settled));
+  CHECK(cost.seconds(decode, 65) == doctest::Approx(settled));  // pass 3: settled
+  // A prompt costs what it costs settled, and the next decode iteration is pass 1 again.
+  CHECK(cost.seconds(prompt, 64) == doctest::Approx(prompt_s));
+  CHECK(cost.seconds(decode, 65) == doctest::Approx(r1 * settled));
+  CHECK(cost.seconds(decode, 65) == doctest::Approx(r2 * settled));
+  // An idle wait too.
+  cost.idle();
+  CHECK(cost.seconds(decode, 65) == doctest::Approx(r1 * settled));
+  // The roofline method has no rewarm: the datasheet's bound.
+  AnalysisOptions roofline = o;
+  roofline.method = Method::roofline;
+  IterationCost bound(m, h, roofline);
+  IterationCost bound_settled(m, vm_with_wrong_l3(), roofline);
+  CHECK(bound.seconds(decode, 65) == doctest::Approx(bound_settled.seconds(decode, 65)));
+}
+
+TEST_CASE(
+    "serving: a simulation costs each request's first decode iterations at the rewarm ratios") {
+  // One request alone: a 64-token prompt, 4 output tokens (the prompt's pass emits the first,
+  // then three decode iterations at passes 1, 2, 3). With rows, those three cost r1, r2 and 1
+  // times the settled iterations: the request's TPOT is (r1 + r2 + 1) / 3 of the settled one.
+  Hardware h = vm_with_wrong_l3();
+  h.probe->rewarm = {{4 * MiB, 1, 3.0}, {4 * MiB, 2, 1.5}, {16 * MiB, 1, 4.0}, {16 * MiB, 2, 2.0}};
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  o.costing.precision = Precision::uniform(DType::fp32);
+  const Model m = test::tiny_test();
+  ServingOptions s;
+  s.scheduler.kv_capacity_tokens = 1 << 12;
+  const std::vector<Request> one = {{0.0, 64, 4, 0}};
+  IterationCost settled_cost(m, vm_with_wrong_l3(), o);
+  IterationCost cost(m, h, o);
+  const SimulationResult a = simulate(one, s, settled_cost);
+  const SimulationResult b = simulate(one, s, cost);
+  const double ws = cost.weight_bytes() - 4096.0 * 256 * 4 + 65.0 * cost.kv_bytes_per_token();
+  const double mean_ratio = (h.rewarm_ratio(ws, 1) + h.rewarm_ratio(ws, 2) + 1.0) / 3.0;
+  CHECK(b.outcomes[0].ttft_s() == doctest::Approx(a.outcomes[0].ttft_s()));
+  CHECK(b.outcomes[0].tpot_s() ==
+        doctest::Approx(mean_ratio * a.outcomes[0].tpot_s()).epsilon(0.01));
+}

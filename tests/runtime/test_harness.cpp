@@ -201,8 +201,13 @@ TEST_CASE("serve-bench harness: measured and predicted runs of one workload, tok
   REQUIRE(r.verified);
   CHECK(r.tokens.requests == 6);
   CHECK(r.tokens.mismatched() == 0);
-  REQUIRE(r.iterations.size() == 2);
+  REQUIRE(r.iterations.size() == 4);
   CHECK(r.iterations[0].kind == "decode only");
+  // Split at the fourth decode-only iteration after a prompt or an idle wait.
+  CHECK(r.iterations[1].kind == "decode, passes 1-4 after a prompt or wait");
+  CHECK(r.iterations[2].kind == "decode, passes 5 on");
+  CHECK(r.iterations[1].iterations + r.iterations[2].iterations == r.iterations[0].iterations);
+  CHECK(r.iterations[3].kind == "with prompt tokens");
   // A datasheet file: the machine is not checked. A probed one: its m = 1 point and its
   // fastest (batches 1 and 4 stand for the decode steps; the file measured no m = 4).
   CHECK(r.machine_check.empty());

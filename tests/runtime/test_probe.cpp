@@ -207,6 +207,34 @@ TEST_CASE("a quick probe writes a hardware file that loads and drives the calibr
     CHECK(hw.probe->attention[i][0] == hw.probe->gemm[i].working_set);
     CHECK(hw.probe->attention[i][1] > 0);
   }
+  // Rewarm rows: at GEMM anchors from the smallest on, up to the first one the curve puts in
+  // main memory (10 % above the curve's end: where the probe warms no anchor) or 256 MiB;
+  // each anchor's passes from 1 on, one after another; ratios positive (what they are is
+  // the machine's).
+  REQUIRE(!hw.probe->rewarm.empty());
+  std::vector<double> anchors;
+  for (size_t i = 0; i < hw.probe->rewarm.size(); ++i) {
+    const auto& row = hw.probe->rewarm[i];
+    CHECK(row[2] > 0);
+    if (i == 0 || row[0] != hw.probe->rewarm[i - 1][0]) {
+      CHECK(row[1] == 1);
+      anchors.push_back(row[0]);
+    } else {
+      CHECK(row[1] == hw.probe->rewarm[i - 1][1] + 1);
+    }
+  }
+  REQUIRE(anchors.size() <= hw.probe->gemm.size());
+  for (size_t i = 0; i < anchors.size(); ++i) {
+    CHECK(anchors[i] == hw.probe->gemm[i].working_set);
+    const bool cached = engine::interpolate_log_log(hw.probe->bandwidth, anchors[i]) >
+                        1.1 * hw.probe->bandwidth.back()[1];
+    // Every anchor but the last is cached; the last is the first in main memory (or 256 MiB,
+    // or the last anchor).
+    if (i + 1 < anchors.size()) CHECK(cached);
+    if (cached && anchors[i] < 256.0 * (1 << 20) && i + 1 == anchors.size()) {
+      CHECK(anchors.size() == hw.probe->gemm.size());
+    }
+  }
   bool has_date = false;
   for (const auto& [key, value] : hw.provenance)
     has_date = has_date || (key == "date" && !value.empty());

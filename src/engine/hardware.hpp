@@ -90,8 +90,9 @@ struct ProbeCurves {
   // timed pass by pass after reading twice as many other bytes; rows (working-set bytes, pass
   // from 1, the pass's time over the settled pass's), ascending by working set, then pass. A
   // pass past an anchor's last row runs settled (1). Data near a shared last-level cache's
-  // size comes back there over several passes, not one (a 2-vCPU EPYC guest: 16 MiB passes
-  // at 3.5, 3.0, 2.4, ... times the settled time for ten passes). Empty: no such cost.
+  // size comes back there over several passes, not one (a 2-vCPU EPYC guest: tiny-test's
+  // 15 MiB decode steps after an eviction at 4.8, 2.6, 2.0, 1.8, 1.4, 1.2, 1.1 times the
+  // settled time). Empty: no such cost.
   std::vector<std::array<double, 3>> rewarm;
 };
 

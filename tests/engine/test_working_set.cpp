@@ -302,15 +302,31 @@ TEST_CASE(
   CHECK(h.rewarm_ratio(16 * MiB, 0) == 1.0);
 }
 
-TEST_CASE("serving: decode iterations after a prompt or an idle wait pay the rewarm ratios") {
-  // tiny-test's decode iterations read 15,016,960 - 4,194,304 (the gathered table) ~ 10.3 MiB
-  // of weights (fp32); rows at 4 and 16 MiB only, so that working set's ratio is interpolated
-  // the same for each pass: r(pass) = ra + t (rb - ra) with t = log(ws / 4 MiB) / log(4).
+namespace {
+
+// The VM with rewarm rows at 4 and 16 MiB only (passes 1 and 2), and the calibrated fp32
+// options.
+Hardware vm_with_rewarm() {
   Hardware h = vm_with_wrong_l3();
   h.probe->rewarm = {{4 * MiB, 1, 3.0}, {4 * MiB, 2, 1.5}, {16 * MiB, 1, 4.0}, {16 * MiB, 2, 2.0}};
+  return h;
+}
+AnalysisOptions calibrated_fp32_options() {
   AnalysisOptions o;
   o.method = Method::calibrated;
   o.costing.precision = Precision::uniform(DType::fp32);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("serving: decode iterations after a prompt or an idle wait pay the rewarm ratios") {
+  // tiny-test's decode iterations read its 4,868,352 fp32 parameters (19,473,408 B) but the
+  // gathered table (4,194,304 B): 15,279,104 B ~ 14.6 MiB, plus 65 tokens of KV cache; between
+  // the rows at 4 and 16 MiB, so each pass's ratio is r(pass) = ra + t (rb - ra) with
+  // t = log(ws / 4 MiB) / log(4).
+  const Hardware h = vm_with_rewarm();
+  const AnalysisOptions o = calibrated_fp32_options();
   const Model m = test::tiny_test();
   IterationCost settled_cost(m, vm_with_wrong_l3(), o);  // no rows
   IterationCost cost(m, h, o);
@@ -320,6 +336,7 @@ TEST_CASE("serving: decode iterations after a prompt or an idle wait pay the rew
   const double settled = settled_cost.seconds(decode, 65);
   const double prompt_s = settled_cost.seconds(prompt, 64);
   const double ws = cost.weight_bytes() - 4096.0 * 256 * 4 + 65.0 * cost.kv_bytes_per_token();
+  CHECK(ws == doctest::Approx(15'279'104.0 + 65.0 * cost.kv_bytes_per_token()));
   const double r1 = h.rewarm_ratio(ws, 1), r2 = h.rewarm_ratio(ws, 2);
   const double t = std::log(ws / (4 * MiB)) / std::log(4.0);
   CHECK(r1 == doctest::Approx(3.0 + t * 1.0));
@@ -348,11 +365,8 @@ TEST_CASE(
   // One request alone: a 64-token prompt, 4 output tokens (the prompt's pass emits the first,
   // then three decode iterations at passes 1, 2, 3). With rows, those three cost r1, r2 and 1
   // times the settled iterations: the request's TPOT is (r1 + r2 + 1) / 3 of the settled one.
-  Hardware h = vm_with_wrong_l3();
-  h.probe->rewarm = {{4 * MiB, 1, 3.0}, {4 * MiB, 2, 1.5}, {16 * MiB, 1, 4.0}, {16 * MiB, 2, 2.0}};
-  AnalysisOptions o;
-  o.method = Method::calibrated;
-  o.costing.precision = Precision::uniform(DType::fp32);
+  const Hardware h = vm_with_rewarm();
+  const AnalysisOptions o = calibrated_fp32_options();
   const Model m = test::tiny_test();
   ServingOptions s;
   s.scheduler.kv_capacity_tokens = 1 << 12;

@@ -624,7 +624,7 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
 // kRewarmRepeats evictions. Rows are kept up to the last pass more than 10 % slow (pass 1
 // always): closer than that, passes a second apart on a shared machine differ as much. On a 2-vCPU
 // EPYC guest (32 MiB L3 shared with other tenants), tiny-test's decode steps right after a
-// 128-token prompt ran 1.6-1.8 ms against 0.35-0.6 ms settled, falling to it over about ten steps;
+// 128-token prompt ran 1.6-2.0 ms against 0.3-0.7 ms settled, falling to it over about ten steps;
 // after a 64 MiB write, or an 80 ms sleep, the same.
 constexpr int kRewarmPasses = 24;
 constexpr int kRewarmRepeats = 5;

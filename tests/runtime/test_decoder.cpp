@@ -351,12 +351,13 @@ TEST_CASE("models the runtime cannot execute are refused by name") {
 }
 
 TEST_CASE("linear matches a naive product for every row count and odd sizes") {
-  // Rows 1..20 cover the single-row, streaming (<= 16 rows) and blocked paths; k = 37 leaves
-  // a tail past the 8-float vectors, n = 13 a tail past the feature blocks; n = 1000 splits
-  // the features over both threads.
+  // Rows 1..20 cover the single-row, streaming (<= 16 rows, in groups of 4, 2 and 1) and
+  // blocked paths; the streaming kernel steps k by 32, then 8, then 1: k = 37 leaves 32 + 5,
+  // k = 44 32 + 8 + 4, k = 688 (tiny-test's MLP) 21 x 32 + 2 x 8; n = 13 a tail past the
+  // feature chunks; n = 1000 splits the features over both threads.
   auto backend = rt::make_cpu_backend(2);
-  for (const auto& [n, k] :
-       std::vector<std::pair<int64_t, int64_t>>{{13, 37}, {64, 256}, {300, 64}, {1000, 64}}) {
+  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+           {13, 37}, {7, 44}, {24, 688}, {64, 256}, {300, 64}, {1000, 64}}) {
     for (int64_t m = 1; m <= 20; ++m) {
       std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)),
           y(static_cast<size_t>(m * n));

@@ -50,8 +50,8 @@ inline Float8 load8(const float* p) {
 // per input row), so the weights stream front to back as a matrix-vector product's do, with a
 // software prefetch kPrefetch floats ahead in that one stream. The kernel before it
 // interleaved 8 / R weight rows in steps of 8 floats (each row a separate short stream): on a
-// 2-vCPU EPYC guest, one thread, tiny-test's decode steps took 1.52-1.75 ms at batch 2 and
-// 1.67-2.08 ms at batch 4 with it, 0.50-0.57 and 0.69-0.80 ms with this one (runs a minute
+// 2-vCPU EPYC guest, one thread, tiny-test's decode steps took 1.5-1.9 ms at batch 2 and
+// 1.7-2.1 ms at batch 4 with it, 0.50-0.57 and 0.69-0.80 ms with this one (runs minutes
 // apart; batch 1, a matrix-vector product, 0.26-0.41 ms in both).
 template <int R>
 void skinny_rows(const float* x, const float* w, int64_t k, int64_t j0, int64_t j1, int64_t n,

@@ -46,23 +46,16 @@ class ComparedIterations final : public engine::IterationTimer {
   std::vector<report::IterationComparison> compare(engine::IterationCost& cost) const {
     std::vector<std::pair<double, double>> decode, early, late, prompt;
     cost.idle();  // as a simulation starts
-    int64_t pass = 0;
     for (const Ran& r : ran_) {
-      if (r.after_idle) {
-        cost.idle();
-        pass = 0;
-      }
-      const bool has_prompt =
-          std::any_of(r.iteration.items.begin(), r.iteration.items.end(),
-                      [](const engine::IterationItem& i) { return i.new_tokens > 1; });
+      if (r.after_idle) cost.idle();
       const std::pair<double, double> times{cost.seconds(r.iteration, r.resident_kv_tokens),
                                             r.measured_s};
-      if (has_prompt) {
+      const int64_t pass = cost.last_pass();
+      if (pass == 0) {
         prompt.push_back(times);
-        pass = 0;
       } else {
         decode.push_back(times);
-        (++pass <= kRewarmSplit ? early : late).push_back(times);
+        (pass <= kRewarmSplit ? early : late).push_back(times);
       }
     }
     return {report::compare_iterations("decode only", decode),

@@ -611,6 +611,12 @@ IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64
 // Contexts up to this many tokens use the flat decode memo (16 M entries at most per slot).
 constexpr int64_t kDecodeMemoLimit = int64_t{1} << 24;
 
+bool has_prompt_tokens(const Iteration& it) {
+  return std::any_of(it.items.begin(), it.items.end(), [](const IterationItem& i) {
+    return i.new_tokens > 1 && i.draft_tokens == 0;
+  });
+}
+
 double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
   return seconds(it, scheduler.kv_stored_tokens());
 }
@@ -669,15 +675,9 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
     shared = cost(tokens, 0, logits, slot).shared_s;
   }
   const double settled = shared + per_sequence + overhead + rates_.step_overhead_s;
-  if (!rewarm_) return settled;
-  const bool prompt = std::any_of(it.items.begin(), it.items.end(), [](const IterationItem& i) {
-    return i.new_tokens > 1 && i.draft_tokens == 0;
-  });
-  if (prompt) {
-    passes_since_eviction_ = 0;
-    return settled;
-  }
-  passes_since_eviction_ = std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
+  passes_since_eviction_ =
+      has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
+  if (!rewarm_ || passes_since_eviction_ == 0) return settled;
   return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
 }
 

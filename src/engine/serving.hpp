@@ -141,6 +141,10 @@ struct Iteration {
   bool empty() const { return items.empty() && swap_in_tokens == 0 && swap_out_tokens == 0; }
 };
 
+// Whether an iteration feeds prompt tokens (a prompt or a prompt chunk: more than one new
+// token that is not a speculative verification).
+bool has_prompt_tokens(const Iteration& it);
+
 struct SequenceRecord {
   double first_token_s = -1;
   double finish_s = -1;
@@ -277,6 +281,9 @@ class IterationCost final : public IterationTimer {
   double seconds(const Iteration& it, int64_t resident_kv_tokens);
   // Nothing runs until the next arrival: the next iteration without prompt tokens is pass 1.
   void idle() override { passes_since_eviction_ = 0; }
+  // The pass of the iteration costed last: j for the j-th without prompt tokens after a prompt
+  // or an idle wait, 0 for one with prompt tokens (kept with or without rewarm rows).
+  int64_t last_pass() const { return passes_since_eviction_; }
   // KV bytes one GPU adds per token (full-attention and MLA layers; 0 for a model of constant
   // state only) and what it holds per sequence whatever its length (sliding-window layers at
   // their full window, SSM and linear-attention states).

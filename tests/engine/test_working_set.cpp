@@ -345,8 +345,12 @@ TEST_CASE("serving: decode iterations after a prompt or an idle wait pay the rew
   CHECK(cost.seconds(decode, 65) == doctest::Approx(r1 * settled));
   CHECK(cost.seconds(decode, 65) == doctest::Approx(r2 * settled));
   CHECK(cost.seconds(decode, 65) == doctest::Approx(settled));  // pass 3: settled
+  CHECK(cost.last_pass() == 3);
   // A prompt costs what it costs settled, and the next decode iteration is pass 1 again.
   CHECK(cost.seconds(prompt, 64) == doctest::Approx(prompt_s));
+  CHECK(cost.last_pass() == 0);
+  CHECK(has_prompt_tokens(prompt));
+  CHECK_FALSE(has_prompt_tokens(decode));
   CHECK(cost.seconds(decode, 65) == doctest::Approx(r1 * settled));
   CHECK(cost.seconds(decode, 65) == doctest::Approx(r2 * settled));
   // An idle wait too.
@@ -358,6 +362,7 @@ TEST_CASE("serving: decode iterations after a prompt or an idle wait pay the rew
   IterationCost bound(m, h, roofline);
   IterationCost bound_settled(m, vm_with_wrong_l3(), roofline);
   CHECK(bound.seconds(decode, 65) == doctest::Approx(bound_settled.seconds(decode, 65)));
+  CHECK(bound.last_pass() == 1);  // counted without rows too (serve-bench splits by it)
 }
 
 TEST_CASE(

@@ -90,29 +90,39 @@ double warm_up_where_cached(const std::vector<std::array<double, 2>>& curve, int
 }
 
 // Seconds per call of `fn`: calls batched to at least `min_time`, median of `rounds`, after at
-// least `warm_up` seconds of calls.
+// least `warm_up` seconds of calls. The batch that settles the batch size counts as the first
+// round when smaller batches ran before it and it began after the warm-up. Not a first batch:
+// one call of a main-memory GEMM of 32 x 8192 x 8192 right after the single warm-up call ran
+// 15-20 % slower than the call after it (three probes each way on a 2-vCPU EPYC guest).
 // `finish` runs after each batch, inside the timing (a GPU backend's synchronize).
 template <typename F, typename Finish>
 double time_per_call(F&& fn, double min_time, int rounds, Finish&& finish, double warm_up = 0) {
   const auto start = Clock::now();
+  const auto since_start = [&](Clock::time_point t) {
+    return std::chrono::duration<double>(t - start).count();
+  };
   fn();  // warm-up
   finish();
   int64_t calls = 1;
+  std::vector<double> per_call;
   while (true) {
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < calls; ++i) fn();
     finish();
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (t >= min_time || calls >= (int64_t{1} << 20)) break;
+    if (t >= min_time || calls >= (int64_t{1} << 20)) {
+      if (calls > 1 && since_start(t0) >= warm_up)
+        per_call.push_back(t / static_cast<double>(calls));
+      break;
+    }
     calls *= t > 0 ? std::max<int64_t>(2, static_cast<int64_t>(min_time / t) + 1) : 16;
   }
   // Calls until `warm_up` has passed since the start.
-  while (std::chrono::duration<double>(Clock::now() - start).count() < warm_up) {
+  while (since_start(Clock::now()) < warm_up) {
     for (int64_t i = 0; i < calls; ++i) fn();
     finish();
   }
-  std::vector<double> per_call;
-  for (int r = 0; r < rounds; ++r) {
+  while (static_cast<int>(per_call.size()) < rounds) {
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < calls; ++i) fn();
     finish();
@@ -270,6 +280,10 @@ struct Probe {
     const auto d = engine::parse_dtype(backend.dtype());
     if (!d) throw std::logic_error("probe: backend format " + backend.dtype());
     return engine::Precision::uniform(*d);
+  }
+  int anchor_passes() const {
+    return options.anchor_passes > 0 ? options.anchor_passes
+                                     : streamspark::runtime::anchor_passes(options.quick);
   }
   // options.warm_up_s where the measured bandwidth curve says a cache holds `working_set`
   // (10 % above the curve's end, main memory) or where there is no curve yet; else 0.
@@ -559,7 +573,7 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   const int64_t e = be.element_bytes();
   const engine::Precision precision = probe.precision();
   std::vector<GemmPoint> points;
-  const int passes = anchor_passes(probe.options.quick);
+  const int passes = probe.anchor_passes();
   // One buffer of the largest anchor's size holds every anchor's and shape's copies (an
   // anchor uses its first bytes).
   int64_t largest = 0;
@@ -744,7 +758,7 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
     for (int64_t b = 0; b < s.batch; ++b) s.tables.push_back(static_cast<int32_t>(b));
   }
   float* pool = be.allocate(largest / e);
-  const int passes = anchor_passes(probe.options.quick);
+  const int passes = probe.anchor_passes();
   // seconds[anchor][shape]: one per pass.
   std::vector<std::vector<std::vector<double>>> seconds(
       working_sets.size(), std::vector<std::vector<double>>(shapes.size()));

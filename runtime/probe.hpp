@@ -40,6 +40,9 @@ struct ProbeOptions {
   // cache holds runs its calls before it is timed (the data settles there over milliseconds of
   // passes); tests that check which points are measured, not their values, set 0.
   double warm_up_s = 0.010;
+  // Passes over the GEMM and attention anchors (each point keeps its median); 0: the mode's
+  // (5 quick, 3 full). Tests that check which points are measured set 1.
+  int anchor_passes = 0;
 };
 
 struct ProbeResult {

@@ -117,6 +117,7 @@ TEST_CASE("a quick probe with the cache lookup faked measures the same points, n
     rt::ProbeOptions o = quick_options("cache-test");
     o.caches = std::move(caches);
     o.warm_up_s = 0;  // which points are measured, not their values
+    o.anchor_passes = 1;
     return rt::probe_cpu(*backend, 1, o).hardware;
   };
   const engine::Hardware none = probe(std::vector<rt::CacheLevel>{});

@@ -143,6 +143,7 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
   v.graphs = decoder.decode_graphs();
   v.repeats = plan.repeats;
   v.warmup_steps = W;
+  v.operators_timed = plan.time_operators;
   // Decode steps 1..W after the prefill are run untimed: the first steps after a prefill run
   // slower (caches and the branch predictor still hold the prefill's working set), and a
   // serving system's steady state is what the engine predicts. Step i (1-based) runs at
@@ -203,6 +204,7 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
       // fit takes the median step too.
       pr.tpot.push_back(engine::median(std::vector<double>(g.step_s.begin() + W, g.step_s.end())));
     }
+    if (!plan.time_operators) continue;
     for (PointRuns& pr : runs) {
       backend.flush_caches();
       (void)generate(decoder, pr.tokens, pr.batch, pr.prompt, G, {}, &pr.prefill_times[r],
@@ -230,17 +232,20 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
     p.prefill = {"prefill", predicted.ttft_s, engine::median(ttft)};
     p.decode = {"decode", steady.tpot_s, engine::median(tpot)};
     // Prefill operators: one pass. Decode operators: the mean over the steps' contexts.
-    p.prefill_ops = compare_kernels(predicted_kernels(predicted.prefill_ops, 1), prefill_times, 1);
-    std::vector<PredictedKernel> decode_kernels;
-    for (int64_t c = S + W; c <= S + G - 2; ++c) {
-      const auto step = predicted_kernels(analyzer.analyze({B, c, 1}).decode_ops, steps);
-      if (decode_kernels.empty()) {
-        decode_kernels = step;
-      } else {
-        for (size_t i = 0; i < step.size(); ++i) decode_kernels[i].seconds += step[i].seconds;
+    if (plan.time_operators) {
+      p.prefill_ops =
+          compare_kernels(predicted_kernels(predicted.prefill_ops, 1), prefill_times, 1);
+      std::vector<PredictedKernel> decode_kernels;
+      for (int64_t c = S + W; c <= S + G - 2; ++c) {
+        const auto step = predicted_kernels(analyzer.analyze({B, c, 1}).decode_ops, steps);
+        if (decode_kernels.empty()) {
+          decode_kernels = step;
+        } else {
+          for (size_t i = 0; i < step.size(); ++i) decode_kernels[i].seconds += step[i].seconds;
+        }
       }
+      p.decode_ops = compare_kernels(decode_kernels, decode_times, steps);
     }
-    p.decode_ops = compare_kernels(decode_kernels, decode_times, steps);
 
     // Runtime efficiency: decode bytes per measured second against the hardware's bandwidth
     // at the first timed step's working set (the probe's curve when it has one; the level's

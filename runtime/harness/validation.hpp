@@ -26,6 +26,9 @@ struct ValidationPlan {
   // Time some of the hardware file's probed GEMM points again before the first run and after
   // the last (report::Validation::machine_check); a file without them is not checked.
   bool machine_check = true;
+  // Time every operator too, in rounds alternating with the whole-step rounds (the report's
+  // per-operator comparison and prefill GEMM rate); false halves the run (phases only).
+  bool time_operators = true;
 };
 
 // Runs every (prompt, batch) point. Throws std::invalid_argument for a plan that times no

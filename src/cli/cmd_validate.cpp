@@ -37,6 +37,7 @@ struct ValidateOptions {
   std::string seed = "0";
   std::string tolerance;  // percent, "P" or "P%"; empty: no gate
   bool per_op = false;
+  bool phases_only = false;  // no per-operator rounds
   bool allow_beyond_context = false;
   bool strict_hardware = false;
   std::string speculative;  // --speculative SPEC
@@ -109,6 +110,10 @@ int run_validate_speculative(const ValidateOptions& o, const AppContext& ctx) {
 }
 
 int run_validate(const ValidateOptions& o, const AppContext& ctx) {
+  if (o.phases_only && !(o.measured.empty() && o.speculative.empty())) {
+    throw UsageError("--phases-only: for the runtime's prefill and decode points, not with " +
+                     std::string(o.measured.empty() ? "--speculative" : "--measured"));
+  }
   if (!o.measured.empty()) {
     if (!o.model.empty()) {
       throw UsageError("--measured: the file names each run's model; drop --model");
@@ -142,6 +147,7 @@ int run_validate(const ValidateOptions& o, const AppContext& ctx) {
   plan.seed = static_cast<uint64_t>(parse_int(o.seed, "--seed", 0));
   plan.method = parse_method_option(o.method);
   plan.graphs = !o.runtime.no_graphs;
+  plan.time_operators = !o.phases_only;
   std::optional<double> tolerance;  // percent; none: no gate
   if (!o.tolerance.empty()) tolerance = parse_percent(o.tolerance, "--tolerance");
   const Format format = parse_format_option(o.format, true);
@@ -226,7 +232,12 @@ Command add_validate_command(CLI::App& root, const AppContext& ctx) {
   app->add_option("--seed", o->seed, "seed of weights and prompts")->capture_default_str();
   app->add_option("--tolerance", o->tolerance,
                   "exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0)");
-  app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
+  CLI::Option* per_op =
+      app->add_flag("--per-op", o->per_op, "print every operator (JSON always has them)");
+  app->add_flag("--phases-only", o->phases_only,
+                "time whole prefill and decode steps only, no per-operator rounds (about half "
+                "the run time; no operator comparison, no prefill GEMM rate)")
+      ->excludes(per_op);
   app->add_option("--speculative", o->speculative,
                   "validate speculative decoding's predicted speed-up instead: "
                   "draft=MODEL|self[:layers=N],k=K[,noise=S]");

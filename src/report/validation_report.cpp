@@ -116,9 +116,10 @@ std::string machine_check_warning(const std::vector<MachineCheck>& checks) {
 std::string validation_table(const Validation& v, bool per_op) {
   std::string out = fmt::format(
       "validate {} on {} · method {} · {} backend, {} threads{} · medians of {} runs after a "
-      "warm-up run · decode timed after {} untimed steps\n\n",
+      "warm-up run · decode timed after {} untimed steps{}\n\n",
       v.model, v.hardware, v.method, v.backend, v.threads, v.graphs ? ", decode as graphs" : "",
-      v.repeats, v.warmup_steps);
+      v.repeats, v.warmup_steps,
+      v.operators_timed ? "" : " · whole steps only (no operator timed)");
   Table t;
   for (const char* h : {"batch", "prompt", "gen"}) t.add_column(h);
   t.add_column("phase", Align::left);
@@ -151,8 +152,9 @@ std::string validation_table(const Validation& v, bool per_op) {
                fmt::format("{:.0f}% of {} at {} ({})", 100 * p.decode_bandwidth / p.level_bandwidth,
                            format_bandwidth(p.level_bandwidth),
                            format_bytes(static_cast<double>(p.working_set_bytes)), p.level),
-               format_flop_rate(p.prefill_gemm_flops),
-               fmt::format("{:.0f}%", 100 * p.prefill_gemm_flops / p.peak_flops)});
+               v.operators_timed ? format_flop_rate(p.prefill_gemm_flops) : "-",
+               v.operators_timed ? fmt::format("{:.0f}%", 100 * p.prefill_gemm_flops / p.peak_flops)
+                                 : "-"});
   }
   out +=
       "\nruntime efficiency (engine-counted bytes and FLOPs per measured second):\n" + e.render();
@@ -178,20 +180,21 @@ json validation_json(const Validation& v) {
     json pre = json::array(), dec = json::array();
     for (const auto& c : p.prefill_ops) pre.push_back(comparison_json(c));
     for (const auto& c : p.decode_ops) dec.push_back(comparison_json(c));
-    points.push_back(json{{"batch", p.batch},
-                          {"prompt", p.prompt},
-                          {"generate", p.generate},
-                          {"prefill", comparison_json(p.prefill)},
-                          {"decode", comparison_json(p.decode)},
-                          {"prefill_ops", pre},
-                          {"decode_ops", dec},
-                          {"efficiency",
-                           {{"decode_bandwidth", p.decode_bandwidth},
-                            {"level", p.level},
-                            {"level_bandwidth", p.level_bandwidth},
-                            {"working_set", p.working_set_bytes},
-                            {"prefill_gemm_flops", p.prefill_gemm_flops},
-                            {"peak_flops", p.peak_flops}}}});
+    points.push_back(json{
+        {"batch", p.batch},
+        {"prompt", p.prompt},
+        {"generate", p.generate},
+        {"prefill", comparison_json(p.prefill)},
+        {"decode", comparison_json(p.decode)},
+        {"prefill_ops", pre},
+        {"decode_ops", dec},
+        {"efficiency",
+         {{"decode_bandwidth", p.decode_bandwidth},
+          {"level", p.level},
+          {"level_bandwidth", p.level_bandwidth},
+          {"working_set", p.working_set_bytes},
+          {"prefill_gemm_flops", v.operators_timed ? json(p.prefill_gemm_flops) : json(nullptr)},
+          {"peak_flops", p.peak_flops}}}});
   }
   return json{
       {"model", v.model},
@@ -202,6 +205,7 @@ json validation_json(const Validation& v) {
       {"graphs", v.graphs},
       {"repeats", v.repeats},
       {"warmup_steps", v.warmup_steps},
+      {"operators_timed", v.operators_timed},
       {"points", points},
       {"machine_check", machine_check_json(v.machine_check)},
       {"summary",

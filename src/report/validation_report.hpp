@@ -33,11 +33,11 @@ struct ValidationPoint {
   // TPOT: the decode step after `warmup_steps` untimed ones, i.e. over contexts
   // prompt+warmup_steps .. prompt+generate-2 (predicted: the mean step; measured: the median)
   Comparison decode;
-  std::vector<Comparison> prefill_ops;
-  std::vector<Comparison> decode_ops;  // per step
+  std::vector<Comparison> prefill_ops;  // empty when the operators were not timed
+  std::vector<Comparison> decode_ops;   // per step
   // Runtime efficiency: decode bytes moved per measured second against the bandwidth of the
   // memory level the step runs from; prefill GEMM FLOPs per measured GEMM second against the
-  // fp32 peak.
+  // fp32 peak (0 when the operators were not timed).
   double decode_bandwidth = 0;
   double level_bandwidth = 0;  // the hardware's at the decode step's working set
   std::string level;           // the memory level that holds that working set (a name only)
@@ -66,6 +66,7 @@ struct Validation {
   bool graphs = false;  // decode steps replayed as captured graphs
   int repeats = 0;
   int64_t warmup_steps = 0;
+  bool operators_timed = true;  // false: whole steps only (validate --phases-only)
   std::vector<ValidationPoint> points;
   // Empty when the hardware file holds no probed GEMM points in the backend's format.
   std::vector<MachineCheck> machine_check;

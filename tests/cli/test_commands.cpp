@@ -699,6 +699,17 @@ TEST_CASE("probe --quick writes a hardware file that validate uses; --tolerance 
   CHECK(strict.err.find("tolerance") != std::string::npos);
   // Warm-up steps must leave a timed step.
   CHECK(run(base + " --warmup-steps 5").exit_code == 2);
+  // Whole steps only: no operators in the JSON; --per-op needs them.
+  const Run phases = run(base + " --phases-only --format json");
+  REQUIRE(phases.exit_code == 0);
+  const json pj = json::parse(phases.out);
+  CHECK(pj["operators_timed"] == false);
+  CHECK(pj["points"][0]["decode_ops"].empty());
+  CHECK(pj["points"][0]["decode"]["measured_s"].get<double>() > 0);
+  CHECK(run(base + " --phases-only --per-op").exit_code == 2);
+  const Run speculative = run(base + " --phases-only --speculative draft=self:layers=1,k=2");
+  CHECK(speculative.exit_code == 2);
+  CHECK(speculative.err.find("--phases-only") != std::string::npos);
   // Another thread count than the probe's is named; --strict-hardware refuses it, and a GPU
   // datasheet file, before anything runs.
   const Run threads = run(base + " --threads 3 --method roofline --format json");

@@ -87,6 +87,28 @@ TEST_CASE("validation harness: every point predicted and measured, every kernel 
   // A datasheet file has no probed GEMM points: the machine is not checked against it.
   CHECK(v.machine_check.empty());
   CHECK(streamspark::report::validation_json(v)["machine_check"].empty());
+  CHECK(v.operators_timed);
+  // Whole steps only: the phases measured, no operator compared (so none unmatched), no prefill
+  // GEMM rate; the table and JSON say so.
+  rt::ValidationPlan phases = plan;
+  phases.time_operators = false;
+  const auto w = rt::run_validation(*backend, micro(), some_cpu(), phases);
+  REQUIRE(w.points.size() == 2);
+  CHECK(!w.operators_timed);
+  CHECK(w.unmatched_ops.empty());
+  for (const auto& p : w.points) {
+    CHECK(*p.prefill.measured_s > 0);
+    CHECK(*p.decode.measured_s > 0);
+    CHECK(p.prefill_ops.empty());
+    CHECK(p.decode_ops.empty());
+    CHECK(p.decode_bandwidth > 0);
+  }
+  const auto wj = streamspark::report::validation_json(w);
+  CHECK(wj["operators_timed"] == false);
+  CHECK(wj["points"][0]["efficiency"]["prefill_gemm_flops"].is_null());
+  CHECK(streamspark::report::validation_json(v)["operators_timed"] == true);
+  CHECK(streamspark::report::validation_table(w, false).find("whole steps only") !=
+        std::string::npos);
   // A plan that times no decode step is refused.
   plan.warmup_steps = 5;
   CHECK_THROWS_AS(rt::run_validation(*backend, micro(), some_cpu(), plan), std::invalid_argument);

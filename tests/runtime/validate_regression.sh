@@ -13,11 +13,15 @@
 # anchor differed two to four times between passes a second apart. A prediction can be no
 # better than the machine is steady between the probe and the run, so:
 # - each point's repetitions (five, in rounds over the points) spread over the whole run;
-# - a model that misses gets a fresh probe and another run, up to three attempts (five made a
-#   noisy afternoon's CI run take 17 minutes, tiny-test passing at its fifth attempt in two
-#   variants with all but one miss judged unsteady), and each miss is judged by the probes on
-#   either side of it: when their predictions for the model's
-#   points differ by more than 10 %, the machine moved during the attempt (unsteady);
+#   whole steps only (--phases-only): the pass/fail rule reads the phases, and the
+#   per-operator rounds would double each run;
+# - the models run in rounds: the models that missed in a round get one fresh probe between
+#   them and run again, up to three attempts each (five made a noisy afternoon's CI run take
+#   17 minutes, tiny-test passing at its fifth attempt in two variants with all but one miss
+#   judged unsteady; a fresh probe per miss, not per round, cost one variant five probes of
+#   about 35 s when three models missed once), and each miss is judged by the probes on either
+#   side of its round: when their predictions for the model's points differ by more than 10 %,
+#   the machine moved during the attempt (unsteady);
 # - a model fails (exit 4) when no attempt passes and at least two misses were steady; when no
 #   attempt passes and fewer than two were steady, nothing can be concluded on this machine:
 #   the script says so for that model and, if no model failed, exits 77 (CTest: skipped).
@@ -49,21 +53,23 @@ EOF
 current="$dir/probe-0.yaml"
 probes=0
 probe "$current"
-failed=()
-unsteady=()
-for model in "${models[@]}"; do
-  passed=0
-  steady_misses=0
-  for attempt in 1 2 3; do
+# Rounds: every model against the current probe; the models that missed get one fresh probe
+# between them (it judges each of their misses and is the next round's calibration).
+declare -A steady_misses
+pending=("${models[@]}")
+missed=()
+for attempt in 1 2 3; do
+  missed=()
+  summaries=()
+  for model in "${pending[@]}"; do
     status=0
     "$bin" validate -m "$model" -H "$current" "${points[@]}" --warmup-steps 4 \
-      --method calibrated --threads 1 --repeats 5 --tolerance 25 -o "$dir/$model.txt" \
-      --json "$dir/$model.json" || status=$?
+      --method calibrated --threads 1 --repeats 5 --tolerance 25 --phases-only \
+      -o "$dir/$model.txt" --json "$dir/$model.json" || status=$?
     summary=$(grep '^summary' "$dir/$model.txt")
     if ((status == 0)); then
       echo "$model attempt $attempt: $summary"
-      passed=1
-      break
+      continue
     fi
     ((status != 4)) && exit "$status"
     # For the log: the machine's speed against the probe's on the probe's GEMM points that
@@ -76,26 +82,35 @@ if speeds:
     print(f"; the probe's GEMM points ran at {min(speeds):.2f}-{max(speeds):.2f}x its speed")
 EOF
     )
-    probes=$((probes + 1))
-    next="$dir/probe-$probes.yaml"
-    probe "$next"
+    missed+=("$model")
+    summaries+=("$summary")
+  done
+  ((${#missed[@]})) || break
+  probes=$((probes + 1))
+  next="$dir/probe-$probes.yaml"
+  probe "$next"
+  for i in "${!missed[@]}"; do
+    model="${missed[$i]}"
     drift=$(prediction_drift "$model" "$current" "$next")
     if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 10 else 1)" "$drift"; then
-      steady_misses=$((steady_misses + 1))
-      echo "$model attempt $attempt: $summary (missed; the probes on either side agree within" \
-        "$drift%: steady)"
+      steady_misses[$model]=$((${steady_misses[$model]:-0} + 1))
+      echo "$model attempt $attempt: ${summaries[$i]} (missed; the probes on either side agree" \
+        "within $drift%: steady)"
     else
-      echo "$model attempt $attempt: $summary (missed; the probes on either side differ by" \
-        "$drift%: the machine moved)"
+      echo "$model attempt $attempt: ${summaries[$i]} (missed; the probes on either side differ" \
+        "by $drift%: the machine moved)"
     fi
-    current="$next"
   done
-  if ((!passed)); then
-    if ((steady_misses >= 2)); then
-      failed+=("$model")
-    else
-      unsteady+=("$model")
-    fi
+  current="$next"
+  pending=("${missed[@]}")
+done
+failed=()
+unsteady=()
+for model in "${missed[@]}"; do
+  if ((${steady_misses[$model]:-0} >= 2)); then
+    failed+=("$model")
+  else
+    unsteady+=("$model")
   fi
 done
 if ((${#failed[@]})); then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A stand-in for the streamspark binary that validate_regression.sh drives, for testing the
 # script's decisions without timing anything. $FAKE_DIR holds its state; $FAKE_MISS names the
-# model whose validate misses (exit 4) every time; $FAKE_DRIFT=1 makes each new probe predict
+# models (space-separated) whose validate misses (exit 4) every time; $FAKE_DRIFT=1 makes each new probe predict
 # 50 % slower than the one before (a machine that moved), else every probe predicts the same.
 # Its validate writes --json with a fixed machine check.
 set -euo pipefail
@@ -28,7 +28,7 @@ case "$command" in
     # One probe GEMM point timed again: 10 % slower before the runs, 5 % after.
     [[ -n "$json" ]] && echo '{"machine_check": [{"start_speed": 0.9, "end_speed": 0.95}]}' > "$json"
     echo "$model" >> "$FAKE_DIR/validated"
-    [[ "$model" == "${FAKE_MISS:-}" ]] && exit 4
+    [[ " ${FAKE_MISS:-} " == *" $model "* ]] && exit 4
     exit 0
     ;;
   analyze)

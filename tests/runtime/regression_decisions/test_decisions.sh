@@ -2,7 +2,7 @@
 # validate_regression.sh's decisions with the machine faked (fake_streamspark.sh): every model
 # passing exits 0; a model missing three times beside steady probes fails (exit 4); one missing
 # only while each new probe predicted 50 % slower than the last is not judged (exit 77), after
-# one fresh probe per miss; the other models still run.
+# one fresh probe per round of misses; the other models still run.
 # Usage: test_decisions.sh SOURCE_DIR SCRATCH_DIR
 set -uo pipefail
 src="$1"
@@ -34,6 +34,13 @@ grep -q "at least twice on a steady machine: tiny-test" "$dir/out.txt" ||
 # A miss's line carries the machine's speed against the probe from validate's JSON.
 grep -q "tiny-test attempt 1: .*GEMM points ran at 0.90-0.95x its speed (missed" "$dir/out.txt" ||
   { echo "steady-miss: no machine check in the miss line" >&2; failures=$((failures + 1)); }
+# Two models missing: one fresh probe per round between them, not one per miss.
+dir=$(scenario two-steady-misses 4 "test-1mib tiny-test" 0)
+grep -q "at least twice on a steady machine: test-1mib tiny-test" "$dir/out.txt" ||
+  { echo "two-steady-misses: no failure line naming both" >&2; failures=$((failures + 1)); }
+[[ $(cat "$dir/state/probes") == 4 ]] || { echo "two-steady-misses: expected 4 probes" >&2; failures=$((failures + 1)); }
+[[ $(grep -c . "$dir/state/validated") == 9 ]] ||
+  { echo "two-steady-misses: expected 5 + 2 + 2 validate runs" >&2; failures=$((failures + 1)); }
 dir=$(scenario unsteady-miss 77 tiny-test 1)
 grep -q "not judged: tiny-test" "$dir/out.txt" ||
   { echo "unsteady-miss: no not-judged line" >&2; failures=$((failures + 1)); }
@@ -42,5 +49,5 @@ grep -q "the machine moved" "$dir/out.txt" ||
 # The models after the unjudged one still ran.
 grep -q "test-250mib" "$dir/state/validated" ||
   { echo "unsteady-miss: later models skipped" >&2; failures=$((failures + 1)); }
-((failures == 0)) && echo "validate_regression.sh decisions: 3 scenarios as expected"
+((failures == 0)) && echo "validate_regression.sh decisions: 4 scenarios as expected"
 exit $((failures > 0))

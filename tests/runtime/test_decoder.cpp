@@ -354,10 +354,18 @@ TEST_CASE("linear matches a naive product for every row count and odd sizes") {
   // Rows 1..20 cover the single-row, streaming (<= 16 rows, in groups of 4, 2 and 1) and
   // blocked paths; the streaming kernel steps k by 32, then 8, then 1: k = 37 leaves 32 + 5,
   // k = 44 32 + 8 + 4, k = 688 (tiny-test's MLP) 21 x 32 + 2 x 8; n = 13 a tail past the
-  // feature chunks; n = 1000 splits the features over both threads.
+  // feature chunks; n = 1000 splits the features over both threads. From k = 1024 it reads
+  // four weight rows at a time in steps of 8: k = 1027 leaves 3, n = 23 five fours and 3 rows
+  // for the one-row kernel; n = 130 splits over both threads.
   auto backend = rt::make_cpu_backend(2);
-  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
-           {13, 37}, {7, 44}, {24, 688}, {64, 256}, {300, 64}, {1000, 64}}) {
+  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{13, 37},
+                                                                     {7, 44},
+                                                                     {24, 688},
+                                                                     {64, 256},
+                                                                     {300, 64},
+                                                                     {1000, 64},
+                                                                     {23, 1027},
+                                                                     {130, 1024}}) {
     for (int64_t m = 1; m <= 20; ++m) {
       std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)),
           y(static_cast<size_t>(m * n));

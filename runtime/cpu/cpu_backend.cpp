@@ -127,9 +127,8 @@ void skinny_rows_by_four(const float* x, const float* w, int64_t k, int64_t j0, 
   if (j < j1) skinny_rows<R>(x, w, k, j, j1, n, y);
 }
 
-// y[:, j0:j1] = x W[j0:j1]^T for m <= kSkinnyRows rows. Features outermost in chunks small
-// enough for L2, so a chunk of weight rows is read from memory once and the row groups after
-// the first find it in cache.
+// One group of R input rows: four weight rows at a time from kInterleaveRowsFrom on, else
+// each weight row whole.
 template <int R>
 void skinny_group(const float* x, const float* w, int64_t k, int64_t j0, int64_t j1, int64_t n,
                   float* y) {
@@ -139,6 +138,9 @@ void skinny_group(const float* x, const float* w, int64_t k, int64_t j0, int64_t
     skinny_rows<R>(x, w, k, j0, j1, n, y);
   }
 }
+// y[:, j0:j1] = x W[j0:j1]^T for m <= kSkinnyRows rows. Features outermost in chunks small
+// enough for L2, so a chunk of weight rows is read from memory once and the row groups after
+// the first find it in cache.
 void skinny_linear(const float* x, const float* w, int64_t m, int64_t k, int64_t j0, int64_t j1,
                    int64_t n, float* y) {
   const int64_t chunk = std::max<int64_t>(8, (int64_t{128} << 10) / (4 * k) / 8 * 8);

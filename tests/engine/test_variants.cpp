@@ -434,7 +434,8 @@ TEST_CASE("activation storage: W8A8 keeps activations in bf16 while products run
   // A bf16 lm head beside fp8 products runs at the bf16 peak too.
   Precision head = fp8;
   head.embedding = DType::bf16;
-  const Op& lm = find_op(step_ops(m, step, head), "lm_head");
+  const auto head_ops = step_ops(m, step, head);  // find_op's reference points into it
+  const Op& lm = find_op(head_ops, "lm_head");
   CHECK(lm.outlier_flops == lm.flops);
 }
 

@@ -91,9 +91,9 @@ void skinny_rows(const float* x, const float* w, int64_t k, int64_t j0, int64_t 
 // accumulators), the features left over by skinny_rows. For long rows: a single stream does
 // not keep enough reads in flight once the R-row arithmetic slows the loop below memory's pace.
 // On a 2-vCPU EPYC guest (one thread, n = 1024-2048, standalone runs of both kernels side by
-// side), R = 4 read 10-13 GB/s of weights this way against 7-8 GB/s whole-row at k = 1024-8192
+// side), R = 4 read 9-13 GB/s of weights this way against 7-8 GB/s whole-row at k = 1024-8192
 // beyond the L3 and 13-22 against 10-17 at 16 MiB; R = 16 (four groups) 4.7-4.8 against
-// 3.0-3.4; at k = 256-512 it was the slower one (6-9 against 12-14 GB/s at 16 MiB, the rows
+// 3.0-3.6; at k = 256-512 it was the slower one (6-9 against 12-14 GB/s at 16 MiB, the rows
 // too short to stream), so it starts at kInterleaveRowsFrom. Compiled for AVX2 alone (16
 // registers: some accumulators spill) the gains were the same.
 constexpr int64_t kInterleaveRowsFrom = 1024;

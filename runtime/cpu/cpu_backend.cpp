@@ -45,6 +45,11 @@ inline Float8 load8(const float* p) {
   return v;
 }
 
+// The eight lanes summed in pairs (lanes l and l + 4 first): the streaming kernels' reduction.
+inline float pairwise_sum8(Float8 a) {
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
 // y[r, j] = dot(x[r, :], w[j, :]) for rows [0, R) of x and features [j0, j1): one weight row
 // at a time, read whole and in order (k in steps of 32 floats, four eight-lane accumulators
 // per input row), so the weights stream front to back as a matrix-vector product's do, with a
@@ -79,8 +84,7 @@ void skinny_rows(const float* x, const float* w, int64_t k, int64_t j0, int64_t 
       for (int r = 0; r < R; ++r) acc[r][0] += load8(x + r * k + kk) * wv;
     }
     for (int r = 0; r < R; ++r) {
-      const Float8 a = (acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3]);
-      float s = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+      float s = pairwise_sum8((acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3]));
       for (int64_t t = kk; t < k; ++t) s += x[r * k + t] * wr[t];
       y[r * n + j] = s;
     }
@@ -117,8 +121,7 @@ void skinny_rows_by_four(const float* x, const float* w, int64_t k, int64_t j0, 
     }
     for (int r = 0; r < R; ++r) {
       for (int q = 0; q < J; ++q) {
-        const Float8 a = acc[r][q];
-        float s = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+        float s = pairwise_sum8(acc[r][q]);
         for (int64_t t = kk; t < k; ++t) s += x[r * k + t] * wr[q][t];
         y[r * n + j + q] = s;
       }

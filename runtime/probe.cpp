@@ -75,7 +75,7 @@ int64_t meminfo(const std::string& key) {
 double timing_window_s(bool quick) {
   return quick ? 0.002 : 0.02;
 }
-int anchor_passes(bool quick) {
+int default_anchor_passes(bool quick) {
   return quick ? 5 : 3;
 }
 
@@ -282,8 +282,7 @@ struct Probe {
     return engine::Precision::uniform(*d);
   }
   int anchor_passes() const {
-    return options.anchor_passes > 0 ? options.anchor_passes
-                                     : streamspark::runtime::anchor_passes(options.quick);
+    return options.anchor_passes > 0 ? options.anchor_passes : default_anchor_passes(options.quick);
   }
   // options.warm_up_s where the measured bandwidth curve says a cache holds `working_set`
   // (10 % above the curve's end, main memory) or where there is no curve yet; else 0.
@@ -1134,7 +1133,7 @@ std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware&
   for (const auto& [key, value] : hardware.provenance)
     quick = quick || (key == "mode" && value == "quick");
   const double min_time = timing_window_s(quick);
-  const int passes = anchor_passes(quick);
+  const int passes = default_anchor_passes(quick);
   const std::vector<std::array<double, 2>> curve =
       hardware.probe ? hardware.probe->bandwidth : std::vector<std::array<double, 2>>{};
   const int64_t e = backend.element_bytes();

@@ -57,7 +57,6 @@ probe "$current"
 # between them (it judges each of their misses and is the next round's calibration).
 declare -A steady_misses
 pending=("${models[@]}")
-missed=()
 for attempt in 1 2 3; do
   missed=()
   summaries=()

@@ -75,4 +75,10 @@ engine::Precision backend_precision(const Backend& backend) {
   return engine::Precision::uniform(*d);
 }
 
+engine::CostingConfig backend_costing(const Backend& backend) {
+  engine::CostingConfig c;
+  c.precision = backend_precision(backend);
+  return c;
+}
+
 }  // namespace streamspark::runtime

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/ops.hpp"
 #include "engine/quantization.hpp"
 #include "runtime/backend.hpp"
 
@@ -55,5 +56,8 @@ std::unique_ptr<Backend> create_backend(const BackendRequest& request, int threa
 // The engine's precision for what a backend stores (fp32, bf16 or fp16 throughout), so that
 // predictions cost the formats the runtime runs.
 engine::Precision backend_precision(const Backend& backend);
+// An operator inventory's settings at the backend's precision, every other setting default
+// (one device, no parallel layout).
+engine::CostingConfig backend_costing(const Backend& backend);
 
 }  // namespace streamspark::runtime

@@ -143,7 +143,7 @@ std::optional<double> OpTimer::seconds(engine::OpId id) const {
 Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
                  int64_t max_batch, int64_t max_context)
     : backend_(backend),
-      inventory_(model, {backend_precision(backend), engine::MlaForm::automatic}),
+      inventory_(model, backend_costing(backend)),
       max_batch_(max_batch),
       max_context_(max_context),
       block_size_((max_context + 7) / 8 * 8),
@@ -155,7 +155,7 @@ Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeig
 Decoder::Decoder(Backend& backend, const engine::Model& model, const DecoderWeights& weights,
                  PagedKvConfig paged, int64_t max_context)
     : backend_(backend),
-      inventory_(model, {backend_precision(backend), engine::MlaForm::automatic}),
+      inventory_(model, backend_costing(backend)),
       max_batch_(0),
       max_context_(max_context),
       paged_(true),

@@ -17,7 +17,7 @@ MeasuredRun measure_run(Backend& backend, const engine::Model& model, const RunP
     throw std::invalid_argument("--temperature must be >= 0 and --top-p in (0, 1]");
   }
   check_supported(model);
-  const engine::OpInventory inventory(model, {backend_precision(backend), {}});
+  const engine::OpInventory inventory(model, backend_costing(backend));
   check_fits_in_memory(inventory, {p.batch, p.prompt, p.generate}, backend);
   // The host weights are a temporary: freed once the decoder has uploaded them.
   Decoder decoder(backend, model, random_weights(model, p.seed), p.batch, p.prompt + p.generate);

@@ -55,9 +55,9 @@ report::SpeculativeMeasurement measure_speculative(Backend& backend, const engin
   }
   // Room for prompt + generate + k positions: a pass writes k past the last kept token.
   const int64_t context = p.prompt + p.generate + p.k;
-  const engine::Precision precision = backend_precision(backend);
-  const engine::OpInventory target_inventory(target, {precision, {}});
-  const engine::OpInventory draft_inventory(draft, {precision, {}});
+  const engine::CostingConfig costing = backend_costing(backend);
+  const engine::OpInventory target_inventory(target, costing);
+  const engine::OpInventory draft_inventory(draft, costing);
   check_fits_in_memory(target_inventory, {p.batch, p.prompt, p.generate + p.k}, backend);
   check_fits_in_memory(draft_inventory, {p.batch, p.prompt, p.generate + p.k}, backend);
   std::unique_ptr<Decoder> target_decoder, draft_decoder;

@@ -36,7 +36,10 @@ std::vector<PredictedKernel> predicted_kernels(const std::vector<engine::OpRow>&
   for (const engine::KernelSpan& k : engine::kernel_spans(ops)) {
     PredictedKernel p{ops[k.first].id, std::string(ops[k.first].name()), 0};
     for (size_t i = k.first; i < k.first + k.count; ++i) {
-      if (i > k.first) p.label += "+" + std::string(ops[i].name());
+      if (i > k.first) {
+        p.label += '+';
+        p.label += ops[i].name();
+      }
       p.seconds += rows[i].cost.time_s * static_cast<double>(rows[i].op.repeat) / divide;
     }
     out.push_back(std::move(p));
@@ -58,9 +61,10 @@ std::optional<double> measured(const std::vector<OpTimer>& timers, engine::OpId 
 
 // Predicted kernels against the timers: one comparison per predicted kernel, then one per
 // timed operator that no predicted kernel names.
-std::vector<report::Comparison> compare_kernels(const std::vector<PredictedKernel>& kernels,
-                                                const std::vector<OpTimer>& timers, double divide) {
-  std::vector<report::Comparison> out;
+std::vector<report::TimeComparison> compare_kernels(const std::vector<PredictedKernel>& kernels,
+                                                    const std::vector<OpTimer>& timers,
+                                                    double divide) {
+  std::vector<report::TimeComparison> out;
   for (const PredictedKernel& k : kernels) {
     out.push_back({k.label, k.seconds, measured(timers, k.id, divide)});
   }
@@ -69,8 +73,8 @@ std::vector<report::Comparison> compare_kernels(const std::vector<PredictedKerne
       const bool predicted = std::any_of(kernels.begin(), kernels.end(),
                                          [&](const PredictedKernel& k) { return k.id == id; });
       const std::string name(engine::op_name(id));
-      const bool listed = std::any_of(out.begin(), out.end(),
-                                      [&](const report::Comparison& c) { return c.name == name; });
+      const bool listed = std::any_of(
+          out.begin(), out.end(), [&](const report::TimeComparison& c) { return c.name == name; });
       if (!predicted && !listed) out.push_back({name, std::nullopt, s / divide});
     }
   }

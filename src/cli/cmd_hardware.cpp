@@ -10,13 +10,13 @@
 namespace streamspark::cli {
 
 namespace {
-struct ListOptions {
+struct HardwareListOptions {
   std::string format = "table";
 };
 }  // namespace
 
 Command add_hardware_command(CLI::App& root, const AppContext& ctx) {
-  auto o = std::make_shared<ListOptions>();
+  auto o = std::make_shared<HardwareListOptions>();
   CLI::App* app = root.add_subcommand("hardware", "List the devices in hardware/");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   return Command{app, [o, ctx] {

@@ -11,7 +11,7 @@
 namespace streamspark::cli {
 
 namespace {
-struct ImportOptions {
+struct HfImportOptions {
   std::string config;
   std::string name;
   std::string max_context;
@@ -20,7 +20,7 @@ struct ImportOptions {
 }  // namespace
 
 Command add_import_command(CLI::App& root, const AppContext&) {
-  auto o = std::make_shared<ImportOptions>();
+  auto o = std::make_shared<HfImportOptions>();
   CLI::App* app = root.add_subcommand(
       "import",
       "Turn a Hugging Face config.json into a model YAML (llama, mistral, mixtral, "

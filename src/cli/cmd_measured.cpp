@@ -252,7 +252,7 @@ int run_fit(const FitOptions& o, const AppContext& ctx) {
   return kExitOk;
 }
 
-struct ImportOptions {
+struct BenchmarkImportOptions {
   std::string from;
   std::string file;
   spec::MeasurementRow defaults;
@@ -261,7 +261,7 @@ struct ImportOptions {
   std::string output = "-";
 };
 
-int run_import_benchmark(ImportOptions o, const AppContext& ctx) {
+int run_import_benchmark(BenchmarkImportOptions o, const AppContext& ctx) {
   spec::BenchmarkFormat format;
   if (o.from == "vllm") {
     format = spec::BenchmarkFormat::vllm;
@@ -318,7 +318,7 @@ Command add_fit_command(CLI::App& root, const AppContext& ctx) {
 }
 
 Command add_import_benchmark_command(CLI::App& root, const AppContext& ctx) {
-  auto o = std::make_shared<ImportOptions>();
+  auto o = std::make_shared<BenchmarkImportOptions>();
   CLI::App* app = root.add_subcommand(
       "import-benchmark",
       "Convert a vLLM or SGLang serving-benchmark result file into measurement rows (CSV)");

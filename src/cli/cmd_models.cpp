@@ -10,13 +10,13 @@
 namespace streamspark::cli {
 
 namespace {
-struct ListOptions {
+struct ModelListOptions {
   std::string format = "table";
 };
 }  // namespace
 
 Command add_models_command(CLI::App& root, const AppContext& ctx) {
-  auto o = std::make_shared<ListOptions>();
+  auto o = std::make_shared<ModelListOptions>();
   CLI::App* app = root.add_subcommand("models", "List the models in model_zoo/");
   app->add_option("--format,-f", o->format, "table or json")->capture_default_str();
   return Command{app, [o, ctx] {

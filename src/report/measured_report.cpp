@@ -15,10 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string percent(double e) {
-  return fmt::format("{:+.1f}%", 100.0 * e);
-}
-
 std::string abs_percent(double e) {
   return fmt::format("{:.1f}%", 100.0 * e);
 }
@@ -111,11 +107,12 @@ std::string measured_validation_table(const MeasuredValidation& v) {
       t.add_row({r.where, r.model_name, r.hardware_name, layout_text(r.layout), mode_text(r),
                  std::to_string(r.input_len), std::to_string(r.output_len), c.metric,
                  show_metric(c.metric, c.predicted), show_metric(c.metric, c.measured),
-                 percent(c.error())});
+                 format_signed_percent(c.error())});
     }
   }
   out += t.render();
-  out += "\n" + summary_text(v.summary);
+  out += '\n';
+  out += summary_text(v.summary);
   out +=
       "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
       "TTFT of the batch, TPOT the mean decode step; serving runs: the simulator's medians.\n";

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "report/analysis_report.hpp"
+#include "report/serving_report.hpp"
 #include "report/svg.hpp"
 #include "report/table.hpp"
 #include "report/units.hpp"
@@ -32,13 +33,19 @@ const engine::PlanResult& res_of(const PlanReport& r) {
 
 std::string join_ints(const std::vector<int64_t>& v) {
   std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  for (int64_t x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
   return s;
 }
 
 std::string switches(const std::vector<bool>& v) {
   std::string s;
-  for (bool x : v) s += (s.empty() ? "" : ",") + std::string(x ? "on" : "off");
+  for (bool x : v) {
+    if (!s.empty()) s += ',';
+    s += x ? "on" : "off";
+  }
   return s;
 }
 
@@ -46,7 +53,7 @@ std::string money(double usd) {
   return fmt::format("{:.2f}", usd);
 }
 
-std::string percent(double fraction) {
+std::string whole_percent(double fraction) {
   return fmt::format("{:.0f}%", 100 * fraction);
 }
 
@@ -158,10 +165,6 @@ std::string labels_text(const std::vector<std::string>& labels, size_t shown) {
   for (size_t i = 0; i < labels.size() && i < shown; ++i) s += (i ? ", " : "") + labels[i];
   if (labels.size() > shown) s += fmt::format(" and {} more", labels.size() - shown);
   return s;
-}
-
-json percentiles_json(const engine::Percentiles& p) {
-  return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
 }
 
 json latency_json(const engine::ServingMetrics& m) {
@@ -308,7 +311,7 @@ Rows ranked_rows(const PlanReport& r) {
     row.push_back(format_time(c.at_target.ttft_s.p90));
     row.push_back(format_time(c.at_target.tpot_s.p90));
     row.push_back(format_time(c.at_target.e2e_s.p90));
-    row.push_back(in.goal == PlanGoal::max_rate ? "-" : percent(c.headroom));
+    row.push_back(in.goal == PlanGoal::max_rate ? "-" : whole_percent(c.headroom));
     t.cells.push_back(std::move(row));
   }
   return t;
@@ -565,7 +568,8 @@ std::string plan_csv(const PlanReport& r) {
       const engine::ServingMetrics& m = c.at_target;
       for (double v : {c.served_rate, m.ttft_s.p90, m.tpot_s.p90, m.e2e_s.p90, m.ttft_s.p99,
                        m.tpot_s.p99, c.headroom}) {
-        row += "," + g(v);
+        row += ',';
+        row += g(v);
       }
     } else {
       row += ",,,,,,,,,,,,";

@@ -19,11 +19,7 @@ using engine::Percentiles;
 using engine::ServingMetrics;
 using nlohmann::json;
 
-json percentiles_json(const Percentiles& p) {
-  return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
-}
-
-std::string percent(double fraction) {
+std::string percent_3_significant(double fraction) {
   return significant(100 * fraction, 3) + "%";
 }
 
@@ -84,8 +80,8 @@ std::string speculative_line(const SpeculativeServing& sp, const engine::Specula
       describe_speculative(sp.config, sp.draft), c.passes,
       significant(ratio(c.accepted, c.passes), 3),
       significant(engine::expected_tokens_per_pass(sp.config.acceptance, sp.config.k) - 1, 3),
-      percent(ratio(c.accepted, c.examined)), significant(ratio(c.emitted, c.passes), 3),
-      significant(ratio(c.wasted, c.passes), 3));
+      percent_3_significant(ratio(c.accepted, c.examined)),
+      significant(ratio(c.emitted, c.passes), 3), significant(ratio(c.wasted, c.passes), 3));
   out += fmt::format("draft per GPU: {} of weights, {} of KV per token{}\n",
                      format_bytes(static_cast<double>(sp.draft_weight_bytes)),
                      format_bytes(static_cast<double>(sp.draft_kv_bytes_per_token)),
@@ -119,6 +115,10 @@ json speculative_serving_json(const SpeculativeServing& sp, const engine::Specul
 
 }  // namespace
 
+nlohmann::json percentiles_json(const engine::Percentiles& p) {
+  return nlohmann::json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
+}
+
 std::string serving_table(const ServingRun& r) {
   const ServingMetrics& m = r.metrics;
   std::string out = fmt::format("{} on {}{} · {}\n{}\nworkload: {}\n\n", r.model, r.hardware,
@@ -139,17 +139,18 @@ std::string serving_table(const ServingRun& r) {
                      significant(m.request_rate), m.iterations);
   if (r.slo_ttft_s > 0 || r.slo_tpot_s > 0) {
     out += fmt::format("goodput {} requests/s ({} of requests meet TTFT <= {}, TPOT <= {})\n",
-                       significant(m.goodput), percent(m.slo_attainment),
+                       significant(m.goodput), percent_3_significant(m.slo_attainment),
                        r.slo_ttft_s > 0 ? format_time(r.slo_ttft_s) : "any",
                        r.slo_tpot_s > 0 ? format_time(r.slo_tpot_s) : "any");
   }
   out += fmt::format(
       "KV cache: {} allocated on average (peak {}), {} of the allocation holds no token",
-      percent(m.kv_allocated_fraction), percent(m.kv_peak_allocated_fraction),
-      percent(m.kv_waste_fraction));
+      percent_3_significant(m.kv_allocated_fraction),
+      percent_3_significant(m.kv_peak_allocated_fraction),
+      percent_3_significant(m.kv_waste_fraction));
   if (r.scheduler.kv == engine::KvLayout::paged) {
-    out += fmt::format(" · sharing saves {} · {} copy-on-writes", percent(m.kv_shared_fraction),
-                       m.copy_on_writes);
+    out += fmt::format(" · sharing saves {} · {} copy-on-writes",
+                       percent_3_significant(m.kv_shared_fraction), m.copy_on_writes);
   }
   out += fmt::format(" · {} preemptions\n", m.preemptions);
   if (r.speculative) out += speculative_line(*r.speculative, m.speculative);

@@ -40,6 +40,8 @@ struct ServingRun {
 
 std::string serving_table(const ServingRun& run);
 nlohmann::json serving_json(const ServingRun& run);
+// {"p50", "p90", "p99", "mean"} of one latency metric, in seconds.
+nlohmann::json percentiles_json(const engine::Percentiles& p);
 // id, arrival_s, prompt_tokens, output_tokens, shared_prefix_tokens, first_token_s, finish_s,
 // ttft_s, tpot_s, e2e_s, preemptions.
 std::string requests_csv(const std::vector<engine::RequestOutcome>& outcomes);

@@ -14,7 +14,10 @@ namespace streamspark::report {
 namespace {
 std::string acceptance_text(const std::vector<double>& a) {
   std::string s;
-  for (const double x : a) s += (s.empty() ? "" : ":") + significant(x, 3);
+  for (const double x : a) {
+    if (!s.empty()) s += ':';
+    s += significant(x, 3);
+  }
   return s;
 }
 
@@ -22,9 +25,6 @@ std::string times(double x) {
   return significant(x, 3) + "×";
 }
 
-std::string percent(double x) {
-  return fmt::format("{:+.1f}%", 100 * x);
-}
 }  // namespace
 
 std::string describe_speculative(const engine::SpeculativeConfig& c, const std::string& draft) {
@@ -79,7 +79,8 @@ std::string speculative_table(const std::string& draft, const engine::Speculativ
                format_time(r.decode_s), format_time(r.plain_decode_s), times(r.decode_speedup),
                format_time(r.ttft_s), format_time(r.e2e_s)});
   }
-  out += "\n" + d.render();
+  out += '\n';
+  out += d.render();
   out +=
       "\npasses: expected passes until every sequence of the batch has its gen-1 tokens after "
       "the first (the slowest decides, in lockstep). TTFT adds the draft's prefill.\n";
@@ -164,7 +165,8 @@ std::string speculative_run_table(const SpeculativeMeasurement& m) {
   t.add_row({"speculative", format_time(m.speculative_ttft_s), format_time(m.speculative_decode_s),
              format_time(m.speculative_decode_s / tokens), format_time(m.pass_s),
              format_time(m.draft_s_per_pass), format_time(m.verify_s_per_pass)});
-  out += "\n" + t.render();
+  out += '\n';
+  out += t.render();
   out +=
       fmt::format("\nspeed-up over plain decoding {} (decode of the {} tokens after the first)\n",
                   times(m.speedup), m.generate - 1);
@@ -252,7 +254,7 @@ std::string speculative_validation_table(const SpeculativeValidation& v) {
                significant(r.at_k.tokens_per_pass, 3), significant(m.tokens_per_pass, 3),
                format_time(r.at_k.pass_s), format_time(m.pass_s), format_time(r.at_k.plain_step_s),
                format_time(m.plain_step_s), times(r.decode_speedup), times(m.speedup),
-               percent(p.error)});
+               format_signed_percent(p.error)});
   }
   out += t.render();
   out += fmt::format(

@@ -99,7 +99,9 @@ void Svg::text(double x, double y, std::string_view text, double size, std::stri
   if (rotate != 0) {
     body_ += fmt::format(R"svg( transform="rotate({} {} {})")svg", num(rotate), num(x), num(y));
   }
-  body_ += ">" + xml_escape(text) + "</text>\n";
+  body_ += '>';
+  body_ += xml_escape(text);
+  body_ += "</text>\n";
 }
 
 void Svg::begin_group(std::string_view css_class) {

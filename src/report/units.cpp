@@ -57,6 +57,10 @@ std::string format_count(double count) {
   return significant(v) + kSuffixes[k];
 }
 
+std::string format_signed_percent(double fraction) {
+  return fmt::format("{:+.1f}%", 100.0 * fraction);
+}
+
 std::string format_time(double seconds) {
   const double a = std::fabs(seconds);
   if (a == 0) return "0 s";

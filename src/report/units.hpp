@@ -14,5 +14,7 @@ std::string format_flops(double flops);        // "13.31 TFLOP"
 std::string format_flop_rate(double flop_s);   // "989 TFLOP/s"
 std::string format_bandwidth(double bytes_s);  // "3.35 TB/s"
 std::string format_count(double count);        // "13.02 B", "819.2 k"
+// A relative error or change, one decimal, sign always shown: 0.123 -> "+12.3%".
+std::string format_signed_percent(double fraction);
 
 }  // namespace streamspark::report

@@ -14,11 +14,7 @@ namespace streamspark::report {
 using nlohmann::json;
 
 namespace {
-std::string percent(double e) {
-  return fmt::format("{:+.1f}%", 100.0 * e);
-}
-
-json comparison_json(const Comparison& c) {
+json comparison_json(const TimeComparison& c) {
   json j{{"name", c.name}};
   if (c.predicted_s) j["predicted_s"] = *c.predicted_s;
   if (c.measured_s) j["measured_s"] = *c.measured_s;
@@ -34,12 +30,12 @@ std::string show_time(const std::optional<double>& t) {
   return t ? format_time(*t) : "-";
 }
 
-std::string show_error(const Comparison& c) {
-  if (c.matched()) return percent(c.error());
+std::string show_error(const TimeComparison& c) {
+  if (c.matched()) return format_signed_percent(c.error());
   return c.measured_s ? "not predicted" : "not measured";
 }
 
-void add_row(Table& t, const std::string& label, const Comparison& c) {
+void add_row(Table& t, const std::string& label, const TimeComparison& c) {
   t.add_row({label, show_time(c.predicted_s), show_time(c.measured_s), show_error(c)});
 }
 }  // namespace
@@ -52,7 +48,7 @@ void Validation::summarize() {
     d.push_back(point.decode.error());
     for (const auto& [phase, ops] :
          {std::pair{"prefill", &point.prefill_ops}, std::pair{"decode", &point.decode_ops}}) {
-      for (const Comparison& c : *ops) {
+      for (const TimeComparison& c : *ops) {
         if (c.matched()) continue;
         const std::string line = std::string(phase) + " " + c.name + ": " + show_error(c);
         if (std::find(unmatched_ops.begin(), unmatched_ops.end(), line) == unmatched_ops.end()) {
@@ -125,7 +121,7 @@ std::string validation_table(const Validation& v, bool per_op) {
   t.add_column("phase", Align::left);
   for (const char* h : {"predicted", "measured", "error"}) t.add_column(h);
   for (const auto& p : v.points) {
-    for (const Comparison* c : {&p.prefill, &p.decode}) {
+    for (const TimeComparison* c : {&p.prefill, &p.decode}) {
       t.add_row({std::to_string(p.batch), std::to_string(p.prompt), std::to_string(p.generate),
                  c == &p.prefill ? "prefill (TTFT)" : "decode (TPOT)", show_time(c->predicted_s),
                  show_time(c->measured_s), show_error(*c)});

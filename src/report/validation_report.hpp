@@ -16,7 +16,7 @@ namespace streamspark::report {
 // One predicted time against one measured time. An operator can lack either side (the
 // engine predicts an op the runtime did not time, or the reverse): that is an error of the
 // validation, reported as such, never as a 0 % error.
-struct Comparison {
+struct TimeComparison {
   std::string name;  // phase ("prefill", "decode") or operator
   std::optional<double> predicted_s;
   std::optional<double> measured_s;
@@ -29,12 +29,12 @@ struct ValidationPoint {
   int64_t batch = 0;
   int64_t prompt = 0;
   int64_t generate = 0;
-  Comparison prefill;  // TTFT
+  TimeComparison prefill;  // TTFT
   // TPOT: the decode step after `warmup_steps` untimed ones, i.e. over contexts
   // prompt+warmup_steps .. prompt+generate-2 (predicted: the mean step; measured: the median)
-  Comparison decode;
-  std::vector<Comparison> prefill_ops;  // empty when the operators were not timed
-  std::vector<Comparison> decode_ops;   // per step
+  TimeComparison decode;
+  std::vector<TimeComparison> prefill_ops;  // empty when the operators were not timed
+  std::vector<TimeComparison> decode_ops;   // per step
   // Runtime efficiency: decode bytes moved per measured second against the bandwidth of the
   // memory level the step runs from; prefill GEMM FLOPs per measured GEMM second against the
   // fp32 peak (0 when the operators were not timed).

@@ -19,41 +19,37 @@ namespace streamspark::spec {
 
 namespace {
 
-constexpr const char* kColumns[] = {"model",
-                                    "hardware",
-                                    "dtype",
-                                    "kv_cache",
-                                    "embedding",
-                                    "attention_weights",
-                                    "activation_storage",
-                                    "memory_fraction",
-                                    "max_batched_tokens",
-                                    "tp",
-                                    "pp",
-                                    "mode",
-                                    "batch",
-                                    "requests",
-                                    "request_rate",
-                                    "input_len",
-                                    "output_len",
-                                    "ttft_ms",
-                                    "tpot_ms",
-                                    "itl_ms",
-                                    "e2e_ms",
-                                    "output_tok_s",
-                                    "stat",
-                                    "stack",
-                                    "stack_version",
-                                    "source",
-                                    "notes"};
+constexpr const char* kMeasurementColumns[] = {"model",
+                                               "hardware",
+                                               "dtype",
+                                               "kv_cache",
+                                               "embedding",
+                                               "attention_weights",
+                                               "activation_storage",
+                                               "memory_fraction",
+                                               "max_batched_tokens",
+                                               "tp",
+                                               "pp",
+                                               "mode",
+                                               "batch",
+                                               "requests",
+                                               "request_rate",
+                                               "input_len",
+                                               "output_len",
+                                               "ttft_ms",
+                                               "tpot_ms",
+                                               "itl_ms",
+                                               "e2e_ms",
+                                               "output_tok_s",
+                                               "stat",
+                                               "stack",
+                                               "stack_version",
+                                               "source",
+                                               "notes"};
 
 bool known_column(const std::string& c) {
-  return std::find(std::begin(kColumns), std::end(kColumns), c) != std::end(kColumns);
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return std::find(std::begin(kMeasurementColumns), std::end(kMeasurementColumns), c) !=
+         std::end(kMeasurementColumns);
 }
 
 // One CSV record's fields (RFC 4180: a quoted field may hold commas and doubled quotes), with
@@ -100,7 +96,7 @@ bool csv_fields(const std::string& line, std::vector<std::string>& fields,
 }
 
 // Checks one run's fields; problems go to `diags` with the field's column.
-struct RowReader {
+struct MeasurementRowReader {
   const std::string& path;
   std::vector<Diagnostic>& diags;
   int line;
@@ -242,8 +238,8 @@ nlohmann::json load_json_file(const std::string& path) {
 std::vector<MeasurementRow> load_measurements(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw SpecError({{path, 0, 0, "", "cannot read the file"}});
-  const bool csv = ends_with(path, ".csv");
-  if (!csv && !ends_with(path, ".jsonl")) {
+  const bool csv = path.ends_with(".csv");
+  if (!csv && !path.ends_with(".jsonl")) {
     throw SpecError({{path, 0, 0, "", "a measurement file is a .csv or .jsonl file"}});
   }
   std::vector<Diagnostic> diags;
@@ -297,7 +293,7 @@ std::vector<MeasurementRow> load_measurements(const std::string& path) {
         fields[key] = {value.is_string() ? value.get<std::string>() : value.dump(), 0};
       }
     }
-    RowReader{path, diags, number, fields}.read(out);
+    MeasurementRowReader{path, diags, number, fields}.read(out);
     if (diags.size() > 50) break;
   }
   if (diags.empty() && out.empty()) diags.push_back({path, 0, 0, "", "no measurements"});

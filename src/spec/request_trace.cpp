@@ -19,13 +19,8 @@ namespace streamspark::spec {
 
 namespace {
 
-constexpr const char* kColumns[] = {"arrival_s", "prompt_tokens", "output_tokens",
-                                    "shared_prefix_tokens"};
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+constexpr const char* kTraceColumns[] = {"arrival_s", "prompt_tokens", "output_tokens",
+                                         "shared_prefix_tokens"};
 
 std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t\r");
@@ -43,7 +38,7 @@ std::vector<std::string> split_csv(const std::string& line) {
 }
 
 // Checks and stores one request's fields; problems go to `diags`.
-struct RowReader {
+struct TraceRowReader {
   const std::string& path;
   std::vector<Diagnostic>& diags;
   int line;
@@ -106,8 +101,8 @@ struct RowReader {
 std::vector<engine::Request> load_request_trace(const std::string& path) {
   // Limited to kMaxTraceFileBytes (256 MiB), refused before it is read.
   std::istringstream in(read_input_file(path, kMaxTraceFileBytes, "request traces"));
-  const bool csv = ends_with(path, ".csv");
-  if (!csv && !ends_with(path, ".jsonl")) {
+  const bool csv = path.ends_with(".csv");
+  if (!csv && !path.ends_with(".jsonl")) {
     throw SpecError({{path, 0, 0, "", "a trace is a .csv or .jsonl file"}});
   }
   std::vector<Diagnostic> diags;
@@ -124,7 +119,8 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
       if (header.empty()) {
         header = cells;
         for (const std::string& h : header) {
-          if (std::find(std::begin(kColumns), std::end(kColumns), h) == std::end(kColumns)) {
+          if (std::find(std::begin(kTraceColumns), std::end(kTraceColumns), h) ==
+              std::end(kTraceColumns)) {
             diags.push_back({path, number, 0, h,
                              "unknown column (expected arrival_s, prompt_tokens, "
                              "output_tokens, shared_prefix_tokens)"});
@@ -158,7 +154,8 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
         continue;
       }
       for (const auto& [key, value] : j.items()) {
-        if (std::find(std::begin(kColumns), std::end(kColumns), key) == std::end(kColumns)) {
+        if (std::find(std::begin(kTraceColumns), std::end(kTraceColumns), key) ==
+            std::end(kTraceColumns)) {
           diags.push_back({path, number, 0, key, "unknown key"});
           continue;
         }
@@ -167,7 +164,7 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
                           : (value.is_string() ? value.get<std::string>() : value.dump());
       }
     }
-    RowReader{path, diags, number}.read(fields, out);
+    TraceRowReader{path, diags, number}.read(fields, out);
     if (diags.size() > 50) break;  // enough to fix
   }
   if (diags.empty() && out.empty()) diags.push_back({path, 0, 0, "", "no requests"});

@@ -6,12 +6,12 @@
 
 #include "report/validation_report.hpp"
 
-using streamspark::report::Comparison;
+using streamspark::report::TimeComparison;
 using streamspark::report::Validation;
 using streamspark::report::ValidationPoint;
 
 namespace {
-Validation with_ops(std::vector<Comparison> decode_ops) {
+Validation with_ops(std::vector<TimeComparison> decode_ops) {
   Validation v;
   ValidationPoint p;
   p.batch = 1;

@@ -276,11 +276,7 @@ struct Probe {
     sample(op.kind, op.flops, bytes, bytes, seconds);
   }
   // The engine's precision for what the backend stores.
-  engine::Precision precision() const {
-    const auto d = engine::parse_dtype(backend.dtype());
-    if (!d) throw std::logic_error("probe: backend format " + backend.dtype());
-    return engine::Precision::uniform(*d);
-  }
+  engine::Precision precision() const { return backend_precision(backend); }
   int anchor_passes() const {
     return options.anchor_passes > 0 ? options.anchor_passes : default_anchor_passes(options.quick);
   }
@@ -338,11 +334,11 @@ engine::Model probe_model(int64_t vocab, int64_t d, int64_t heads, int64_t kv_he
   return m;
 }
 
-// One GPU's (or the CPU's) operators at a precision: no parallel layout; attention counts the
-// pairs the backend's kernel computes.
-engine::CostingConfig costing(const engine::Precision& precision, const Backend& backend) {
-  engine::CostingConfig c;
-  c.precision = precision;
+// One GPU's (or the CPU's) operators at the backend's precision: no parallel layout; attention
+// counts the pairs the backend's kernel computes (a hardware file carries that tile to the
+// analyzer; the probe has none yet).
+engine::CostingConfig costing(const Backend& backend) {
+  engine::CostingConfig c = backend_costing(backend);
   c.attention_query_tile = backend.attention_query_tile();
   return c;
 }
@@ -358,12 +354,11 @@ const engine::Op& op_of(const std::vector<engine::Op>& ops, engine::OpId id) {
 // same shapes.
 void Probe::sample_kernel_classes() {
   say("norm, elementwise, attention, KV write, gather and sampling kernels");
-  const engine::Precision p = precision();
   using engine::OpId;
   // Elementwise, norm, RoPE and gather over `rows` rows of D = 1024 (F = D; 16 heads of 64
   // rotated per row).
   const int64_t d = 1024;
-  const engine::OpInventory rows_inventory(probe_model(4096, d, 8, 4, 64, d), costing(p, backend));
+  const engine::OpInventory rows_inventory(probe_model(4096, d, 8, 4, 64, d), costing(backend));
   const std::vector<int64_t> row_counts = options.quick
                                               ? std::vector<int64_t>{1, 64, 4096}
                                               : std::vector<int64_t>{1, 8, 64, 512, 4096, 32768};
@@ -409,7 +404,7 @@ void Probe::sample_kernel_classes() {
   for (const AttentionShape& s : shapes) {
     const engine::OpInventory inventory(
         probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256),
-        costing(p, backend));
+        costing(backend));
     std::vector<engine::Op> ops;
     inventory.build(
         {s.tokens > 1 ? engine::Phase::prefill : engine::Phase::decode, s.batch, s.tokens, s.past},
@@ -451,8 +446,7 @@ void Probe::sample_kernel_classes() {
   // Sampling: argmax over the logits of each sequence, by the backend's sampler on its own
   // memory (the tokens come back to the host, as in a generation step).
   for (const int64_t vocab : {4096, 32000, 128256}) {
-    const engine::OpInventory inventory(probe_model(vocab, 256, 4, 4, 64, 256),
-                                        costing(p, backend));
+    const engine::OpInventory inventory(probe_model(vocab, 256, 4, 4, 64, 256), costing(backend));
     for (const int64_t batch : {1, 16}) {
       std::vector<engine::Op> ops;
       inventory.build(engine::StepShape::decode(batch, 1), ops);
@@ -737,8 +731,7 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
     s.kv_heads = kDims[i][3];
     s.head_dim = kDims[i][4];
     const engine::OpInventory inventory(
-        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256),
-        costing(probe.precision(), be));
+        probe_model(256, s.heads * s.head_dim, s.heads, s.kv_heads, s.head_dim, 256), costing(be));
     std::vector<engine::Op> ops;
     inventory.build(engine::StepShape::decode(s.batch, s.past), ops);
     s.kv_bytes = static_cast<double>(op_of(ops, engine::OpId::attn_scores).bytes.kv_read +

@@ -6,9 +6,9 @@ its exit code, stdout, stderr and the files it writes with expected/<name>.txt, 
 
 Each command runs under bash in a scratch folder of its own (its working directory), with the
 catalog from the source tree (STREAMSPARK_DATA) and $BIN, $SRC and $DATA (tests/data) set. In
-what is compared, the source tree's path reads $SRC and the scratch folder's $TMP; the day's
-date (YYYY-MM-DD, as provenance lines write it) reads $DATE. --update rewrites the expected
-files instead of comparing. Exit 0 when every command matches, 1 otherwise (each difference
+what is compared, the binary's path reads $BIN, the source tree's $SRC and the scratch folder's
+$TMP; the day's date (YYYY-MM-DD, as provenance lines write it) reads $DATE. --update rewrites
+the expected files instead of comparing. Exit 0 when every command matches, 1 otherwise (each difference
 printed as a unified diff)."""
 
 import argparse
@@ -54,7 +54,7 @@ def record(name, args, binary, source):
         for f in sorted(p for p in scratch.rglob("*") if p.is_file()):
             parts += [f"--- file {f.relative_to(scratch)}", f.read_text("utf-8", "replace")]
         text = "\n".join(parts)
-        text = text.replace(str(scratch), "$TMP").replace(source, "$SRC")
+        text = text.replace(str(scratch), "$TMP").replace(binary, "$BIN").replace(source, "$SRC")
         return text.replace(datetime.date.today().isoformat(), "$DATE")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

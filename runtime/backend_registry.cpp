@@ -70,7 +70,7 @@ std::unique_ptr<Backend> create_backend(const BackendRequest& request, int threa
 }
 
 engine::Precision backend_precision(const Backend& backend) {
-  const std::optional<engine::DType> d = engine::parse_dtype(backend.dtype());
+  const std::optional<engine::DType> d = parse_enum<engine::DType>(backend.dtype());
   if (!d) throw std::logic_error("backend dtype '" + backend.dtype() + "' has no engine format");
   return engine::Precision::uniform(*d);
 }

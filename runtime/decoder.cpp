@@ -58,7 +58,7 @@ void check_supported(const engine::Model& m) {
   if (m.layers.size() != 1) problems.push_back("more than one layer kind");
   for (const engine::LayerKind& k : m.layers) {
     if (k.mixer != engine::MixerKind::attention) {
-      problems.push_back(std::string(engine::mixer_kind_name(k.mixer)) + " layers");
+      problems.push_back(std::string(enum_name(k.mixer)) + " layers");
       continue;
     }
     const engine::Attention& a = k.attention;
@@ -70,7 +70,7 @@ void check_supported(const engine::Model& m) {
     if (!a.rope) problems.push_back("attention without RoPE");
     if (a.head_dim % 2 != 0) problems.push_back("an odd head_dim (RoPE needs pairs)");
     if (k.ffn != engine::FfnKind::dense)
-      problems.push_back(std::string(engine::ffn_kind_name(k.ffn)) + " feed-forward");
+      problems.push_back(std::string(enum_name(k.ffn)) + " feed-forward");
     if (k.ffn == engine::FfnKind::dense &&
         (k.mlp.kind != engine::MlpKind::gated || k.mlp.activation != engine::Activation::silu)) {
       problems.push_back("an MLP other than gated SiLU");

@@ -847,7 +847,7 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   const bool quick = options.quick;
   engine::Hardware& hw = probe.result.hardware;
   hw.name = options.name;
-  hw.kind = "cpu";
+  hw.kind = engine::HardwareKind::cpu;
   hw.source = fmt::format("measured by streamspark probe on {}: {}, {} threads{}", today(),
                           cpu_model_name(), threads, quick ? " (quick mode)" : "");
   hw.provenance = base_provenance(options, cpu_model_name(), backend);
@@ -950,7 +950,8 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
   const DeviceInfo device = backend.device_info();
   engine::Hardware& hw = probe.result.hardware;
   hw.name = options.name;
-  hw.kind = backend_entry(backend).capabilities.host ? "cpu" : "gpu";
+  hw.kind = backend_entry(backend).capabilities.host ? engine::HardwareKind::cpu
+                                                     : engine::HardwareKind::gpu;
   hw.source =
       fmt::format("measured by streamspark probe on {}: {} ({} backend, {}){}", today(),
                   device.name, backend.name(), backend.dtype(), quick ? " (quick mode)" : "");

@@ -148,7 +148,7 @@ report::SpeculativeValidation validate_speculative(Backend& backend, const engin
   report::SpeculativeValidation v;
   v.model = target.name;
   v.hardware = hardware.name;
-  v.method = std::string(engine::method_name(method));
+  v.method = std::string(enum_name(method));
   v.draft = describe(plan.draft);
   for (const int64_t B : batches) {
     SpeculativeRunPlan p = plan;

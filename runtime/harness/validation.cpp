@@ -87,10 +87,12 @@ std::vector<std::string> hardware_mismatches(const engine::Hardware& hardware,
                                              const Backend& backend, int threads) {
   std::vector<std::string> found;
   const bool host = backend_entry(backend).capabilities.host;
-  const std::string expected_kind = host ? "cpu" : "gpu";
-  if (!hardware.kind.empty() && hardware.kind != expected_kind) {
+  const engine::HardwareKind expected_kind =
+      host ? engine::HardwareKind::cpu : engine::HardwareKind::gpu;
+  if (hardware.kind != engine::HardwareKind::unspecified && hardware.kind != expected_kind) {
     found.push_back(fmt::format("'{}' describes a {}, but the {} backend runs on a {}",
-                                hardware.name, hardware.kind, backend.name(), expected_kind));
+                                hardware.name, enum_name(hardware.kind), backend.name(),
+                                enum_name(expected_kind)));
   }
   auto provenance = [&](const char* key) -> const std::string* {
     for (const auto& [k, v] : hardware.provenance) {
@@ -142,7 +144,7 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
   report::Validation v;
   v.model = model.name;
   v.hardware = hardware.name;
-  v.method = std::string(engine::method_name(plan.method));
+  v.method = std::string(enum_name(plan.method));
   v.backend = backend.name();
   v.graphs = decoder.decode_graphs();
   v.repeats = plan.repeats;

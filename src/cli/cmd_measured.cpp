@@ -78,15 +78,15 @@ std::vector<engine::MeasuredRun> resolve_measurements(
       }
     }
     // The loader checked the format names.
-    const engine::DType compute = *engine::parse_dtype(row.dtype);
+    const engine::DType compute = *parse_enum<engine::DType>(row.dtype);
     run.precision = engine::Precision::uniform(compute);
-    if (!row.kv_cache.empty()) run.precision.kv_cache = *engine::parse_dtype(row.kv_cache);
-    if (!row.embedding.empty()) run.precision.embedding = *engine::parse_dtype(row.embedding);
+    if (!row.kv_cache.empty()) run.precision.kv_cache = *parse_enum<engine::DType>(row.kv_cache);
+    if (!row.embedding.empty()) run.precision.embedding = *parse_enum<engine::DType>(row.embedding);
     if (!row.attention_weights.empty()) {
-      run.precision.attention_weights = *engine::parse_dtype(row.attention_weights);
+      run.precision.attention_weights = *parse_enum<engine::DType>(row.attention_weights);
     }
     if (!row.activation_storage.empty()) {
-      run.precision.activation_storage = *engine::parse_dtype(row.activation_storage);
+      run.precision.activation_storage = *parse_enum<engine::DType>(row.activation_storage);
     }
     if (row.memory_fraction) run.memory_fraction = *row.memory_fraction;
     if (row.max_batched_tokens) run.max_batched_tokens = *row.max_batched_tokens;
@@ -141,7 +141,7 @@ int run_validate_measured(const MeasuredValidateOptions& o, const AppContext& ct
   const spec::Catalog catalog = make_catalog(ctx);
   report::MeasuredValidation v;
   v.file = o.file;
-  v.method = std::string(engine::method_name(method));
+  v.method = std::string(enum_name(method));
   v.runs = resolve_measurements(spec::load_measurements(o.file), catalog,
                                 load_hardware_files(catalog, o.hardware));
   for (const engine::MeasuredRun& run : v.runs) {
@@ -276,7 +276,7 @@ int run_import_benchmark(BenchmarkImportOptions o, const AppContext& ctx) {
         {"--embedding-dtype", &o.defaults.embedding},
         {"--attention-weights", &o.defaults.attention_weights},
         {"--activation-storage", &o.defaults.activation_storage}}) {
-    if (!value->empty() && !engine::parse_dtype(*value)) {
+    if (!value->empty() && !parse_enum<engine::DType>(*value)) {
       throw UsageError(std::string(option) + ": unknown format '" + *value + "'");
     }
   }

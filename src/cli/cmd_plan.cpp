@@ -234,7 +234,7 @@ int run_plan(const PlanOptions& o, const AppContext& ctx) {
     int failed = 0;
     for (engine::Hardware& h :
          load_catalog(catalog, spec::SpecKind::hardware, &spec::load_hardware, &failed)) {
-      if (h.kind == "gpu") in.hardware.push_back(std::move(h));
+      if (h.kind == engine::HardwareKind::gpu) in.hardware.push_back(std::move(h));
     }
     if (in.hardware.empty()) throw UsageError("--hardware: the catalog has no GPU");
   } else {

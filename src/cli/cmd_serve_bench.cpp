@@ -70,9 +70,8 @@ int run_serve_bench(const ServeBenchOptions& o, const AppContext& ctx) {
                             std::to_string(resolve_threads(o.runtime.threads)) + " threads)";
   const report::ServingRun run_measured =
       serving_run(model, where, "measured", workload, r.options, r.measured);
-  const report::ServingRun run_predicted =
-      serving_run(model, hardware.name, std::string(engine::method_name(plan.method)), workload,
-                  r.options, r.predicted);
+  const report::ServingRun run_predicted = serving_run(
+      model, hardware.name, std::string(enum_name(plan.method)), workload, r.options, r.predicted);
   OutputFile out(o.output);
   if (format == Format::json) {
     nlohmann::json j = report::serving_comparison_json(run_measured, run_predicted);

@@ -143,9 +143,8 @@ int run_serve_sim(const ServeSimOptions& o, const AppContext& ctx) {
       engine::simulate_deployment(requests, options, timer, analysis.costing.parallel);
   require_finite_result(model, hardware, result);
 
-  report::ServingRun run =
-      serving_run(model, hardware.name, std::string(engine::method_name(analysis.method)), workload,
-                  options, result);
+  report::ServingRun run = serving_run(
+      model, hardware.name, std::string(enum_name(analysis.method)), workload, options, result);
   run.layout = analysis.costing.parallel;
   if (spec_cost) {
     run.speculative = report::SpeculativeServing{

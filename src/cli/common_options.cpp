@@ -50,7 +50,7 @@ void add_precision_options(CLI::App* app, PrecisionOptions& o, bool dtype_list) 
 }
 
 engine::DType parse_dtype_option(const std::string& name, const std::string& option) {
-  if (const auto t = engine::parse_dtype(name)) return *t;
+  if (const auto t = parse_enum<engine::DType>(name)) return *t;
   throw UsageError(fmt::format(
       "{}: unknown dtype '{}'; expected fp32, bf16, fp16, fp8 (= fp8_e4m3), fp8_e5m2, int8, "
       "int4 or int3",
@@ -195,7 +195,7 @@ std::vector<engine::ParallelLayout> parse_parallel_grid(const ParallelOptions& o
 }
 
 engine::Method parse_method_option(const std::string& name) {
-  if (const auto m = engine::parse_method(name)) return *m;
+  if (const auto m = parse_enum<engine::Method>(name)) return *m;
   throw UsageError(fmt::format(
       "--method: unknown method '{}'; expected roofline, bandwidth or calibrated", name));
 }

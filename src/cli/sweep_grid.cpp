@@ -47,8 +47,8 @@ void append_speculative_csv(std::string& out, const engine::SpeculativeResult* r
   }
   const engine::SpeculativePass& p = r->at_k;
   out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", p.k, p.tokens_per_pass, p.pass_s,
-                     engine::bound_name(p.verify_bound), p.tpot_s, p.speedup, p.throughput_tok_s,
-                     r->best.k, r->best.speedup, r->total_memory_bytes, r->fits ? "true" : "false");
+                     enum_name(p.verify_bound), p.tpot_s, p.speedup, p.throughput_tok_s, r->best.k,
+                     r->best.speedup, r->total_memory_bytes, r->fits ? "true" : "false");
 }
 // The result's JSON line gets a "speculative" member.
 void append_speculative_json(std::string& out, const engine::SpeculativeResult& r) {

@@ -79,7 +79,7 @@ Calibration fit_calibration(const std::vector<CalibrationSample>& samples, const
       if (static_cast<int>(s.kind) == k && s.seconds > 0) of_kind.push_back(&s);
     }
     if (of_kind.empty()) continue;
-    out.classes[std::string(op_kind_name(static_cast<OpKind>(k)))] = fit_class(of_kind, hw);
+    out.classes[std::string(enum_name(static_cast<OpKind>(k)))] = fit_class(of_kind, hw);
   }
   return out;
 }

@@ -6,22 +6,32 @@
 #include <optional>
 #include <string_view>
 
+#include "engine/enum_names.hpp"
 #include "engine/overflow.hpp"
 
 namespace streamspark::engine {
 
-enum class DType { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int4, int3 };
-inline constexpr std::array<DType, 8> kAllDTypes = {DType::fp32,     DType::bf16,     DType::fp16,
-                                                    DType::fp8_e4m3, DType::fp8_e5m2, DType::int8,
-                                                    DType::int4,     DType::int3};
+// clang-format off
+#define STREAMSPARK_DTYPES(X)                                                                    \
+  X(fp32, "fp32") X(bf16, "bf16") X(fp16, "fp16") X(fp8_e4m3, "fp8_e4m3")                        \
+  X(fp8_e5m2, "fp8_e5m2") X(int8, "int8") X(int4, "int4") X(int3, "int3")
+// clang-format on
+STREAMSPARK_ENUM(DType, STREAMSPARK_DTYPES)
+// "fp8" is fp8_e4m3, the inference format on H100.
+#define STREAMSPARK_DTYPE_ALIASES(X) X(fp8_e4m3, "fp8")
+STREAMSPARK_ENUM_ALIASES(DType, STREAMSPARK_DTYPE_ALIASES)
+inline constexpr auto kAllDTypes = enum_values<DType>();
 
 // The datasheet rows of peak FLOP/s (dense, no structured sparsity). fp32 is the
 // non-matrix (vector/CUDA-core) rate; tf32 the matrix-unit rate for fp32 inputs.
-enum class PeakClass { fp32, tf32, bf16, fp16, fp8, int8, int4 };
-inline constexpr int kPeakClassCount = 7;
-inline constexpr std::array<PeakClass, kPeakClassCount> kAllPeakClasses = {
-    PeakClass::fp32, PeakClass::tf32, PeakClass::bf16, PeakClass::fp16,
-    PeakClass::fp8,  PeakClass::int8, PeakClass::int4};
+// clang-format off
+#define STREAMSPARK_PEAK_CLASSES(X)                                                              \
+  X(fp32, "fp32") X(tf32, "tf32") X(bf16, "bf16") X(fp16, "fp16") X(fp8, "fp8") X(int8, "int8")  \
+  X(int4, "int4")
+// clang-format on
+STREAMSPARK_ENUM(PeakClass, STREAMSPARK_PEAK_CLASSES)
+inline constexpr int kPeakClassCount = static_cast<int>(enum_count<PeakClass>());
+inline constexpr auto kAllPeakClasses = enum_values<PeakClass>();
 
 // Storage bits per element: fp32 32, bf16/fp16 16, fp8/int8 8, int4 4, int3 3 (packed).
 constexpr int dtype_bits(DType t) {
@@ -42,16 +52,11 @@ constexpr int dtype_bits(DType t) {
   }
   return 0;
 }
-std::string_view dtype_name(DType t);
-// Accepts the canonical names plus "fp8" (= fp8_e4m3, the inference format on H100).
-std::optional<DType> parse_dtype(std::string_view name);
 
 // Matrix multiplies with inputs of type t run at this peak: fp32 GEMMs use the plain fp32
 // rate (TF32 is an opt-in precision loss), both fp8 formats share the fp8 rate; int3 is a
 // storage format only (nullopt).
 std::optional<PeakClass> matrix_peak_class(DType t);
-std::string_view peak_class_name(PeakClass c);
-std::optional<PeakClass> parse_peak_class(std::string_view name);
 
 // Bytes to store `count` elements of type t, rounded up to whole bytes; the multiply is
 // checked so absurd counts error out.

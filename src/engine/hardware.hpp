@@ -99,10 +99,15 @@ struct ProbeCurves {
 // A curve of (x, y) points with ascending x, interpolated log-log and clamped to its ends.
 double interpolate_log_log(const std::vector<std::array<double, 2>>& curve, double x);
 
+// unspecified: the file does not say.
+#define STREAMSPARK_HARDWARE_KINDS(X) \
+  X(unspecified, "") X(gpu, "gpu") X(cpu, "cpu") X(accelerator, "accelerator")
+STREAMSPARK_ENUM(HardwareKind, STREAMSPARK_HARDWARE_KINDS)
+
 struct Hardware {
   std::string name;
   std::string source;
-  std::string kind;  // gpu, cpu or accelerator; "" when the file does not say
+  HardwareKind kind = HardwareKind::unspecified;
   // Dense peak FLOP/s (or OP/s) per class; 0 = the datasheet gives none.
   std::array<double, kPeakClassCount> peak_flops{};
   // Ordered fastest/smallest first; the last level is device memory, where weights and the

@@ -7,66 +7,6 @@
 
 namespace streamspark::engine {
 
-std::string_view mixer_kind_name(MixerKind k) {
-  switch (k) {
-    case MixerKind::attention:
-      return "attention";
-    case MixerKind::mamba:
-      return "mamba";
-    case MixerKind::linear_attention:
-      return "linear_attention";
-  }
-  return "?";
-}
-
-std::string_view attention_kind_name(AttentionKind k) {
-  switch (k) {
-    case AttentionKind::mha:
-      return "mha";
-    case AttentionKind::gqa:
-      return "gqa";
-    case AttentionKind::mqa:
-      return "mqa";
-    case AttentionKind::mla:
-      return "mla";
-  }
-  return "?";
-}
-
-std::string_view ffn_kind_name(FfnKind k) {
-  switch (k) {
-    case FfnKind::dense:
-      return "mlp";
-    case FfnKind::moe:
-      return "moe";
-    case FfnKind::none:
-      return "none";
-  }
-  return "?";
-}
-
-std::string_view mlp_kind_name(MlpKind k) {
-  return k == MlpKind::gated ? "gated" : "plain";
-}
-
-std::string_view activation_name(Activation a) {
-  switch (a) {
-    case Activation::silu:
-      return "silu";
-    case Activation::gelu:
-      return "gelu";
-    case Activation::relu:
-      return "relu";
-    case Activation::relu2:
-      return "relu2";
-  }
-  return "?";
-}
-
-std::string_view norm_kind_name(NormKind k) {
-  return k == NormKind::rmsnorm ? "rmsnorm" : "layernorm";
-}
-
 int64_t Model::n_layers() const {
   int64_t n = 0;
   for (const LayerKind& k : layers) n = checked_add(n, k.count);

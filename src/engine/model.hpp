@@ -11,16 +11,28 @@
 #include <vector>
 
 #include "engine/dtype.hpp"
+#include "engine/enum_names.hpp"
 
 namespace streamspark::engine {
 
-enum class MixerKind { attention, mamba, linear_attention };
+// clang-format off
+#define STREAMSPARK_MIXER_KINDS(X)                                                               \
+  X(attention, "attention") X(mamba, "mamba") X(linear_attention, "linear_attention")
+// clang-format on
+STREAMSPARK_ENUM(MixerKind, STREAMSPARK_MIXER_KINDS)
 // mla: multi-head latent attention (DeepSeek-V2): K/V compressed into a shared latent.
-enum class AttentionKind { mha, gqa, mqa, mla };
-enum class FfnKind { dense, moe, none };
-enum class MlpKind { gated, plain };  // gated: gate, up, down (3 matrices); plain: up, down
-enum class Activation { silu, gelu, relu, relu2 };
-enum class NormKind { rmsnorm, layernorm };  // rmsnorm: scale only (D); layernorm: scale+bias
+#define STREAMSPARK_ATTENTION_KINDS(X) X(mha, "mha") X(gqa, "gqa") X(mqa, "mqa") X(mla, "mla")
+STREAMSPARK_ENUM(AttentionKind, STREAMSPARK_ATTENTION_KINDS)
+#define STREAMSPARK_FFN_KINDS(X) X(dense, "mlp") X(moe, "moe") X(none, "none")
+STREAMSPARK_ENUM(FfnKind, STREAMSPARK_FFN_KINDS)
+// gated: gate, up, down (3 matrices); plain: up, down
+#define STREAMSPARK_MLP_KINDS(X) X(gated, "gated") X(plain, "plain")
+STREAMSPARK_ENUM(MlpKind, STREAMSPARK_MLP_KINDS)
+#define STREAMSPARK_ACTIVATIONS(X) X(silu, "silu") X(gelu, "gelu") X(relu, "relu") X(relu2, "relu2")
+STREAMSPARK_ENUM(Activation, STREAMSPARK_ACTIVATIONS)
+// rmsnorm: scale only (D); layernorm: scale + bias
+#define STREAMSPARK_NORM_KINDS(X) X(rmsnorm, "rmsnorm") X(layernorm, "layernorm")
+STREAMSPARK_ENUM(NormKind, STREAMSPARK_NORM_KINDS)
 
 // Multi-head latent attention dimensions (DeepSeek-V2, Liu et al. 2024, §2.1): queries through
 // an optional low-rank bottleneck d_c' (q_lora_rank), keys and values through a shared latent
@@ -137,13 +149,6 @@ struct Model {
   int64_t n_layers() const;
   bool is_hybrid() const { return layers.size() > 1; }
 };
-
-std::string_view mixer_kind_name(MixerKind k);
-std::string_view attention_kind_name(AttentionKind k);
-std::string_view ffn_kind_name(FfnKind k);
-std::string_view mlp_kind_name(MlpKind k);
-std::string_view activation_name(Activation a);
-std::string_view norm_kind_name(NormKind k);
 
 // Parameters of one norm over `width` features: width for RMSNorm, 2*width for LayerNorm.
 int64_t norm_params(NormKind norm, int64_t width);

@@ -32,46 +32,6 @@
 
 namespace streamspark::engine {
 
-std::string_view phase_name(Phase p) {
-  return p == Phase::prefill ? "prefill" : "decode";
-}
-
-std::string_view op_kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::gemm:
-      return "gemm";
-    case OpKind::attention:
-      return "attention";
-    case OpKind::norm:
-      return "norm";
-    case OpKind::elementwise:
-      return "elementwise";
-    case OpKind::gather:
-      return "gather";
-    case OpKind::kv_write:
-      return "kv_write";
-    case OpKind::scan:
-      return "scan";
-    case OpKind::sampling:
-      return "sampling";
-    case OpKind::communication:
-      return "communication";
-  }
-  return "?";
-}
-
-std::string_view mla_form_name(MlaForm f) {
-  switch (f) {
-    case MlaForm::automatic:
-      return "auto";
-    case MlaForm::naive:
-      return "naive";
-    case MlaForm::absorbed:
-      return "absorbed";
-  }
-  return "?";
-}
-
 bool uses_matrix_units(OpKind k) {
   return k == OpKind::gemm || k == OpKind::attention;
 }

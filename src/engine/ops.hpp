@@ -16,24 +16,19 @@
 
 namespace streamspark::engine {
 
-enum class Phase { prefill, decode };
-std::string_view phase_name(Phase p);
+#define STREAMSPARK_PHASES(X) X(prefill, "prefill") X(decode, "decode")
+STREAMSPARK_ENUM(Phase, STREAMSPARK_PHASES)
 
 // gemm and attention run on the matrix units at the compute dtype's peak; the rest are
 // vector work at the fp32 (non-matrix) peak.
 // communication: a collective between the GPUs of a parallel layout, costed on their links.
-enum class OpKind {
-  gemm,
-  attention,
-  norm,
-  elementwise,
-  gather,
-  kv_write,
-  scan,
-  sampling,
-  communication
-};
-std::string_view op_kind_name(OpKind k);
+// clang-format off
+#define STREAMSPARK_OP_KINDS(X)                                                                  \
+  X(gemm, "gemm") X(attention, "attention") X(norm, "norm") X(elementwise, "elementwise")        \
+  X(gather, "gather") X(kv_write, "kv_write") X(scan, "scan") X(sampling, "sampling")            \
+  X(communication, "communication")
+// clang-format on
+STREAMSPARK_ENUM(OpKind, STREAMSPARK_OP_KINDS)
 bool uses_matrix_units(OpKind k);
 
 struct GemmShape {  // C (m x n) = A (m x k) * B (k x n), `batch` times; zero when not a GEMM
@@ -92,8 +87,8 @@ std::vector<KernelSpan> kernel_spans(const std::vector<Op>& ops);
 // per-head K and V with W^UK, W^UV, then attend. absorbed: fold W^UK into the query and W^UV
 // into the output and attend over the latent directly (an MQA with d_c + d_h^R wide keys).
 // auto: naive for prefill, absorbed for decode, as serving engines run it.
-enum class MlaForm { automatic, naive, absorbed };
-std::string_view mla_form_name(MlaForm f);
+#define STREAMSPARK_MLA_FORMS(X) X(automatic, "auto") X(naive, "naive") X(absorbed, "absorbed")
+STREAMSPARK_ENUM(MlaForm, STREAMSPARK_MLA_FORMS)
 
 // One forward step over `batch` sequences, each feeding `new_tokens` tokens (T) after
 // `past_tokens` already in the KV cache (P). Prefill: T = prompt, P = 0. Decode: T = 1,

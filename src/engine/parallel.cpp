@@ -197,20 +197,6 @@ int64_t state_bytes_per_gpu(const Model& m, int64_t context, DType kv, const Par
   return storage_bytes(elements, kv);
 }
 
-std::string_view collective_name(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_reduce:
-      return "all-reduce";
-    case CollectiveKind::all_gather:
-      return "all-gather";
-    case CollectiveKind::all_to_all:
-      return "all-to-all";
-    case CollectiveKind::send:
-      return "send";
-  }
-  return "?";
-}
-
 double collective_seconds(CollectiveKind kind, int64_t group, double bytes, const Link& link) {
   if (group <= 1 && kind != CollectiveKind::send) return 0;
   const double n = static_cast<double>(group);

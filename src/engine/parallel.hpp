@@ -77,8 +77,12 @@ struct Link {
   double latency_s = 0;  // per message step
 };
 
-enum class CollectiveKind { all_reduce, all_gather, all_to_all, send };
-std::string_view collective_name(CollectiveKind k);
+// clang-format off
+#define STREAMSPARK_COLLECTIVE_KINDS(X)                                                          \
+  X(all_reduce, "all-reduce") X(all_gather, "all-gather") X(all_to_all, "all-to-all")            \
+  X(send, "send")
+// clang-format on
+STREAMSPARK_ENUM(CollectiveKind, STREAMSPARK_COLLECTIVE_KINDS)
 
 // Seconds of a collective over `group` GPUs on `link`, `bytes` being the data each GPU holds
 // (all-reduce, all-to-all), the gathered result (all-gather) or the message (send). The ring

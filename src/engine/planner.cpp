@@ -448,54 +448,6 @@ std::vector<Request> unit_rate_requests(const std::vector<Request>& requests, do
   return out;
 }
 
-std::string_view goal_name(PlanGoal g) {
-  switch (g) {
-    case PlanGoal::min_cost:
-      return "min_cost";
-    case PlanGoal::min_gpus:
-      return "min_gpus";
-    case PlanGoal::max_rate:
-      return "max_rate";
-  }
-  return "min_cost";
-}
-
-std::string_view status_name(CandidateStatus s) {
-  switch (s) {
-    case CandidateStatus::ranked:
-      return "ok";
-    case CandidateStatus::rejected:
-      return "rejected";
-    case CandidateStatus::pruned:
-      return "pruned";
-  }
-  return "rejected";
-}
-
-std::string_view reject_kind_name(RejectKind k) {
-  switch (k) {
-    case RejectKind::none:
-      return "";
-    case RejectKind::unsupported:
-      return "unsupported";
-    case RejectKind::node:
-      return "node";
-    case RejectKind::does_not_fit:
-      return "does_not_fit";
-    case RejectKind::gpu_limit:
-      return "gpu_limit";
-    case RejectKind::ttft:
-      return "ttft";
-    case RejectKind::tpot:
-      return "tpot";
-    case RejectKind::e2e:
-      return "e2e";
-    case RejectKind::unstable:
-      return "unstable";
-  }
-  return "";
-}
-
 PlanResult plan(const PlanInputs& in, const ParallelRunner& run_tasks,
                 const PlanProgress& progress) {
   if (in.unit_requests.empty()) throw std::invalid_argument("plan: the workload has no request");

@@ -51,8 +51,11 @@ std::vector<Request> scale_arrivals(const std::vector<Request>& unit, double rat
 // Throws std::invalid_argument for fewer than two requests or arrivals that span no time.
 std::vector<Request> unit_rate_requests(const std::vector<Request>& requests, double* native_rate);
 
-enum class PlanGoal { min_cost, min_gpus, max_rate };
-std::string_view goal_name(PlanGoal g);  // "min_cost", "min_gpus", "max_rate"
+// clang-format off
+#define STREAMSPARK_PLAN_GOALS(X)                                                                \
+  X(min_cost, "min_cost") X(min_gpus, "min_gpus") X(max_rate, "max_rate")
+// clang-format on
+STREAMSPARK_ENUM(PlanGoal, STREAMSPARK_PLAN_GOALS)
 
 // A format to consider: its name as given (e.g. "fp8") and the precision it stands for.
 struct PlanFormat {
@@ -96,22 +99,25 @@ struct PlanInputs {
   int64_t top = 10;
 };
 
-enum class CandidateStatus { ranked, rejected, pruned };
-std::string_view status_name(CandidateStatus s);  // "ok", "rejected", "pruned"
+// clang-format off
+#define STREAMSPARK_CANDIDATE_STATUSES(X)                                                        \
+  X(ranked, "ok") X(rejected, "rejected") X(pruned, "pruned")
+// clang-format on
+STREAMSPARK_ENUM(CandidateStatus, STREAMSPARK_CANDIDATE_STATUSES)
 
 // Why a configuration was rejected.
-enum class RejectKind {
-  none,
-  unsupported,   // the device has no peak for the format, or the layout does not divide
-  node,          // its TP group is larger than a node
-  does_not_fit,  // weights, activations and the longest request's KV exceed the memory
-  gpu_limit,     // the deployment needs more GPUs than allowed (or than the fleet has)
-  ttft,          // a TTFT objective is missed even at the lowest rate tried
-  tpot,
-  e2e,
-  unstable,  // latencies that do not fall with the rate (not seen in practice)
-};
-std::string_view reject_kind_name(RejectKind k);  // "unsupported", "does_not_fit", ...
+// unsupported: the device has no peak for the format, or the layout does not divide; node: its
+// TP group is larger than a node; does_not_fit: weights, activations and the longest
+// request's KV exceed the memory; gpu_limit: the deployment needs more GPUs than allowed (or
+// than the fleet has); ttft, tpot, e2e: an objective is missed even at the lowest rate tried;
+// unstable: latencies that do not fall with the rate (not seen in practice).
+// clang-format off
+#define STREAMSPARK_REJECT_KINDS(X)                                                              \
+  X(none, "") X(unsupported, "unsupported") X(node, "node") X(does_not_fit, "does_not_fit")      \
+  X(gpu_limit, "gpu_limit") X(ttft, "ttft") X(tpot, "tpot") X(e2e, "e2e")                        \
+  X(unstable, "unstable")
+// clang-format on
+STREAMSPARK_ENUM(RejectKind, STREAMSPARK_REJECT_KINDS)
 
 struct PlanCandidate {
   // What it is.

@@ -58,20 +58,20 @@ Precision Precision::uniform(DType t) {
 
 std::string describe(const Precision& p) {
   std::ostringstream s;
-  s << "weights " << dtype_name(p.weights.dtype);
+  s << "weights " << enum_name(p.weights.dtype);
   if (p.weights.group_size > 0) {
     s << " g" << p.weights.group_size << (p.weights.zero_points ? " +zp" : "");
   }
   if (p.weights.salient_fraction > 0) {
     s << " (" << p.weights.salient_fraction * 100 << "% salient in "
-      << dtype_name(p.weights.salient_dtype) << ")";
+      << enum_name(p.weights.salient_dtype) << ")";
   }
-  if (p.attention_weights) s << ", attention weights " << dtype_name(*p.attention_weights);
-  if (p.embedding != p.weights.dtype) s << ", embedding " << dtype_name(p.embedding);
-  s << ", activations " << dtype_name(p.activations);
-  if (p.activation_storage) s << " (stored " << dtype_name(*p.activation_storage) << ")";
+  if (p.attention_weights) s << ", attention weights " << enum_name(*p.attention_weights);
+  if (p.embedding != p.weights.dtype) s << ", embedding " << enum_name(p.embedding);
+  s << ", activations " << enum_name(p.activations);
+  if (p.activation_storage) s << " (stored " << enum_name(*p.activation_storage) << ")";
   if (p.outlier_fraction > 0) s << " (" << p.outlier_fraction * 100 << "% outliers in fp16)";
-  s << ", KV cache " << dtype_name(p.kv_cache);
+  s << ", KV cache " << enum_name(p.kv_cache);
   return s.str();
 }
 

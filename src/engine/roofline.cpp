@@ -8,25 +8,6 @@
 
 namespace streamspark::engine {
 
-std::string_view method_name(Method m) {
-  switch (m) {
-    case Method::bandwidth:
-      return "bandwidth";
-    case Method::roofline:
-      return "roofline";
-    case Method::calibrated:
-      return "calibrated";
-  }
-  return "?";
-}
-
-std::optional<Method> parse_method(std::string_view name) {
-  for (Method m : {Method::bandwidth, Method::roofline, Method::calibrated}) {
-    if (method_name(m) == name) return m;
-  }
-  return std::nullopt;
-}
-
 namespace {
 // Buckets of a measured curve: 1 % steps of working set.
 const double kLogBucket = std::log(1.01);
@@ -103,20 +84,8 @@ double WorkingSetModel::gemm_seconds(double log_ws, int64_t m, int64_t n, int64_
   return flops / std::exp(lo + t * (hi - lo));
 }
 
-std::string_view bound_name(Bound b) {
-  switch (b) {
-    case Bound::compute:
-      return "compute";
-    case Bound::memory:
-      return "memory";
-    case Bound::communication:
-      return "communication";
-  }
-  return "?";
-}
-
 DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method method) {
-  const std::string compute(dtype_name(precision.activations));
+  const std::string compute(enum_name(precision.activations));
   const auto matrix = matrix_peak_class(precision.activations);
   if (!matrix) {
     throw std::invalid_argument(compute +
@@ -144,7 +113,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
         // A class the probe did not measure stays at efficiency 0: the Analyzer refuses
         // models with such ops.
         const auto it =
-            hw.calibration->classes.find(std::string(op_kind_name(static_cast<OpKind>(k))));
+            hw.calibration->classes.find(std::string(enum_name(static_cast<OpKind>(k))));
         c = it != hw.calibration->classes.end() ? it->second : ClassCalibration{0, 0, 0};
       } else {
         c = ClassCalibration{hw.achievable->compute, hw.achievable->memory,
@@ -155,7 +124,8 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
         hw.calibration ? hw.calibration->step_overhead_s : hw.achievable->step_overhead_s;
     // The probe's GEMM curves time the runtime's kernels in one format: they cost products
     // computed in that format only.
-    const std::optional<DType> curves = hw.probe ? parse_dtype(hw.probe->gemm_dtype) : std::nullopt;
+    const std::optional<DType> curves =
+        hw.probe ? parse_enum<DType>(hw.probe->gemm_dtype) : std::nullopt;
     const bool same = curves && precision.activations == *curves &&
                       stored_activations(precision) == *curves &&
                       precision.weights.dtype == *curves && precision.embedding == *curves &&
@@ -193,9 +163,8 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
   r.level = device.level;
   r.log_working_set = device.log_working_set;
   if (r.matrix_flops <= 0) {
-    throw std::invalid_argument("the hardware spec has no " +
-                                std::string(peak_class_name(*matrix)) + " peak, so compute in " +
-                                compute + " cannot be costed");
+    throw std::invalid_argument("the hardware spec has no " + std::string(enum_name(*matrix)) +
+                                " peak, so compute in " + compute + " cannot be costed");
   }
   if (precision.outlier_fraction > 0 && *matrix != PeakClass::int8) {
     throw std::invalid_argument("LLM.int8() outlier decomposition needs int8 activations, not " +
@@ -205,9 +174,9 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     const PeakClass wide = *matrix_peak_class(*wide_format);
     r.outlier_flops = hw.peak(wide);
     if (r.outlier_flops <= 0) {
-      throw std::invalid_argument("the hardware spec has no " + std::string(peak_class_name(wide)) +
+      throw std::invalid_argument("the hardware spec has no " + std::string(enum_name(wide)) +
                                   " peak for the products kept in " +
-                                  std::string(dtype_name(*wide_format)));
+                                  std::string(enum_name(*wide_format)));
     }
   }
   return r;
@@ -222,7 +191,7 @@ void check_calibration_covers(const OpInventory& inventory, const DeviceRates& r
     if (op.kind == OpKind::communication) continue;  // costed on the links, not calibrated
     if (rates.classes[static_cast<size_t>(op.kind)].compute_efficiency <= 0) {
       throw std::invalid_argument("the calibration of " + hw.name + " has no '" +
-                                  std::string(op_kind_name(op.kind)) +
+                                  std::string(enum_name(op.kind)) +
                                   "' class (its probe measured no such kernel), needed for " +
                                   std::string(op.name()) + "; use --method roofline");
     }

@@ -25,13 +25,18 @@ namespace streamspark::engine {
 // Every method reads bytes at the bandwidth of the memory level that holds the step's working
 // set (the weights, KV cache and activations it touches): a model that fits in a cache is not
 // DRAM-bound.
-enum class Method { bandwidth, roofline, calibrated };
-std::string_view method_name(Method m);
-std::optional<Method> parse_method(std::string_view name);
+// clang-format off
+#define STREAMSPARK_METHODS(X)                                                                   \
+  X(bandwidth, "bandwidth") X(roofline, "roofline") X(calibrated, "calibrated")
+// clang-format on
+STREAMSPARK_ENUM(Method, STREAMSPARK_METHODS)
 
 // communication: a collective's time on the layout's links.
-enum class Bound { compute, memory, communication };
-std::string_view bound_name(Bound b);
+// clang-format off
+#define STREAMSPARK_BOUNDS(X)                                                                    \
+  X(compute, "compute") X(memory, "memory") X(communication, "communication")
+// clang-format on
+STREAMSPARK_ENUM(Bound, STREAMSPARK_BOUNDS)
 
 inline constexpr int kOpKindCount = 9;
 

@@ -87,16 +87,6 @@ std::vector<Request> generate_requests(const WorkloadSpec& spec) {
 
 // ---- scheduling ----
 
-std::string_view policy_name(BatchingPolicy p) {
-  return p == BatchingPolicy::continuous ? "continuous" : "static";
-}
-std::string_view kv_layout_name(KvLayout k) {
-  return k == KvLayout::paged ? "paged" : "contiguous";
-}
-std::string_view preemption_name(Preemption p) {
-  return p == Preemption::recompute ? "recompute" : "swap";
-}
-
 Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>& requests)
     : options_(options), requests_(requests), acceptance_rng_{options.speculative.seed} {
   if (options_.max_batch < 1 || options_.max_tokens < 1 || options_.block_size < 1 ||

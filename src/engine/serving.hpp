@@ -35,7 +35,11 @@ struct Request {
 
 // fixed: a. uniform: integers in [a, b]. lognormal: exp(N(ln a, b^2)) rounded (a is the
 // median, b the sigma of the log), at least 1, at most `max` when max > 0.
-enum class LengthKind { fixed, uniform, lognormal };
+// clang-format off
+#define STREAMSPARK_LENGTH_KINDS(X)                                                              \
+  X(fixed, "fixed") X(uniform, "uniform") X(lognormal, "lognormal")
+// clang-format on
+STREAMSPARK_ENUM(LengthKind, STREAMSPARK_LENGTH_KINDS)
 struct LengthDistribution {
   LengthKind kind = LengthKind::fixed;
   double a = 1;
@@ -44,7 +48,8 @@ struct LengthDistribution {
 };
 std::string describe(const LengthDistribution& d);
 
-enum class ArrivalProcess { poisson, constant };
+#define STREAMSPARK_ARRIVAL_PROCESSES(X) X(poisson, "poisson") X(constant, "constant")
+STREAMSPARK_ENUM(ArrivalProcess, STREAMSPARK_ARRIVAL_PROCESSES)
 
 struct WorkloadSpec {
   int64_t requests = 1000;
@@ -65,12 +70,12 @@ std::vector<Request> generate_requests(const WorkloadSpec& spec);
 
 // ---- scheduling ----
 
-enum class BatchingPolicy { static_batching, continuous };
-enum class KvLayout { paged, contiguous };
-enum class Preemption { recompute, swap };
-std::string_view policy_name(BatchingPolicy p);
-std::string_view kv_layout_name(KvLayout k);
-std::string_view preemption_name(Preemption p);
+#define STREAMSPARK_BATCHING_POLICIES(X) X(static_batching, "static") X(continuous, "continuous")
+STREAMSPARK_ENUM(BatchingPolicy, STREAMSPARK_BATCHING_POLICIES)
+#define STREAMSPARK_KV_LAYOUTS(X) X(paged, "paged") X(contiguous, "contiguous")
+STREAMSPARK_ENUM(KvLayout, STREAMSPARK_KV_LAYOUTS)
+#define STREAMSPARK_PREEMPTIONS(X) X(recompute, "recompute") X(swap, "swap")
+STREAMSPARK_ENUM(Preemption, STREAMSPARK_PREEMPTIONS)
 
 // Speculative decoding in the scheduler (Leviathan et al. 2023; see speculative.hpp): a
 // decoding sequence's iteration is a pass that verifies up to k draft tokens, k+1 positions

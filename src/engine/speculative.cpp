@@ -13,18 +13,6 @@
 
 namespace streamspark::engine {
 
-std::string_view draft_form_name(DraftForm f) {
-  switch (f) {
-    case DraftForm::model:
-      return "model";
-    case DraftForm::medusa:
-      return "medusa";
-    case DraftForm::eagle:
-      return "eagle";
-  }
-  return "?";
-}
-
 void check_speculative_config(const SpeculativeConfig& c) {
   if (c.k < 1) throw std::invalid_argument("speculative: k must be >= 1");
   if (c.max_k < c.k) throw std::invalid_argument("speculative: max_k must be >= k");

@@ -29,8 +29,8 @@ namespace streamspark::engine {
 //          token embedding by a (2D -> D) layer and read out by the target's lm head, run k
 //          times (Li et al., "EAGLE", 2024; DeepSeek-V3's multi-token prediction module is
 //          the same shape).
-enum class DraftForm { model, medusa, eagle };
-std::string_view draft_form_name(DraftForm f);
+#define STREAMSPARK_DRAFT_FORMS(X) X(model, "model") X(medusa, "medusa") X(eagle, "eagle")
+STREAMSPARK_ENUM(DraftForm, STREAMSPARK_DRAFT_FORMS)
 
 struct SpeculativeConfig {
   DraftForm form = DraftForm::model;

@@ -52,7 +52,7 @@ json phase_json(const PhaseResult& p, const char* time_key) {
               {"bytes_by_kind", traffic_json(p.bytes)},
               {"intensity", p.intensity},
               {time_key, p.time_s},
-              {"bound", str(engine::bound_name(p.bound))},
+              {"bound", str(enum_name(p.bound))},
               {"compute_bound_s", p.compute_bound_s},
               {"memory_bound_s", p.memory_bound_s},
               {"overhead_s", p.overhead_s},
@@ -61,10 +61,10 @@ json phase_json(const PhaseResult& p, const char* time_key) {
 
 json op_json(const OpRow& row, engine::Phase phase) {
   const engine::Op& op = row.op;
-  json j{{"phase", str(engine::phase_name(phase))},
+  json j{{"phase", str(enum_name(phase))},
          {"group", str(op.group)},
          {"name", str(op.name())},
-         {"kind", str(engine::op_kind_name(op.kind))},
+         {"kind", str(enum_name(op.kind))},
          {"repeat", op.repeat},
          {"launches", op.launches},
          {"flops", op.flops},
@@ -76,14 +76,14 @@ json op_json(const OpRow& row, engine::Phase phase) {
          {"overhead_s", row.cost.overhead_s},
          {"time_s", row.cost.time_s},
          {"total_time_s", row.cost.time_s * static_cast<double>(op.repeat)},
-         {"bound", str(engine::bound_name(row.cost.bound))}};
+         {"bound", str(enum_name(row.cost.bound))}};
   if (op.kind == engine::OpKind::gemm) {
     j["gemm"] =
         json{{"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}, {"batch", op.gemm.batch}};
   }
   if (op.outlier_flops > 0) j["outlier_flops"] = op.outlier_flops;
   if (op.kind == engine::OpKind::communication) {
-    j["collective"] = json{{"kind", str(engine::collective_name(op.collective.kind))},
+    j["collective"] = json{{"kind", str(enum_name(op.collective.kind))},
                            {"group", op.collective.group},
                            {"bytes", op.collective.bytes},
                            {"inter_node", op.collective.inter_node},
@@ -94,16 +94,16 @@ json op_json(const OpRow& row, engine::Phase phase) {
 }
 
 json precision_json(const engine::Precision& p) {
-  return json{{"weights", str(engine::dtype_name(p.weights.dtype))},
+  return json{{"weights", str(enum_name(p.weights.dtype))},
               {"group_size", p.weights.group_size},
               {"zero_points", p.weights.zero_points},
               {"salient_fraction", p.weights.salient_fraction},
-              {"embedding", str(engine::dtype_name(p.embedding))},
-              {"activations", str(engine::dtype_name(p.activations))},
-              {"kv_cache", str(engine::dtype_name(p.kv_cache))},
+              {"embedding", str(enum_name(p.embedding))},
+              {"activations", str(enum_name(p.activations))},
+              {"kv_cache", str(enum_name(p.kv_cache))},
               {"outlier_fraction", p.outlier_fraction},
-              {"activation_storage", str(engine::dtype_name(engine::stored_activations(p)))},
-              {"attention_weights", str(engine::dtype_name(engine::matrix_format(p, true).dtype))}};
+              {"activation_storage", str(enum_name(engine::stored_activations(p)))},
+              {"attention_weights", str(enum_name(engine::matrix_format(p, true).dtype))}};
 }
 
 }  // namespace
@@ -186,7 +186,7 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
                        {"memory_capacity", hw.device_memory().capacity_bytes},
                        {"ridge_intensity", ridge(ctx)},
                        {"kernel_overhead_s", ctx.rates.kernel_overhead_s}};
-  j["method"] = str(engine::method_name(ctx.options.method));
+  j["method"] = str(enum_name(ctx.options.method));
   j["precision"] = precision_json(ctx.options.costing.precision);
   j["parallel"] = parallel_json(ctx.options.costing.parallel);
   json rs = json::array();
@@ -216,13 +216,13 @@ std::string op_table(const std::vector<OpRow>& rows, double phase_time) {
     const engine::Op& op = row.op;
     const double n = static_cast<double>(op.repeat);
     const double total_time = row.cost.time_s * n;
-    t.add_row({op_label(op), str(engine::op_kind_name(op.kind)), std::to_string(op.repeat),
+    t.add_row({op_label(op), str(enum_name(op.kind)), std::to_string(op.repeat),
                format_flops(static_cast<double>(op.flops) * n),
                format_bytes(static_cast<double>(op.bytes.total()) * n),
                format_bytes(static_cast<double>(op.bytes.weights) * n),
                format_bytes(static_cast<double>(op.bytes.kv_read) * n),
                significant(engine::intensity(op.flops, op.bytes.total())),
-               str(engine::bound_name(row.cost.bound)), format_time(total_time),
+               str(enum_name(row.cost.bound)), format_time(total_time),
                fmt::format("{:.1f}%", phase_time > 0 ? 100.0 * total_time / phase_time : 0.0)});
   }
   return t.render();
@@ -237,8 +237,8 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
   const engine::Precision& p = ctx.options.costing.precision;
   std::string out;
   auto o = std::back_inserter(out);
-  fmt::format_to(o, "{} on {} · method {} · {}\n", m.name, hw.name,
-                 engine::method_name(ctx.options.method), engine::describe(p));
+  fmt::format_to(o, "{} on {} · method {} · {}\n", m.name, hw.name, enum_name(ctx.options.method),
+                 engine::describe(p));
   const std::string active =
       ctx.figures.active_params != ctx.figures.params
           ? fmt::format(" ({} active)",
@@ -258,7 +258,7 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
   }
   fmt::format_to(o, "hardware  {} {} · {} · {} · ridge {} FLOP/B · {} per kernel\n\n",
                  format_flop_rate(ctx.rates.matrix_flops),
-                 engine::peak_class_name(*engine::matrix_peak_class(p.activations)),
+                 enum_name(*engine::matrix_peak_class(p.activations)),
                  format_bandwidth(ctx.rates.bandwidth),
                  format_bytes(static_cast<double>(hw.device_memory().capacity_bytes)),
                  significant(ridge(ctx)), format_time(ctx.rates.kernel_overhead_s));
@@ -287,9 +287,9 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
                                     r.memory.fits ? "yes" : "no",
                                     std::to_string(r.memory.max_batch),
                                     format_time(r.ttft_s),
-                                    str(engine::bound_name(r.prefill.bound)),
+                                    str(enum_name(r.prefill.bound)),
                                     format_time(r.decode.time_s),
-                                    str(engine::bound_name(r.decode.bound)),
+                                    str(enum_name(r.decode.bound)),
                                     format_time(r.tpot_s),
                                     format_time(r.e2e_s),
                                     significant(r.decode_throughput_tok_s)};
@@ -427,18 +427,17 @@ void append_csv_row(std::string& out, const AnalysisContext& ctx, const Workload
       fmt::appender(row),
       FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
                   "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},ok,\n"),
-      engine::method_name(ctx.options.method), engine::dtype_name(p.weights.dtype),
-      engine::dtype_name(p.activations), engine::dtype_name(p.kv_cache), l.tp, l.pp, l.ep,
-      l.replicas, r.workload.batch, r.workload.prompt, r.workload.generate,
-      r.workload.prefill_batch, ctx.figures.params, ctx.figures.active_params,
+      enum_name(ctx.options.method), enum_name(p.weights.dtype), enum_name(p.activations),
+      enum_name(p.kv_cache), l.tp, l.pp, l.ep, l.replicas, r.workload.batch, r.workload.prompt,
+      r.workload.generate, r.workload.prefill_batch, ctx.figures.params, ctx.figures.active_params,
       ctx.figures.weight_bytes, ctx.figures.kv_bytes_per_token, r.kv_bytes_per_sequence,
       r.prefill.flops, r.prefill.bytes.total(), r.prefill.intensity, r.prefill.time_s,
-      engine::bound_name(r.prefill.bound), r.decode.flops, r.decode.bytes.total(),
-      r.decode.intensity, r.decode.time_s, engine::bound_name(r.decode.bound),
-      r.memory.kv_cache_bytes, r.memory.activation_bytes, r.memory.total_bytes,
-      r.memory.capacity_bytes, r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s,
-      r.tpot_s, r.e2e_s, r.decode_throughput_tok_s, r.gpus, r.deployment_throughput_tok_s,
-      r.prefill.communication_s, r.decode.communication_s);
+      enum_name(r.prefill.bound), r.decode.flops, r.decode.bytes.total(), r.decode.intensity,
+      r.decode.time_s, enum_name(r.decode.bound), r.memory.kv_cache_bytes,
+      r.memory.activation_bytes, r.memory.total_bytes, r.memory.capacity_bytes,
+      r.memory.fits ? "true" : "false", r.memory.max_batch, r.ttft_s, r.tpot_s, r.e2e_s,
+      r.decode_throughput_tok_s, r.gpus, r.deployment_throughput_tok_s, r.prefill.communication_s,
+      r.decode.communication_s);
   out.append(row.data(), row.size());
 }
 
@@ -448,11 +447,10 @@ void append_csv_skipped_row(std::string& out, const SkippedPoint& p) {
   append_csv_field(out, *p.hardware);
   const engine::ParallelLayout layout = p.layout ? *p.layout : engine::ParallelLayout{};
   fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},{},{},{},{},{}",
-                 engine::method_name(p.method), engine::dtype_name(p.precision->weights.dtype),
-                 engine::dtype_name(p.precision->activations),
-                 engine::dtype_name(p.precision->kv_cache), layout.tp, layout.pp, layout.ep,
-                 layout.replicas, p.workload.batch, p.workload.prompt, p.workload.generate,
-                 p.workload.prefill_batch);
+                 enum_name(p.method), enum_name(p.precision->weights.dtype),
+                 enum_name(p.precision->activations), enum_name(p.precision->kv_cache), layout.tp,
+                 layout.pp, layout.ep, layout.replicas, p.workload.batch, p.workload.prompt,
+                 p.workload.generate, p.workload.prefill_batch);
   out.append(29, ',');  // the 29 columns from params to decode_communication_s: empty
   out += ",skipped,";
   append_csv_field(out, *p.reason);
@@ -477,13 +475,13 @@ std::string ops_csv(const AnalysisContext& ctx, const std::vector<WorkloadResult
             std::back_inserter(out),
             ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
             "{}\n",
-            engine::method_name(ctx.options.method), r.workload.batch, r.workload.prompt,
-            r.workload.generate, engine::phase_name(phase), op.group, op.name(),
-            engine::op_kind_name(op.kind), op.repeat, op.launches, op.gemm.m, op.gemm.n, op.gemm.k,
-            op.gemm.batch, op.flops, op.bytes.weights, op.bytes.activations, op.bytes.kv_read,
-            op.bytes.kv_write, op.bytes.total(), engine::intensity(op.flops, op.bytes.total()),
-            row.cost.compute_s, row.cost.memory_s, row.cost.overhead_s, row.cost.time_s,
-            row.cost.time_s * static_cast<double>(op.repeat), engine::bound_name(row.cost.bound));
+            enum_name(ctx.options.method), r.workload.batch, r.workload.prompt, r.workload.generate,
+            enum_name(phase), op.group, op.name(), enum_name(op.kind), op.repeat, op.launches,
+            op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.flops, op.bytes.weights,
+            op.bytes.activations, op.bytes.kv_read, op.bytes.kv_write, op.bytes.total(),
+            engine::intensity(op.flops, op.bytes.total()), row.cost.compute_s, row.cost.memory_s,
+            row.cost.overhead_s, row.cost.time_s, row.cost.time_s * static_cast<double>(op.repeat),
+            enum_name(row.cost.bound));
       }
     }
   }
@@ -494,7 +492,7 @@ void append_json_line(std::string& out, const AnalysisContext& ctx, const Worklo
   json j = result_json(r);
   j["model"] = ctx.model->name;
   j["hardware"] = ctx.hardware->name;
-  j["method"] = str(engine::method_name(ctx.options.method));
+  j["method"] = str(enum_name(ctx.options.method));
   j["precision"] = precision_json(ctx.options.costing.precision);
   j["parallel"] = parallel_json(ctx.options.costing.parallel);
   j["status"] = "ok";
@@ -506,7 +504,7 @@ void append_json_line(std::string& out, const AnalysisContext& ctx, const Worklo
 void append_json_skipped_line(std::string& out, const SkippedPoint& p) {
   const json j{{"model", *p.model},
                {"hardware", *p.hardware},
-               {"method", str(engine::method_name(p.method))},
+               {"method", str(enum_name(p.method))},
                {"precision", precision_json(*p.precision)},
                {"parallel", parallel_json(p.layout ? *p.layout : engine::ParallelLayout{})},
                {"batch", p.workload.batch},

@@ -101,7 +101,7 @@ json hardware_json(const std::vector<engine::Hardware>& devices) {
   for (const engine::Hardware& hw : devices) {
     json peaks = json::object();
     for (PeakClass c : engine::kAllPeakClasses) {
-      if (hw.peak(c) > 0) peaks[std::string(engine::peak_class_name(c))] = hw.peak(c);
+      if (hw.peak(c) > 0) peaks[std::string(enum_name(c))] = hw.peak(c);
     }
     json memory = json::array();
     for (const auto& level : hw.memory) {

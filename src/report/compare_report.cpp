@@ -87,7 +87,7 @@ std::string compare_table(const std::vector<Comparison>& comparisons) {
   out += fmt::format(
       "compare on {}{} · method {} · {}\n", first.hardware->name,
       layout.gpus() > 1 ? " · " + engine::describe(layout) + " (memory per GPU)" : std::string(),
-      engine::method_name(first.options.method), engine::describe(first.options.costing.precision));
+      enum_name(first.options.method), engine::describe(first.options.costing.precision));
   for (const Comparison& c : comparisons) {
     out += fmt::format("\n{}\n", workload_title(c.front().result.workload));
     Table values;
@@ -124,7 +124,7 @@ json compare_json(const std::vector<Comparison>& comparisons) {
   if (comparisons.empty() || comparisons.front().empty()) return j;
   const AnalysisContext& first = comparisons.front().front().context;
   j["hardware"] = first.hardware->name;
-  j["method"] = std::string(engine::method_name(first.options.method));
+  j["method"] = std::string(enum_name(first.options.method));
   j["precision"] = engine::describe(first.options.costing.precision);
   j["parallel"] = parallel_json(first.options.costing.parallel);
   json list = json::array();

@@ -19,8 +19,8 @@ std::string layer_kind_summary(const engine::LayerKind& k) {
         mixer = fmt::format("mla N={} d_c={}+{}", a.n_heads, a.mla.kv_lora_rank,
                             a.mla.qk_rope_head_dim);
       } else {
-        mixer = fmt::format("{} N={} K={} H={}", engine::attention_kind_name(a.kind), a.n_heads,
-                            a.n_kv_heads, a.head_dim);
+        mixer = fmt::format("{} N={} K={} H={}", enum_name(a.kind), a.n_heads, a.n_kv_heads,
+                            a.head_dim);
       }
       if (a.qk_norm) mixer += " qk-norm";
       if (k.local) mixer += fmt::format(" window {}", a.window);
@@ -63,11 +63,11 @@ namespace {
 json kind_json(const engine::LayerKind& k) {
   json j{{"label", k.label},
          {"count", k.count},
-         {"mixer", std::string(engine::mixer_kind_name(k.mixer))},
-         {"ffn", std::string(engine::ffn_kind_name(k.ffn))}};
+         {"mixer", std::string(enum_name(k.mixer))},
+         {"ffn", std::string(enum_name(k.ffn))}};
   if (k.mixer == MixerKind::attention) {
     const auto& a = k.attention;
-    json aj{{"kind", std::string(engine::attention_kind_name(a.kind))},
+    json aj{{"kind", std::string(enum_name(a.kind))},
             {"n_heads", a.n_heads},
             {"n_kv_heads", a.n_kv_heads},
             {"head_dim", a.head_dim},
@@ -113,7 +113,7 @@ json model_json(const engine::Model& m) {
          {"d_model", m.d_model},
          {"vocab_size", m.vocab_size},
          {"max_context", m.max_context},
-         {"norm", std::string(engine::norm_kind_name(m.norm))},
+         {"norm", std::string(enum_name(m.norm))},
          {"tied_embeddings", m.tied_embeddings}};
   json kinds = json::array();
   for (const auto& k : m.layers) kinds.push_back(kind_json(k));

@@ -150,7 +150,7 @@ std::vector<std::pair<std::vector<std::string>, std::string>> rejection_groups(
   std::map<std::string, size_t> index;
   for (const PlanCandidate& c : res_of(r).candidates) {
     if (c.status != CandidateStatus::rejected) continue;
-    const std::string reason = std::string(engine::reject_kind_name(c.reject)) + ": " + c.reason;
+    const std::string reason = std::string(enum_name(c.reject)) + ": " + c.reason;
     auto [it, added] = index.emplace(reason, groups.size());
     if (added) groups.push_back({{}, reason});
     auto& labels = groups[it->second].first;
@@ -186,8 +186,8 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
          {"max_batch", c.max_batch},
          {"chunked_prefill", c.chunked_prefill},
          {"gpus_per_replica", c.layout.tp * c.layout.pp},
-         {"status", std::string(engine::status_name(c.status))},
-         {"reject_kind", std::string(engine::reject_kind_name(c.reject))},
+         {"status", std::string(enum_name(c.status))},
+         {"reject_kind", std::string(enum_name(c.reject))},
          {"reason", c.reason}};
   if (c.rate_bound > 0) {
     j["rate_bound"] = c.rate_bound;
@@ -402,8 +402,7 @@ std::string closest_message(const PlanReport& r) {
                        config_label(r, c), c.reason);
   }
   std::map<std::string, int64_t> kinds;
-  for (const PlanCandidate& c : res.candidates)
-    ++kinds[std::string(engine::reject_kind_name(c.reject))];
+  for (const PlanCandidate& c : res.candidates) ++kinds[std::string(enum_name(c.reject))];
   std::string s;
   for (const auto& [k, n] : kinds) s += (s.empty() ? "" : ", ") + fmt::format("{} {}", n, k);
   return "no configuration meets the objectives, and none could be measured against them (" + s +
@@ -414,7 +413,7 @@ std::string plan_table(const PlanReport& r) {
   const engine::PlanInputs& in = in_of(r);
   const engine::PlanResult& res = res_of(r);
   std::string out = fmt::format("plan: {} · {} · {} · method {}\n", models_text(in), r.target,
-                                goal_text(in), engine::method_name(in.method));
+                                goal_text(in), enum_name(in.method));
   out += fmt::format("workload: {} · mean prompt {} tokens, mean output {} tokens\n", r.workload,
                      significant(res.mean_prompt), significant(res.mean_output));
   out += fmt::format("objectives: {}\n", objectives_text(in.objectives));
@@ -487,10 +486,10 @@ nlohmann::json plan_json(const PlanReport& r) {
   for (const PlanCandidate& c : res.candidates) candidates.push_back(candidate_json(r, c));
   const SearchCounts s = counts(res);
   json out{{"models", models},
-           {"goal", std::string(engine::goal_name(in.goal))},
+           {"goal", std::string(enum_name(in.goal))},
            {"ranked_by", ranked_by(r)},
            {"unpriced", res.unpriced},
-           {"method", std::string(engine::method_name(in.method))},
+           {"method", std::string(enum_name(in.method))},
            {"workload", json{{"description", r.workload},
                              {"requests", res.requests_per_simulation},
                              {"mean_prompt_tokens", res.mean_prompt},
@@ -554,9 +553,9 @@ std::string plan_csv(const PlanReport& r) {
       row += ",";
       append_csv_field(row, s);
     }
-    row += fmt::format(",{},{},{},{},{},{},{}", c.layout.tp, c.layout.pp, c.layout.ep, c.max_batch,
-                       c.chunked_prefill ? "true" : "false", engine::status_name(c.status),
-                       engine::reject_kind_name(c.reject));
+    row +=
+        fmt::format(",{},{},{},{},{},{},{}", c.layout.tp, c.layout.pp, c.layout.ep, c.max_batch,
+                    c.chunked_prefill ? "true" : "false", enum_name(c.status), enum_name(c.reject));
     if (deployed) {
       row += fmt::format(",{},{}", c.replicas, c.gpus);
       if (c.usd_per_hour) {
@@ -785,7 +784,7 @@ std::string plan_html(const PlanReport& r) {
            "operator inventory for one GPU of the layout (selective batching: weights read once "
            "per iteration, attention per sequence at its own context; tensor-parallel "
            "all-reduces and pipeline sends on the hardware topology's links).",
-           engine::method_name(in.method))) +
+           enum_name(in.method))) +
        "</li>\n";
   for (const engine::Hardware& hw : in.hardware) {
     std::string eff = "datasheet peaks, no measured efficiency (the ideal roofline)";

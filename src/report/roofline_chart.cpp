@@ -90,8 +90,8 @@ std::string roofline_svg(const AnalysisContext& ctx,
   const engine::Model& model = *ctx.model;
   svg.text(kWidth / 2, 28,
            fmt::format("Roofline: {} on {} ({}, {} method)", model.name, hw.name,
-                       engine::dtype_name(ctx.options.costing.precision.activations),
-                       engine::method_name(ctx.options.method)),
+                       enum_name(ctx.options.costing.precision.activations),
+                       enum_name(ctx.options.method)),
            17, "middle", "#222", 0, "bold");
   std::string workloads;
   for (const engine::WorkloadResult& r : results) {
@@ -125,8 +125,7 @@ std::string roofline_svg(const AnalysisContext& ctx,
   svg.line(x.map(peak / hw.memory.front().bandwidth), y.map(peak), x.map(x.hi), y.map(peak),
            "#222222", 2);
   svg.text(x.map(x.hi) - 6, y.map(peak) - 6,
-           fmt::format("{} matrix peak {}",
-                       engine::dtype_name(ctx.options.costing.precision.activations),
+           fmt::format("{} matrix peak {}", enum_name(ctx.options.costing.precision.activations),
                        format_flop_rate(peak)),
            11, "end");
   if (vector_peak > 0 && vector_peak < peak) {

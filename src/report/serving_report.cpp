@@ -25,13 +25,13 @@ std::string percent_3_significant(double fraction) {
 
 std::string setup_line(const ServingRun& r) {
   const engine::SchedulerOptions& s = r.scheduler;
-  std::string kv = std::string(engine::kv_layout_name(s.kv)) + " KV";
+  std::string kv = std::string(enum_name(s.kv)) + " KV";
   if (s.kv == engine::KvLayout::paged) kv += fmt::format(" ({}-token blocks)", s.block_size);
   return fmt::format(
       "{} batching{} · max batch {} · max {} tokens/iteration · {} · {} preemption · KV "
       "capacity {} tokens",
-      engine::policy_name(s.policy), s.chunked_prefill ? " with chunked prefill" : "", s.max_batch,
-      s.max_tokens, kv, engine::preemption_name(s.preemption), r.kv_capacity_tokens);
+      enum_name(s.policy), s.chunked_prefill ? " with chunked prefill" : "", s.max_batch,
+      s.max_tokens, kv, enum_name(s.preemption), r.kv_capacity_tokens);
 }
 
 // The metrics compared between runs, with how to print them.
@@ -93,7 +93,7 @@ std::string speculative_line(const SpeculativeServing& sp, const engine::Specula
 json speculative_serving_json(const SpeculativeServing& sp, const engine::SpeculativeCounts& c) {
   const engine::SpeculativeConfig& config = sp.config;
   return json{
-      {"form", engine::draft_form_name(config.form)},
+      {"form", enum_name(config.form)},
       {"draft", sp.draft},
       {"draft_shares_weights", config.draft_shares_weights},
       {"k", config.k},
@@ -167,15 +167,15 @@ static json plain_serving_json(const ServingRun& r) {
               {"workload", r.workload},
               {"parallel", parallel_json(r.layout)},
               {"scheduler",
-               {{"policy", engine::policy_name(s.policy)},
+               {{"policy", enum_name(s.policy)},
                 {"max_batch", s.max_batch},
                 {"max_tokens", s.max_tokens},
                 {"chunked_prefill", s.chunked_prefill},
-                {"kv", engine::kv_layout_name(s.kv)},
+                {"kv", enum_name(s.kv)},
                 {"block_size", s.block_size},
                 {"kv_capacity_tokens", r.kv_capacity_tokens},
                 {"max_output", s.max_output},
-                {"preemption", engine::preemption_name(s.preemption)}}},
+                {"preemption", enum_name(s.preemption)}}},
               {"requests", m.requests},
               {"duration_s", m.duration_s},
               {"ttft_s", percentiles_json(m.ttft_s)},

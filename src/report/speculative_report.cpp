@@ -55,7 +55,7 @@ std::string speculative_table(const std::string& draft, const engine::Speculativ
     t.add_row({std::to_string(r.workload.batch), std::to_string(r.workload.prompt),
                std::to_string(r.workload.generate), significant(p.tokens_per_pass, 3),
                format_time(p.draft_s), format_time(p.verify_s),
-               std::string(engine::bound_name(p.verify_bound)), format_time(p.pass_s),
+               std::string(enum_name(p.verify_bound)), format_time(p.pass_s),
                format_time(p.plain_step_s), format_time(p.tpot_s), times(p.speedup),
                significant(p.throughput_tok_s), std::to_string(r.best.k), times(r.best.speedup),
                format_bytes(static_cast<double>(r.total_memory_bytes)), r.fits ? "yes" : "no"});
@@ -92,11 +92,11 @@ nlohmann::json speculative_pass_json(const engine::SpeculativePass& p) {
           {"tokens_per_pass", p.tokens_per_pass},
           {"draft_s", p.draft_s},
           {"verify_s", p.verify_s},
-          {"verify_bound", engine::bound_name(p.verify_bound)},
+          {"verify_bound", enum_name(p.verify_bound)},
           {"verify_intensity", p.verify_intensity},
           {"pass_s", p.pass_s},
           {"plain_step_s", p.plain_step_s},
-          {"plain_bound", engine::bound_name(p.plain_bound)},
+          {"plain_bound", enum_name(p.plain_bound)},
           {"tpot_s", p.tpot_s},
           {"speedup", p.speedup},
           {"throughput_tok_s", p.throughput_tok_s},
@@ -131,7 +131,7 @@ nlohmann::json speculative_json(const std::string& draft, const engine::Speculat
                                 const std::vector<engine::SpeculativeResult>& results) {
   nlohmann::json points = nlohmann::json::array();
   for (const auto& r : results) points.push_back(speculative_result_json(r));
-  return {{"form", engine::draft_form_name(config.form)},
+  return {{"form", enum_name(config.form)},
           {"draft", draft},
           {"draft_shares_weights", config.draft_shares_weights},
           {"k", config.k},

@@ -105,8 +105,7 @@ constexpr Column kRewarmColumns[] = {
 void parse_peaks(MapReader& r, engine::Hardware& hw) {
   for (PeakClass c : engine::kAllPeakClasses) {
     const Presence presence = c == PeakClass::fp32 ? Presence::required : Presence::optional;
-    if (const auto v =
-            r.quantity(engine::peak_class_name(c), Dimension::flop_rate, presence, kFlopRate)) {
+    if (const auto v = r.quantity(enum_name(c), Dimension::flop_rate, presence, kFlopRate)) {
       hw.peak_flops[static_cast<int>(c)] = *v;
     }
   }
@@ -152,7 +151,8 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   engine::Hardware hw;
   const auto name = r.string("name", Presence::required);
   const auto source = r.string("source", Presence::required);
-  hw.kind = r.choice("kind", {"gpu", "cpu", "accelerator"}, Presence::optional).value_or("");
+  hw.kind = r.enumeration<engine::HardwareKind>("kind", Presence::optional)
+                .value_or(engine::HardwareKind::unspecified);
   if (auto peaks = r.map("peak_flops", Presence::required)) parse_peaks(*peaks, hw);
 
   if (const auto levels = r.sequence("memory", Presence::required)) {
@@ -337,7 +337,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
       return true;
     };
     if (const auto dtype = probe->string("gemm_dtype", Presence::optional)) {
-      if (engine::parse_dtype(*dtype)) {
+      if (parse_enum<engine::DType>(*dtype)) {
         curves.gemm_dtype = *dtype;
       } else {
         probe->error_at("gemm_dtype", "unknown format '" + *dtype + "'");

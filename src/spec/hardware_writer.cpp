@@ -33,15 +33,16 @@ std::string hardware_yaml(const engine::Hardware& hw) {
       o, "# Written by streamspark (probe or fit); see provenance for what was measured.\n");
   fmt::format_to(o, "name: {}\n", quoted(hw.name));
   fmt::format_to(o, "source: {}\n", quoted(hw.source));
-  if (!hw.kind.empty()) fmt::format_to(o, "kind: {}\n", hw.kind);
+  if (hw.kind != engine::HardwareKind::unspecified) {
+    fmt::format_to(o, "kind: {}\n", enum_name(hw.kind));
+  }
   if (!hw.provenance.empty()) {
     fmt::format_to(o, "provenance:\n");
     for (const auto& [k, v] : hw.provenance) fmt::format_to(o, "  {}: {}\n", k, quoted(v));
   }
   fmt::format_to(o, "peak_flops:\n");
   for (engine::PeakClass c : engine::kAllPeakClasses) {
-    if (hw.peak(c) > 0)
-      fmt::format_to(o, "  {}: {:.6g} FLOP/s\n", engine::peak_class_name(c), hw.peak(c));
+    if (hw.peak(c) > 0) fmt::format_to(o, "  {}: {:.6g} FLOP/s\n", enum_name(c), hw.peak(c));
   }
   fmt::format_to(o, "memory:\n");
   for (const auto& level : hw.memory) {

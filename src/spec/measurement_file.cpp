@@ -165,7 +165,7 @@ struct MeasurementRowReader {
     for (const char* key :
          {"dtype", "kv_cache", "embedding", "attention_weights", "activation_storage"}) {
       const auto t = text(key);
-      if (t && !engine::parse_dtype(*t)) error(key, "unknown format '" + *t + "'");
+      if (t && !parse_enum<engine::DType>(*t)) error(key, "unknown format '" + *t + "'");
     }
     if (text("memory_fraction")) {
       r.memory_fraction = number("memory_fraction", 0, true);

@@ -42,14 +42,10 @@ using engine::MixerKind;
 using engine::MlpKind;
 using engine::NormKind;
 
-Activation activation_of(const std::string& s) {
-  if (s == "silu") return Activation::silu;
-  if (s == "gelu") return Activation::gelu;
-  if (s == "relu") return Activation::relu;
-  return Activation::relu2;
+// Gated MLPs (SwiGLU, Llama) use SiLU, plain ones GELU (GPT-2), unless the file says.
+Activation default_activation(MlpKind kind) {
+  return kind == MlpKind::gated ? Activation::silu : Activation::gelu;
 }
-
-const std::vector<std::string_view> kActivations = {"silu", "gelu", "relu", "relu2"};
 
 // Sections, parsed once; a layer kind copies the ones it uses.
 struct Sections {
@@ -63,7 +59,7 @@ struct Sections {
 
 void parse_attention(MapReader& r, std::optional<int64_t> d_model,
                      std::optional<int64_t> max_context, Sections& out) {
-  const auto kind = r.choice("kind", {"mha", "gqa", "mqa", "mla"}, Presence::required);
+  const auto kind = r.enumeration<AttentionKind>("kind", Presence::required);
   const auto n_heads = r.integer("n_heads", Presence::required);
   const auto n_kv_heads = r.integer("n_kv_heads", Presence::optional);
   const auto head_dim = r.integer("head_dim", Presence::optional);
@@ -96,8 +92,8 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
                                      *window, *max_context));
     ok = false;
   }
-  if (*kind == "mla") {
-    a.kind = AttentionKind::mla;
+  a.kind = *kind;
+  if (*kind == AttentionKind::mla) {
     for (const char* unused :
          {"n_kv_heads", "head_dim", "window", "kv_share", "qkv_bias", "qk_norm"}) {
       if (r.has(unused)) {
@@ -126,12 +122,11 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
     for (const char* unused :
          {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
       if (r.has(unused)) {
-        r.error_at(unused, fmt::format("only used by kind mla, not {}", *kind));
+        r.error_at(unused, fmt::format("only used by kind mla, not {}", enum_name(*kind)));
         ok = false;
       }
     }
-    if (*kind == "mha") {
-      a.kind = AttentionKind::mha;
+    if (*kind == AttentionKind::mha) {
       a.n_kv_heads = n_kv_heads.value_or(*n_heads);
       if (a.n_kv_heads != a.n_heads) {
         r.error_at("n_kv_heads",
@@ -140,8 +135,7 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
                                a.n_heads, a.n_kv_heads));
         ok = false;
       }
-    } else if (*kind == "mqa") {
-      a.kind = AttentionKind::mqa;
+    } else if (*kind == AttentionKind::mqa) {
       a.n_kv_heads = n_kv_heads.value_or(1);
       if (a.n_kv_heads != 1) {
         r.error_at("n_kv_heads",
@@ -151,7 +145,6 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
         ok = false;
       }
     } else {
-      a.kind = AttentionKind::gqa;
       if (!n_kv_heads) {
         // Present but invalid has already been reported.
         if (!r.has("n_kv_heads")) {
@@ -191,18 +184,18 @@ void parse_attention(MapReader& r, std::optional<int64_t> d_model,
 }
 
 void parse_mlp(MapReader& r, Sections& out) {
-  const auto kind = r.choice("kind", {"gated", "plain"}, Presence::required);
+  const auto kind = r.enumeration<MlpKind>("kind", Presence::required);
   const auto d_ff = r.integer("d_ff", Presence::required);
-  const auto activation = r.choice("activation", kActivations, Presence::optional);
+  const auto activation = r.enumeration<Activation>("activation", Presence::optional);
   r.finish();
   if (!kind || !d_ff) {
     out.ok = false;
     return;
   }
   engine::Mlp m;
-  m.kind = *kind == "gated" ? MlpKind::gated : MlpKind::plain;
+  m.kind = *kind;
   m.d_ff = *d_ff;
-  m.activation = activation_of(activation.value_or(m.kind == MlpKind::gated ? "silu" : "gelu"));
+  m.activation = activation.value_or(default_activation(m.kind));
   out.mlp = m;
 }
 
@@ -212,8 +205,8 @@ void parse_moe(MapReader& r, Sections& out) {
   const auto d_ff = r.integer("d_ff", Presence::required);
   const auto n_shared = r.integer("n_shared_experts", Presence::optional, 0);
   const auto shared_d_ff = r.integer("shared_d_ff", Presence::optional);
-  const auto kind = r.choice("kind", {"gated", "plain"}, Presence::optional);
-  const auto activation = r.choice("activation", kActivations, Presence::optional);
+  const auto kind = r.enumeration<MlpKind>("kind", Presence::optional);
+  const auto activation = r.enumeration<Activation>("activation", Presence::optional);
   r.finish();
   if (!n_experts || !top_k || !d_ff) {
     out.ok = false;
@@ -230,8 +223,8 @@ void parse_moe(MapReader& r, Sections& out) {
   e.d_ff = *d_ff;
   e.n_shared = n_shared.value_or(0);
   e.shared_d_ff = shared_d_ff.value_or(*d_ff);
-  e.kind = kind.value_or("gated") == "gated" ? MlpKind::gated : MlpKind::plain;
-  e.activation = activation_of(activation.value_or(e.kind == MlpKind::gated ? "silu" : "gelu"));
+  e.kind = kind.value_or(MlpKind::gated);
+  e.activation = activation.value_or(default_activation(e.kind));
   out.moe = e;
 }
 
@@ -346,8 +339,7 @@ std::optional<LayerToken> parse_token(const std::string& text, const Sections& s
     return fail(
         fmt::format("unknown feed-forward '{}' in '{}'; expected mlp, moe or none", ffn, text));
   }
-  t.label =
-      t.ffn == FfnKind::none ? mixer : mixer + "+" + std::string(engine::ffn_kind_name(t.ffn));
+  t.label = t.ffn == FfnKind::none ? mixer : mixer + "+" + std::string(enum_name(t.ffn));
   return t;
 }
 
@@ -583,7 +575,7 @@ std::optional<engine::Model> parse_model_body(const YAML::Node& input, const Spe
   const auto d_model = r.integer("d_model", Presence::required);
   const auto n_layers = r.integer("n_layers", Presence::optional);
   const auto max_context = r.integer("max_context", Presence::required);
-  const auto norm = r.choice("norm", {"rmsnorm", "layernorm"}, Presence::optional);
+  const auto norm = r.enumeration<NormKind>("norm", Presence::optional);
   const auto tied = r.boolean("tied_embeddings", Presence::optional);
   const auto sandwich = r.boolean("sandwich_norms", Presence::optional);
 
@@ -681,7 +673,7 @@ std::optional<engine::Model> parse_model_body(const YAML::Node& input, const Spe
   m.vocab_size = *vocab;
   m.d_model = *d_model;
   m.max_context = *max_context;
-  m.norm = norm.value_or("rmsnorm") == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
+  m.norm = norm.value_or(NormKind::rmsnorm);
   m.tied_embeddings = tied.value_or(false);
   m.diffusion = diffusion;
 

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/enum_names.hpp"
 #include "spec/diagnostics.hpp"
 #include "spec/quantity.hpp"
 
@@ -92,6 +93,16 @@ class MapReader {
   std::optional<std::string> choice(std::string_view key,
                                     const std::vector<std::string_view>& choices,
                                     Presence presence);
+  // One of an enum's names (engine/enum_names.hpp; an empty name is no choice of a file's).
+  template <typename E>
+  std::optional<E> enumeration(std::string_view key, Presence presence) {
+    std::vector<std::string_view> names;
+    for (const auto& e : enum_names(E{})) {
+      if (!e.name.empty()) names.push_back(e.name);
+    }
+    const std::optional<std::string> text = choice(key, names, presence);
+    return text ? ::streamspark::parse_enum<E>(*text) : std::nullopt;
+  }
   std::optional<MapReader> map(std::string_view key, Presence presence);
   // The elements of a sequence (each with its key path "key[i]").
   std::optional<std::vector<YAML::Node>> sequence(std::string_view key, Presence presence);

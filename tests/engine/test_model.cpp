@@ -57,9 +57,9 @@ TEST_CASE("storage bytes round sub-byte formats up") {
 }
 
 TEST_CASE("dtype names round-trip, fp8 means e4m3") {
-  for (DType t : kAllDTypes) CHECK(parse_dtype(dtype_name(t)) == t);
-  CHECK(parse_dtype("fp8") == DType::fp8_e4m3);
-  CHECK_FALSE(parse_dtype("fp12").has_value());
+  for (DType t : kAllDTypes) CHECK(parse_enum<DType>(enum_name(t)) == t);
+  CHECK(parse_enum<DType>("fp8") == DType::fp8_e4m3);
+  CHECK_FALSE(parse_enum<DType>("fp12").has_value());
   CHECK(matrix_peak_class(DType::fp8_e5m2) == PeakClass::fp8);
   CHECK_FALSE(matrix_peak_class(DType::int3).has_value());  // storage only
   CHECK(dtype_bits(DType::int3) == 3);

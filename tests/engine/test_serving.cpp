@@ -179,7 +179,7 @@ TEST_CASE("preemption when the KV cache runs out: recompute and swap") {
   std::vector<Request> requests(4, Request{0.0, 16, 32, 0});
   OneSecond timer;
   for (const Preemption p : {Preemption::recompute, Preemption::swap}) {
-    CAPTURE(preemption_name(p));
+    CAPTURE(streamspark::enum_name(p));
     ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
     o.scheduler.max_batch = 4;
     o.scheduler.kv_capacity_tokens = 128;

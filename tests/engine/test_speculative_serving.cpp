@@ -133,7 +133,7 @@ TEST_CASE("speculative scheduler, acceptance 1: k+1 tokens a pass, rejected slot
   // Each pass first allocates 5 positions after the cached ones.
   const std::vector<Request> requests = {{0.0, 10, 12, 0}};
   for (const KvLayout kv : {KvLayout::paged, KvLayout::contiguous}) {
-    CAPTURE(kv_layout_name(kv));
+    CAPTURE(streamspark::enum_name(kv));
     const SchedulerOptions s = speculative_options(4, {1.0}, kv).scheduler;
     Scheduler scheduler(s, requests);
     scheduler.arrive(0);
@@ -321,7 +321,7 @@ TEST_CASE("a serving pass of a uniform batch is analyze's speculative pass") {
   const Hardware hw = streamspark::test::h100_lecture(2e-6);
   Analyzer analyzer(target, hw, bf16_roofline());
   for (const DraftForm form : {DraftForm::model, DraftForm::medusa, DraftForm::eagle}) {
-    CAPTURE(draft_form_name(form));
+    CAPTURE(streamspark::enum_name(form));
     SpeculativeConfig c = config(4, {0.0});
     c.form = form;
     const std::optional<Model> draft =

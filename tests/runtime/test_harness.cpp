@@ -154,16 +154,16 @@ TEST_CASE("hardware files that do not describe the backend's machine are named")
   engine::Hardware h = some_cpu();
   // A datasheet file without kind or provenance: nothing to compare.
   CHECK(rt::hardware_mismatches(h, *backend, 1).empty());
-  h.kind = "cpu";
+  h.kind = engine::HardwareKind::cpu;
   CHECK(rt::hardware_mismatches(h, *backend, 1).empty());
   // A GPU file on the CPU backend.
-  h.kind = "gpu";
+  h.kind = engine::HardwareKind::gpu;
   auto found = rt::hardware_mismatches(h, *backend, 1);
   REQUIRE(found.size() == 1);
   CHECK(found[0] == "'some-cpu' describes a gpu, but the cpu backend runs on a cpu");
   // A probe of this machine with this runtime and thread count matches; each other value is
   // named (the environment faked through the provenance the probe writes).
-  h.kind = "cpu";
+  h.kind = engine::HardwareKind::cpu;
   const std::string machine = backend->device_info().name;
   h.provenance = {{"machine", machine}, {"threads", "1"}, {"runtime", "cpu backend, fp32"}};
   CHECK(rt::hardware_mismatches(h, *backend, 1).empty());

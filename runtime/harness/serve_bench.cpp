@@ -8,6 +8,7 @@
 
 #include "engine/memory.hpp"
 #include "engine/ops.hpp"
+#include "engine/statistics.hpp"
 #include "runtime/backend_registry.hpp"
 #include "runtime/decoder.hpp"
 #include "runtime/generation.hpp"
@@ -43,7 +44,7 @@ class ComparedIterations final : public engine::IterationTimer {
   // later ones), then those with prompt tokens. Costed in the order they ran, with the idle
   // waits where they were (a probed file's rewarm ratios make an iteration's cost depend on
   // what ran before it).
-  std::vector<report::IterationComparison> compare(engine::IterationCost& cost) const {
+  std::vector<IterationComparison> compare(engine::IterationCost& cost) const {
     std::vector<std::pair<double, double>> decode, early, late, prompt;
     cost.idle();  // as a simulation starts
     for (const Ran& r : ran_) {
@@ -58,11 +59,11 @@ class ComparedIterations final : public engine::IterationTimer {
         (pass <= kRewarmSplit ? early : late).push_back(times);
       }
     }
-    return {report::compare_iterations("decode only", decode),
-            report::compare_iterations(
+    return {compare_iterations("decode only", decode),
+            compare_iterations(
                 fmt::format("decode, passes 1-{} after a prompt or wait", kRewarmSplit), early),
-            report::compare_iterations(fmt::format("decode, passes {} on", kRewarmSplit + 1), late),
-            report::compare_iterations("with prompt tokens", prompt)};
+            compare_iterations(fmt::format("decode, passes {} on", kRewarmSplit + 1), late),
+            compare_iterations("with prompt tokens", prompt)};
   }
 
  private:
@@ -188,6 +189,24 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
     result.verified = true;
   }
   return result;
+}
+
+IterationComparison compare_iterations(const std::string& kind,
+                                       const std::vector<std::pair<double, double>>& times) {
+  IterationComparison c;
+  c.kind = kind;
+  c.iterations = static_cast<int64_t>(times.size());
+  if (times.empty()) return c;
+  std::vector<double> p, m, e;
+  for (const auto& [predicted, measured] : times) {
+    p.push_back(predicted);
+    m.push_back(measured);
+    e.push_back(engine::relative_error(predicted, measured));
+  }
+  c.predicted_s = engine::median(p);
+  c.measured_s = engine::median(m);
+  c.median_error = engine::median(e);
+  return c;
 }
 
 }  // namespace streamspark::runtime

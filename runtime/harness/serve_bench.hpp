@@ -8,12 +8,26 @@
 #include <vector>
 
 #include "engine/serving.hpp"
-#include "report/serving_report.hpp"
-#include "report/validation_report.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/harness/machine_check.hpp"
 #include "runtime/serving_runtime.hpp"
 
 namespace streamspark::runtime {
+
+// The engine's cost of each iteration the runtime ran, against its measured time: medians over
+// a kind of iteration, and the median of the per-iteration errors (predicted - measured) /
+// measured.
+struct IterationComparison {
+  std::string kind;
+  int64_t iterations = 0;
+  double predicted_s = 0;
+  double measured_s = 0;
+  double median_error = 0;
+};
+
+// One kind's row from (predicted, measured) seconds per iteration.
+IterationComparison compare_iterations(const std::string& kind,
+                                       const std::vector<std::pair<double, double>>& times);
 
 struct ServeBenchPlan {
   engine::ServingOptions options;  // continuous batching, paged KV, recompute preemption
@@ -33,12 +47,12 @@ struct ServeBenchResult {
   int64_t kv_blocks = 0;
   // Decode-only iterations (all; the first four after a prompt or an idle wait; the later
   // ones), then iterations with prompt tokens.
-  std::vector<report::IterationComparison> iterations;
+  std::vector<IterationComparison> iterations;
   bool verified = false;
   TokenCheck tokens;
   // The probe's GEMM points at the anchor nearest a decode step of the mean prompt at batch 1,
   // 4 and 16 (at most max_batch), and its compute-bound end; empty when not checked.
-  std::vector<report::MachineCheck> machine_check;
+  std::vector<MachineCheck> machine_check;
 };
 
 // Throws std::invalid_argument for a plan the runtime cannot run (another batching policy or

@@ -30,8 +30,8 @@ engine::Model draft_model(const DraftSource& d, const engine::Model& target) {
   return d.layers == 0 ? target : engine::first_layers_model(target, d.layers);
 }
 
-report::SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model& target,
-                                                   const SpeculativeRunPlan& p) {
+SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model& target,
+                                           const SpeculativeRunPlan& p) {
   if (p.batch < 1 || p.prompt < 1 || p.generate < 2 || p.k < 1 || p.repeats < 1) {
     throw std::invalid_argument(
         "speculative run: batch, prompt, k, repeats >= 1 and generate >= 2");
@@ -95,7 +95,7 @@ report::SpeculativeMeasurement measure_speculative(Backend& backend, const engin
     speedups.push_back(plain_decode.back() / spec_decode.back());
   }
 
-  report::SpeculativeMeasurement m;
+  SpeculativeMeasurement m;
   m.model = target.name;
   m.draft = describe(p.draft);
   m.backend = backend.name();
@@ -134,18 +134,17 @@ report::SpeculativeMeasurement measure_speculative(Backend& backend, const engin
   return m;
 }
 
-report::SpeculativeValidation validate_speculative(Backend& backend, const engine::Model& target,
-                                                   const engine::Hardware& hardware,
-                                                   engine::Method method,
-                                                   const std::vector<int64_t>& batches,
-                                                   const SpeculativeRunPlan& plan) {
+SpeculativeValidation validate_speculative(Backend& backend, const engine::Model& target,
+                                           const engine::Hardware& hardware, engine::Method method,
+                                           const std::vector<int64_t>& batches,
+                                           const SpeculativeRunPlan& plan) {
   if (batches.empty()) throw std::invalid_argument("validate: no batch to run");
   engine::AnalysisOptions options;
   options.method = method;
   options.costing.precision = backend_precision(backend);  // predict what the runtime stores
   engine::Analyzer analyzer(target, hardware, options);
   const engine::Model draft = draft_model(plan.draft, target);
-  report::SpeculativeValidation v;
+  SpeculativeValidation v;
   v.model = target.name;
   v.hardware = hardware.name;
   v.method = std::string(enum_name(method));
@@ -153,7 +152,7 @@ report::SpeculativeValidation validate_speculative(Backend& backend, const engin
   for (const int64_t B : batches) {
     SpeculativeRunPlan p = plan;
     p.batch = B;
-    report::SpeculativeValidationPoint point;
+    SpeculativeValidationPoint point;
     point.measured = measure_speculative(backend, target, p);
     // The prediction at the measured acceptance rate: i.i.d. over depths, as the cost model's
     // (1 - a^(k+1)) / (1 - a).

@@ -3,12 +3,15 @@
 // backend, with the same target weights and prompts.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/analysis.hpp"
-#include "report/speculative_report.hpp"
+#include "engine/speculative.hpp"
 #include "runtime/backend.hpp"
 
 namespace streamspark::runtime {
@@ -31,6 +34,52 @@ std::string describe(const DraftSource& d);
 // The draft as a model (self: the target's first layers).
 engine::Model draft_model(const DraftSource& d, const engine::Model& target);
 
+// One speculative run beside plain decoding of the same request (same weights, prompts).
+struct SpeculativeMeasurement {
+  std::string model;
+  std::string draft;  // as describe_speculative's draft part
+  std::string backend;
+  std::string dtype;
+  int threads = 0;
+  int64_t batch = 0, prompt = 0, generate = 0, k = 0;
+  double temperature = 0, top_p = 1;
+  uint64_t seed = 0;
+  int repeats = 1;
+  // Counts of one run (every repeat draws the same tokens).
+  int64_t passes = 0, sequence_passes = 0, proposed = 0, accepted = 0, rejected = 0, emitted = 0;
+  std::vector<int64_t> examined_at_depth, accepted_at_depth;
+  double acceptance_rate = 0;  // accepted / (accepted + rejected)
+  double tokens_per_pass = 0;  // emitted / sequence_passes
+  // Medians over the repeats of the decode of the G - 1 tokens after the first.
+  double plain_ttft_s = 0, speculative_ttft_s = 0;
+  double plain_decode_s = 0, speculative_decode_s = 0;
+  double plain_step_s = 0;  // plain_decode_s / (G - 1)
+  double pass_s = 0;        // speculative_decode_s / passes
+  double draft_s_per_pass = 0, verify_s_per_pass = 0;
+  // The median over the repeats of plain / speculative decode time, each pair run back to
+  // back (close to, not exactly, plain_decode_s / speculative_decode_s).
+  double speedup = 0;
+  // Greedy: whether every sequence's speculative tokens equal its plain tokens.
+  std::optional<bool> matches_plain;
+  std::vector<std::vector<int32_t>> tokens;  // speculative
+};
+
+struct SpeculativeValidationPoint {
+  SpeculativeMeasurement measured;
+  engine::SpeculativeResult predicted;  // at the measured acceptance rate (i.i.d.)
+  double error = 0;                     // (predicted - measured) / measured speed-up
+};
+
+struct SpeculativeValidation {
+  std::string model, hardware, method, draft;
+  std::vector<SpeculativeValidationPoint> points;
+  double max_abs_error() const {
+    double e = 0;
+    for (const auto& p : points) e = std::max(e, std::abs(p.error));
+    return e;
+  }
+};
+
 struct SpeculativeRunPlan {
   int64_t batch = 1;
   int64_t prompt = 128;
@@ -47,15 +96,14 @@ struct SpeculativeRunPlan {
 // passes on the same contiguous decoder) of the same request, alternately, once untimed and
 // `repeats` times timed. Throws std::invalid_argument for a bad plan or a model the runtime
 // cannot run, DeviceError when target and draft do not fit the backend's memory.
-report::SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model& target,
-                                                   const SpeculativeRunPlan& plan);
+SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model& target,
+                                           const SpeculativeRunPlan& plan);
 
 // Measures each batch, then predicts the speed-up with the engine (hardware file, method) at
 // the measured acceptance rate.
-report::SpeculativeValidation validate_speculative(Backend& backend, const engine::Model& target,
-                                                   const engine::Hardware& hardware,
-                                                   engine::Method method,
-                                                   const std::vector<int64_t>& batches,
-                                                   const SpeculativeRunPlan& plan);
+SpeculativeValidation validate_speculative(Backend& backend, const engine::Model& target,
+                                           const engine::Hardware& hardware, engine::Method method,
+                                           const std::vector<int64_t>& batches,
+                                           const SpeculativeRunPlan& plan);
 
 }  // namespace streamspark::runtime

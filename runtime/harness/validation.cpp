@@ -61,10 +61,9 @@ std::optional<double> measured(const std::vector<OpTimer>& timers, engine::OpId 
 
 // Predicted kernels against the timers: one comparison per predicted kernel, then one per
 // timed operator that no predicted kernel names.
-std::vector<report::TimeComparison> compare_kernels(const std::vector<PredictedKernel>& kernels,
-                                                    const std::vector<OpTimer>& timers,
-                                                    double divide) {
-  std::vector<report::TimeComparison> out;
+std::vector<TimeComparison> compare_kernels(const std::vector<PredictedKernel>& kernels,
+                                            const std::vector<OpTimer>& timers, double divide) {
+  std::vector<TimeComparison> out;
   for (const PredictedKernel& k : kernels) {
     out.push_back({k.label, k.seconds, measured(timers, k.id, divide)});
   }
@@ -73,8 +72,8 @@ std::vector<report::TimeComparison> compare_kernels(const std::vector<PredictedK
       const bool predicted = std::any_of(kernels.begin(), kernels.end(),
                                          [&](const PredictedKernel& k) { return k.id == id; });
       const std::string name(engine::op_name(id));
-      const bool listed = std::any_of(
-          out.begin(), out.end(), [&](const report::TimeComparison& c) { return c.name == name; });
+      const bool listed = std::any_of(out.begin(), out.end(),
+                                      [&](const TimeComparison& c) { return c.name == name; });
       if (!predicted && !listed) out.push_back({name, std::nullopt, s / divide});
     }
   }
@@ -118,8 +117,8 @@ std::vector<std::string> hardware_mismatches(const engine::Hardware& hardware,
   return found;
 }
 
-report::Validation run_validation(Backend& backend, const engine::Model& model,
-                                  const engine::Hardware& hardware, const ValidationPlan& plan) {
+Validation run_validation(Backend& backend, const engine::Model& model,
+                          const engine::Hardware& hardware, const ValidationPlan& plan) {
   const int64_t G = plan.generate, W = plan.warmup_steps;
   if (G < 2 || W < 0 || W > G - 2) {
     throw std::invalid_argument("validate: generate " + std::to_string(G) + " with " +
@@ -141,7 +140,7 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
   Decoder decoder(backend, model, random_weights(model, plan.seed), max_batch, max_prompt + G);
   decoder.set_graphs(plan.graphs);
 
-  report::Validation v;
+  Validation v;
   v.model = model.name;
   v.hardware = hardware.name;
   v.method = std::string(enum_name(plan.method));
@@ -231,7 +230,7 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
     const engine::WorkloadResult steady = analyzer.analyze({B, S + W, G - W});
     engine::require_finite(predicted);  // NonFiniteError: a number out of range
     engine::require_finite(steady);
-    report::ValidationPoint p;
+    ValidationPoint p;
     p.batch = B;
     p.prompt = S;
     p.generate = G;
@@ -277,8 +276,31 @@ report::Validation run_validation(Backend& backend, const engine::Model& model,
     p.peak_flops = analyzer.rates().matrix_flops;
     v.points.push_back(std::move(p));
   }
-  v.summarize();
+  summarize(v);
   return v;
+}
+
+void summarize(Validation& v) {
+  std::vector<double> p, d;
+  v.unmatched_ops.clear();
+  for (const auto& point : v.points) {
+    p.push_back(point.prefill.error());
+    d.push_back(point.decode.error());
+    for (const auto& [phase, ops] :
+         {std::pair{"prefill", &point.prefill_ops}, std::pair{"decode", &point.decode_ops}}) {
+      for (const TimeComparison& c : *ops) {
+        if (c.matched()) continue;
+        const std::string line = std::string(phase) + " " + c.name + ": " +
+                                 (c.measured_s ? "not predicted" : "not measured");
+        if (std::find(v.unmatched_ops.begin(), v.unmatched_ops.end(), line) ==
+            v.unmatched_ops.end()) {
+          v.unmatched_ops.push_back(line);
+        }
+      }
+    }
+  }
+  v.prefill = engine::summarize_errors(p);
+  v.decode = engine::summarize_errors(d);
 }
 
 }  // namespace streamspark::runtime

@@ -9,10 +9,52 @@
 #include <vector>
 
 #include "engine/analysis.hpp"
-#include "report/validation_report.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/harness/machine_check.hpp"
+#include "runtime/harness/time_comparison.hpp"
 
 namespace streamspark::runtime {
+
+struct ValidationPoint {
+  int64_t batch = 0;
+  int64_t prompt = 0;
+  int64_t generate = 0;
+  TimeComparison prefill;  // TTFT
+  // TPOT: the decode step after `warmup_steps` untimed ones, i.e. over contexts
+  // prompt+warmup_steps .. prompt+generate-2 (predicted: the mean step; measured: the median)
+  TimeComparison decode;
+  std::vector<TimeComparison> prefill_ops;  // empty when the operators were not timed
+  std::vector<TimeComparison> decode_ops;   // per step
+  // Runtime efficiency: decode bytes moved per measured second against the bandwidth of the
+  // memory level the step runs from; prefill GEMM FLOPs per measured GEMM second against the
+  // fp32 peak (0 when the operators were not timed).
+  double decode_bandwidth = 0;
+  double level_bandwidth = 0;  // the hardware's at the decode step's working set
+  std::string level;           // the memory level that holds that working set (a name only)
+  int64_t working_set_bytes = 0;
+  double prefill_gemm_flops = 0;
+  double peak_flops = 0;
+};
+
+struct Validation {
+  std::string model;
+  std::string hardware;
+  std::string method;
+  std::string backend;
+  int threads = 0;
+  bool graphs = false;  // decode steps replayed as captured graphs
+  int repeats = 0;
+  int64_t warmup_steps = 0;
+  bool operators_timed = true;  // false: whole steps only (validate --phases-only)
+  std::vector<ValidationPoint> points;
+  // Empty when the hardware file holds no probed GEMM points in the backend's format.
+  std::vector<MachineCheck> machine_check;
+  engine::ErrorSummary prefill;
+  engine::ErrorSummary decode;
+  // Operators predicted but not measured, or measured but not predicted ("decode lm_head: not
+  // measured"): each one fails the validation.
+  std::vector<std::string> unmatched_ops;
+};
 
 struct ValidationPlan {
   std::vector<int64_t> batches;
@@ -24,7 +66,7 @@ struct ValidationPlan {
   bool graphs = true;        // decode steps as captured graphs where the backend can
   engine::Method method = engine::Method::calibrated;
   // Time some of the hardware file's probed GEMM points again before the first run and after
-  // the last (report::Validation::machine_check); a file without them is not checked.
+  // the last (Validation::machine_check); a file without them is not checked.
   bool machine_check = true;
   // Time every operator too, in rounds alternating with the whole-step rounds (the report's
   // per-operator comparison and prefill GEMM rate); false halves the run (phases only).
@@ -41,7 +83,10 @@ struct ValidationPlan {
 std::vector<std::string> hardware_mismatches(const engine::Hardware& hardware,
                                              const Backend& backend, int threads);
 
-report::Validation run_validation(Backend& backend, const engine::Model& model,
-                                  const engine::Hardware& hardware, const ValidationPlan& plan);
+// Fills the summaries and unmatched_ops of `v` from its points.
+void summarize(Validation& v);
+
+Validation run_validation(Backend& backend, const engine::Model& model,
+                          const engine::Hardware& hardware, const ValidationPlan& plan);
 
 }  // namespace streamspark::runtime

@@ -5,14 +5,15 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
+#include "app/errors.hpp"
 #include "cli/commands.hpp"
-#include "cli/common_options.hpp"
-#include "cli/value_list.hpp"
 #include "engine/finite_check.hpp"
 #include "engine/overflow.hpp"
+#include "runtime/backend.hpp"
 #include "spec/catalog.hpp"
 #include "spec/diagnostics.hpp"
 
@@ -21,45 +22,74 @@
 #endif
 
 namespace {
+
 std::string executable_path(const char* argv0) {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(argv0) : self.string();
 }
+
+// The exit code of a failure, its message on stderr.
+int report_failure() {
+  using namespace streamspark;
+  using cli::kExitBadInput;
+  try {
+    throw;
+  } catch (const spec::SpecError& e) {
+    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", d.format());
+    return kExitBadInput;
+  } catch (const spec::CatalogError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+  } catch (const app::UsageError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+  } catch (const engine::OverflowError& e) {
+    fmt::print(stderr, "error: workload too large: {}\n", e.what());
+  } catch (const engine::NonFiniteError& e) {
+    fmt::print(stderr, "error: a result is not a finite number: {}\n", e.what());
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+  } catch (const runtime::DeviceError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return cli::kExitRuntime;
+  } catch (const app::RuntimeFailure& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return cli::kExitRuntime;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: out of memory\n");
+    return cli::kExitRuntime;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return cli::kExitInternal;
+  }
+  return kExitBadInput;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace streamspark::cli;
   std::string command_line = "streamspark";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
-  const AppContext ctx{executable_path(argv[0]), command_line};
-  CLI::App app{"streamspark: roofline and cost model of LLM inference"};
-  app.set_version_flag("--version", STREAMSPARK_VERSION);
-  app.require_subcommand(1);
-  std::vector<Command> commands = {
-      add_analyze_command(app, ctx),
-      add_sweep_command(app, ctx),
-      add_compare_command(app, ctx),
-      add_models_command(app, ctx),
-      add_hardware_command(app, ctx),
-      add_check_command(app, ctx),
-      add_import_command(app, ctx),
-      add_bench_command(app, ctx),
-      add_probe_command(app, ctx),
-      add_run_command(app, ctx),
-      add_validate_command(app, ctx),
-      add_serve_sim_command(app, ctx),
-      add_serve_bench_command(app, ctx),
-      add_fit_command(app, ctx),
-      add_import_benchmark_command(app, ctx),
-      add_plan_command(app, ctx),
-  };
+  const streamspark::app::Context context{
+      streamspark::spec::Catalog(streamspark::spec::data_roots(executable_path(argv[0]))),
+      command_line, [](const std::string& line) { fmt::print(stderr, "warning: {}\n", line); }};
+  CLI::App root{"streamspark: roofline and cost model of LLM inference"};
+  root.set_version_flag("--version", STREAMSPARK_VERSION);
+  root.require_subcommand(1);
+  std::vector<Command> commands;
+  for (auto add :
+       {add_analyze_command, add_sweep_command, add_compare_command, add_models_command,
+        add_hardware_command, add_check_command, add_import_command, add_bench_command,
+        add_probe_command, add_run_command, add_validate_command, add_serve_sim_command,
+        add_serve_bench_command, add_fit_command, add_import_benchmark_command, add_plan_command}) {
+    commands.push_back(add(root, context));
+  }
   try {
-    app.parse(argc, argv);
+    root.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);  // --help, --version
+    return root.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    root.exit(e);
     return kExitBadInput;
   }
   try {
@@ -67,35 +97,7 @@ int main(int argc, char** argv) {
       if (c.app->parsed()) return c.run();
     }
     return kExitBadInput;
-  } catch (const streamspark::spec::SpecError& e) {
-    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", d.format());
-    return kExitBadInput;
-  } catch (const streamspark::spec::CatalogError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const UsageError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const streamspark::engine::OverflowError& e) {
-    fmt::print(stderr, "error: workload too large: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const streamspark::engine::NonFiniteError& e) {
-    fmt::print(stderr, "error: a result is not a finite number: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const streamspark::runtime::DeviceError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitRuntime;
-  } catch (const RuntimeFailure& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitRuntime;
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "error: out of memory\n");
-    return kExitRuntime;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitInternal;
+  } catch (...) {
+    return report_failure();
   }
 }

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 
 namespace streamspark::cli {
@@ -206,6 +207,15 @@ void OutputFile::commit() {
     }
   }
   committed_ = true;
+}
+
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::unique_ptr<OutputFile>> open;
+  for (const auto& [path, text] : files) {
+    open.push_back(std::make_unique<OutputFile>(path));
+    open.back()->write(text);
+  }
+  for (auto& f : open) f->commit();
 }
 
 }  // namespace streamspark::cli

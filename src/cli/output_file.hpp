@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace streamspark::cli {
 
@@ -31,5 +33,12 @@ class OutputFile {
   bool committed_ = false;
   int slot_ = -1;  // in the table of live temporary files the signal handler removes
 };
+
+// Writes each (path, text) to its temporary file, then renames them into place in the order
+// given: a failure while writing replaces none of them.
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files);
+inline void write_output(const std::string& path, const std::string& text) {
+  write_outputs({{path, text}});
+}
 
 }  // namespace streamspark::cli

@@ -7,15 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "app/errors.hpp"
 #include "spec/quantity.hpp"
 
 namespace streamspark::cli {
 
 // Bad command-line input; the CLI prints it and exits with 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using app::UsageError;
 
 // Integers >= 1, in the order given (duplicates kept). `option` names the flag in errors.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& option);

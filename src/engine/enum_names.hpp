@@ -1,12 +1,12 @@
 // One name<->value table per enum, declared beside the enum: the names are what options, JSON,
 // CSV, reports and errors spell. op_ids.hpp's X-macro, for every enum:
 //
-//   #define STREAMSPARK_METHODS(X) X(bandwidth, "bandwidth") X(roofline, "roofline") ...
+//   #define STREAMSPARK_METHODS(X) X(roofline, "roofline") X(bandwidth, "bandwidth") ...
 //   STREAMSPARK_ENUM(Method, STREAMSPARK_METHODS)
 //
-// declares `enum class Method { bandwidth, roofline, ... }` and its table; then enum_name(m),
-// parse_enum<Method>("roofline"), enum_values<Method>() and enum_choices<Method>() ("bandwidth,
-// roofline or calibrated") work for it. A value's name is what enum_name gives and what
+// declares `enum class Method { roofline, bandwidth, ... }` and its table; then enum_name(m),
+// parse_enum<Method>("roofline"), enum_values<Method>() and enum_choices<Method>() ("roofline,
+// bandwidth or calibrated") work for it. A value's name is what enum_name gives and what
 // parse_enum reads; STREAMSPARK_ENUM_ALIASES adds more spellings that parse_enum reads too.
 #pragma once
 

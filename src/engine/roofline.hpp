@@ -27,7 +27,7 @@ namespace streamspark::engine {
 // DRAM-bound.
 // clang-format off
 #define STREAMSPARK_METHODS(X)                                                                   \
-  X(bandwidth, "bandwidth") X(roofline, "roofline") X(calibrated, "calibrated")
+  X(roofline, "roofline") X(bandwidth, "bandwidth") X(calibrated, "calibrated")
 // clang-format on
 STREAMSPARK_ENUM(Method, STREAMSPARK_METHODS)
 

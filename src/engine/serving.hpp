@@ -70,7 +70,7 @@ std::vector<Request> generate_requests(const WorkloadSpec& spec);
 
 // ---- scheduling ----
 
-#define STREAMSPARK_BATCHING_POLICIES(X) X(static_batching, "static") X(continuous, "continuous")
+#define STREAMSPARK_BATCHING_POLICIES(X) X(continuous, "continuous") X(static_batching, "static")
 STREAMSPARK_ENUM(BatchingPolicy, STREAMSPARK_BATCHING_POLICIES)
 #define STREAMSPARK_KV_LAYOUTS(X) X(paged, "paged") X(contiguous, "contiguous")
 STREAMSPARK_ENUM(KvLayout, STREAMSPARK_KV_LAYOUTS)

@@ -17,11 +17,6 @@ using engine::PhaseResult;
 using engine::WorkloadResult;
 using nlohmann::json;
 
-AnalysisContext make_context(const engine::Analyzer& analyzer) {
-  return AnalysisContext{&analyzer.model(), &analyzer.hardware(), analyzer.options(),
-                         analyzer.model_figures(), analyzer.rates()};
-}
-
 namespace {
 
 std::string str(std::string_view s) {

@@ -8,21 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "app/analysis_context.hpp"
+#include "app/sweep.hpp"
 #include "engine/analysis.hpp"
 
 namespace streamspark::report {
 
-// What one set of results was computed on.
-struct AnalysisContext {
-  const engine::Model* model = nullptr;
-  const engine::Hardware* hardware = nullptr;
-  engine::AnalysisOptions options;
-  engine::ModelFigures figures;
-  engine::DeviceRates rates;
-};
-
-// Refers to the analyzer's model and hardware: keep the analyzer alive while it is used.
-AnalysisContext make_context(const engine::Analyzer& analyzer);
+using app::AnalysisContext;
+using app::SkippedPoint;
 
 // Aligned table with units, one row per workload; with per_op, each workload's operators.
 std::string analysis_table(const AnalysisContext& ctx,
@@ -45,17 +38,7 @@ void append_csv_field(std::string& out, std::string_view s);
 void append_csv_header(std::string& out);
 void append_csv_row(std::string& out, const AnalysisContext& ctx, const engine::WorkloadResult& r);
 
-// A sweep point that was not evaluated (an unsupported format on a device, beyond a model's
-// context, a workload too large to count): what identifies it, and why.
-struct SkippedPoint {
-  const std::string* model = nullptr;
-  const std::string* hardware = nullptr;
-  engine::Method method = engine::Method::roofline;
-  const engine::Precision* precision = nullptr;
-  const engine::ParallelLayout* layout = nullptr;
-  engine::Workload workload;
-  const std::string* reason = nullptr;
-};
+// A sweep point that was not evaluated (app/sweep.hpp's SkippedPoint).
 // Its CSV row: the identifying columns, the numbers empty, status "skipped" and the reason.
 void append_csv_skipped_row(std::string& out, const SkippedPoint& p);
 // Its JSON line: model, hardware, method, precision, parallel, batch, prompt, generate,

@@ -6,16 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "app/compare.hpp"
 #include "report/analysis_report.hpp"
 
 namespace streamspark::report {
 
-// One workload (batch, prompt, generate) evaluated for every model, in the order given.
-struct ComparisonRow {
-  AnalysisContext context;
-  engine::WorkloadResult result;
-};
-using Comparison = std::vector<ComparisonRow>;
+using app::Comparison;
+using app::ComparisonRow;
 
 // Two aligned tables per workload: the figures, then each model relative to the first.
 std::string compare_table(const std::vector<Comparison>& comparisons);

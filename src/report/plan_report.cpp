@@ -25,10 +25,10 @@ using engine::PlanGoal;
 using nlohmann::json;
 
 const engine::PlanInputs& in_of(const PlanReport& r) {
-  return *r.inputs;
+  return r.inputs;
 }
 const engine::PlanResult& res_of(const PlanReport& r) {
-  return *r.result;
+  return r.result;
 }
 
 std::string join_ints(const std::vector<int64_t>& v) {

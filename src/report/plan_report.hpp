@@ -7,18 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "app/plan.hpp"
 #include "engine/planner.hpp"
 
 namespace streamspark::report {
 
-// A plan and what it was asked.
-struct PlanReport {
-  const engine::PlanInputs* inputs = nullptr;
-  const engine::PlanResult* result = nullptr;
-  std::string workload;      // one line: the requests each simulation replays
-  std::string target;        // one line: "30 requests/s" or "a fleet of 16 GPUs"
-  std::string command_line;  // as typed (the HTML report shows it)
-};
+// A plan and what it was asked (app/plan.hpp).
+using PlanReport = app::PlanOutcome;
 
 // "h100-sxm bf16 tp 2 pp 1" (+ " ep 2", the model's name when the plan has several): the
 // configuration without its scheduler settings.

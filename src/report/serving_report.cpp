@@ -13,6 +13,8 @@
 
 namespace streamspark::report {
 
+using runtime::IterationComparison;
+
 namespace {
 
 using engine::Percentiles;
@@ -246,24 +248,6 @@ json serving_comparison_json(const ServingRun& measured, const ServingRun& predi
   return json{{"measured", serving_json(measured)},
               {"predicted", serving_json(predicted)},
               {"comparison", rows}};
-}
-
-IterationComparison compare_iterations(const std::string& kind,
-                                       const std::vector<std::pair<double, double>>& times) {
-  IterationComparison c;
-  c.kind = kind;
-  c.iterations = static_cast<int64_t>(times.size());
-  if (times.empty()) return c;
-  std::vector<double> p, m, e;
-  for (const auto& [predicted, measured] : times) {
-    p.push_back(predicted);
-    m.push_back(measured);
-    e.push_back(engine::relative_error(predicted, measured));
-  }
-  c.predicted_s = engine::median(p);
-  c.measured_s = engine::median(m);
-  c.median_error = engine::median(e);
-  return c;
 }
 
 std::string iteration_comparison_table(const std::vector<IterationComparison>& rows) {

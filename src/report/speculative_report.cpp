@@ -11,6 +11,10 @@
 
 namespace streamspark::report {
 
+using runtime::SpeculativeMeasurement;
+using runtime::SpeculativeValidation;
+using runtime::SpeculativeValidationPoint;
+
 namespace {
 std::string acceptance_text(const std::vector<double>& a) {
   std::string s;
@@ -230,12 +234,6 @@ nlohmann::json speculative_run_json(const SpeculativeMeasurement& m) {
                    {"tokens", m.tokens}};
   if (m.matches_plain) j["matches_plain"] = *m.matches_plain;
   return j;
-}
-
-double SpeculativeValidation::max_abs_error() const {
-  double e = 0;
-  for (const auto& p : points) e = std::max(e, std::abs(p.error));
-  return e;
 }
 
 std::string speculative_validation_table(const SpeculativeValidation& v) {

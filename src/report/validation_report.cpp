@@ -11,6 +11,11 @@
 
 namespace streamspark::report {
 
+using runtime::MachineCheck;
+using runtime::TimeComparison;
+using runtime::Validation;
+using runtime::ValidationPoint;
+
 using nlohmann::json;
 
 namespace {
@@ -39,27 +44,6 @@ void add_row(Table& t, const std::string& label, const TimeComparison& c) {
   t.add_row({label, show_time(c.predicted_s), show_time(c.measured_s), show_error(c)});
 }
 }  // namespace
-
-void Validation::summarize() {
-  std::vector<double> p, d;
-  unmatched_ops.clear();
-  for (const auto& point : points) {
-    p.push_back(point.prefill.error());
-    d.push_back(point.decode.error());
-    for (const auto& [phase, ops] :
-         {std::pair{"prefill", &point.prefill_ops}, std::pair{"decode", &point.decode_ops}}) {
-      for (const TimeComparison& c : *ops) {
-        if (c.matched()) continue;
-        const std::string line = std::string(phase) + " " + c.name + ": " + show_error(c);
-        if (std::find(unmatched_ops.begin(), unmatched_ops.end(), line) == unmatched_ops.end()) {
-          unmatched_ops.push_back(line);
-        }
-      }
-    }
-  }
-  prefill = engine::summarize_errors(p);
-  decode = engine::summarize_errors(d);
-}
 
 std::string machine_check_table(const std::vector<MachineCheck>& checks) {
   if (checks.empty()) return "";
@@ -91,22 +75,6 @@ json machine_check_json(const std::vector<MachineCheck>& checks) {
                        {"end_speed", c.end_speed()}});
   }
   return out;
-}
-
-std::string machine_check_warning(const std::vector<MachineCheck>& checks) {
-  double slowest = 0, fastest = 0;
-  for (const MachineCheck& c : checks) {
-    for (const double speed : {c.start_speed(), c.end_speed()}) {
-      slowest = slowest == 0 ? speed : std::min(slowest, speed);
-      fastest = std::max(fastest, speed);
-    }
-  }
-  if (checks.empty() || (slowest >= 0.9 && fastest <= 1.1)) return "";
-  return fmt::format(
-      "the probe's GEMM points ran at {:.2f}-{:.2f}x the speed it measured (before and after "
-      "the runs): the machine is not as it was when probed, and errors of that size are the "
-      "machine's (probe again for a fresh calibration)",
-      slowest, fastest);
 }
 
 std::string validation_table(const Validation& v, bool per_op) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/enum_names.hpp"
 #include "engine/measured.hpp"
 
 namespace streamspark::spec {
@@ -74,7 +75,8 @@ std::string measurements_csv(const std::vector<MeasurementRow>& rows);
 // line. Fixed input and output lengths are required (random datasets with range ratio 1, or
 // the detailed input_lens/output_lens all equal); the request rate and concurrency come from
 // the file. Throws SpecError naming the key that is missing or unusable.
-enum class BenchmarkFormat { vllm, sglang };
+#define STREAMSPARK_BENCHMARK_FORMATS(X) X(vllm, "vllm") X(sglang, "sglang")
+STREAMSPARK_ENUM(BenchmarkFormat, STREAMSPARK_BENCHMARK_FORMATS)
 std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkFormat format,
                                              const MeasurementRow& defaults);
 

@@ -807,11 +807,13 @@ TEST_CASE("serve-sim: request traces, and what it refuses") {
   const Run huge_kv = run("serve-sim -m llama2-13b -H a100-80gb -n 4 --kv-memory '1e30 GB'");
   CHECK(huge_kv.exit_code == 2);
   CHECK(huge_kv.err ==
-        "error: --kv-memory: 1e30 GB holds 1.221e+33 tokens of 819200 bytes, 7.629e+31 blocks of "
+        "error: --kv-memory (1e+39 bytes) holds 1.221e+33 tokens of 819200 bytes, 7.629e+31 "
+        "blocks of "
         "16; the paged KV cache holds at most 2^31 - 1 blocks\n");
   const Run tiny_kv = run("serve-sim -m llama2-13b -H a100-80gb -n 4 --kv-memory '1 kB'");
   CHECK(tiny_kv.exit_code == 2);
-  CHECK(tiny_kv.err == "error: --kv-memory: 1 kB holds less than one token of 819200 bytes\n");
+  CHECK(tiny_kv.err ==
+        "error: --kv-memory (1000 bytes) holds less than one token of 819200 bytes\n");
   CHECK(run("serve-sim -m llama2-13b -H a100-80gb --prompt-len lognormal:512").exit_code == 2);
 }
 

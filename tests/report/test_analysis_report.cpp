@@ -30,7 +30,7 @@ TEST_CASE("analysis JSON holds the documented keys in SI units") {
   engine::Analyzer a(f.model, f.hardware, f.options);
   const std::vector<engine::WorkloadResult> results = {a.analyze({1, 1024, 256}),
                                                        a.analyze({64, 1024, 256})};
-  const json j = report::analysis_json(report::make_context(a), results);
+  const json j = report::analysis_json(app::analysis_context(a), results);
   for (const char* key : {"name", "params", "weight_bytes", "kv_bytes_per_token"}) {
     CHECK(j["model"].contains(key));
   }
@@ -71,7 +71,7 @@ TEST_CASE("CSV rows have as many fields as the header") {
   Fixture f;
   f.options.per_op = false;
   engine::Analyzer a(f.model, f.hardware, f.options);
-  const auto ctx = report::make_context(a);
+  const auto ctx = app::analysis_context(a);
   std::string csv;
   report::append_csv_header(csv);
   report::append_csv_row(csv, ctx, a.analyze({1, 1024, 256}));
@@ -87,7 +87,7 @@ TEST_CASE("CSV rows have as many fields as the header") {
 TEST_CASE("per-op CSV has one row per operator and phase") {
   Fixture f;
   engine::Analyzer a(f.model, f.hardware, f.options);
-  const std::string csv = report::ops_csv(report::make_context(a), {a.analyze({2, 128, 4})});
+  const std::string csv = report::ops_csv(app::analysis_context(a), {a.analyze({2, 128, 4})});
   CHECK(count(csv, '\n') == 1 + 36);
 }
 
@@ -95,7 +95,7 @@ TEST_CASE("the table names the model, the bounds and the units") {
   Fixture f;
   engine::Analyzer a(f.model, f.hardware, f.options);
   const std::string table =
-      report::analysis_table(report::make_context(a), {a.analyze({1, 1024, 256})}, true);
+      report::analysis_table(app::analysis_context(a), {a.analyze({1, 1024, 256})}, true);
   CHECK(table.find("llama2-13b on h100-sxm") != std::string::npos);
   CHECK(table.find("ridge 295.2 FLOP/B") != std::string::npos);
   CHECK(table.find("26.03 GB weights") != std::string::npos);

@@ -6,9 +6,9 @@
 
 #include "report/validation_report.hpp"
 
-using streamspark::report::TimeComparison;
-using streamspark::report::Validation;
-using streamspark::report::ValidationPoint;
+using streamspark::runtime::TimeComparison;
+using streamspark::runtime::Validation;
+using streamspark::runtime::ValidationPoint;
 
 namespace {
 Validation with_ops(std::vector<TimeComparison> decode_ops) {
@@ -24,7 +24,7 @@ Validation with_ops(std::vector<TimeComparison> decode_ops) {
   p.level_bandwidth = 1e9;
   p.peak_flops = 1e9;
   v.points.push_back(p);
-  v.summarize();
+  streamspark::runtime::summarize(v);
   return v;
 }
 }  // namespace
@@ -58,7 +58,7 @@ TEST_CASE("an operator predicted but not measured (or the reverse) is reported, 
 }
 
 TEST_CASE("the machine check: speeds against the probe's, a warning beyond 10 %") {
-  using streamspark::report::MachineCheck;
+  using streamspark::runtime::MachineCheck;
   // Probe 100 µs; 125 µs before the runs (0.80x), 95 µs after (1.05x, within 10 %).
   std::vector<MachineCheck> checks = {{1, 512, 8192, 16 << 20, 100e-6, 125e-6, 95e-6}};
   const nlohmann::json j = streamspark::report::machine_check_json(checks);
@@ -68,11 +68,11 @@ TEST_CASE("the machine check: speeds against the probe's, a warning beyond 10 %"
   CHECK(j[0]["working_set"] == 16 << 20);
   const std::string table = streamspark::report::machine_check_table(checks);
   CHECK(table.find("125 µs (0.80x)") != std::string::npos);
-  CHECK(streamspark::report::machine_check_warning(checks).find("ran at 0.80-1.05x") !=
+  CHECK(streamspark::runtime::machine_check_warning(checks).find("ran at 0.80-1.05x") !=
         std::string::npos);
   // Every speed within 10 % of the probe's: no warning; nothing checked: no table either.
   checks[0].start_s = 105e-6;
-  CHECK(streamspark::report::machine_check_warning(checks).empty());
+  CHECK(streamspark::runtime::machine_check_warning(checks).empty());
   CHECK(streamspark::report::machine_check_table({}).empty());
-  CHECK(streamspark::report::machine_check_warning({}).empty());
+  CHECK(streamspark::runtime::machine_check_warning({}).empty());
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "report/validation_report.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/harness/measured_run.hpp"
 #include "runtime/harness/serve_bench.hpp"

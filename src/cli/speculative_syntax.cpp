@@ -1,5 +1,5 @@
 // Parsing --speculative.
-#include "cli/speculative_options.hpp"
+#include "cli/speculative_syntax.hpp"
 
 #include <fmt/format.h>
 
@@ -34,8 +34,8 @@ int64_t parse_count(const std::string& key, const std::string& text, int64_t min
 }
 }  // namespace
 
-SpeculativeOption parse_speculative(const std::string& text, bool runtime) {
-  SpeculativeOption o;
+app::SpeculativeRequest parse_speculative(const std::string& text, bool runtime) {
+  app::SpeculativeRequest o;
   o.text = text;
   bool have_draft = false, have_heads = false, have_k = false, have_noise = false;
   size_t start = 0;
@@ -118,39 +118,6 @@ SpeculativeOption parse_speculative(const std::string& text, bool runtime) {
                      o.config.acceptance.size(), o.config.k));
   }
   return o;
-}
-
-std::optional<engine::Model> speculative_draft(const SpeculativeOption& o,
-                                               const spec::Catalog& catalog,
-                                               const engine::Model& target) {
-  if (o.config.form != engine::DraftForm::model) return std::nullopt;
-  if (o.self) {
-    try {
-      return engine::first_layers_model(target, o.layers);
-    } catch (const std::invalid_argument& e) {
-      fail(e.what());
-    }
-  }
-  return catalog.model(o.draft_name);
-}
-
-std::string speculative_draft_name(const SpeculativeOption& o) {
-  if (o.config.form != engine::DraftForm::model) return "-";
-  if (o.self) return o.layers > 0 ? fmt::format("self:layers={}", o.layers) : "self";
-  return o.draft_name;
-}
-
-runtime::DraftSource runtime_draft(const SpeculativeOption& o, const spec::Catalog& catalog) {
-  runtime::DraftSource d;
-  if (o.self) {
-    d.kind = runtime::DraftSource::Kind::self;
-    d.layers = o.layers;
-    d.noise = o.noise;
-  } else {
-    d.kind = runtime::DraftSource::Kind::model;
-    d.model = catalog.model(o.draft_name);
-  }
-  return d;
 }
 
 }  // namespace streamspark::cli

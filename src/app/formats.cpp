@@ -1,0 +1,28 @@
+// A configuration's formats from a request's base format and overrides.
+#include "app/formats.hpp"
+
+#include "app/errors.hpp"
+
+namespace streamspark::app {
+
+engine::Precision precision_of(const FormatRequest& r, engine::DType base) {
+  engine::Precision p = engine::Precision::uniform(base);
+  if (r.activations) p.activations = *r.activations;
+  if (r.activation_storage) p.activation_storage = *r.activation_storage;
+  // The embedding and the KV cache are kept like the activations are.
+  const engine::DType stored = engine::stored_activations(p);
+  p.embedding = r.embedding.value_or(stored);
+  p.kv_cache = r.kv_cache.value_or(stored);
+  if (r.weights) p.weights.dtype = *r.weights;
+  if (r.attention_weights) p.attention_weights = *r.attention_weights;
+  p.weights.group_size = r.group_size;
+  p.weights.zero_points = r.zero_points;
+  if (r.zero_points && r.group_size == 0) {
+    throw UsageError("--zero-points needs --group-size (one zero point per group)");
+  }
+  p.weights.salient_fraction = r.salient_fraction;
+  p.outlier_fraction = r.outlier_fraction;
+  return p;
+}
+
+}  // namespace streamspark::app

@@ -1,0 +1,193 @@
+// The plan service: the planner's inputs from the request, the search on threads, the finite
+// guard.
+#include "app/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <stdexcept>
+
+#include "app/errors.hpp"
+#include "app/parallel_runner.hpp"
+#include "app/runtime_setup.hpp"
+#include "spec/diagnostics.hpp"
+#include "spec/hardware_spec.hpp"
+
+namespace streamspark::app {
+
+namespace {
+
+// The request's hardware, or every GPU of the catalog (a file that fails to load is warned
+// about, one line per problem, and left out).
+std::vector<engine::Hardware> plan_hardware(const PlanRequest& r, const Context& context) {
+  std::vector<engine::Hardware> out;
+  if (r.hardware.empty()) {
+    for (const std::string& path : context.catalog.list(spec::SpecKind::hardware)) {
+      try {
+        engine::Hardware h = spec::load_hardware(path);
+        if (h.kind == engine::HardwareKind::gpu) out.push_back(std::move(h));
+      } catch (const spec::SpecError& e) {
+        for (const auto& d : e.diagnostics()) context.warning(d.format());
+      }
+    }
+    if (out.empty()) throw UsageError("--hardware: the catalog has no GPU");
+  } else {
+    for (const std::string& h : r.hardware) out.push_back(context.catalog.hardware(h));
+  }
+  return out;
+}
+
+// --price NAME=USD: overrides the hardware files' prices.
+void apply_prices(const std::vector<std::pair<std::string, double>>& prices,
+                  std::vector<engine::Hardware>& hardware) {
+  for (const auto& [name, price] : prices) {
+    auto it = std::find_if(hardware.begin(), hardware.end(),
+                           [&](const engine::Hardware& h) { return h.name == name; });
+    if (it == hardware.end()) {
+      std::string names;
+      for (const engine::Hardware& h : hardware) names += (names.empty() ? "" : ", ") + h.name;
+      throw UsageError("--price: '" + name + "' is not among the plan's hardware (" + names + ")");
+    }
+    it->price_per_hour = price;
+    it->price_source = "--price on the command line";
+    it->price_date = "";
+  }
+}
+
+// The requests at a mean of one per second, replayed at each simulated rate; the target rate
+// and the workload's description.
+void plan_workload(const PlanRequest& r, engine::PlanInputs& in, PlanOutcome& out) {
+  const WorkloadRequest& w = r.workload;
+  const double rate_given = w.generated.rate;
+  if (!w.trace.empty()) {
+    std::string description;
+    const auto requests = workload_requests(w, &description);
+    double native = 0;
+    try {
+      in.unit_requests = engine::unit_rate_requests(requests, &native);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--trace {}: {}", w.trace, e.what()));
+    }
+    in.target_rate = rate_given > 0 ? rate_given : native;
+    out.workload = fmt::format(
+        "{} requests from {} (its rate {:.4g}/s), arrivals rescaled to each simulated rate",
+        requests.size(), w.trace, native);
+  } else {
+    engine::WorkloadSpec g = w.generated;
+    if (r.goal != engine::PlanGoal::max_rate && !(g.rate > 0)) {
+      throw UsageError("--rate: plan needs the target rate in requests/s (> 0)");
+    }
+    in.target_rate = g.rate;
+    g.rate = 1;  // arrivals at a mean of one per second; each simulation rescales them
+    in.unit_requests = engine::generate_requests(g);
+    out.workload = describe_workload(
+        g, std::string(enum_name(g.arrivals)) + " arrivals rescaled to each simulated rate");
+  }
+  if (r.goal == engine::PlanGoal::max_rate) in.target_rate = 0;
+  for (const engine::Model& m : in.models) check_requests_context(in.unit_requests, m);
+}
+
+engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, PlanOutcome& out) {
+  if (r.goal == engine::PlanGoal::max_rate && r.fleet_gpus < 1) {
+    throw UsageError("--maximize rate needs --gpus N, the fleet's GPUs");
+  }
+  if (r.goal != engine::PlanGoal::max_rate && r.fleet_gpus > 0) {
+    throw UsageError("--gpus: the fleet of --maximize rate; see --max-gpus");
+  }
+  engine::PlanInputs in;
+  in.method = r.method;
+  in.goal = r.goal;
+  in.fleet_gpus = r.fleet_gpus;
+  in.max_gpus = r.max_gpus;
+  in.max_gpus_per_node = r.max_gpus_per_node;
+  in.top = r.top;
+  in.rate_tolerance = r.rate_tolerance;
+  in.prune = r.prune;
+  in.memory_fraction = r.memory_fraction;
+  in.objectives = r.objectives;
+  if (!in.objectives.bounds_queueing()) {
+    throw UsageError(
+        "plan needs --slo-ttft-p90, --slo-ttft-p99 or --slo-e2e: an objective that includes "
+        "queueing, which grows without end once a replica is overloaded");
+  }
+  in.grid = r.grid;
+  for (const NamedFormat& d : r.dtypes) {
+    if (std::any_of(in.formats.begin(), in.formats.end(),
+                    [&](const engine::PlanFormat& f) { return f.name == d.name; })) {
+      continue;
+    }
+    in.formats.push_back({d.name, precision_of(r.formats, d.dtype)});
+  }
+  for (const std::string& m : r.models) in.models.push_back(context.catalog.model(m));
+  in.hardware = plan_hardware(r, context);
+  apply_prices(r.prices, in.hardware);
+  int64_t max_context = 0;
+  for (const engine::Model& m : in.models) max_context = std::max(max_context, m.max_context);
+  in.scheduler = serving_options(r.scheduler, max_context).scheduler;
+  in.scheduler.max_output = 0;  // each model's max_context (paged KV does not use it)
+  plan_workload(r, in, out);
+  return in;
+}
+
+// No number a plan prints is inf or nan (the spec ranges keep them finite; anything they miss
+// is an error naming the configuration and the quantity).
+void require_finite_plan(const engine::PlanInputs& in, const engine::PlanResult& result) {
+  auto check = [](double v, const std::string& where, const char* key) {
+    if (!std::isfinite(v)) {
+      throw UsageError(fmt::format("plan: {}: {} is not a finite number", where, key));
+    }
+  };
+  check(result.mean_prompt, "the workload", "mean_prompt_tokens");
+  check(result.mean_output, "the workload", "mean_output_tokens");
+  for (const engine::PlanCandidate& c : result.candidates) {
+    const std::string where = fmt::format("{} on {} {} tp {} pp {}", in.models[c.model].name,
+                                          in.hardware[c.hardware].name, in.formats[c.format].name,
+                                          c.layout.tp, c.layout.pp);
+    check(c.rate_bound, where, "rate_bound");
+    check(c.sustainable_rate, where, "sustainable_rate");
+    check(c.failing_rate, where, "failing_rate");
+    check(c.served_rate, where, "served_rate");
+    check(c.headroom, where, "headroom");
+    check(c.usd_per_hour.value_or(0), where, "usd_per_hour");
+    if (c.miss) check(c.miss->value_s, where, "miss.value");
+    for (const engine::ServingMetrics* m : {&c.at_target, &c.at_capacity}) {
+      for (const engine::Percentiles* p : {&m->ttft_s, &m->tpot_s, &m->e2e_s}) {
+        for (double v : {p->p50, p->p90, p->p99, p->mean}) check(v, where, "a latency");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+PlanOutcome plan(const PlanRequest& r, const Context& context,
+                 const std::function<void(int64_t, int64_t)>& progress) {
+  const int threads = resolve_threads(r.threads);
+  PlanOutcome out;
+  out.inputs = plan_inputs(r, context, out);
+  std::mutex progress_mutex;
+  try {
+    out.result = engine::plan(
+        out.inputs,
+        [threads](size_t count, const std::function<void(size_t)>& task) {
+          run_in_parallel(count, threads, task);
+        },
+        [&](int64_t done, int64_t total) {
+          if (!progress) return;
+          std::lock_guard lock(progress_mutex);
+          progress(done, total);
+        });
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  require_finite_plan(out.inputs, out.result);
+  out.target = out.inputs.goal == engine::PlanGoal::max_rate
+                   ? fmt::format("the highest rate on a fleet of {} GPUs", out.inputs.fleet_gpus)
+                   : fmt::format("{:.4g} requests/s", out.inputs.target_rate);
+  out.command_line = context.command_line;
+  return out;
+}
+
+}  // namespace streamspark::app

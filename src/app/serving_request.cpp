@@ -1,0 +1,72 @@
+// Workloads and scheduler settings of the serving commands.
+#include "app/serving_request.hpp"
+
+#include <fmt/format.h>
+
+#include "app/errors.hpp"
+#include "spec/request_trace.hpp"
+
+namespace streamspark::app {
+
+std::string describe_workload(const engine::WorkloadSpec& w, const std::string& arrivals) {
+  return fmt::format("{} requests, {}, prompt {}, output {}{} · seed {}", w.requests, arrivals,
+                     engine::describe(w.prompt), engine::describe(w.output),
+                     w.prefix_tokens > 0 && w.shared_prefix_fraction > 0
+                         ? fmt::format(", {}% share a {}-token prefix",
+                                       100 * w.shared_prefix_fraction, w.prefix_tokens)
+                         : "",
+                     w.seed);
+}
+
+std::vector<engine::Request> workload_requests(const WorkloadRequest& w, std::string* description) {
+  if (!w.trace.empty()) {
+    auto requests = spec::load_request_trace(w.trace);
+    *description = fmt::format("{} requests from {}", requests.size(), w.trace);
+    return requests;
+  }
+  const engine::WorkloadSpec& g = w.generated;
+  *description = describe_workload(
+      g, g.rate > 0 ? fmt::format("{} arrivals at {}/s", enum_name(g.arrivals), g.rate)
+                    : "all at t=0");
+  return engine::generate_requests(g);
+}
+
+void check_requests_context(const std::vector<engine::Request>& requests,
+                            const engine::Model& model) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const engine::Request& r = requests[i];
+    if (r.prompt > model.max_context || r.output - 1 > model.max_context - r.prompt) {
+      throw UsageError(fmt::format(
+          "request {}: prompt {} + output {} uses {} positions, beyond {}'s max_context {} (cap "
+          "the lengths, e.g. lognormal:MEDIAN:SIGMA:MAX)",
+          i, r.prompt, r.output, r.prompt + r.output - 1, model.name, model.max_context));
+    }
+  }
+}
+
+engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context) {
+  engine::ServingOptions out;
+  engine::SchedulerOptions& c = out.scheduler;
+  c.policy = s.policy;
+  const bool continuous = s.policy == engine::BatchingPolicy::continuous;
+  c.kv = s.kv.value_or(continuous ? engine::KvLayout::paged : engine::KvLayout::contiguous);
+  if (c.kv == engine::KvLayout::paged && !continuous) {
+    throw UsageError("--kv paged: static batching reserves contiguous KV per batch");
+  }
+  c.max_batch = s.max_batch;
+  c.max_tokens = s.max_tokens;
+  c.chunked_prefill = s.chunked_prefill;
+  c.block_size = s.block_size;
+  c.max_output = s.max_output == 0 ? max_context : s.max_output;
+  c.max_context = max_context;
+  c.preemption = s.preemption;
+  if (s.preemption == engine::Preemption::swap && !s.host_bandwidth) {
+    throw UsageError("--preemption swap needs --host-bandwidth (the device-host link)");
+  }
+  out.host_bandwidth = s.host_bandwidth.value_or(out.host_bandwidth);
+  out.slo_ttft_s = s.slo_ttft_s.value_or(0);
+  out.slo_tpot_s = s.slo_tpot_s.value_or(0);
+  return out;
+}
+
+}  // namespace streamspark::app

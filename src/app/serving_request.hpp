@@ -1,0 +1,48 @@
+// The serving commands' workload (generated, or a trace file's requests) and scheduler settings
+// as a request gives them, and what they resolve to in the engine's terms.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model.hpp"
+#include "engine/serving.hpp"
+
+namespace streamspark::app {
+
+struct WorkloadRequest {
+  std::string trace;               // .csv or .jsonl; replaces the generated workload
+  engine::WorkloadSpec generated;  // requests, rate, arrivals, lengths, shared prefix, seed
+};
+
+struct SchedulerRequest {
+  engine::BatchingPolicy policy = engine::BatchingPolicy::continuous;
+  std::optional<engine::KvLayout> kv;  // unset: paged for continuous batching, else contiguous
+  int64_t max_batch = 256;
+  int64_t max_tokens = 8192;
+  bool chunked_prefill = false;
+  int64_t block_size = 16;
+  int64_t max_output = 0;  // contiguous KV reserves prompt + this; 0: up to max_context
+  engine::Preemption preemption = engine::Preemption::recompute;
+  std::optional<double> host_bandwidth;  // bytes/s of the device-host link (swap preemption)
+  std::optional<double> slo_ttft_s;      // goodput objectives
+  std::optional<double> slo_tpot_s;
+};
+
+// The requests (generated, or read from the trace) and a one-line description of them.
+std::vector<engine::Request> workload_requests(const WorkloadRequest& w, std::string* description);
+// "1000 requests, <arrivals>, prompt ..., output ... · seed 0", `arrivals` saying how they
+// arrive ("poisson arrivals at 2/s", "all at t=0").
+std::string describe_workload(const engine::WorkloadSpec& w, const std::string& arrivals);
+// UsageError naming the first request whose prompt + output - 1 positions exceed the model's
+// max_context (the last output token is never fed back).
+void check_requests_context(const std::vector<engine::Request>& requests,
+                            const engine::Model& model);
+// Scheduler and objective settings (KV capacity left 0 for the caller); max_context from the
+// model. UsageError for settings that contradict each other (paged KV with static batching,
+// swap preemption without a host link).
+engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context);
+
+}  // namespace streamspark::app

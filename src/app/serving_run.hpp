@@ -1,0 +1,54 @@
+// What a serving run reports (serve-sim simulated, serve-bench measured): the model, where it
+// ran, how it was timed, the workload, the scheduler settings and the metrics.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/serving.hpp"
+#include "engine/speculative.hpp"
+
+namespace streamspark::app {
+
+// Speculative decoding in a serving run: the draft, its settings and what it adds per GPU.
+struct SpeculativeServing {
+  std::string draft;  // speculative_draft_name
+  engine::SpeculativeConfig config;
+  int64_t draft_weight_bytes = 0;
+  int64_t draft_kv_bytes_per_token = 0;  // 0: the draft shares the target's cache
+};
+
+struct ServingRun {
+  std::string model;
+  std::string hardware;  // or the runtime backend, for measured runs
+  std::string method;    // cost method; "measured" for serve-bench
+  std::string workload;  // one line
+  engine::SchedulerOptions scheduler;
+  double slo_ttft_s = 0;
+  double slo_tpot_s = 0;
+  int64_t kv_capacity_tokens = 0;  // of one replica's GPUs (all its pipeline schedulers)
+  engine::ParallelLayout layout;   // of the deployment (one GPU by default)
+  engine::ServingMetrics metrics;
+  std::optional<SpeculativeServing> speculative;
+};
+
+// A run's report from the scheduler and objective settings and the simulation's result.
+inline ServingRun serving_run(const std::string& model, const std::string& where,
+                              const std::string& method, const std::string& workload,
+                              const engine::ServingOptions& options,
+                              const engine::SimulationResult& result) {
+  ServingRun run;
+  run.model = model;
+  run.hardware = where;
+  run.method = method;
+  run.workload = workload;
+  run.scheduler = options.scheduler;
+  run.slo_ttft_s = options.slo_ttft_s;
+  run.slo_tpot_s = options.slo_tpot_s;
+  run.kv_capacity_tokens = result.kv_capacity_tokens;
+  run.metrics = result.metrics;
+  return run;
+}
+
+}  // namespace streamspark::app

@@ -1,0 +1,347 @@
+// The shared option groups, bound to their request groups.
+#include "cli/option_groups.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/speculative_syntax.hpp"
+#include "runtime/backend_registry.hpp"
+
+namespace streamspark::cli {
+
+namespace {
+
+// "fp32, bf16, fp16, fp8 (= fp8_e4m3), fp8_e5m2, int8, int4 or int3": every format, each under
+// the alias people type where it has one.
+std::string dtype_choices() {
+  std::string out;
+  constexpr auto names = enum_names(engine::DType{});
+  constexpr auto aliases = enum_aliases(engine::DType{});
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    std::string shown(names[i].name);
+    for (const auto& a : aliases) {
+      if (a.value == names[i].value) shown = fmt::format("{} (= {})", a.name, names[i].name);
+    }
+    out += shown;
+  }
+  return out;
+}
+
+std::optional<engine::DType> optional_dtype(const std::string& text, const std::string& option) {
+  return parse_dtype_option(text, option);
+}
+
+void bind_format_overrides(OptionBinder& b, app::FormatRequest& f) {
+  b.custom<std::optional<engine::DType>>(
+      "--weights", f.weights, "", optional_dtype,
+      "layer weight matrices only (e.g. int4, int3 for weight-only quantization)");
+  b.custom<std::optional<engine::DType>>(
+      "--attention-weights", f.attention_weights, "", optional_dtype,
+      "attention projections (q, k, v, o) in this format instead of --weights (Llama 3.1's FP8 "
+      "checkpoints: --dtype fp8 --attention-weights bf16)");
+  b.custom<std::optional<engine::DType>>(
+      "--activations", f.activations, "", optional_dtype,
+      "activations; matrix multiplies run at this format's peak");
+  b.custom<std::optional<engine::DType>>(
+      "--activation-storage", f.activation_storage, "", optional_dtype,
+      "the format activations are kept in between kernels, when not --activations (W8A8 FP8 "
+      "stacks: --dtype fp8 --activation-storage bf16)");
+  b.custom<std::optional<engine::DType>>(
+      "--embedding-dtype", f.embedding, "", optional_dtype,
+      "embedding table and lm head (default: the activations' stored format)");
+  b.custom<std::optional<engine::DType>>(
+      "--kv-dtype", f.kv_cache, "", optional_dtype,
+      "KV cache and recurrent state (default: the activations' stored format)");
+  b.integer("--group-size", f.group_size, 0,
+            "weight quantization group: one scale per this many input channels (0: none)");
+  b.flag("--zero-points", f.zero_points, "asymmetric groups: a zero point per group too");
+  b.fraction("--salient-fraction", f.salient_fraction, FractionRange::from_zero_below_one,
+             "AWQ-style: fraction of input channels kept in fp16 (e.g. 0.01)");
+  b.fraction("--outlier-fraction", f.outlier_fraction, FractionRange::from_zero_below_one,
+             "LLM.int8(): fraction of input features multiplied in fp16 (needs int8 "
+             "activations)");
+}
+
+constexpr const char* kDtypeListHelp =
+    "formats, comma-separated; each sets weights, activations, embedding and KV cache: fp32, "
+    "bf16, fp16, fp8, int8, int4";
+
+std::string format_refusal(const std::string& option, const std::string& text,
+                           const FormatChoice& allowed) {
+  const auto known = parse_enum<report::Format>(text);
+  const bool ok =
+      known && ((*known == report::Format::table && allowed.table) ||
+                *known == report::Format::json || (*known == report::Format::csv && allowed.csv));
+  if (ok) return "";
+  if (known && *known != report::Format::table) return option + ": " + allowed.refusal;
+  return fmt::format("{}: unknown format '{}'; expected {}", option, text,
+                     allowed.table ? "table, json or csv" : "csv or json");
+}
+
+}  // namespace
+
+engine::DType parse_dtype_option(const std::string& text, const std::string& option) {
+  if (const auto t = parse_enum<engine::DType>(text)) return *t;
+  throw UsageError(
+      fmt::format("{}: unknown dtype '{}'; expected {}", option, text, dtype_choices()));
+}
+
+void bind_format(OptionBinder& b, report::Format& format, const FormatChoice& allowed,
+                 const std::string& format_help) {
+  b.custom<report::Format>(
+      "--format,-f", format, std::string(enum_name(format)),
+      [allowed](const std::string& text, const std::string& option) {
+        if (const std::string refusal = format_refusal(option, text, allowed); !refusal.empty()) {
+          throw UsageError(refusal);
+        }
+        return *parse_enum<report::Format>(text);
+      },
+      format_help);
+}
+
+void bind_output(OptionBinder& b, OutputOptions& o, const FormatChoice& allowed,
+                 const std::string& format_help) {
+  bind_format(b, o.format, allowed, format_help);
+  b.text("--output,-o", o.path, "output file (written atomically); - for stdout");
+}
+
+void bind_formats(OptionBinder& b, app::FormatRequest& f) {
+  b.custom<engine::DType>("--dtype", f.dtype, std::string(enum_name(f.dtype)), parse_dtype_option,
+                          "weights, activations, embedding and KV cache: fp32, bf16, fp16, fp8 "
+                          "(= fp8_e4m3), fp8_e5m2, int8, int4");
+  bind_format_overrides(b, f);
+}
+
+void bind_format_list(OptionBinder& b, std::vector<engine::DType>& dtypes, app::FormatRequest& f) {
+  std::vector<std::string> shown;
+  for (engine::DType d : dtypes) shown.emplace_back(enum_name(d));
+  b.custom<std::vector<engine::DType>>(
+      "--dtype", dtypes, fmt::format("{}", fmt::join(shown, ",")),
+      [](const std::string& text, const std::string& option) {
+        std::vector<engine::DType> out;
+        for (const std::string& d : parse_name_list(text, option)) {
+          out.push_back(parse_dtype_option(d, option));
+        }
+        return out;
+      },
+      kDtypeListHelp);
+  bind_format_overrides(b, f);
+}
+
+void bind_format_list(OptionBinder& b, std::vector<app::NamedFormat>& dtypes,
+                      app::FormatRequest& f) {
+  std::vector<std::string> shown;
+  for (const app::NamedFormat& d : dtypes) shown.push_back(d.name);
+  b.custom<std::vector<app::NamedFormat>>(
+      "--dtype", dtypes, fmt::format("{}", fmt::join(shown, ",")),
+      [](const std::string& text, const std::string& option) {
+        std::vector<app::NamedFormat> out;
+        for (const std::string& d : parse_name_list(text, option)) {
+          out.push_back({d, parse_dtype_option(d, option)});
+        }
+        return out;
+      },
+      kDtypeListHelp);
+  bind_format_overrides(b, f);
+}
+
+void bind_generation(OptionBinder& b, app::GenerationRequest& g) {
+  b.choice("--mla-form", g.mla_form, "MLA form",
+           "MLA models: auto (naive prefill, absorbed decode), naive or absorbed",
+           OptionBinder::expected_got);
+  b.integer("--diffusion-steps", g.diffusion_steps, 1,
+            "diffusion models: denoising steps per block (default: the model file's)");
+  b.integer("--block-length", g.block_length, 1,
+            "diffusion models: tokens per block (default: the model file's)");
+  b.flag("--cache-prefix", g.cache_prefix,
+         "diffusion models: block diffusion with a KV cache of the prefix");
+}
+
+namespace {
+constexpr const char* kTpHelp =
+    "tensor-parallel GPUs per pipeline stage (Megatron-LM splits; KV heads fewer than tp are "
+    "replicated)";
+constexpr const char* kPpHelp = "pipeline stages (each layer kind's count must divide)";
+constexpr const char* kEpHelp =
+    "expert-parallel GPUs of MoE layers: 1 (experts split like dense layers) or the --tp value "
+    "(whole experts spread over the stage's GPUs, all-to-all)";
+
+void bind_layout_rest(OptionBinder& b, engine::ParallelLayout& l) {
+  b.integer("--replicas", l.replicas, 1,
+            "data-parallel copies of the tp x pp replica, each serving its share");
+  b.integer("--microbatches", l.microbatches, 0,
+            "pipeline micro-batches per prefill pass (0: one per sequence)");
+  b.flag("--overlap-communication", l.overlap_communication,
+         "count collectives as hidden behind computation (default: they add to the step)");
+}
+}  // namespace
+
+void bind_parallel(OptionBinder& b, engine::ParallelLayout& l) {
+  b.integer("--tp", l.tp, 1, kTpHelp);
+  b.integer("--pp", l.pp, 1, kPpHelp);
+  b.integer("--ep", l.ep, 1, kEpHelp);
+  bind_layout_rest(b, l);
+}
+
+void bind_layout_grid(OptionBinder& b, app::LayoutGrid& g) {
+  b.integers("--tp", g.tp, kTpHelp);
+  b.integers("--pp", g.pp, kPpHelp);
+  b.custom<std::vector<std::optional<int64_t>>>(
+      "--ep", g.ep, "1",
+      [](const std::string& text, const std::string& option) {
+        std::vector<std::optional<int64_t>> out;  // nullopt: the point's tp
+        for (const std::string& e : parse_name_list(text, option)) {
+          out.push_back(e == "tp" ? std::nullopt : std::optional<int64_t>(parse_int(e, option, 1)));
+        }
+        return out;
+      },
+      kEpHelp);
+  bind_layout_rest(b, g.base);
+}
+
+void bind_method(OptionBinder& b, engine::Method& m, const std::string& help) {
+  b.choice("--method", m, "method", help);
+}
+
+void bind_threads(OptionBinder& b, int64_t& threads, const std::string& help) {
+  b.custom<int64_t>(
+      "--threads,-j", threads, std::to_string(threads),
+      [](const std::string& text, const std::string& option) {
+        const int64_t n = parse_int(text, option, 0);
+        if (n > app::kMaxThreads) {
+          throw UsageError(fmt::format("{}: at most {}, got {}", option, app::kMaxThreads, n));
+        }
+        return n;
+      },
+      help);
+}
+
+engine::LengthDistribution parse_length_distribution(const std::string& text,
+                                                     const std::string& option) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  engine::LengthDistribution d;
+  if (parts.size() == 1 || (parts[0] == "fixed" && parts.size() == 2)) {
+    d.kind = engine::LengthKind::fixed;
+    d.a = static_cast<double>(parse_int(parts.back(), option, 1));
+  } else if (parts[0] == "uniform" && parts.size() == 3) {
+    d.kind = engine::LengthKind::uniform;
+    d.a = static_cast<double>(parse_int(parts[1], option, 1));
+    d.b = static_cast<double>(parse_int(parts[2], option, 1));
+    if (d.b < d.a) throw UsageError(option + ": uniform:A:B needs A <= B");
+  } else if (parts[0] == "lognormal" && (parts.size() == 3 || parts.size() == 4)) {
+    d.kind = engine::LengthKind::lognormal;
+    d.a = parse_real(parts[1], option, 1);
+    d.b = parse_real(parts[2], option, 0);
+    if (parts.size() == 4) d.max = parse_int(parts[3], option, 1);
+  } else {
+    throw UsageError(option +
+                     ": expected N, fixed:N, uniform:A:B or lognormal:MEDIAN:SIGMA[:MAX], got '" +
+                     text + "'");
+  }
+  return d;
+}
+
+std::string length_distribution_text(const engine::LengthDistribution& d) {
+  switch (d.kind) {
+    case engine::LengthKind::fixed:
+      return fmt::format("fixed:{}", d.a);
+    case engine::LengthKind::uniform:
+      return fmt::format("uniform:{}:{}", d.a, d.b);
+    case engine::LengthKind::lognormal:
+      return d.max > 0 ? fmt::format("lognormal:{}:{}:{}", d.a, d.b, d.max)
+                       : fmt::format("lognormal:{}:{}", d.a, d.b);
+  }
+  return "";
+}
+
+void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& rate_help) {
+  engine::WorkloadSpec& g = w.generated;
+  b.text("--trace", w.trace,
+         "requests from a file (.csv or .jsonl: arrival_s, prompt_tokens, output_tokens[, "
+         "shared_prefix_tokens]) instead of a generated workload");
+  b.integer("--requests,-n", g.requests, 1, "requests to generate");
+  b.real("--rate", g.rate, 0, RealMin::inclusive, rate_help);
+  b.choice("--arrivals", g.arrivals, "arrival process", "poisson or constant",
+           OptionBinder::use_instead);
+  for (auto [names, field, help] :
+       {std::tuple{"--prompt-len", &g.prompt,
+                   "prompt lengths: N, fixed:N, uniform:A:B, lognormal:MEDIAN:SIGMA[:MAX]"},
+        std::tuple{"--output-len", &g.output, "output lengths, same forms"}}) {
+    b.custom<engine::LengthDistribution>(names, *field, length_distribution_text(*field),
+                                         parse_length_distribution, help);
+  }
+  b.custom<double>(
+      "--shared-prefix-fraction", g.shared_prefix_fraction,
+      fmt::format("{}", g.shared_prefix_fraction),
+      [](const std::string& text, const std::string& option) {
+        const double f = parse_real(text, option, 0);
+        if (f > 1) throw UsageError(option + ": at most 1");
+        return f;
+      },
+      "fraction of requests that start with a common prefix");
+  b.integer("--prefix-tokens", g.prefix_tokens, 0, "length of the common prefix");
+  b.seed("--seed", g.seed, "workload seed");
+}
+
+void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {
+  b.choice("--policy", s.policy, "policy", "continuous or static", OptionBinder::use_instead);
+  b.integer("--max-batch", s.max_batch, 1,
+            "sequences per iteration (static: the batch it waits for)");
+  b.integer("--max-tokens", s.max_tokens, 1, "tokens per iteration");
+  b.flag("--chunked-prefill", s.chunked_prefill,
+         "split prompts over iterations to fill the token budget");
+  b.custom<std::optional<engine::KvLayout>>(
+      "--kv", s.kv, s.kv ? std::string(enum_name(*s.kv)) : "auto",
+      [](const std::string& text, const std::string& option) -> std::optional<engine::KvLayout> {
+        if (text == "auto") return std::nullopt;
+        if (const auto kv = parse_enum<engine::KvLayout>(text)) return *kv;
+        throw UsageError(option + ": use paged, contiguous or auto, not '" + text + "'");
+      },
+      "paged or contiguous (auto: paged for continuous batching)");
+  b.integer("--block-size", s.block_size, 1, "paged KV: tokens per block");
+  b.integer("--max-output", s.max_output, 0,
+            "contiguous KV reserves prompt + this many tokens (0: up to max_context)");
+  b.choice("--preemption", s.preemption, "preemption",
+           "recompute or swap, when the KV cache is full", OptionBinder::use_instead);
+  b.quantity("--host-bandwidth", s.host_bandwidth, spec::Dimension::bandwidth,
+             "device-host link for swapping, e.g. '64 GB/s' (needed with swap)");
+  b.quantity("--slo-ttft", s.slo_ttft_s, spec::Dimension::time,
+             "TTFT objective for goodput, e.g. '500 ms'");
+  b.quantity("--slo-tpot", s.slo_tpot_s, spec::Dimension::time,
+             "TPOT objective for goodput, e.g. '50 ms'");
+}
+
+void bind_backend(OptionBinder& b, app::BackendSelection& s, bool graphs) {
+  std::string names;
+  for (const runtime::BackendEntry& e : runtime::backend_registry()) {
+    for (const std::string& f : e.formats) names += (names.empty() ? "" : ", ") + e.name + ":" + f;
+  }
+  b.text("--backend", s.backend,
+         "NAME[:FORMAT], one of " + names + " (the first format is the default)");
+  bind_threads(b, s.threads, "threads (0: all cores)");
+  if (graphs) {
+    b.negated_flag(
+        "--no-graphs", s.graphs,
+        "launch decode steps kernel by kernel (backends that capture graphs replay them)");
+  }
+}
+
+void bind_speculative(OptionBinder& b, std::optional<app::SpeculativeRequest>& s,
+                      SpeculativeUse use, const std::string& help) {
+  b.custom<std::optional<app::SpeculativeRequest>>(
+      "--speculative", s, "",
+      [use](const std::string& text, const std::string&) {
+        return std::optional<app::SpeculativeRequest>(
+            parse_speculative(text, use == SpeculativeUse::runtime));
+      },
+      help);
+}
+
+}  // namespace streamspark::cli

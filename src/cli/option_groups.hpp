@@ -1,0 +1,95 @@
+// The option groups several commands share, each bound to the typed request group it fills:
+// output (--format, --output), formats (--dtype and its overrides), generation (--mla-form,
+// diffusion), the parallel layout (--tp, --pp, --ep, ...), the serving workload and scheduler,
+// the runtime backend, threads and --speculative.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "app/configuration.hpp"
+#include "app/formats.hpp"
+#include "app/plan.hpp"
+#include "app/runtime_setup.hpp"
+#include "app/serving_request.hpp"
+#include "app/speculative_request.hpp"
+#include "app/sweep.hpp"
+#include "cli/option_binder.hpp"
+#include "report/format.hpp"
+
+namespace streamspark::cli {
+
+// Where and how a command writes its result.
+struct OutputOptions {
+  report::Format format = report::Format::table;
+  std::string path = "-";  // "-": stdout
+};
+
+// The formats a command writes. CSV refused is said with `refusal` after "--format: " (e.g.
+// "use table or json"); a table refused reads as an unknown format (sweep: "csv or json").
+struct FormatChoice {
+  bool table = true;
+  bool csv = true;
+  std::string refusal;
+  static FormatChoice any() { return {}; }
+  static FormatChoice without_csv(std::string refusal = "use table or json") {
+    return {true, false, std::move(refusal)};
+  }
+  static FormatChoice without_table() { return {false, true, ""}; }
+};
+// --format,-f (help `format_help`) and --output,-o.
+void bind_output(OptionBinder& b, OutputOptions& o, const FormatChoice& allowed,
+                 const std::string& format_help);
+// --format alone (a command that writes to stdout only).
+void bind_format(OptionBinder& b, report::Format& format, const FormatChoice& allowed,
+                 const std::string& format_help);
+
+// --dtype, --weights, --attention-weights, --activations, --activation-storage,
+// --embedding-dtype, --kv-dtype, --group-size, --zero-points, --salient-fraction,
+// --outlier-fraction. The list forms (sweep, plan) take --dtype as a comma-separated list.
+void bind_formats(OptionBinder& b, app::FormatRequest& f);
+void bind_format_list(OptionBinder& b, std::vector<engine::DType>& dtypes, app::FormatRequest& f);
+void bind_format_list(OptionBinder& b, std::vector<app::NamedFormat>& dtypes,
+                      app::FormatRequest& f);
+// "fp8" as a DType, or "<option>: unknown dtype ..." naming every format.
+engine::DType parse_dtype_option(const std::string& text, const std::string& option);
+
+// --mla-form, --diffusion-steps, --block-length, --cache-prefix.
+void bind_generation(OptionBinder& b, app::GenerationRequest& g);
+
+// --tp, --pp, --ep, --replicas, --microbatches, --overlap-communication; the grid form (sweep)
+// takes --tp, --pp and --ep as lists (an --ep item "tp": the point's tp).
+void bind_parallel(OptionBinder& b, engine::ParallelLayout& l);
+void bind_layout_grid(OptionBinder& b, app::LayoutGrid& g);
+
+// --method with the command's help.
+void bind_method(OptionBinder& b, engine::Method& m, const std::string& help);
+
+// --threads,-j (0: all cores; at most app::kMaxThreads).
+void bind_threads(OptionBinder& b, int64_t& threads, const std::string& help);
+
+// The workload: --trace, --requests,-n, --rate (help `rate_help`), --arrivals, --prompt-len,
+// --output-len, --shared-prefix-fraction, --prefix-tokens, --seed.
+void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& rate_help);
+// The scheduler and goodput objectives: --policy, --max-batch, --max-tokens, --chunked-prefill,
+// --kv, --block-size, --max-output, --preemption, --host-bandwidth, --slo-ttft, --slo-tpot.
+void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s);
+
+// --backend, --threads,-j and, for commands that run decode steps, --no-graphs.
+void bind_backend(OptionBinder& b, app::BackendSelection& s, bool graphs);
+
+// --speculative for the cost model (acceptance rates required) or the runtime (a draft
+// required, acceptance refused).
+enum class SpeculativeUse { cost_model, runtime };
+void bind_speculative(OptionBinder& b, std::optional<app::SpeculativeRequest>& s,
+                      SpeculativeUse use, const std::string& help);
+
+// "512", "fixed:512", "uniform:128:1024", "lognormal:512:0.8[:4096]"; UsageError otherwise.
+engine::LengthDistribution parse_length_distribution(const std::string& text,
+                                                     const std::string& option);
+// The same syntax, written back ("fixed:512"): what --help shows as a default.
+std::string length_distribution_text(const engine::LengthDistribution& d);
+
+}  // namespace streamspark::cli

@@ -1,0 +1,158 @@
+// plan's options.
+#include "cli/plan_options.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace streamspark::cli {
+
+namespace {
+
+// "off,on" (or no,yes / false,true) as a list of booleans, each once.
+std::vector<bool> parse_switch_list(const std::string& text, const std::string& option) {
+  std::vector<bool> out;
+  for (const std::string& v : parse_name_list(text, option)) {
+    bool on = false;
+    if (v == "on" || v == "yes" || v == "true") {
+      on = true;
+    } else if (v != "off" && v != "no" && v != "false") {
+      throw UsageError(fmt::format("{}: expected off, on or off,on, got '{}'", option, v));
+    }
+    if (std::find(out.begin(), out.end(), on) == out.end()) out.push_back(on);
+  }
+  return out;
+}
+
+std::string switch_text(const std::vector<bool>& values) {
+  std::vector<std::string> names;
+  for (bool v : values) names.emplace_back(v ? "on" : "off");
+  return fmt::format("{}", fmt::join(names, ","));
+}
+
+std::vector<int64_t> parse_unique_ints(const std::string& text, const std::string& option) {
+  std::vector<int64_t> out;
+  for (int64_t v : parse_int_list(text, option)) {
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+void bind_grid(OptionBinder& b, app::PlanRequest& r) {
+  engine::PlanGrid& g = r.grid;
+  for (auto [names, field, help] :
+       {std::tuple{"--tp", &g.tp, "tensor-parallel degrees, e.g. 1,2,4,8 or 1..8"},
+        std::tuple{"--pp", &g.pp, "pipeline stages, e.g. 1,2"}}) {
+    b.custom<std::vector<int64_t>>(names, *field, fmt::format("{}", fmt::join(*field, ",")),
+                                   parse_unique_ints, help);
+  }
+  b.custom<std::vector<bool>>("--ep", g.expert_parallel, switch_text(g.expert_parallel),
+                              parse_switch_list,
+                              "mixture-of-experts models: experts spread over the TP GPUs (on), "
+                              "or not (off), or both");
+  b.custom<std::vector<int64_t>>("--max-batch", g.max_batch,
+                                 fmt::format("{}", fmt::join(g.max_batch, ",")), parse_unique_ints,
+                                 "scheduler's sequences per iteration, a list");
+  b.custom<std::vector<bool>>("--chunked-prefill", g.chunked_prefill,
+                              switch_text(g.chunked_prefill), parse_switch_list,
+                              "off, on, or off,on");
+  b.integer("--max-tokens", r.scheduler.max_tokens, 1, "tokens per iteration");
+  b.integer("--block-size", r.scheduler.block_size, 1, "paged KV: tokens per block");
+  b.fraction("--memory-fraction", r.memory_fraction, FractionRange::above_zero_to_one,
+             "usable fraction of device memory (KV gets it minus weights and activations)");
+}
+
+void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o) {
+  const auto objective = [](const std::string& text, const std::string& option) {
+    return parse_positive_quantity(text, spec::Dimension::time, option);
+  };
+  for (auto [names, field, help] :
+       {std::tuple{"--slo-ttft-p90", &o.ttft_p90_s, "p90 time to first token, e.g. '1 s'"},
+        std::tuple{"--slo-ttft-p99", &o.ttft_p99_s, "p99 time to first token"},
+        std::tuple{"--slo-tpot-p90", &o.tpot_p90_s, "p90 time per output token, e.g. '50 ms'"},
+        std::tuple{"--slo-tpot-p99", &o.tpot_p99_s, "p99 time per output token"},
+        std::tuple{"--slo-e2e", &o.e2e_p90_s, "p90 end-to-end latency"}}) {
+    b.custom<double>(names, *field, "", objective, help);
+  }
+}
+
+// NAME=USD, each a price per GPU-hour.
+void read_prices(const std::string& list, const std::string& option,
+                 std::vector<std::pair<std::string, double>>& prices) {
+  for (const std::string& item : parse_name_list(list, option)) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError(option + ": expected NAME=USD_PER_GPU_HOUR, e.g. h100-sxm=2.49, got '" +
+                       item + "'");
+    }
+    const std::string name = item.substr(0, eq);
+    const double price =
+        parse_real(item.substr(eq + 1), option + " " + name, 0, RealMin::exclusive);
+    if (price > 1e6) throw UsageError(option + " " + name + ": at most 1e6 USD per GPU-hour");
+    prices.emplace_back(name, price);
+  }
+}
+
+}  // namespace
+
+void bind_plan_options(PlanCli& s) {
+  OptionBinder& b = s.b;
+  app::PlanRequest& r = s.r;
+  b.names("--model,-m", r.models, "model names or paths, comma-separated")->required();
+  b.names("--hardware,-H", r.hardware,
+          "hardware names or paths, comma-separated (default: every GPU in hardware/)");
+  bind_format_list(b, r.dtypes, r.formats);
+  bind_method(b, r.method, "iteration cost: roofline, bandwidth or calibrated");
+  bind_grid(b, r);
+  bind_workload(b, r.workload,
+                "target requests/s of the whole deployment (with --trace: default the trace's own "
+                "rate)");
+  b.app()->get_option("--rate")->default_str("");
+  bind_objectives(b, r.objectives);
+  b.custom<std::optional<engine::PlanGoal>>(
+      "--minimize", s.minimize, "",
+      [](const std::string& text, const std::string& option) -> std::optional<engine::PlanGoal> {
+        if (text == "cost") return engine::PlanGoal::min_cost;
+        if (text == "gpus") return engine::PlanGoal::min_gpus;
+        throw UsageError(option + ": cost or gpus, not '" + text + "'");
+      },
+      "cost (default) or gpus");
+  b.custom<std::optional<engine::PlanGoal>>(
+      "--maximize", s.maximize, "",
+      [](const std::string& text, const std::string& option) -> std::optional<engine::PlanGoal> {
+        if (text == "rate") return engine::PlanGoal::max_rate;
+        throw UsageError(option + ": only 'rate' (with --gpus N)");
+      },
+      "rate: the highest rate a fleet of --gpus serves");
+  b.integer("--gpus", r.fleet_gpus, 1, "the fleet's GPUs (with --maximize rate)")->default_str("");
+  b.integer("--max-gpus", r.max_gpus, 0, "most GPUs a deployment may use (0: no limit)");
+  b.integer("--max-gpus-per-node", r.max_gpus_per_node, 0,
+            "largest TP group (0: each hardware's topology.gpus_per_node)");
+  b.repeatable(
+      "--price",
+      [&r](const std::string& text, const std::string& option) {
+        read_prices(text, option, r.prices);
+      },
+      "USD per GPU-hour overriding the hardware file's, e.g. h100-sxm=2.49 (repeatable, or "
+      "comma-separated)");
+  b.integer("--top", r.top, 1, "ranked deployments to show (and to rank exactly)");
+  b.real("--rate-tolerance", r.rate_tolerance, 0, RealMin::exclusive,
+         "the rate bisection stops when failing / passing rate <= 1 + this");
+  b.negated_flag("--no-prune", r.prune,
+                 "simulate every configuration that fits, not only those whose bound can reach "
+                 "the top");
+  bind_output(b, s.out, FormatChoice::any(), "table, json or csv");
+  b.text("--plot", s.plot,
+         "write the Pareto chart (throughput per GPU vs tokens/s per user) as SVG");
+  b.text("--report", s.report, "write a one-file HTML report");
+  bind_threads(b, r.threads, "worker threads (0: all cores)");
+  b.flag("--quiet,-q", s.quiet, "no progress on stderr");
+}
+
+void resolve_goal(PlanCli& s) {
+  if (s.minimize && s.maximize) throw UsageError("--minimize and --maximize: give one goal");
+  s.r.goal = s.maximize.value_or(s.minimize.value_or(engine::PlanGoal::min_cost));
+}
+
+}  // namespace streamspark::cli

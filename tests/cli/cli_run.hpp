@@ -1,6 +1,7 @@
 // Running the streamspark binary from the CLI tests: its exit code, stdout and stderr.
 #pragma once
 
+#include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace streamspark::test {
 
@@ -46,6 +48,49 @@ inline Run run(const std::string& args, const std::string& env = "") {
   r.out = slurp(dir / "stdout");
   r.err = slurp(dir / "stderr");
   return r;
+}
+
+// The rows of CSV text, each split into its fields (RFC 4180 quoting; no newlines in fields).
+inline std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        cells.emplace_back();
+      } else {
+        cells.back() += c;
+      }
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// rsvg-convert renders an SVG to PNG as a person would see it; absent, the check is skipped.
+inline bool render_png(const std::filesystem::path& svg, const std::filesystem::path& png) {
+  if (std::system("command -v rsvg-convert > /dev/null 2>&1") != 0) {
+    MESSAGE(
+        "rsvg-convert not found (Debian package librsvg2-bin, installed by scripts/setup-deps): "
+        "SVG not rendered");
+    return false;
+  }
+  const std::string cmd =
+      "rsvg-convert -o '" + png.string() + "' '" + svg.string() + "' 2> /dev/null";
+  CHECK(std::system(cmd.c_str()) == 0);
+  const std::string bytes = slurp(png);
+  CHECK(bytes.size() > 1000);
+  CHECK(bytes.rfind("\x89PNG\r\n\x1a\n", 0) == 0);
+  return true;
 }
 
 }  // namespace streamspark::test

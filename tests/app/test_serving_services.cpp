@@ -1,0 +1,105 @@
+// The serving services in-process: serve-sim and plan, the scheduler settings they refuse.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "app/errors.hpp"
+#include "app/plan.hpp"
+#include "app/serve_sim.hpp"
+#include "service_context.hpp"
+
+using namespace streamspark;
+
+namespace {
+
+app::ServeSimRequest llama_on_h100() {
+  app::ServeSimRequest r;
+  r.model = "llama3-8b";
+  r.hardware = "h100-sxm";
+  r.workload.generated.requests = 100;
+  r.workload.generated.rate = 8;
+  return r;
+}
+
+app::PlanRequest small_plan() {
+  app::PlanRequest r;
+  r.models = {"llama3-8b"};
+  r.hardware = {"h100-sxm", "a100-80gb"};
+  r.workload.generated.requests = 200;
+  r.workload.generated.rate = 20;
+  r.objectives.ttft_p90_s = 0.5;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("serve-sim: one outcome per request, the same run twice, the workload described") {
+  test::ServiceContext s;
+  const app::ServeSimResult a = app::serve_sim(llama_on_h100(), s.context);
+  const app::ServeSimResult b = app::serve_sim(llama_on_h100(), s.context);
+  CHECK(a.outcomes.size() == 100);
+  CHECK(a.run.metrics.ttft_s.p90 == b.run.metrics.ttft_s.p90);
+  CHECK(a.run.workload ==
+        "100 requests, poisson arrivals at 8/s, prompt fixed 512, output fixed 128 · seed 0");
+  CHECK(a.run.method == "roofline");
+  CHECK(a.run.kv_capacity_tokens > 0);
+}
+
+TEST_CASE("serve-sim: settings that contradict each other, and a KV cache that holds nothing") {
+  test::ServiceContext s;
+  app::ServeSimRequest r = llama_on_h100();
+  r.scheduler.policy = engine::BatchingPolicy::static_batching;
+  r.scheduler.kv = engine::KvLayout::paged;
+  CHECK_THROWS_WITH_AS(app::serve_sim(r, s.context),
+                       "--kv paged: static batching reserves contiguous KV per batch",
+                       app::UsageError);
+  r = llama_on_h100();
+  r.scheduler.preemption = engine::Preemption::swap;
+  CHECK_THROWS_WITH_AS(app::serve_sim(r, s.context),
+                       "--preemption swap needs --host-bandwidth (the device-host link)",
+                       app::UsageError);
+  r = llama_on_h100();
+  r.kv_memory_bytes = 1000;  // less than one token of 131,072 bytes (32 layers x 8 x 128 x 2 x 2)
+  CHECK_THROWS_WITH_AS(app::serve_sim(r, s.context),
+                       "--kv-memory (1000 bytes) holds less than one token of 131072 bytes",
+                       app::UsageError);
+}
+
+TEST_CASE("plan: a ranked deployment, the same whatever the threads") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  r.threads = 1;
+  const app::PlanOutcome one = app::plan(r, s.context, nullptr);
+  r.threads = 2;
+  int64_t calls = 0;
+  const app::PlanOutcome two = app::plan(r, s.context, [&](int64_t, int64_t) { ++calls; });
+  REQUIRE(one.found());
+  CHECK(calls > 0);
+  CHECK(one.target == "20 requests/s");
+  REQUIRE(one.result.ranking == two.result.ranking);
+  const engine::PlanCandidate& best = one.result.candidates[one.result.ranking.front()];
+  CHECK(best.gpus == two.result.candidates[two.result.ranking.front()].gpus);
+  // Enough replicas for the target at one replica's sustainable rate.
+  CHECK(static_cast<double>(best.replicas) * best.sustainable_rate >= 20);
+}
+
+TEST_CASE("plan: what it refuses before searching") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  r.objectives = {};
+  r.objectives.tpot_p90_s = 0.05;
+  CHECK_THROWS_AS(app::plan(r, s.context, nullptr), app::UsageError);  // nothing bounds queueing
+  r = small_plan();
+  r.goal = engine::PlanGoal::max_rate;
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
+                       "--maximize rate needs --gpus N, the fleet's GPUs", app::UsageError);
+  r = small_plan();
+  r.prices = {{"b200", 5.0}};
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
+                       "--price: 'b200' is not among the plan's hardware (h100-sxm, a100-80gb)",
+                       app::UsageError);
+  r = small_plan();
+  r.workload.generated.rate = 0;
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
+                       "--rate: plan needs the target rate in requests/s (> 0)", app::UsageError);
+}

@@ -1,0 +1,384 @@
+// `plan` end to end: replicas, objectives, determinism, JSON and CSV keys, charts and the HTML
+// report.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include "cli_run.hpp"
+#include "xml_check.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using streamspark::test::csv_rows;
+using streamspark::test::render_png;
+using streamspark::test::Run;
+using streamspark::test::run;
+using streamspark::test::scratch_dir;
+using streamspark::test::slurp;
+
+const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
+
+}  // namespace
+
+namespace {
+
+const std::string kPlanWorkload =
+    " -n 200 --prompt-len 1000 --output-len 200 --slo-ttft-p90 '1 s' --slo-tpot-p90 '50 ms'";
+
+}  // namespace
+
+TEST_CASE("plan: a model that fits one GPU at a low rate gets 1 GPU at tp 1") {
+  // llama3-8b's bf16 weights are 16.06 GB, a fifth of an H100's 80 GB, and at 0.2 requests/s
+  // of 1000-token prompts one GPU is idle most of the time: the smallest deployment there is,
+  // one GPU, and the only one-GPU layout, tp 1.
+  const Run r = run("plan -m llama3-8b -H h100-sxm --rate 0.2 -f json" + kPlanWorkload);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  const json& c = j["chosen"];
+  CHECK(c["gpus"] == 1);
+  CHECK(c["tp"] == 1);
+  CHECK(c["pp"] == 1);
+  CHECK(c["replicas"] == 1);
+  CHECK(c["status"] == "ok");
+  // 1 GPU at the file's price: $3.49/hour; over 0.2 x 200 output tokens per second, i.e.
+  // 144,000 an hour: 3.49 / 0.144 = $24.24 per million output tokens.
+  CHECK(c["usd_per_hour"].get<double>() == doctest::Approx(3.49));
+  CHECK(c["usd_per_million_output_tokens"].get<double>() == doctest::Approx(3.49 / 0.144));
+  CHECK(c["usd_per_million_input_tokens"].get<double>() == doctest::Approx(3.49 / 0.72));
+  CHECK(c["at_target"]["ttft_s"]["p90"].get<double>() <= 1.0);
+  CHECK(c["at_target"]["tpot_s"]["p90"].get<double>() <= 0.05);
+}
+
+TEST_CASE("plan: replicas = ceil(rate / one replica's sustainable rate), as serve-sim sees it") {
+  const std::string tail =
+      " -m llama3-8b -H h100-sxm -f json -n 1000 --prompt-len 1000 --output-len 200";
+  const Run r = run("plan --tp 1 --rate 100 --slo-ttft-p90 '1 s' --slo-tpot-p90 '50 ms'" + tail);
+  REQUIRE(r.exit_code == 0);
+  const json c = json::parse(r.out)["chosen"];
+  const int64_t replicas = c["replicas"];
+  const double sustainable = c["sustainable_rate"];
+  CHECK(replicas > 1);
+  CHECK(replicas == static_cast<int64_t>(std::ceil(100 / sustainable - 1e-9)));
+  CHECK(c["gpus"] == replicas);
+  CHECK(c["capped_at_bound"] == false);  // the simulation found the failing rate
+  CHECK(c["failing_rate"].get<double>() > sustainable);
+  CHECK(c["headroom"].get<double>() == doctest::Approx(replicas * sustainable / 100 - 1));
+  // serve-sim on one replica's share: the objectives hold at 100 / replicas and fail at
+  // 100 / (replicas - 1).
+  auto meets = [&](double rate) {
+    std::ostringstream command;
+    command.precision(17);
+    command << "serve-sim --rate " << rate << tail;
+    const Run s = run(command.str());
+    REQUIRE(s.exit_code == 0);
+    const json m = json::parse(s.out);
+    return m["ttft_s"]["p90"].get<double>() <= 1.0 && m["tpot_s"]["p90"].get<double>() <= 0.05;
+  };
+  CHECK(meets(100.0 / static_cast<double>(replicas)));
+  CHECK_FALSE(meets(100.0 / static_cast<double>(replicas - 1)));
+}
+
+TEST_CASE("plan: Llama 3 70B on H100s, TP forced by memory") {
+  // 70,553,706,496 parameters x 2 bytes = 141.1 GB of bf16 weights; 0.9 x 85,045,477,376 bytes
+  // = 76.54 GB usable per GPU: one GPU cannot hold them, two hold 70.55 GB each and leave about
+  // 5.7 GB for the KV cache (163,840 bytes per token per GPU at tp 2), enough for a 1800-token
+  // request. At a low rate nothing else forces more GPUs: tp 2.
+  const Run r =
+      run("plan -m llama3-70b -H h100-sxm --rate 0.1 -n 100 --prompt-len 1500 --output-len 300 "
+          "--slo-ttft-p90 '1 s' --slo-tpot-p90 '50 ms' -f json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["chosen"]["tp"] == 2);
+  CHECK(j["chosen"]["gpus"] == 2);
+  bool tp1_refused = false;
+  for (const json& c : j["candidates"]) {
+    if (c["tp"] == 1) {
+      tp1_refused = true;
+      CHECK(c["status"] == "rejected");
+      CHECK(c["reject_kind"] == "does_not_fit");
+      CHECK(c["reason"].get<std::string>().find("76.54 GB") != std::string::npos);
+    }
+  }
+  CHECK(tp1_refused);
+}
+
+TEST_CASE("plan: an objective no configuration meets exits 5 naming the closest") {
+  // At tp 8 one decode step still reads 141.1 GB / 8 = 17.6 GB of weights, 5.26 ms at
+  // 3.35 TB/s (plus 160 all-reduces): no layout of llama3-70b on H100s decodes in 5 ms, and
+  // tp 8 misses by the least.
+  const Run r =
+      run("plan -m llama3-70b -H h100-sxm --rate 1 -n 100 --prompt-len 1500 "
+          "--output-len 300 --slo-ttft-p90 '1 s' --slo-tpot-p90 '5 ms'");
+  CHECK(r.exit_code == 5);
+  CHECK(r.err.rfind("plan: no configuration meets the objectives; the closest is h100-sxm bf16 "
+                    "tp 8 pp 1: p90 TPOT ",
+                    0) == 0);
+  CHECK(r.err.find("> 5 ms") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.find("rejected:") != std::string::npos);  // the report is still written
+  const Run j =
+      run("plan -m llama3-70b -H h100-sxm --rate 1 -n 100 --prompt-len 1500 "
+          "--output-len 300 --slo-ttft-p90 '1 s' --slo-tpot-p90 '5 ms' -f json");
+  CHECK(j.exit_code == 5);
+  const json out = json::parse(j.out);
+  CHECK(out["plans"].empty());
+  CHECK(out["closest"]["tp"] == 8);
+  CHECK(out["closest"]["miss"]["objective"] == "p90 TPOT");
+  CHECK(out["closest"]["miss"]["value"].get<double>() > 17.6e9 / 3.35e12);
+}
+
+TEST_CASE("plan: byte-identical output for the same inputs, whatever the threads") {
+  const std::string args =
+      "plan -m llama3-8b -H h100-sxm,a100-80gb --dtype bf16,fp8 --tp 1,2 --max-batch 32,128 "
+      "--rate 20" +
+      kPlanWorkload;
+  const Run a = run(args + " -j 1");
+  const Run b = run(args + " -j 2");
+  const Run c = run(args + " -j 2");
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+  CHECK(b.out == c.out);
+  const Run ja = run(args + " -f json -j 1");
+  const Run jb = run(args + " -f json -j 2");
+  CHECK(ja.out == jb.out);
+  const Run ca = run(args + " -f csv -j 1");
+  const Run cb = run(args + " -f csv -j 2");
+  CHECK(ca.out == cb.out);
+  // fp8 on an A100 (no fp8 peak) is rejected as unsupported, with the reason in the table.
+  CHECK(a.out.find("a100-80gb fp8 tp 1 pp 1") != std::string::npos);
+  CHECK(a.out.find("unsupported: ") != std::string::npos);
+}
+
+TEST_CASE("plan: JSON and CSV keys, prices and their overrides, a hardware file without a price") {
+  const std::string base = "plan -m llama3-8b -H h100-sxm --tp 1,2 --rate 20" + kPlanWorkload;
+  const Run r = run(base + " -f json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  for (const char* key :
+       {"models", "goal", "ranked_by", "unpriced", "method", "workload", "objectives", "limits",
+        "grid", "hardware", "search", "plans", "candidates", "chosen"}) {
+    CAPTURE(key);
+    CHECK(j.contains(key));
+  }
+  CHECK(j["goal"] == "min_cost");
+  CHECK(j["ranked_by"] == "cost");
+  CHECK(j["hardware"][0]["price_per_hour"] == 3.49);
+  CHECK(j["hardware"][0]["price_date"] == "2026-09-25");
+  CHECK(j["hardware"][0]["price_source"].get<std::string>().find("runpod.io") != std::string::npos);
+  CHECK(j["search"]["requests_per_run"] == 200);
+  CHECK(j["search"]["serve_sim_runs"].get<int64_t>() > 0);
+  CHECK(j["objectives"]["ttft_p90_s"] == 1.0);
+  CHECK(j["objectives"]["tpot_p90_s"] == 0.05);
+  CHECK_FALSE(j["objectives"].contains("e2e_p90_s"));
+  const json& p = j["plans"][0];
+  for (const char* key : {"rank",
+                          "model",
+                          "hardware",
+                          "format",
+                          "tp",
+                          "pp",
+                          "ep",
+                          "max_batch",
+                          "chunked_prefill",
+                          "replicas",
+                          "gpus",
+                          "usd_per_hour",
+                          "usd_per_million_output_tokens",
+                          "usd_per_million_input_tokens",
+                          "served_rate",
+                          "headroom",
+                          "sustainable_rate",
+                          "rate_bound",
+                          "at_target",
+                          "at_capacity",
+                          "tokens_per_s_per_gpu",
+                          "tokens_per_s_per_user",
+                          "simulations",
+                          "status",
+                          "reason"}) {
+    CAPTURE(key);
+    CHECK(p.contains(key));
+  }
+  const Run csv = run(base + " -f csv");
+  REQUIRE(csv.exit_code == 0);
+  CHECK(csv.out.rfind("rank,model,hardware,format,tp,pp,ep,max_batch,chunked_prefill,status,", 0) ==
+        0);
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') ==
+        1 + static_cast<long>(j["candidates"].size()));
+  CHECK(csv.out.find("\n1,llama3-8b,h100-sxm,bf16,") != std::string::npos);
+
+  const Run priced = run(base + " --price h100-sxm=2.0 -f json");
+  REQUIRE(priced.exit_code == 0);
+  const json pc = json::parse(priced.out)["chosen"];
+  CHECK(pc["usd_per_hour"].get<double>() == doctest::Approx(2.0 * pc["gpus"].get<double>()));
+
+  // A copy of h100-sxm without its price lines: ranked by GPUs, and the table says why.
+  const fs::path noprice = scratch_dir() / "h100-noprice.yaml";
+  {
+    std::istringstream in(slurp(fs::path(STREAMSPARK_SOURCE_DIR) / "hardware/h100-sxm.yaml"));
+    std::ofstream out(noprice);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("price", 0) == 0) continue;
+      if (line.rfind("name:", 0) == 0) line = "name: h100-noprice";
+      out << line << "\n";
+    }
+  }
+  const Run mixed = run("plan -m llama3-8b -H h100-sxm,'" + noprice.string() +
+                        "' --tp 1 --rate 20" + kPlanWorkload);
+  REQUIRE(mixed.exit_code == 0);
+  CHECK(mixed.out.find("no price for h100-noprice (give one with --price NAME=USD_PER_GPU_HOUR): "
+                       "ranked by GPUs instead of cost") != std::string::npos);
+  CHECK(mixed.out.find("no price") != std::string::npos);
+  const Run mixed_json = run("plan -m llama3-8b -H h100-sxm,'" + noprice.string() +
+                             "' --tp 1 --rate 20 -f json" + kPlanWorkload);
+  CHECK(json::parse(mixed_json.out)["ranked_by"] == "gpus");
+  CHECK(json::parse(mixed_json.out)["unpriced"] == json::array({"h100-noprice"}));
+}
+
+TEST_CASE("plan: bad input is one line and exit 2") {
+  const std::string base = "plan -m llama3-8b -H h100-sxm";
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {" --rate 1 --slo-tpot-p90 '50 ms'",
+       "plan needs --slo-ttft-p90, --slo-ttft-p99 or --slo-e2e"},
+      {" --slo-ttft-p90 '1 s'", "--rate: plan needs the target rate"},
+      {" --rate 1 --slo-ttft-p90 '1 s' --price a100-80gb=2", "--price: 'a100-80gb' is not among"},
+      {" --rate 1 --slo-ttft-p90 '1 s' --price h100-sxm",
+       "--price: expected NAME=USD_PER_GPU_HOUR"},
+      {" --rate 1 --slo-ttft-p90 '1 s' --price h100-sxm=-1",
+       "--price h100-sxm: expected a number > 0"},
+      {" --rate 1 --slo-ttft-p90 fast", "--slo-ttft-p90: "},
+      {" --rate 1 --slo-ttft-p90 '1 s' --minimize latency", "--minimize: cost or gpus"},
+      {" --slo-ttft-p90 '1 s' --maximize rate", "--maximize rate needs --gpus N"},
+      {" --rate 1 --slo-ttft-p90 '1 s' --chunked-prefill maybe", "--chunked-prefill: expected off"},
+      {" --rate 1 --slo-ttft-p90 '1 s' --tp 0", "--tp"},
+      {" --rate 1 --slo-ttft-p90 '1 s' --rate-tolerance 0",
+       "--rate-tolerance: expected a number > 0"},
+      {" --rate 1 --slo-ttft-p90 '1 s' --prompt-len 9000", "request 0: prompt 9000"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Run r = run(base + c.args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("plan --plot and --report: a Pareto chart and a one-file HTML report") {
+  const fs::path dir = scratch_dir();
+  const fs::path svg = dir / "pareto.svg", html = dir / "plan.html", png = dir / "pareto.png";
+  const Run r =
+      run("plan -m llama3-8b -H h100-sxm,a100-80gb --tp 1,2 --max-batch 32,256 --rate 20" +
+          kPlanWorkload + " --plot '" + svg.string() + "' --report '" + html.string() + "'");
+  REQUIRE(r.exit_code == 0);
+  const std::string chart = slurp(svg);
+  const streamspark::test::XmlCheck x = streamspark::test::check_xml(chart);
+  CHECK(x.error == "");
+  CHECK(chart.rfind("<?xml", 0) == 0);
+  CHECK(x.counts.at("svg") == 1);
+  for (const char* group :
+       {"axes", "front", "configurations", "front-labels", "chosen", "legend"}) {
+    CAPTURE(group);
+    CHECK(std::count(x.classes.begin(), x.classes.end(), group) == 1);
+  }
+  CHECK(x.counts.at("circle") >= 8);  // one per simulated configuration, the marker, the legend
+  CHECK(x.counts.at("polyline") >= 1);
+  CHECK(chart.find("chosen: ") != std::string::npos);
+  render_png(svg, png);
+
+  const std::string page = slurp(html);
+  const streamspark::test::XmlCheck h = streamspark::test::check_xml(page, true);
+  CHECK(h.error == "");
+  CHECK(page.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(h.counts.at("svg") == 1);    // the chart inline
+  CHECK(h.counts.at("table") == 2);  // inputs, ranked deployments
+  for (const char* section : {"Inputs", "Ranked deployments", "Pareto front", "Assumptions"}) {
+    CHECK(page.find(std::string("<h2>") + section + "</h2>") != std::string::npos);
+  }
+  // Prices with their sources and dates, and no external assets: no src or href attribute at
+  // all (URLs of sources are text), no scripts, stylesheets or images to fetch.
+  CHECK(page.find("runpod.io/pricing") != std::string::npos);
+  CHECK(page.find("read 2026-09-25") != std::string::npos);
+  for (const char* asset : {"src=", "href=", "<script", "<link", "<img", "url("}) {
+    CAPTURE(asset);
+    CHECK(page.find(asset) == std::string::npos);
+  }
+}
+
+TEST_CASE("plan: the README's worked example is current") {
+  const Run r =
+      run("plan -m llama3-70b -H h100-sxm,h200,a100-80gb,l40s --dtype bf16,fp8 --pp 1,2 --rate 30 "
+          "--prompt-len lognormal:1500:0.5:6000 --output-len lognormal:300:0.5:2000 "
+          "--slo-ttft-p90 '1 s' --slo-tpot-p90 '50 ms' --top 5");
+  REQUIRE(r.exit_code == 0);
+  const std::string readme = slurp(fs::path(STREAMSPARK_SOURCE_DIR) / "README.md");
+  // The ranked table and the answer, line by line as printed.
+  std::istringstream lines(r.out);
+  int checked = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("   ", 0) == 0 || line.rfind("best: ", 0) == 0 ||
+        line.rfind("search: ", 0) == 0) {
+      CAPTURE(line);
+      CHECK(readme.find(line + "\n") != std::string::npos);
+      ++checked;
+    }
+  }
+  CHECK(checked == 7);
+  CHECK(r.out.find("best: 6 x h200 (fp8, tp 2, pp 1, max batch 256), 3 replicas · $27.54/hour") !=
+        std::string::npos);
+}
+
+TEST_CASE("plan: a trace's own rate, and the highest rate of a fixed fleet") {
+  // trace.csv: 3 requests at 0, 0.5 and 1 s: (3 - 1) / 1 s = 2 requests/s.
+  const std::string trace = std::string(STREAMSPARK_TEST_DATA_DIR) + "/serving/trace.csv";
+  const Run t =
+      run("plan -m llama2-13b -H a100-80gb --tp 1 --slo-ttft-p90 '1 s' -f json --trace '" + trace +
+          "'");
+  REQUIRE(t.exit_code == 0);
+  const json tj = json::parse(t.out);
+  CHECK(tj["workload"]["target_rate"] == 2.0);
+  CHECK(tj["workload"]["requests"] == 3);
+  CHECK(tj["chosen"]["served_rate"] == 2.0);
+  const Run faster =
+      run("plan -m llama2-13b -H a100-80gb --tp 1 --slo-ttft-p90 '1 s' -f json "
+          "--rate 5 --trace '" +
+          trace + "'");
+  CHECK(json::parse(faster.out)["workload"]["target_rate"] == 5.0);
+
+  const Run r =
+      run("plan -m llama3-8b -H h100-sxm,a100-80gb --maximize rate --gpus 4 -n 300 "
+          "--prompt-len 1000 --output-len 200 --slo-ttft-p90 '1 s' "
+          "--slo-tpot-p90 '50 ms' -f json");
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["goal"] == "max_rate");
+  CHECK(j["ranked_by"] == "rate");
+  CHECK(j["limits"]["fleet_gpus"] == 4);
+  double previous = 1e300;
+  for (const json& p : j["plans"]) {
+    // floor(4 / GPUs per replica) replicas, each at the highest rate it sustains.
+    CHECK(p["replicas"] == 4 / p["gpus_per_replica"].get<int64_t>());
+    CHECK(p["served_rate"].get<double>() ==
+          doctest::Approx(p["replicas"].get<double>() * p["sustainable_rate"].get<double>()));
+    CHECK(p["served_rate"].get<double>() <= previous);  // best first
+    previous = p["served_rate"];
+  }
+}

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/layers/layer_family.hpp"
 #include "engine/overflow.hpp"
 
 namespace streamspark::engine {
@@ -30,14 +31,6 @@ namespace {
 int64_t norms_per_layer(const LayerKind& k) {
   const int64_t base = k.ffn == FfnKind::none ? 1 : 2;  // before the mixer, before the FFN
   return k.sandwich_norms ? 2 * base : base;            // Gemma-2: after each as well
-}
-
-void add_mlp_tensors(std::vector<WeightTensor>& out, const char* gate, const char* up,
-                     const char* down, MlpKind kind, int64_t D, int64_t F, int64_t copies,
-                     int64_t layers, bool routed) {
-  if (kind == MlpKind::gated) out.push_back({gate, D, F, copies, layers, true, routed});
-  out.push_back({up, D, F, copies, layers, true, routed});
-  out.push_back({down, F, D, copies, layers, true, routed});
 }
 
 }  // namespace
@@ -88,106 +81,10 @@ std::vector<WeightTensor> weight_tensors(const Model& m, const LayerKind& k) {
 namespace {
 std::vector<WeightTensor> unsplit_weight_tensors(const Model& m, const LayerKind& k) {
   std::vector<WeightTensor> t;
-  const int64_t D = m.d_model;
-  const int64_t L = k.count;
-  switch (k.mixer) {
-    case MixerKind::attention: {
-      const Attention& a = k.attention;
-      if (a.kind == AttentionKind::mla) {
-        // DeepSeek-V2 §2.1.2-2.1.3 (HF DeepseekV2Attention): q_a_proj D x d_c' +
-        // q_a_layernorm d_c' + q_b_proj d_c' x N(d_h + d_h^R) (or q_proj D x N(d_h + d_h^R));
-        // kv_a_proj_with_mqa D x (d_c + d_h^R) + kv_a_layernorm d_c + kv_b_proj
-        // d_c x N(d_h + d_v); o_proj N*d_v x D.
-        const Mla& x = a.mla;
-        const int64_t N = a.n_heads;
-        const int64_t q_out = checked_mul(N, checked_add(x.qk_nope_head_dim, x.qk_rope_head_dim));
-        if (x.q_lora_rank > 0) {
-          t.push_back({"q_down", D, x.q_lora_rank, 1, L});
-          t.push_back({"q_norm", 1, x.q_lora_rank, 1, L, false});
-          t.push_back({"q_up", x.q_lora_rank, q_out, 1, L});
-        } else {
-          t.push_back({"q_proj", D, q_out, 1, L});
-        }
-        t.push_back({"kv_down", D, x.cached_elements(), 1, L});
-        t.push_back({"kv_norm", 1, x.kv_lora_rank, 1, L, false});
-        t.push_back({"kv_up", x.kv_lora_rank,
-                     checked_mul(N, checked_add(x.qk_nope_head_dim, x.v_head_dim)), 1, L});
-        t.push_back({"out_proj", checked_mul(N, x.v_head_dim), D, 1, L});
-      } else {
-        // q and o in every layer; k and v in one layer per cross-layer group.
-        const int64_t q_width = checked_mul(a.n_heads, a.head_dim);
-        const int64_t kv_width = checked_mul(2, a.n_kv_heads, a.head_dim);
-        const int64_t producers = L / a.kv_share;
-        t.push_back({"q_proj", D, q_width, 1, L});
-        t.push_back({"kv_proj", D, kv_width, 1, producers});
-        if (a.qkv_bias) {
-          t.push_back({"q_bias", 1, q_width, 1, L, false});
-          t.push_back({"kv_bias", 1, kv_width, 1, producers, false});
-        }
-        if (a.qk_norm) {  // Qwen3: q_norm and k_norm weights, H each
-          t.push_back({"q_norm", 1, a.head_dim, 1, L, false});
-          t.push_back({"k_norm", 1, a.head_dim, 1, producers, false});
-        }
-        t.push_back({"out_proj", q_width, D, 1, L});
-      }
-      for (WeightTensor& w : t) w.attention = w.matrix;  // only the mixer's tensors so far
-      break;
-    }
-    case MixerKind::mamba: {
-      // Mamba-1 (Gu & Dao 2023; HF MambaMixer / JambaMambaMixer): in_proj D x 2*d_inner,
-      // conv1d d_inner x d_conv (+ d_inner bias), x_proj d_inner x (dt_rank + 2*d_state),
-      // dt_proj dt_rank x d_inner + d_inner bias, A_log d_inner x d_state, D d_inner,
-      // out_proj d_inner x D; Jamba adds RMSNorms on dt (dt_rank), B and C (d_state each).
-      const Mamba& x = k.mamba;
-      const int64_t di = mamba_inner_dim(m, x);
-      t.push_back({"mamba_in_proj", D, checked_mul(2, di), 1, L});
-      t.push_back({"mamba_conv", x.d_conv, di, 1, L, false});
-      if (x.conv_bias) t.push_back({"mamba_conv_bias", 1, di, 1, L, false});
-      t.push_back({"mamba_x_proj", di, checked_add(x.dt_rank, checked_mul(2, x.d_state)), 1, L});
-      t.push_back({"mamba_dt_proj", x.dt_rank, di, 1, L});
-      t.push_back({"mamba_dt_bias", 1, di, 1, L, false});
-      t.push_back({"mamba_a_log", x.d_state, di, 1, L, false});
-      t.push_back({"mamba_d", 1, di, 1, L, false});
-      if (x.inner_norms) {
-        t.push_back({"mamba_inner_norms", 1, checked_add(x.dt_rank, checked_mul(2, x.d_state)), 1,
-                     L, false});
-      }
-      t.push_back({"mamba_out_proj", di, D, 1, L});
-      break;
-    }
-    case MixerKind::linear_attention: {
-      const LinearAttention& x = k.linear;
-      const int64_t v_width = checked_mul(x.n_heads, x.head_dim);
-      t.push_back(
-          {"linear_qkv_proj", D, checked_add(checked_mul(2, x.n_heads, x.key_dim), v_width), 1, L});
-      if (x.output_gate) {
-        t.push_back({"linear_gate_proj", D, v_width, 1, L});
-        t.push_back({"linear_out_norm", 1, v_width, 1, L, false});
-      }
-      t.push_back({"linear_out_proj", v_width, D, 1, L});
-      break;
-    }
-  }
-  switch (k.ffn) {
-    case FfnKind::dense:
-      add_mlp_tensors(t, "mlp_gate", "mlp_up", "mlp_down", k.mlp.kind, D, k.mlp.d_ff, 1, L, false);
-      break;
-    case FfnKind::moe: {
-      // Router D x E (no bias in Mixtral, DeepSeek-V2, Jamba); routed experts; shared experts
-      // as one MLP of n_shared * shared_d_ff (HF DeepseekV2MoE builds them that way).
-      const Moe& e = k.moe;
-      t.push_back({"moe_router", D, e.n_experts, 1, L, false});
-      add_mlp_tensors(t, "moe_gate", "moe_up", "moe_down", e.kind, D, e.d_ff, e.n_experts, L, true);
-      if (e.n_shared > 0) {
-        add_mlp_tensors(t, "shared_gate", "shared_up", "shared_down", e.kind, D,
-                        checked_mul(e.n_shared, e.shared_d_ff), 1, L, false);
-      }
-      break;
-    }
-    case FfnKind::none:
-      break;
-  }
-  t.push_back({"norms", 1, checked_mul(norms_per_layer(k), norm_params(m.norm, D)), 1, L, false});
+  mixer_family(k).add_weights(m, k, t);
+  if (const FeedForwardFamily* ffn = feed_forward_family(k)) ffn->add_weights(m, k, t);
+  t.push_back({"norms", 1, checked_mul(norms_per_layer(k), norm_params(m.norm, m.d_model)), 1,
+               k.count, false});
   return t;
 }
 }  // namespace
@@ -259,33 +156,7 @@ int64_t computed_attention_pairs(int64_t new_tokens, int64_t past_tokens, int64_
 }
 
 int64_t state_elements(const Model& m, const LayerKind& k, int64_t context) {
-  switch (k.mixer) {
-    case MixerKind::attention: {
-      const Attention& a = k.attention;
-      // A rolling buffer of the last W tokens for local layers (Mistral 7B, Jiang et al. 2023).
-      const int64_t tokens = k.local ? std::min(context, a.window) : context;
-      const int64_t per_token = a.kind == AttentionKind::mla
-                                    ? a.mla.cached_elements()
-                                    : checked_mul(2, a.n_kv_heads, a.head_dim);
-      return checked_mul(k.count / a.kv_share, tokens, per_token);
-    }
-    case MixerKind::mamba: {
-      // Per layer: conv state d_inner x d_conv and SSM state d_inner x d_state, the shapes
-      // mamba_ssm's allocate_inference_cache keeps, whatever the context.
-      const int64_t di = mamba_inner_dim(m, k.mamba);
-      return checked_mul(
-          k.count, checked_add(checked_mul(di, k.mamba.d_conv), checked_mul(di, k.mamba.d_state)));
-    }
-    case MixerKind::linear_attention: {
-      // Per head: S = sum phi(k) v^T (feature_dim x head_dim) and, with a normalizer,
-      // z = sum phi(k) (feature_dim).
-      const LinearAttention& x = k.linear;
-      const int64_t per_head = checked_mul(
-          x.feature_dim, checked_add(x.head_dim, x.normalizer ? int64_t{1} : int64_t{0}));
-      return checked_mul(k.count, x.n_heads, per_head);
-    }
-  }
-  return 0;
+  return mixer_family(k).state_elements(m, k, context);
 }
 
 int64_t state_elements(const Model& m, int64_t context) {

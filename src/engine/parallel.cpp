@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/layers/layer_family.hpp"
 #include "engine/model.hpp"
 #include "engine/overflow.hpp"
 
@@ -22,12 +23,6 @@ int64_t kv_heads_per_gpu(int64_t kv_heads, int64_t tp) {
   return kv_heads >= tp ? kv_heads / tp : 1;
 }
 
-namespace {
-std::string divides(const std::string& what, int64_t value, const std::string& by, int64_t n) {
-  return what + " " + std::to_string(value) + " does not divide by " + by + " " + std::to_string(n);
-}
-}  // namespace
-
 void check_layout(const Model& m, const ParallelLayout& p) {
   if (p.tp < 1 || p.pp < 1 || p.ep < 1 || p.replicas < 1 || p.microbatches < 0) {
     throw std::invalid_argument("tp, pp, ep and replicas must be >= 1 and micro-batches >= 0");
@@ -40,55 +35,18 @@ void check_layout(const Model& m, const ParallelLayout& p) {
   for (const LayerKind& k : m.layers) {
     const std::string kind = name + k.label + " layers: ";
     if (k.count % p.pp != 0) {
-      throw std::invalid_argument(kind + divides("the layer count", k.count, "--pp", p.pp) +
+      throw std::invalid_argument(kind + does_not_divide("the layer count", k.count, "--pp", p.pp) +
                                   " (every stage holds the same layers of each kind)");
     }
-    switch (k.mixer) {
-      case MixerKind::attention: {
-        const Attention& a = k.attention;
-        if (a.n_heads % p.tp != 0) {
-          throw std::invalid_argument(kind + divides("query heads", a.n_heads, "--tp", p.tp));
-        }
-        const int64_t K = a.n_kv_heads;
-        if (a.kind != AttentionKind::mla && K % p.tp != 0 && p.tp % K != 0) {
-          throw std::invalid_argument(kind + divides("KV heads", K, "--tp", p.tp) +
-                                      ", nor does --tp divide by them (fewer KV heads than "
-                                      "GPUs are replicated only when they divide tp)");
-        }
-        break;
-      }
-      case MixerKind::mamba: {
-        const int64_t di = mamba_inner_dim(m, k.mamba);
-        if (di % p.tp != 0) {
-          throw std::invalid_argument(kind +
-                                      divides("the Mamba inner dimension", di, "--tp", p.tp));
-        }
-        break;
-      }
-      case MixerKind::linear_attention:
-        if (k.linear.n_heads % p.tp != 0) {
-          throw std::invalid_argument(
-              kind + divides("linear-attention heads", k.linear.n_heads, "--tp", p.tp));
-        }
-        break;
+    if (const std::string why = mixer_family(k).tensor_parallel_problem(m, k, p.tp); !why.empty()) {
+      throw std::invalid_argument(kind + why);
     }
-    if (k.ffn == FfnKind::dense && k.mlp.d_ff % p.tp != 0) {
-      throw std::invalid_argument(kind + divides("the MLP width", k.mlp.d_ff, "--tp", p.tp));
-    }
-    if (k.ffn == FfnKind::moe) {
-      moe = true;
-      const Moe& e = k.moe;
-      if (p.ep == 1 && e.d_ff % p.tp != 0) {
-        throw std::invalid_argument(kind + divides("the expert width", e.d_ff, "--tp", p.tp));
-      }
-      if (e.n_experts % p.ep != 0) {
-        throw std::invalid_argument(kind + divides("experts", e.n_experts, "--ep", p.ep));
-      }
-      if (e.n_shared > 0 && e.shared_d_ff * e.n_shared % p.tp != 0) {
-        throw std::invalid_argument(
-            kind + divides("the shared experts' width", e.shared_d_ff * e.n_shared, "--tp", p.tp));
+    if (const FeedForwardFamily* ffn = feed_forward_family(k)) {
+      if (const std::string why = ffn->parallel_problem(k, p); !why.empty()) {
+        throw std::invalid_argument(kind + why);
       }
     }
+    moe = moe || k.ffn == FfnKind::moe;
   }
   if (p.ep > 1 && !moe) {
     throw std::invalid_argument(name + "--ep " + std::to_string(p.ep) +
@@ -179,19 +137,8 @@ int64_t state_bytes_per_gpu(const Model& m, int64_t context, DType kv, const Par
   if (l.single_gpu()) return state_bytes(m, context, kv);
   int64_t elements = 0;
   for (const LayerKind& k : m.layers) {
-    int64_t e = state_elements(m, k, context);
-    switch (k.mixer) {
-      case MixerKind::attention:
-        if (k.attention.kind != AttentionKind::mla) {
-          const int64_t K = k.attention.n_kv_heads;
-          e = e / K * kv_heads_per_gpu(K, l.tp);
-        }
-        break;
-      case MixerKind::mamba:
-      case MixerKind::linear_attention:
-        e /= l.tp;
-        break;
-    }
+    const int64_t e =
+        mixer_family(k).state_elements_per_gpu(k, state_elements(m, k, context), l.tp);
     elements = checked_add(elements, e / l.pp);
   }
   return storage_bytes(elements, kv);

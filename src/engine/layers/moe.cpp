@@ -1,0 +1,118 @@
+// The mixture-of-experts family (Shazeer et al. 2017; Mixtral, Jiang et al. 2024; DeepSeekMoE,
+// Dai et al. 2024): a router sends each token to top_k of n_experts; shared experts see every
+// token; experts split like dense layers or spread whole over the expert-parallel GPUs.
+#include "engine/layers/layer_family.hpp"
+
+namespace streamspark::engine {
+
+namespace {
+
+// Routed experts (Mixtral; DeepSeekMoE with shared experts). Each token's hidden state goes
+// to top_k experts: expert GEMMs see B*T*top_k rows in total, and read the weights of the
+// experts touched (expected count under uniform routing).
+// Without expert parallelism every GPU holds every expert split tp ways (like a dense MLP).
+// With it (ep = tp) each GPU holds E/ep whole experts: the stage's tokens are split evenly
+// over its GPUs for routing, an all-to-all dispatches each token's hidden state to its top_k
+// experts' GPUs ((n-1)/n of B*T/ep * top_k * D activations leave each GPU) and a second one
+// combines the results; a GPU's experts then see B*T*top_k/ep rows. The shared experts are
+// tensor-parallel, and one all-reduce of (B*T, D) ends the layer (it sums the shared experts'
+// partial outputs and returns every token's output to every GPU of the stage).
+void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind norm) {
+  const Moe& e = k.moe;
+  const int64_t rows = s.tokens;
+  const bool ep = s.ep > 1;
+  const int64_t routed = checked_mul(rows, e.top_k) / s.ep;  // rows of this GPU's experts
+  const int64_t experts = e.n_experts / s.ep;                // experts this GPU holds
+  const int64_t F = ep ? e.d_ff : e.d_ff / s.tp;
+  b.norm(OpId::mlp_norm, norm, rows, s.D);
+  {
+    Op& router = b.gemm(OpId::moe_router, rows, e.n_experts, s.D);
+    router.bytes.weights = b.small_param_bytes(checked_mul(s.D, e.n_experts));
+    Traffic t;
+    t.activations = b.act_bytes(checked_mul(rows, e.n_experts));
+    b.add(OpId::moe_topk, OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit),
+          t);
+  }
+  const int64_t dispatched = b.act_bytes(checked_mul(rows / s.ep, e.top_k, s.D));
+  if (ep) {
+    b.collective(OpId::ep_dispatch, CollectiveKind::all_to_all, s.ep, dispatched, s.tp_inter_node,
+                 s.overlapped);
+  }
+  // Experts of this GPU touched by the step's tokens: E * (1 - (1 - k/E)^tokens) over all E,
+  // the GPU's share of them (uniform routing spreads them evenly).
+  const double touched =
+      expected_experts_touched(e.n_experts, e.top_k, rows) / static_cast<double>(e.n_experts);
+  auto expert_gemm = [&](OpId id, int64_t n, int64_t kdim) {
+    Op& op = b.gemm(id, routed, n, kdim);
+    // The gemm costed one matrix; `experts` are held here, `touched` of them read.
+    const double all = static_cast<double>(op.bytes.weights) * static_cast<double>(experts);
+    op.bytes.weights = static_cast<int64_t>(std::llround(all * touched));
+  };
+  if (e.kind == MlpKind::gated) expert_gemm(OpId::moe_gate, F, s.D);
+  expert_gemm(OpId::moe_up, F, s.D);
+  b.activation(OpId::moe_act, checked_mul(routed, F), e.kind, e.activation);
+  expert_gemm(OpId::moe_down, s.D, F);
+  if (ep) {
+    b.collective(OpId::ep_combine, CollectiveKind::all_to_all, s.ep, dispatched, s.tp_inter_node,
+                 s.overlapped);
+  }
+  {
+    Traffic t;  // weighted sum of each token's top_k expert outputs
+    t.activations = b.act_bytes(checked_add(checked_mul(routed, s.D), checked_mul(rows, s.D)));
+    b.add(OpId::moe_combine, OpKind::elementwise, checked_mul(routed, s.D, kCombineFlopsPerElement),
+          t);
+  }
+  if (e.n_shared > 0) {
+    // Shared experts see every token: one MLP of n_shared * shared_d_ff hidden units.
+    const int64_t Fs = checked_mul(e.n_shared, e.shared_d_ff) / s.tp;
+    if (e.kind == MlpKind::gated) b.gemm(OpId::shared_gate, rows, Fs, s.D);
+    b.gemm(OpId::shared_up, rows, Fs, s.D);
+    b.activation(OpId::shared_act, checked_mul(rows, Fs), e.kind, e.activation);
+    b.gemm(OpId::shared_down, rows, s.D, Fs);
+  }
+  s.all_reduce(b, OpId::mlp_allreduce, s.D);
+  b.residual(OpId::mlp_residual, checked_mul(rows, s.D));
+}
+
+class MoeFamily final : public FeedForwardFamily {
+ public:
+  void add_weights(const Model& m, const LayerKind& k,
+                   std::vector<WeightTensor>& t) const override {
+    // Router D x E (no bias in Mixtral, DeepSeek-V2, Jamba); routed experts; shared experts
+    // as one MLP of n_shared * shared_d_ff (HF DeepseekV2MoE builds them that way).
+    const Moe& e = k.moe;
+    const int64_t D = m.d_model, L = k.count;
+    t.push_back({"moe_router", D, e.n_experts, 1, L, false});
+    add_mlp_tensors(t, "moe_gate", "moe_up", "moe_down", e.kind, D, e.d_ff, e.n_experts, L, true);
+    if (e.n_shared > 0) {
+      add_mlp_tensors(t, "shared_gate", "shared_up", "shared_down", e.kind, D,
+                      checked_mul(e.n_shared, e.shared_d_ff), 1, L, false);
+    }
+  }
+
+  std::string parallel_problem(const LayerKind& k, const ParallelLayout& p) const override {
+    const Moe& e = k.moe;
+    if (p.ep == 1 && e.d_ff % p.tp != 0) {
+      return does_not_divide("the expert width", e.d_ff, "--tp", p.tp);
+    }
+    if (e.n_experts % p.ep != 0) return does_not_divide("experts", e.n_experts, "--ep", p.ep);
+    if (e.n_shared > 0 && e.shared_d_ff * e.n_shared % p.tp != 0) {
+      return does_not_divide("the shared experts' width", e.shared_d_ff * e.n_shared, "--tp", p.tp);
+    }
+    return "";
+  }
+
+  void add_ops(OpListBuilder& b, const StepDims& s, const Model& m,
+               const LayerKind& k) const override {
+    add_moe(b, s, k, m.norm);
+  }
+};
+
+}  // namespace
+
+const FeedForwardFamily& moe_family() {
+  static const MoeFamily family;
+  return family;
+}
+
+}  // namespace streamspark::engine

@@ -202,6 +202,8 @@ class Scheduler {
     int64_t draft_lag = 0;  // speculative: cached tokens the draft's cache lacks
   };
   int64_t known(int64_t i) const;  // prompt + generated: tokens whose identity is known
+  // The batching policies' steps (scheduler_continuous.cpp, scheduler_static.cpp): the next
+  // iteration's batch.
   void next_continuous(Iteration& it);
   void next_static(Iteration& it);
   // Allocates KV for `tokens` more tokens of sequence i; false when the cache is full.

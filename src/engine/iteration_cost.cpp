@@ -1,0 +1,273 @@
+// The engine's cost of one serving iteration: the operator inventory of its batch, the memory
+// level its working set runs from, the KV capacity a memory budget leaves.
+#include "engine/serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "engine/memory.hpp"
+#include "engine/random.hpp"
+#include "engine/speculative.hpp"
+
+namespace streamspark::engine {
+
+namespace {
+// The ops a sequence runs only when it needs logits.
+bool is_head_op(OpId id) {
+  return id == OpId::final_norm || id == OpId::lm_head || id == OpId::sampling;
+}
+
+// One MLA form for every token, so that prefill chunks and decode tokens share one op list.
+CostingConfig serving_costing(CostingConfig c) {
+  if (c.mla_form == MlaForm::automatic) c.mla_form = MlaForm::absorbed;
+  return c;
+}
+}  // namespace
+
+IterationCost::IterationCost(const Model& model, const Hardware& hardware,
+                             const AnalysisOptions& options)
+    : inventory_(model, serving_costing(costing_on(options.costing, hardware))),
+      hardware_(hardware),
+      rates_(device_rates(hardware, options.costing.precision, options.method)) {
+  if (model.diffusion) {
+    throw std::invalid_argument(
+        "serving simulates autoregressive decoding; " + model.name +
+        " is a diffusion model (no serving model of its iterative block denoising is "
+        "documented here)");
+  }
+  check_calibration_covers(inventory_, rates_, hardware_);
+  check_links(inventory_, rates_, hardware_);
+  rewarm_ =
+      options.method == Method::calibrated && hardware_.probe && !hardware_.probe->rewarm.empty();
+  const Precision& p = inventory_.precision();
+  const ParallelLayout& layout = inventory_.config().parallel;
+  // Per GPU: bytes(c) = growing * c + constant past the longest window (its last breakpoint).
+  const std::vector<int64_t> windows = context_breakpoints(model);
+  const int64_t c0 = windows.empty() ? 0 : windows.back();
+  const int64_t at = state_bytes_per_gpu(model, c0, p.kv_cache, layout);
+  kv_bytes_per_token_ = state_bytes_per_gpu(model, c0 + 1, p.kv_cache, layout) - at;
+  state_bytes_per_sequence_ = at - checked_mul(kv_bytes_per_token_, c0);
+  weight_bytes_ = weight_bytes_per_gpu(model, p, layout);
+  // As the analyzer's step_working_set counts it: the embedding gather's rows, not its table
+  // (a tied table is streamed whole by the lm head; stages of a pipeline keep all they hold).
+  step_weight_bytes_ = weight_bytes_;
+  if (!model.tied_embeddings && layout.pp == 1) {
+    step_weight_bytes_ -= embedding_table_bytes_per_gpu(model, p, layout);
+  }
+  // Context-dependent ops: those whose work changes with the cached context.
+  std::vector<Op> a, b;
+  inventory_.build({Phase::prefill, 1, 2, 0, 1}, a);
+  inventory_.build({Phase::prefill, 1, 2, 7, 1}, b);
+  std::vector<Op> d;
+  inventory_.build(StepShape::decode(1, 7), d);
+  if (a.size() != b.size() || a.size() != d.size()) {
+    throw std::logic_error("serving: prefill and decode op lists differ for " + model.name);
+  }
+  context_dependent_.resize(a.size());
+  for (size_t j = 0; j < a.size(); ++j) {
+    context_dependent_[j] = a[j].flops != b[j].flops || a[j].bytes.total() != b[j].bytes.total();
+  }
+}
+
+double IterationCost::working_set(int64_t resident_kv_tokens) const {
+  return static_cast<double>(step_weight_bytes_ + companion_weight_bytes_) +
+         static_cast<double>(resident_kv_tokens) * static_cast<double>(kv_bytes_per_token());
+}
+
+size_t IterationCost::slot_for(int64_t resident_kv_tokens) {
+  // The memory level (or 1 % bucket of a measured curve) of the weights a step reads and the
+  // resident KV.
+  const int64_t bucket = rates_.bucket_of(working_set(resident_kv_tokens));
+  if (!slots_.empty() && slots_[last_slot_].bucket == bucket) return last_slot_;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].bucket == bucket) return last_slot_ = i;
+  }
+  if (slots_.size() >= kMaxSlots) throw std::logic_error("serving: too many rate buckets");
+  slots_.push_back({bucket, rates_.at_bucket(bucket), {}});
+  return last_slot_ = slots_.size() - 1;
+}
+
+IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64_t logits,
+                                         size_t slot) {
+  const DeviceRates& rates = slots_[slot].rates;
+  const StepShape shape{new_tokens > 1 ? Phase::prefill : Phase::decode, 1, new_tokens, past,
+                        std::max<int64_t>(1, logits)};
+  const std::vector<Op>& ops = inventory_.build(shape);
+  Split s;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const Op& op = ops[j];
+    if (logits == 0 && is_head_op(op.id)) continue;
+    const OpCost c = roofline_cost(op, rates);
+    const auto n = static_cast<double>(op.repeat);
+    if (context_dependent_[j]) {
+      s.per_sequence_s += n * (c.time_s - c.overhead_s);
+      s.per_sequence_overhead_s += n * c.overhead_s;
+    } else {
+      s.shared_s += n * c.time_s;
+    }
+  }
+  return s;
+}
+
+// Contexts up to this many tokens use the flat decode memo (16 M entries at most per slot).
+constexpr int64_t kDecodeMemoLimit = int64_t{1} << 24;
+
+bool has_prompt_tokens(const Iteration& it) {
+  return std::any_of(it.items.begin(), it.items.end(), [](const IterationItem& i) {
+    return i.new_tokens > 1 && i.draft_tokens == 0;
+  });
+}
+
+double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
+  return seconds(it, scheduler.kv_stored_tokens());
+}
+
+double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
+  const size_t slot = slot_for(resident_kv_tokens);
+  const auto slot_bits = static_cast<uint64_t>(slot) << 52;  // kMaxSlots = 2^12
+  int64_t tokens = 0, logits = 0;
+  double per_sequence = 0, overhead = 0;
+  for (const IterationItem& item : it.items) {
+    tokens += item.new_tokens;
+    // A verification scores every position (the acceptance test of each draft token and the
+    // token after the accepted ones).
+    logits += item.draft_tokens > 0 ? item.new_tokens : (item.emits_token || item.padding) ? 1 : 0;
+    // Memoised by (slot, new tokens, past) when they pack into 64 bits.
+    const bool packable = item.new_tokens < (int64_t{1} << 24) && item.past < (int64_t{1} << 28);
+    const uint64_t key = slot_bits | (static_cast<uint64_t>(item.new_tokens) << 28) |
+                         static_cast<uint64_t>(item.past);
+    Split s;
+    if (item.new_tokens == 1 && item.past < kDecodeMemoLimit) {
+      std::vector<Split>& memo = slots_[slot].decode_memo;
+      const auto past = static_cast<size_t>(item.past);
+      if (memo.size() <= past) {
+        memo.resize(std::max(past + 1, memo.size() * 2),
+                    Split{std::numeric_limits<double>::quiet_NaN(), 0, 0});
+      }
+      if (std::isnan(memo[past].shared_s)) memo[past] = cost(1, item.past, 1, slot);
+      s = memo[past];
+    } else if (packable) {
+      const auto found = sequence_memo_.find(key);
+      if (found != sequence_memo_.end()) {
+        s = found->second;
+      } else {
+        s = cost(item.new_tokens, item.past, 1, slot);
+        sequence_memo_.emplace(key, s);
+      }
+    } else {
+      s = cost(item.new_tokens, item.past, 1, slot);
+    }
+    per_sequence += s.per_sequence_s;
+    overhead = s.per_sequence_overhead_s;  // one launch per op for all sequences
+  }
+  if (tokens == 0) return 0;
+  double shared = 0;
+  if (tokens < (int64_t{1} << 26) && logits < (int64_t{1} << 26)) {
+    const uint64_t key =
+        slot_bits | (static_cast<uint64_t>(tokens) << 26) | static_cast<uint64_t>(logits);
+    const auto found = shared_memo_.find(key);
+    if (found != shared_memo_.end()) {
+      shared = found->second;
+    } else {
+      shared = cost(tokens, 0, logits, slot).shared_s;
+      shared_memo_.emplace(key, shared);
+    }
+  } else {
+    shared = cost(tokens, 0, logits, slot).shared_s;
+  }
+  const double settled = shared + per_sequence + overhead + rates_.step_overhead_s;
+  passes_since_eviction_ =
+      has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
+  if (!rewarm_ || passes_since_eviction_ == 0) return settled;
+  return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
+}
+
+double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
+  if (tokens < 1 || logits < 0 || logits > tokens) {
+    throw std::invalid_argument("token_seconds: needs tokens >= 1 and 0 <= logits <= tokens");
+  }
+  return cost(tokens, 0, logits, slot_for(0)).shared_s;
+}
+
+void IterationCost::add_companion(int64_t weight_bytes, int64_t kv_bytes_per_token) {
+  if (weight_bytes < 0 || kv_bytes_per_token < 0) {
+    throw std::invalid_argument("serving: a companion model's bytes must be >= 0");
+  }
+  companion_weight_bytes_ = checked_add(companion_weight_bytes_, weight_bytes);
+  companion_kv_bytes_per_token_ = checked_add(companion_kv_bytes_per_token_, kv_bytes_per_token);
+  // The working sets changed: rates and memoised costs are picked again.
+  slots_.clear();
+  last_slot_ = 0;
+  shared_memo_.clear();
+  sequence_memo_.clear();
+}
+
+double IterationCost::ops_seconds(const std::vector<Op>& ops, int64_t resident_kv_tokens) {
+  const DeviceRates& rates = slots_[slot_for(resident_kv_tokens)].rates;
+  double t = 0;
+  for (const Op& op : ops) t += static_cast<double>(op.repeat) * roofline_cost(op, rates).time_s;
+  return t;
+}
+
+int64_t IterationCost::activation_bytes(int64_t tokens) {
+  const std::vector<Op>& ops = inventory_.build({Phase::prefill, 1, tokens, 0, 1});
+  return step_activation_peak(ops, storage_bytes(checked_mul(tokens, inventory_.model().d_model),
+                                                 stored_activations(inventory_.precision())));
+}
+
+double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tokens) {
+  if (!(memory_fraction > 0 && memory_fraction <= 1)) {
+    throw std::invalid_argument("the usable memory fraction must be in (0, 1]");
+  }
+  const double usable =
+      memory_fraction * static_cast<double>(hardware_.device_memory().capacity_bytes);
+  const double taken =
+      static_cast<double>(weight_bytes()) + static_cast<double>(activation_bytes(max_tokens));
+  if (usable - taken <= 0) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%.4g GB of weights and activations leave no room for the KV cache in %.4g GB "
+                  "(%g of %s)",
+                  taken / 1e9, usable / 1e9, memory_fraction, hardware_.name.c_str());
+    throw std::invalid_argument(text);
+  }
+  return usable - taken;
+}
+
+void IterationCost::configure(SchedulerOptions& s, double kv_bytes) const {
+  const double state = static_cast<double>(state_bytes_per_sequence_);
+  if (kv_bytes_per_token() > 0) {
+    s.kv_capacity_tokens = kv_tokens_in(kv_bytes);
+    s.reserved_tokens_per_sequence =
+        static_cast<int64_t>(std::ceil(state / static_cast<double>(kv_bytes_per_token())));
+    if (s.reserved_tokens_per_sequence + 1 > s.kv_capacity_tokens) {
+      throw std::invalid_argument("the KV memory holds less than one sequence's state");
+    }
+    return;
+  }
+  // Constant state only (SSM, linear attention, windows): sequences, not tokens, fill it.
+  const double sequences = std::floor(kv_bytes / state);
+  if (!(sequences >= 1)) {
+    throw std::invalid_argument("the KV memory holds less than one sequence's state of " +
+                                std::to_string(state_bytes_per_sequence_) + " bytes");
+  }
+  s.max_batch = std::min<int64_t>(
+      s.max_batch, sequences > 1e9 ? int64_t{1'000'000'000} : static_cast<int64_t>(sequences));
+  // Tokens take no memory: slots for every running sequence at the whole context.
+  s.kv_capacity_tokens = checked_mul(s.max_batch, std::max<int64_t>(s.max_context, 1));
+  s.reserved_tokens_per_sequence = 0;
+}
+
+int64_t IterationCost::kv_tokens_in(double bytes) const {
+  const double tokens = bytes / static_cast<double>(kv_bytes_per_token());
+  if (!(tokens >= 1)) throw std::invalid_argument("the KV memory holds less than one token");
+  return tokens > 4e18 ? INT64_MAX / 4 : static_cast<int64_t>(tokens);
+}
+
+}  // namespace streamspark::engine

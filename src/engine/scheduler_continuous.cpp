@@ -1,0 +1,118 @@
+// Continuous batching (Orca, Yu et al. OSDI 2022; vLLM): every iteration runs the sequences in
+// flight and admits waiting ones as the token budget and the KV cache allow.
+#include "engine/serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "engine/memory.hpp"
+#include "engine/random.hpp"
+#include "engine/speculative.hpp"
+
+namespace streamspark::engine {
+
+void Scheduler::next_continuous(Iteration& it) {
+  int64_t budget = options_.max_tokens;
+  bool any_prefill = false;
+  // Running sequences first, in admission order; when the cache is full, the most recently
+  // admitted one is preempted (vLLM's policy).
+  for (size_t r = 0; r < running_.size() && budget > 0; ++r) {
+    const int64_t i = running_[r];
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    const int64_t remaining = known(i) - s.cached;
+    int64_t tokens = std::min(remaining, budget);
+    // Speculative: a decoding sequence (its last generated token is all it has not cached)
+    // verifies up to k draft tokens, k+1 positions of the token budget; fewer when the budget
+    // is short (none: a plain decode step).
+    int64_t drafts = 0;
+    if (options_.speculative.k > 0 && remaining == 1 && s.generated > 0) {
+      drafts = std::min(options_.speculative.k, budget - 1);
+      tokens = 1 + drafts;
+    }
+    const int64_t needed = s.cached + tokens;
+    bool preempted_self = false;
+    while (!grow_kv(i, tokens)) {
+      const int64_t victim = running_.back();
+      running_.pop_back();
+      preempt(victim, it);
+      if (victim == i) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) {
+      if (running_.empty()) {  // nothing left to free: it cannot grow even alone
+        throw std::invalid_argument(
+            "request " + std::to_string(i) + " needs " + std::to_string(needed) +
+            " KV positions, more than the whole cache of " + std::to_string(kv_capacity_tokens()) +
+            " tokens" +
+            (drafts > 0
+                 ? " (its speculative pass verifies " + std::to_string(drafts + 1) + " positions)"
+                 : ""));
+      }
+      break;
+    }
+    it.items.push_back(
+        {i, tokens, s.cached, s.cached + tokens >= known(i), false, drafts, s.draft_lag});
+    any_prefill = any_prefill || tokens > 1 + drafts;
+    budget -= tokens;
+  }
+  // Swapped-out sequences come back before new requests are admitted; they run from the
+  // next iteration.
+  while (!swapped_.empty() && it.swap_out_tokens == 0 &&
+         static_cast<int64_t>(running_.size()) < options_.max_batch) {
+    const int64_t i = swapped_.front();
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    if (!admit_kv(i)) break;
+    if (!grow_kv(i, s.swapped_tokens)) {
+      release_kv(i);
+      s.cached = 0;
+      break;
+    }
+    s.cached += s.swapped_tokens;
+    it.swap_in_tokens += s.swapped_tokens;
+    s.swapped_tokens = 0;
+    s.state = State::running;
+    swapped_.pop_front();
+    running_.push_back(i);
+  }
+  if (!swapped_.empty()) return;
+  // New requests, first come first served.
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch &&
+         budget > 0) {
+    const int64_t i = waiting_.front();
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    if (!admit_kv(i)) break;  // contiguous: no room for its reservation yet
+    const int64_t remaining = known(i) - s.cached;
+    int64_t tokens = remaining;
+    if (options_.chunked_prefill) {
+      tokens = std::min(remaining, budget);
+    } else if (remaining > budget && any_prefill) {
+      // A whole prompt that does not fit the rest of the budget waits for the next
+      // iteration; as an iteration's only prompt it runs even over the budget (waiting for
+      // the decodes to drain would stall every request behind it).
+      release_kv(i);
+      s.cached = 0;
+      break;
+    }
+    if (!grow_kv(i, tokens)) {
+      release_kv(i);
+      s.cached = 0;
+      break;
+    }
+    waiting_.pop_front();
+    s.state = State::running;
+    running_.push_back(i);
+    it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
+    any_prefill = true;
+    budget -= tokens;
+  }
+}
+
+}  // namespace streamspark::engine

@@ -1,0 +1,208 @@
+// The serving simulation: iterations scheduled, timed and completed on a clock, one scheduler
+// per replica and pipeline stage; the metrics of its requests and of the KV cache.
+#include "engine/serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "engine/memory.hpp"
+#include "engine/random.hpp"
+#include "engine/speculative.hpp"
+
+namespace streamspark::engine {
+
+SimulationResult simulate_deployment(const std::vector<Request>& requests,
+                                     const ServingOptions& options, IterationTimer& timer,
+                                     const ParallelLayout& layout) {
+  const int64_t engines = checked_mul(layout.replicas, layout.pp);
+  if (engines == 1) return simulate(requests, options, timer);
+  ServingOptions engine_options = options;
+  SchedulerOptions& s = engine_options.scheduler;
+  // The pp schedulers of a replica share its GPUs' KV slots (each stage's GPUs hold every
+  // scheduler's sequences for their layers).
+  s.kv_capacity_tokens = options.scheduler.kv_capacity_tokens / layout.pp;
+  if (s.kv_capacity_tokens < 1) throw std::invalid_argument("the KV cache holds no token");
+  SimulationResult merged;
+  merged.kv_capacity_tokens = options.scheduler.kv_capacity_tokens;
+  merged.outcomes.resize(requests.size());
+  ServingMetrics kv;  // sums of the schedulers' KV figures, then means
+  int64_t used = 0;
+  for (int64_t e = 0; e < engines; ++e) {
+    // Each scheduler draws its own acceptance stream (engine 0 the one a single engine draws).
+    s.speculative.seed = options.scheduler.speculative.seed + static_cast<uint64_t>(e);
+    std::vector<Request> mine;
+    std::vector<size_t> index;
+    for (size_t i = static_cast<size_t>(e); i < requests.size();
+         i += static_cast<size_t>(engines)) {
+      mine.push_back(requests[i]);
+      index.push_back(i);
+    }
+    if (mine.empty()) continue;
+    const SimulationResult r = simulate(mine, engine_options, timer);
+    for (size_t j = 0; j < index.size(); ++j) merged.outcomes[index[j]] = r.outcomes[j];
+    const ServingMetrics& m = r.metrics;
+    kv.kv_allocated_fraction += m.kv_allocated_fraction;
+    kv.kv_waste_fraction += m.kv_waste_fraction;
+    kv.kv_peak_allocated_fraction =
+        std::max(kv.kv_peak_allocated_fraction, m.kv_peak_allocated_fraction);
+    kv.kv_shared_fraction += m.kv_shared_fraction;
+    kv.copy_on_writes += m.copy_on_writes;
+    kv.iterations += m.iterations;
+    SpeculativeCounts& c = kv.speculative;
+    c.passes += m.speculative.passes;
+    c.drafted += m.speculative.drafted;
+    c.examined += m.speculative.examined;
+    c.accepted += m.speculative.accepted;
+    c.emitted += m.speculative.emitted;
+    c.wasted += m.speculative.wasted;
+    ++used;
+  }
+  merged.metrics = summarize(merged.outcomes, options);
+  const double n = static_cast<double>(std::max<int64_t>(used, 1));
+  merged.metrics.kv_allocated_fraction = kv.kv_allocated_fraction / n;
+  merged.metrics.kv_waste_fraction = kv.kv_waste_fraction / n;
+  merged.metrics.kv_peak_allocated_fraction = kv.kv_peak_allocated_fraction;
+  merged.metrics.kv_shared_fraction = kv.kv_shared_fraction / n;
+  merged.metrics.copy_on_writes = kv.copy_on_writes;
+  merged.metrics.iterations = kv.iterations;
+  merged.metrics.speculative = kv.speculative;
+  return merged;
+}
+
+ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o) {
+  ServingMetrics m;
+  m.requests = static_cast<int64_t>(outcomes.size());
+  if (outcomes.empty()) return m;
+  std::vector<double> ttft, tpot, e2e;
+  double start = outcomes.front().request.arrival_s, end = 0, tokens = 0;
+  int64_t good = 0;
+  for (const RequestOutcome& r : outcomes) {
+    ttft.push_back(r.ttft_s());
+    e2e.push_back(r.e2e_s());
+    if (r.request.output > 1) tpot.push_back(r.tpot_s());
+    start = std::min(start, r.request.arrival_s);
+    end = std::max(end, r.finish_s);
+    tokens += static_cast<double>(r.request.output);
+    m.preemptions += r.preemptions;
+    const bool ttft_ok = o.slo_ttft_s <= 0 || r.ttft_s() <= o.slo_ttft_s;
+    const bool tpot_ok = o.slo_tpot_s <= 0 || r.tpot_s() <= o.slo_tpot_s;
+    good += (ttft_ok && tpot_ok) ? 1 : 0;
+  }
+  m.ttft_s = percentiles(std::move(ttft));
+  m.tpot_s = percentiles(std::move(tpot));
+  m.e2e_s = percentiles(std::move(e2e));
+  m.duration_s = end - start;
+  if (m.duration_s > 0) {
+    m.throughput_tok_s = tokens / m.duration_s;
+    m.request_rate = static_cast<double>(m.requests) / m.duration_s;
+    m.goodput = static_cast<double>(good) / m.duration_s;
+  }
+  m.slo_attainment = static_cast<double>(good) / static_cast<double>(m.requests);
+  return m;
+}
+
+void KvUsage::add(const Scheduler& s, double seconds) {
+  const auto allocated = static_cast<double>(s.kv_allocated_tokens());
+  const auto capacity = static_cast<double>(s.kv_capacity_tokens());
+  time_ += seconds;
+  allocated_ += seconds * allocated;
+  stored_ += seconds * static_cast<double>(s.kv_stored_tokens());
+  capacity_ += seconds * capacity;
+  if (const BlockAllocator* p = s.paged()) {
+    const KvBlockStats st = p->stats();
+    // The requests' tables only: the cached prefix is not an owner that would need blocks.
+    logical_ +=
+        seconds * static_cast<double>((st.logical_blocks - s.prefix_blocks()) * p->block_size());
+    copy_on_writes_ = st.copy_on_writes;
+  } else {
+    logical_ += seconds * allocated;
+  }
+  peak_ = std::max(peak_, capacity > 0 ? allocated / capacity : 0.0);
+}
+
+void KvUsage::fill(ServingMetrics& m) const {
+  if (capacity_ > 0) m.kv_allocated_fraction = allocated_ / capacity_;
+  if (allocated_ > 0) m.kv_waste_fraction = 1.0 - stored_ / allocated_;
+  // Negative while the cached prefix is not referenced (it then costs, not saves): 0.
+  if (logical_ > 0) m.kv_shared_fraction = std::max(0.0, 1.0 - allocated_ / logical_);
+  m.kv_peak_allocated_fraction = peak_;
+  m.copy_on_writes = copy_on_writes_;
+}
+
+SimulationResult simulate(const std::vector<Request>& requests, const ServingOptions& options,
+                          IterationTimer& cost) {
+  if (!std::is_sorted(requests.begin(), requests.end(), [](const Request& a, const Request& b) {
+        return a.arrival_s < b.arrival_s;
+      })) {
+    throw std::invalid_argument("requests must be in arrival order");
+  }
+  Scheduler scheduler(options.scheduler, requests);
+  KvUsage usage;
+  const double swap_seconds_per_token =
+      options.host_bandwidth > 0
+          ? static_cast<double>(cost.kv_bytes_per_token()) / options.host_bandwidth
+          : 0.0;
+  size_t next = 0;
+  const bool real_time = cost.real_time();
+  cost.prepare(scheduler);
+  cost.idle();  // nothing ran before the first arrival
+  double now = real_time ? cost.now() : 0;
+  int64_t iterations = 0;
+  Iteration it;
+  while (!scheduler.all_finished()) {
+    while (next < requests.size() && requests[next].arrival_s <= now) {
+      scheduler.arrive(static_cast<int64_t>(next++));
+    }
+    if (next == requests.size()) scheduler.no_more_arrivals();
+    scheduler.next(it);
+    if (it.empty()) {
+      if (next < requests.size()) {
+        cost.idle();
+        if (real_time) {
+          cost.wait_until(requests[next].arrival_s);
+          now = cost.now();
+        } else {
+          now = std::max(now, requests[next].arrival_s);
+        }
+        continue;
+      }
+      throw std::logic_error("serving: the scheduler is idle with requests unfinished");
+    }
+    double dt = cost.seconds(it, scheduler);
+    const int64_t swapped = it.swap_in_tokens + it.swap_out_tokens;
+    if (swapped > 0) {
+      if (swap_seconds_per_token <= 0) {
+        throw std::invalid_argument("swap preemption needs the host link's bandwidth");
+      }
+      dt += static_cast<double>(swapped) * swap_seconds_per_token;
+    }
+    if (real_time) {  // the iteration and the scheduling around it, as the clock saw them
+      const double end = cost.now();
+      dt = end - now;
+    }
+    usage.add(scheduler, dt);
+    now += dt;
+    scheduler.complete(it, now);
+    ++iterations;
+  }
+  SimulationResult result;
+  result.kv_capacity_tokens = scheduler.kv_capacity_tokens();
+  result.outcomes.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const SequenceRecord& rec = scheduler.records()[i];
+    result.outcomes.push_back({requests[i], rec.first_token_s, rec.finish_s, rec.preemptions});
+  }
+  result.metrics = summarize(result.outcomes, options);
+  usage.fill(result.metrics);
+  result.metrics.iterations = iterations;
+  result.metrics.speculative = scheduler.speculative_counts();
+  return result;
+}
+
+}  // namespace streamspark::engine

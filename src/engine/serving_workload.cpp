@@ -1,0 +1,86 @@
+// Serving workloads: request lengths drawn from their distributions, arrivals, shared prefixes.
+#include "engine/serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "engine/memory.hpp"
+#include "engine/random.hpp"
+#include "engine/speculative.hpp"
+
+namespace streamspark::engine {
+
+namespace {
+
+using Random = SplitMix64;
+
+int64_t sample_length(const LengthDistribution& d, Random& rng) {
+  double x = d.a;
+  switch (d.kind) {
+    case LengthKind::fixed:
+      break;
+    case LengthKind::uniform:
+      x = std::floor(d.a + rng.uniform() * (d.b - d.a + 1));
+      break;
+    case LengthKind::lognormal:
+      x = std::exp(std::log(d.a) + d.b * rng.normal());
+      break;
+  }
+  auto n = std::max<int64_t>(1, std::llround(std::min(x, 1e18)));  // llround overflows past 2^63
+  if (d.max > 0) n = std::min(n, d.max);
+  return n;
+}
+
+}  // namespace
+
+std::string describe(const LengthDistribution& d) {
+  std::string s;
+  switch (d.kind) {
+    case LengthKind::fixed:
+      s = "fixed " + std::to_string(std::llround(d.a));
+      break;
+    case LengthKind::uniform:
+      s = "uniform " + std::to_string(std::llround(d.a)) + ".." + std::to_string(std::llround(d.b));
+      break;
+    case LengthKind::lognormal: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "lognormal median %g sigma %g", d.a, d.b);
+      s = buf;
+      break;
+    }
+  }
+  if (d.max > 0) s += " (max " + std::to_string(d.max) + ")";
+  return s;
+}
+
+std::vector<Request> generate_requests(const WorkloadSpec& spec) {
+  Random rng{spec.seed};
+  std::vector<Request> out;
+  out.reserve(static_cast<size_t>(spec.requests));
+  double t = 0;
+  for (int64_t i = 0; i < spec.requests; ++i) {
+    Request r;
+    if (spec.rate > 0) {
+      t = spec.arrivals == ArrivalProcess::poisson
+              ? t - std::log(1.0 - rng.uniform()) / spec.rate  // exponential gaps
+              : static_cast<double>(i) / spec.rate;
+    }
+    r.arrival_s = t;
+    r.prompt = sample_length(spec.prompt, rng);
+    r.output = sample_length(spec.output, rng);
+    if (spec.prefix_tokens > 0 && rng.uniform() < spec.shared_prefix_fraction) {
+      r.shared_prefix = spec.prefix_tokens;
+      r.prompt += spec.prefix_tokens;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace streamspark::engine

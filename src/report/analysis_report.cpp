@@ -225,13 +225,15 @@ std::string op_table(const std::vector<OpRow>& rows, double phase_time) {
 
 }  // namespace
 
-std::string analysis_table(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results,
-                           bool per_op) {
+namespace {
+
+// The model, layout and hardware lines above the table.
+std::string analysis_header(const AnalysisContext& ctx) {
+  std::string out;
+  auto o = std::back_inserter(out);
   const engine::Model& m = *ctx.model;
   const engine::Hardware& hw = *ctx.hardware;
   const engine::Precision& p = ctx.options.costing.precision;
-  std::string out;
-  auto o = std::back_inserter(out);
   fmt::format_to(o, "{} on {} · method {} · {}\n", m.name, hw.name, enum_name(ctx.options.method),
                  engine::describe(p));
   const std::string active =
@@ -258,6 +260,13 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
                  format_bytes(static_cast<double>(hw.device_memory().capacity_bytes)),
                  significant(ridge(ctx)), format_time(ctx.rates.kernel_overhead_s));
 
+  return out;
+}
+
+// One row per workload, with the notes that define its columns.
+std::string workload_table(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results) {
+  std::string out;
+  const bool parallel = ctx.options.costing.parallel.gpus() > 1;
   Table t;
   for (const char* h : {"batch", "prompt", "gen", "memory"}) t.add_column(h);
   t.add_column("fits", Align::left);
@@ -308,6 +317,13 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
         "every pipeline stage; comm: share of the phase's time in collectives.\n";
   }
 
+  return out;
+}
+
+// Diffusion generation beside autoregressive decode, when any workload has it.
+std::string diffusion_table(const std::vector<WorkloadResult>& results) {
+  std::string out;
+  auto o = std::back_inserter(out);
   bool any_diffusion = false;
   for (const WorkloadResult& r : results) any_diffusion = any_diffusion || r.diffusion.has_value();
   if (any_diffusion) {
@@ -337,6 +353,12 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
     out += d.render();
   }
 
+  return out;
+}
+
+// Sampling without a KV cache against with one, when costed.
+std::string sampling_table(const std::vector<WorkloadResult>& results) {
+  std::string out;
   bool any_sampling = false;
   for (const WorkloadResult& r : results) any_sampling = any_sampling || r.sampling.has_value();
   if (any_sampling) {
@@ -358,28 +380,41 @@ std::string analysis_table(const AnalysisContext& ctx, const std::vector<Workloa
     out += s.render();
   }
 
-  if (per_op) {
-    for (const WorkloadResult& r : results) {
-      // Operator rows cover one prefill pass; shares are of that pass.
-      if (r.prefill.passes > 1) {
-        fmt::format_to(o,
-                       "\nprefill operators · one pass of {} sequences (of {} passes), prompt {}\n",
-                       r.prefill.sequences_per_pass, r.prefill.passes, r.workload.prompt);
-      } else {
-        fmt::format_to(o, "\nprefill operators · batch {}, prompt {} · {}\n", r.workload.batch,
-                       r.workload.prompt, format_time(r.prefill.time_s));
-      }
-      double one_pass = 0;
-      for (const OpRow& row : r.prefill_ops) {
-        one_pass += row.cost.time_s * static_cast<double>(row.op.repeat);
-      }
-      out += op_table(r.prefill_ops, one_pass);
-      fmt::format_to(o, "\ndecode operators · batch {}, context {} · {}\n", r.workload.batch,
-                     r.workload.prompt, format_time(r.decode.time_s));
-      out += op_table(r.decode_ops, r.decode.time_s);
+  return out;
+}
+
+// Every operator of each workload's prefill pass and decode step.
+std::string operator_tables(const std::vector<WorkloadResult>& results) {
+  std::string out;
+  auto o = std::back_inserter(out);
+  for (const WorkloadResult& r : results) {
+    // Operator rows cover one prefill pass; shares are of that pass.
+    if (r.prefill.passes > 1) {
+      fmt::format_to(o,
+                     "\nprefill operators · one pass of {} sequences (of {} passes), prompt {}\n",
+                     r.prefill.sequences_per_pass, r.prefill.passes, r.workload.prompt);
+    } else {
+      fmt::format_to(o, "\nprefill operators · batch {}, prompt {} · {}\n", r.workload.batch,
+                     r.workload.prompt, format_time(r.prefill.time_s));
     }
+    double one_pass = 0;
+    for (const OpRow& row : r.prefill_ops) {
+      one_pass += row.cost.time_s * static_cast<double>(row.op.repeat);
+    }
+    out += op_table(r.prefill_ops, one_pass);
+    fmt::format_to(o, "\ndecode operators · batch {}, context {} · {}\n", r.workload.batch,
+                   r.workload.prompt, format_time(r.decode.time_s));
+    out += op_table(r.decode_ops, r.decode.time_s);
   }
   return out;
+}
+
+}  // namespace
+
+std::string analysis_table(const AnalysisContext& ctx, const std::vector<WorkloadResult>& results,
+                           bool per_op) {
+  return analysis_header(ctx) + workload_table(ctx, results) + diffusion_table(results) +
+         sampling_table(results) + (per_op ? operator_tables(results) : std::string());
 }
 
 // ---------------------------------------------------------------- CSV

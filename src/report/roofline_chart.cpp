@@ -35,19 +35,16 @@ double ceil_decade(double v) {
   return std::pow(10.0, std::ceil(std::log10(v)));
 }
 
-}  // namespace
-
-std::string roofline_svg(const AnalysisContext& ctx,
-                         const std::vector<engine::WorkloadResult>& results) {
-  const engine::Hardware& hw = *ctx.hardware;
-  const double peak = ctx.rates.matrix_flops;
-  const double vector_peak = ctx.rates.vector_flops;
-  const double bandwidth = hw.device_memory().bandwidth;
-  const double ridge = peak / bandwidth;
-
-  // Points: every operator with FLOPs and bytes, per phase and workload.
+// Every operator with FLOPs and bytes, per phase and workload; the names of the others.
+struct Operators {
   std::vector<Point> points;
   std::set<std::string> skipped;
+};
+
+Operators operator_points(const std::vector<engine::WorkloadResult>& results) {
+  Operators out;
+  std::vector<Point>& points = out.points;
+  std::set<std::string>& skipped = out.skipped;
   std::set<int64_t> batches, prompts;
   for (const engine::WorkloadResult& r : results) {
     batches.insert(r.workload.batch);
@@ -72,39 +69,17 @@ std::string roofline_svg(const AnalysisContext& ctx,
     }
   }
 
-  // Axes: every point, the ridge and the peaks inside, whole decades.
-  double x_lo = ridge, x_hi = ridge, y_lo = peak, y_hi = peak;
-  for (const Point& p : points) {
-    x_lo = std::min(x_lo, p.intensity);
-    x_hi = std::max(x_hi, p.intensity);
-    y_lo = std::min(y_lo, p.flop_rate);
-  }
-  for (const engine::MemoryLevel& m : hw.memory) x_hi = std::max(x_hi, peak / m.bandwidth);
-  Axis x{floor_decade(x_lo / 2), ceil_decade(x_hi * 2), kLeft, kRight, true};
-  y_lo = std::min(y_lo, bandwidth * x.lo);
-  y_lo = std::max(y_lo, peak * 1e-7);  // an op slower than that is off the chart's interest
-  Axis y{floor_decade(y_lo / 2), ceil_decade(y_hi * 1.5), kBottom, kTop, true};
+  return out;
+}
 
-  Svg svg(kWidth, kHeight);
-  svg.rect(0, 0, kWidth, kHeight, "#ffffff");
-  const engine::Model& model = *ctx.model;
-  svg.text(kWidth / 2, 28,
-           fmt::format("Roofline: {} on {} ({}, {} method)", model.name, hw.name,
-                       enum_name(ctx.options.costing.precision.activations),
-                       enum_name(ctx.options.method)),
-           17, "middle", "#222", 0, "bold");
-  std::string workloads;
-  for (const engine::WorkloadResult& r : results) {
-    workloads += (workloads.empty() ? "" : "; ") +
-                 fmt::format("batch {}, prompt {}", r.workload.batch, r.workload.prompt);
-  }
-  svg.text(kWidth / 2, 48,
-           "each operator at its FLOPs / bytes and FLOPs / predicted time · " + workloads, 12,
-           "middle", "#555");
-  draw_axes(svg, x, y, "arithmetic intensity (FLOP/byte)", "FLOP/s", &tick_label);
-
-  // Ceilings: each memory level's bandwidth slope up to the matrix peak (device memory solid,
-  // faster levels dashed), the matrix peak, the vector peak.
+// Ceilings: each memory level's bandwidth slope up to the matrix peak (device memory solid,
+// faster levels dashed), the matrix peak, the vector peak, the ridge.
+void draw_ceilings(Svg& svg, const AnalysisContext& ctx, const Axis& x, const Axis& y) {
+  const engine::Hardware& hw = *ctx.hardware;
+  const double peak = ctx.rates.matrix_flops;
+  const double vector_peak = ctx.rates.vector_flops;
+  const double bandwidth = hw.device_memory().bandwidth;
+  const double ridge = peak / bandwidth;
   svg.begin_group("ceilings");
   for (size_t i = 0; i < hw.memory.size(); ++i) {
     const engine::MemoryLevel& m = hw.memory[i];
@@ -140,9 +115,12 @@ std::string roofline_svg(const AnalysisContext& ctx,
   svg.text(x.map(ridge) + 5, y.map(y.lo) - 8, fmt::format("ridge {} FLOP/B", significant(ridge)),
            11, "start", "#555");
   svg.end_group();
+}
 
-  // The operators: points of one phase and workload closer than 4 pixels share one circle and
-  // one label (mlp_gate and mlp_up have one shape); labels placed where they overlap no other.
+// The operators: points of one phase and workload closer than 4 pixels share one circle and
+// one label (mlp_gate and mlp_up have one shape); labels placed where they overlap no other.
+void draw_operators(Svg& svg, const std::vector<Point>& points, const Axis& x, const Axis& y,
+                    double peak) {
   std::vector<Point> merged;
   auto add_unique = [](std::string& list, const std::string& item) {
     if (item.empty()) return;
@@ -185,8 +163,10 @@ std::string roofline_svg(const AnalysisContext& ctx,
                  p.prefill ? kPrefillColour : kDecodeColour);
   }
   svg.end_group();
+}
 
-  // Legend and caption.
+// Legend, what was not drawn, and the faster memory levels' ceilings named.
+void draw_legend(Svg& svg, const engine::Hardware& hw, const std::set<std::string>& skipped) {
   svg.begin_group("legend");
   svg.circle(kLeft + 18, kTop + 18, 4.5, kPrefillColour, "#ffffff");
   svg.text(kLeft + 28, kTop + 22, "prefill operators", 12);
@@ -210,6 +190,55 @@ std::string roofline_svg(const AnalysisContext& ctx,
                  " (a step whose working set fits a level reads at its bandwidth)",
              11, "start", "#555");
   }
+}
+
+}  // namespace
+
+std::string roofline_svg(const AnalysisContext& ctx,
+                         const std::vector<engine::WorkloadResult>& results) {
+  const engine::Hardware& hw = *ctx.hardware;
+  const double peak = ctx.rates.matrix_flops;
+  const double bandwidth = hw.device_memory().bandwidth;
+  const double ridge = peak / bandwidth;
+
+  const Operators ops = operator_points(results);
+  const std::vector<Point>& points = ops.points;
+
+  // Axes: every point, the ridge and the peaks inside, whole decades.
+  double x_lo = ridge, x_hi = ridge, y_lo = peak, y_hi = peak;
+  for (const Point& p : points) {
+    x_lo = std::min(x_lo, p.intensity);
+    x_hi = std::max(x_hi, p.intensity);
+    y_lo = std::min(y_lo, p.flop_rate);
+  }
+  for (const engine::MemoryLevel& m : hw.memory) x_hi = std::max(x_hi, peak / m.bandwidth);
+  Axis x{floor_decade(x_lo / 2), ceil_decade(x_hi * 2), kLeft, kRight, true};
+  y_lo = std::min(y_lo, bandwidth * x.lo);
+  y_lo = std::max(y_lo, peak * 1e-7);  // an op slower than that is off the chart's interest
+  Axis y{floor_decade(y_lo / 2), ceil_decade(y_hi * 1.5), kBottom, kTop, true};
+
+  Svg svg(kWidth, kHeight);
+  svg.rect(0, 0, kWidth, kHeight, "#ffffff");
+  const engine::Model& model = *ctx.model;
+  svg.text(kWidth / 2, 28,
+           fmt::format("Roofline: {} on {} ({}, {} method)", model.name, hw.name,
+                       enum_name(ctx.options.costing.precision.activations),
+                       enum_name(ctx.options.method)),
+           17, "middle", "#222", 0, "bold");
+  std::string workloads;
+  for (const engine::WorkloadResult& r : results) {
+    workloads += (workloads.empty() ? "" : "; ") +
+                 fmt::format("batch {}, prompt {}", r.workload.batch, r.workload.prompt);
+  }
+  svg.text(kWidth / 2, 48,
+           "each operator at its FLOPs / bytes and FLOPs / predicted time · " + workloads, 12,
+           "middle", "#555");
+  draw_axes(svg, x, y, "arithmetic intensity (FLOP/byte)", "FLOP/s", &tick_label);
+
+  draw_ceilings(svg, ctx, x, y);
+
+  draw_operators(svg, points, x, y, peak);
+  draw_legend(svg, hw, ops.skipped);
   return svg.str();
 }
 

@@ -1,0 +1,369 @@
+// The phrases, rows and figures the plan reports share.
+#include "report/plan_phrases.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "report/analysis_report.hpp"
+#include "report/plan_phrases.hpp"
+#include "report/serving_report.hpp"
+#include "report/svg.hpp"
+#include "report/table.hpp"
+#include "report/units.hpp"
+
+namespace streamspark::report::planning {
+
+const engine::PlanInputs& in_of(const PlanReport& r) {
+  return r.inputs;
+}
+const engine::PlanResult& res_of(const PlanReport& r) {
+  return r.result;
+}
+
+std::string join_ints(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+std::string switches(const std::vector<bool>& v) {
+  std::string s;
+  for (bool x : v) {
+    if (!s.empty()) s += ',';
+    s += x ? "on" : "off";
+  }
+  return s;
+}
+
+std::string money(double usd) {
+  return fmt::format("{:.2f}", usd);
+}
+
+std::string whole_percent(double fraction) {
+  return fmt::format("{:.0f}%", 100 * fraction);
+}
+
+// $ per million tokens: the deployment's $/hour over the tokens of one kind it serves in an
+// hour at its served rate.
+double usd_per_million(const PlanCandidate& c, double tokens_per_request) {
+  return *c.usd_per_hour * 1e6 / (3600 * c.served_rate * tokens_per_request);
+}
+
+bool verified(const PlanCandidate& c) {
+  return c.sustainable_rate > 0;
+}
+
+std::string goal_text(const engine::PlanInputs& in) {
+  switch (in.goal) {
+    case PlanGoal::min_cost:
+      return "minimize cost";
+    case PlanGoal::min_gpus:
+      return "minimize GPUs";
+    case PlanGoal::max_rate:
+      return "maximize rate";
+  }
+  return "";
+}
+
+std::string objectives_text(const engine::ServiceObjectives& o) {
+  std::string s;
+  auto add = [&](const char* name, double v) {
+    if (v > 0) s += (s.empty() ? "" : ", ") + fmt::format("{} <= {}", name, format_time(v));
+  };
+  add("p90 TTFT", o.ttft_p90_s);
+  add("p99 TTFT", o.ttft_p99_s);
+  add("p90 TPOT", o.tpot_p90_s);
+  add("p99 TPOT", o.tpot_p99_s);
+  add("p90 e2e", o.e2e_p90_s);
+  return s;
+}
+
+bool several_variants(const engine::PlanInputs& in) {
+  return in.grid.max_batch.size() > 1 || in.grid.chunked_prefill.size() > 1;
+}
+
+// The configuration with its scheduler settings when the grid varies them.
+std::string config_label(const PlanReport& r, const PlanCandidate& c) {
+  std::string s = family_label(r, c);
+  if (several_variants(in_of(r))) {
+    s += fmt::format(" max batch {}", c.max_batch);
+    if (c.chunked_prefill) s += " chunked";
+  }
+  return s;
+}
+
+std::string ranked_by(const PlanReport& r) {
+  const engine::PlanInputs& in = in_of(r);
+  if (in.goal == PlanGoal::max_rate) return "rate";
+  if (in.goal == PlanGoal::min_cost && res_of(r).ranked_by_price) return "cost";
+  return "gpus";
+}
+
+std::string price_note(const PlanReport& r) {
+  const engine::PlanResult& res = res_of(r);
+  if (res.unpriced.empty() || in_of(r).goal != PlanGoal::min_cost) return "";
+  std::string names;
+  for (const std::string& n : res.unpriced) names += (names.empty() ? "" : ", ") + n;
+  return fmt::format(
+      "no price for {} (give one with --price NAME=USD_PER_GPU_HOUR): ranked by GPUs instead "
+      "of cost",
+      names);
+}
+
+SearchCounts counts(const engine::PlanResult& res) {
+  SearchCounts s;
+  for (const PlanCandidate& c : res.candidates) {
+    ++s.configurations;
+    if (c.status == CandidateStatus::pruned) {
+      ++s.pruned;
+    } else if (c.simulations > 0) {
+      ++s.simulated;
+    } else {
+      ++s.rejected_before;
+    }
+  }
+  return s;
+}
+
+// Rejected configurations grouped by their reason, in grid order: (labels, reason).
+std::vector<std::pair<std::vector<std::string>, std::string>> rejection_groups(
+    const PlanReport& r) {
+  std::vector<std::pair<std::vector<std::string>, std::string>> groups;
+  std::map<std::string, size_t> index;
+  for (const PlanCandidate& c : res_of(r).candidates) {
+    if (c.status != CandidateStatus::rejected) continue;
+    const std::string reason = std::string(enum_name(c.reject)) + ": " + c.reason;
+    auto [it, added] = index.emplace(reason, groups.size());
+    if (added) groups.push_back({{}, reason});
+    auto& labels = groups[it->second].first;
+    const std::string label = config_label(r, c);
+    if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+  }
+  return groups;
+}
+
+std::string labels_text(const std::vector<std::string>& labels, size_t shown) {
+  std::string s;
+  for (size_t i = 0; i < labels.size() && i < shown; ++i) s += (i ? ", " : "") + labels[i];
+  if (labels.size() > shown) s += fmt::format(" and {} more", labels.size() - shown);
+  return s;
+}
+
+json latency_json(const engine::ServingMetrics& m) {
+  return json{{"ttft_s", percentiles_json(m.ttft_s)},
+              {"tpot_s", percentiles_json(m.tpot_s)},
+              {"e2e_s", percentiles_json(m.e2e_s)}};
+}
+
+json candidate_json(const PlanReport& r, const PlanCandidate& c) {
+  const engine::PlanInputs& in = in_of(r);
+  const engine::PlanResult& res = res_of(r);
+  json j{{"model", in.models[c.model].name},
+         {"hardware", in.hardware[c.hardware].name},
+         {"format", in.formats[c.format].name},
+         {"precision", engine::describe(in.formats[c.format].precision)},
+         {"tp", c.layout.tp},
+         {"pp", c.layout.pp},
+         {"ep", c.layout.ep},
+         {"max_batch", c.max_batch},
+         {"chunked_prefill", c.chunked_prefill},
+         {"gpus_per_replica", c.layout.tp * c.layout.pp},
+         {"status", std::string(enum_name(c.status))},
+         {"reject_kind", std::string(enum_name(c.reject))},
+         {"reason", c.reason}};
+  if (c.rate_bound > 0) {
+    j["rate_bound"] = c.rate_bound;
+    j["kv_capacity_tokens"] = c.kv_capacity_tokens;
+  }
+  if (c.simulations > 0) j["simulations"] = c.simulations;
+  if (c.miss) {
+    j["miss"] = json{{"objective", c.miss->objective},
+                     {"value", c.miss->value_s},
+                     {"limit", c.miss->limit_s},
+                     {"rate", c.miss_rate}};
+  }
+  if (verified(c)) {
+    j["sustainable_rate"] = c.sustainable_rate;
+    j["failing_rate"] = c.failing_rate;
+    j["capped_at_bound"] = c.failing_rate == 0;
+    const engine::ParetoPoint p = engine::pareto_point(c, res.mean_output);
+    j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
+    j["tokens_per_s_per_user"] = p.tokens_per_s_per_user;
+    j["at_capacity"] = latency_json(c.at_capacity);
+  }
+  if (c.replicas > 0 && c.served_rate > 0) {
+    j["replicas"] = c.replicas;
+    j["gpus"] = c.gpus;
+    j["served_rate"] = c.served_rate;
+    j["headroom"] = c.headroom;
+    j["at_target"] = latency_json(c.at_target);
+    if (c.usd_per_hour) {
+      j["usd_per_hour"] = *c.usd_per_hour;
+      j["usd_per_million_output_tokens"] = usd_per_million(c, res.mean_output);
+      j["usd_per_million_input_tokens"] = usd_per_million(c, res.mean_prompt);
+    }
+  }
+  return j;
+}
+
+// One line: what the plan answers.
+std::string answer_line(const PlanReport& r) {
+  const engine::PlanResult& res = res_of(r);
+  if (res.ranking.empty()) return "no configuration meets the objectives";
+  const PlanCandidate& c = res.candidates[res.ranking.front()];
+  const engine::PlanInputs& in = in_of(r);
+  std::string s = fmt::format(
+      "{}: {} x {} ({}, tp {}, pp {}{}, max batch {}{}), {} replica{}",
+      in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus, in.hardware[c.hardware].name,
+      in.formats[c.format].name, c.layout.tp, c.layout.pp,
+      c.layout.ep > 1 ? fmt::format(", ep {}", c.layout.ep) : "", c.max_batch,
+      c.chunked_prefill ? ", chunked prefill" : "", c.replicas, c.replicas == 1 ? "" : "s");
+  if (in.models.size() > 1) s = in.models[c.model].name + " " + s;
+  if (in.goal == PlanGoal::max_rate)
+    s += fmt::format(" serving {} requests/s", significant(c.served_rate));
+  if (c.usd_per_hour) {
+    s += fmt::format(" · ${}/hour · ${} per million output tokens", money(*c.usd_per_hour),
+                     significant(usd_per_million(c, res.mean_output), 3));
+  }
+  s += fmt::format(" · p90 TTFT {}, p90 TPOT {}", format_time(c.at_target.ttft_s.p90),
+                   format_time(c.at_target.tpot_s.p90));
+  return s;
+}
+
+Rows ranked_rows(const PlanReport& r) {
+  const engine::PlanInputs& in = in_of(r);
+  const engine::PlanResult& res = res_of(r);
+  const size_t shown =
+      std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
+  bool ep = false;
+  for (size_t k = 0; k < shown; ++k) ep = ep || res.candidates[res.ranking[k]].layout.ep > 1;
+  const bool models = in.models.size() > 1;
+  Rows t;
+  auto column = [&](const char* name, bool left = false) {
+    t.headers.emplace_back(name);
+    t.left.push_back(left);
+  };
+  column("rank");
+  if (models) column("model", true);
+  column("hardware", true);
+  column("format", true);
+  column("tp");
+  column("pp");
+  if (ep) column("ep");
+  column("max batch");
+  column("chunked", true);
+  column("replicas");
+  column("GPUs");
+  column("$/hour");
+  column("$/M out");
+  column("$/M in");
+  column("requests/s");
+  column("TTFT p90");
+  column("TPOT p90");
+  column("e2e p90");
+  column("headroom");
+  for (size_t k = 0; k < shown; ++k) {
+    const PlanCandidate& c = res.candidates[res.ranking[k]];
+    std::vector<std::string> row{std::to_string(k + 1)};
+    if (models) row.push_back(in.models[c.model].name);
+    row.push_back(in.hardware[c.hardware].name);
+    row.push_back(in.formats[c.format].name);
+    row.push_back(std::to_string(c.layout.tp));
+    row.push_back(std::to_string(c.layout.pp));
+    if (ep) row.push_back(std::to_string(c.layout.ep));
+    row.push_back(std::to_string(c.max_batch));
+    row.push_back(c.chunked_prefill ? "yes" : "no");
+    row.push_back(std::to_string(c.replicas));
+    row.push_back(std::to_string(c.gpus));
+    if (c.usd_per_hour) {
+      row.push_back(money(*c.usd_per_hour));
+      row.push_back(significant(usd_per_million(c, res.mean_output), 3));
+      row.push_back(significant(usd_per_million(c, res.mean_prompt), 3));
+    } else {
+      row.insert(row.end(), {"no price", "-", "-"});
+    }
+    row.push_back(significant(c.served_rate));
+    row.push_back(format_time(c.at_target.ttft_s.p90));
+    row.push_back(format_time(c.at_target.tpot_s.p90));
+    row.push_back(format_time(c.at_target.e2e_s.p90));
+    row.push_back(in.goal == PlanGoal::max_rate ? "-" : whole_percent(c.headroom));
+    t.cells.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string ranked_text(const PlanReport& r) {
+  const Rows rows = ranked_rows(r);
+  Table t;
+  for (size_t i = 0; i < rows.headers.size(); ++i) {
+    t.add_column(rows.headers[i], rows.left[i] ? Align::left : Align::right);
+  }
+  for (const auto& row : rows.cells) t.add_row(row);
+  return t.render();
+}
+
+std::string grid_text(const PlanReport& r) {
+  const engine::PlanInputs& in = in_of(r);
+  std::string hw, formats;
+  for (const engine::Hardware& h : in.hardware) hw += (hw.empty() ? "" : ", ") + h.name;
+  for (const engine::PlanFormat& f : in.formats) formats += (formats.empty() ? "" : ", ") + f.name;
+  return fmt::format(
+      "{} × {} × tp {} × pp {} × ep {} (mixture-of-experts models) × max batch {} × chunked "
+      "prefill {}: {} configurations",
+      hw, formats, join_ints(in.grid.tp), join_ints(in.grid.pp), switches(in.grid.expert_parallel),
+      join_ints(in.grid.max_batch), switches(in.grid.chunked_prefill), res_of(r).candidates.size());
+}
+
+std::string search_text(const PlanReport& r) {
+  const engine::PlanResult& res = res_of(r);
+  const SearchCounts s = counts(res);
+  std::string text = fmt::format(
+      "{} configurations: {} rejected before simulation, {} simulated in {} serve-sim runs of {} "
+      "requests each",
+      s.configurations, s.rejected_before, s.simulated, res.simulations,
+      res.requests_per_simulation);
+  if (s.pruned > 0) {
+    text += fmt::format(", {} not simulated (their throughput bound cannot reach the best {})",
+                        s.pruned, in_of(r).top);
+  }
+  return text;
+}
+
+// Ranked configurations whose simulation met the objectives at the throughput bound itself:
+// their capacity is capped there (a rate above it cannot be sustained, a short simulation may
+// not show it).
+std::string capped_note(const PlanReport& r) {
+  const engine::PlanResult& res = res_of(r);
+  int64_t capped = 0;
+  for (size_t i : res.ranking) capped += res.candidates[i].failing_rate == 0 ? 1 : 0;
+  if (capped == 0) return "";
+  return fmt::format(
+      "{} ranked configuration{} met the objectives at {} throughput bound, where {} capacity "
+      "is capped: the {} simulated requests end before the overload shows; more (--requests) "
+      "give a steadier answer.",
+      capped, capped == 1 ? "" : "s", capped == 1 ? "its" : "their", capped == 1 ? "its" : "their",
+      res.requests_per_simulation);
+}
+
+std::string models_text(const engine::PlanInputs& in) {
+  std::string s;
+  for (const engine::Model& m : in.models) s += (s.empty() ? "" : ", ") + m.name;
+  return s;
+}
+
+// Fixed colours per hardware, in the plan's order.
+const char* hardware_colour(size_t i) {
+  static const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                         "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+  return kColours[i % std::size(kColours)];
+}
+
+}  // namespace streamspark::report::planning

@@ -1,0 +1,95 @@
+// The phrases, rows and figures the plan's reports share (the table, JSON and CSV in
+// plan_report.cpp; the chart and the HTML report in plan_html.cpp). Internal to them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report/plan_report.hpp"
+
+namespace streamspark::report::planning {
+
+using engine::CandidateStatus;
+using engine::PlanCandidate;
+using engine::PlanGoal;
+using nlohmann::json;
+
+const engine::PlanInputs& in_of(const PlanReport& r);
+
+const engine::PlanResult& res_of(const PlanReport& r);
+
+std::string join_ints(const std::vector<int64_t>& v);
+
+std::string switches(const std::vector<bool>& v);
+
+std::string money(double usd);
+
+std::string whole_percent(double fraction);
+
+// $ per million tokens: the deployment's $/hour over the tokens of one kind it serves in an
+// hour at its served rate.
+double usd_per_million(const PlanCandidate& c, double tokens_per_request);
+
+bool verified(const PlanCandidate& c);
+
+std::string goal_text(const engine::PlanInputs& in);
+
+std::string objectives_text(const engine::ServiceObjectives& o);
+
+bool several_variants(const engine::PlanInputs& in);
+
+// The configuration with its scheduler settings when the grid varies them.
+std::string config_label(const PlanReport& r, const PlanCandidate& c);
+
+std::string ranked_by(const PlanReport& r);
+
+std::string price_note(const PlanReport& r);
+
+// The distinct counts of the search.
+struct SearchCounts {
+  int64_t configurations = 0, rejected_before = 0, simulated = 0, pruned = 0;
+};
+
+SearchCounts counts(const engine::PlanResult& res);
+
+// Rejected configurations grouped by their reason, in grid order: (labels, reason).
+std::vector<std::pair<std::vector<std::string>, std::string>> rejection_groups(const PlanReport& r);
+
+std::string labels_text(const std::vector<std::string>& labels, size_t shown);
+
+json latency_json(const engine::ServingMetrics& m);
+
+json candidate_json(const PlanReport& r, const PlanCandidate& c);
+
+// One line: what the plan answers.
+std::string answer_line(const PlanReport& r);
+
+// The ranked deployments (the best `top`) as header and cells, for the text and HTML tables.
+struct Rows {
+  std::vector<std::string> headers;
+  std::vector<bool> left;  // left-aligned columns
+  std::vector<std::vector<std::string>> cells;
+};
+
+Rows ranked_rows(const PlanReport& r);
+
+std::string ranked_text(const PlanReport& r);
+
+std::string grid_text(const PlanReport& r);
+
+std::string search_text(const PlanReport& r);
+
+// Ranked configurations whose simulation met the objectives at the throughput bound itself:
+// their capacity is capped there (a rate above it cannot be sustained, a short simulation may
+// not show it).
+std::string capped_note(const PlanReport& r);
+
+std::string models_text(const engine::PlanInputs& in);
+
+// Fixed colours per hardware, in the plan's order.
+const char* hardware_colour(size_t i);
+
+}  // namespace streamspark::report::planning

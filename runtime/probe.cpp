@@ -167,23 +167,15 @@ ProbeResult probe_cpu(Backend& backend, int threads, const ProbeOptions& options
   return probe.result;
 }
 
-ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
-  Probe probe(backend, options);
-  const bool quick = options.quick;
-  const int64_t e = backend.element_bytes();
-  const DeviceInfo device = backend.device_info();
-  engine::Hardware& hw = probe.result.hardware;
-  hw.name = options.name;
-  hw.kind = backend_entry(backend).capabilities.host ? engine::HardwareKind::cpu
-                                                     : engine::HardwareKind::gpu;
-  hw.source =
-      fmt::format("measured by streamspark probe on {}: {} ({} backend, {}){}", today(),
-                  device.name, backend.name(), backend.dtype(), quick ? " (quick mode)" : "");
-  hw.provenance = base_provenance(options, device.name, backend);
-  hw.provenance.push_back(
-      {"bandwidth", "device-to-device copies; read and written bytes both counted"});
+namespace {
 
-  // ---- bandwidth: copies of growing working sets (source + destination), x2 steps ----
+// Bandwidth: copies of growing working sets (source + destination), x2 steps, well past the
+// last-level cache; the memory levels named from it.
+void device_bandwidth(Probe& probe, const DeviceInfo& device) {
+  Backend& backend = probe.backend;
+  const bool quick = probe.options.quick;
+  const int64_t e = backend.element_bytes();
+  engine::Hardware& hw = probe.result.hardware;
   probe.say("bandwidth across working-set sizes (copies)");
   const int64_t available = backend.available_bytes();
   // Device memory is measured well past the last-level cache (at least 8 times it).
@@ -215,8 +207,16 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
   if (hw.memory.size() == 2) {
     hw.memory[0].bandwidth = std::max(hw.memory[0].bandwidth, hw.memory[1].bandwidth);
   }
+}
 
-  // ---- GEMM across shapes, weights rotating through copies past the cache ----
+// GEMMs across shapes, weights rotating through copies past the cache: the peak of the
+// backend's format. True when that format runs on the matrix units (16-bit inputs).
+bool device_gemm(Probe& probe, const DeviceInfo& device) {
+  Backend& backend = probe.backend;
+  const bool quick = probe.options.quick;
+  const int64_t e = backend.element_bytes();
+  const int64_t available = backend.available_bytes();
+  engine::Hardware& hw = probe.result.hardware;
   probe.say("GEMM FLOP/s across shapes");
   GemmGrid grid;
   grid.small_m = quick ? std::vector<int64_t>{1, 16} : std::vector<int64_t>{1, 4, 16};
@@ -240,9 +240,14 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
       engine::matrix_peak_class(precision.activations);
   if (!peak_class) throw std::logic_error("probe: backend format " + backend.dtype());
   hw.peak_flops[static_cast<int>(*peak_class)] = peak;
-  const bool half = *peak_class != engine::PeakClass::fp32;  // matrix units, 16-bit inputs
+  return *peak_class != engine::PeakClass::fp32;
+}
 
-  // ---- fp8 matrix products (where the device has them): the fp8 peak ----
+// fp8 matrix products (where the device has them): the fp8 peak.
+void device_fp8(Probe& probe) {
+  Backend& backend = probe.backend;
+  const bool quick = probe.options.quick;
+  engine::Hardware& hw = probe.result.hardware;
   {
     double fp8 = 0;
     const std::vector<int64_t> squares =
@@ -262,6 +267,28 @@ ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
       probe.say("no fp8 matrix products on this device: fp8 peak not measured");
     }
   }
+}
+
+}  // namespace
+
+ProbeResult probe_device(Backend& backend, const ProbeOptions& options) {
+  Probe probe(backend, options);
+  const bool quick = options.quick;
+  const DeviceInfo device = backend.device_info();
+  engine::Hardware& hw = probe.result.hardware;
+  hw.name = options.name;
+  hw.kind = backend_entry(backend).capabilities.host ? engine::HardwareKind::cpu
+                                                     : engine::HardwareKind::gpu;
+  hw.source =
+      fmt::format("measured by streamspark probe on {}: {} ({} backend, {}){}", today(),
+                  device.name, backend.name(), backend.dtype(), quick ? " (quick mode)" : "");
+  hw.provenance = base_provenance(options, device.name, backend);
+  hw.provenance.push_back(
+      {"bandwidth", "device-to-device copies; read and written bytes both counted"});
+
+  device_bandwidth(probe, device);
+  const bool half = device_gemm(probe, device);
+  device_fp8(probe);
 
   probe.measure_overhead();
   probe.sample_kernel_classes();

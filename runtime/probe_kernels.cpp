@@ -60,6 +60,12 @@ const engine::Op& op_of(const std::vector<engine::Op>& ops, engine::OpId id) {
 // same shapes.
 void Probe::sample_kernel_classes() {
   say("norm, elementwise, attention, KV write, gather and sampling kernels");
+  sample_row_kernels();
+  sample_attention_kernels();
+  sample_sampling_kernels();
+}
+
+void Probe::sample_row_kernels() {
   using engine::OpId;
   // Elementwise, norm, RoPE and gather over `rows` rows of D = 1024 (F = D; 16 heads of 64
   // rotated per row).
@@ -92,6 +98,10 @@ void Probe::sample_kernel_classes() {
            time([&] { backend.embedding(table, tokens.data(), rows, d, c); }, 5));
     for (float* x : {a, b, c, w, table}) backend.release(x);
   }
+}
+
+void Probe::sample_attention_kernels() {
+  using engine::OpId;
   // Attention (scores and values, one kernel) and the KV write, decode and prefill shapes.
   struct AttentionShape {
     int64_t batch, tokens, past, heads, kv_heads, head_dim;
@@ -149,6 +159,10 @@ void Probe::sample_kernel_classes() {
                5));
     for (float* x : {qkv, kc, vc, out}) backend.release(x);
   }
+}
+
+void Probe::sample_sampling_kernels() {
+  using engine::OpId;
   // Sampling: argmax over the logits of each sequence, by the backend's sampler on its own
   // memory (the tokens come back to the host, as in a generation step).
   for (const int64_t vocab : {4096, 32000, 128256}) {

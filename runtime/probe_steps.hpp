@@ -150,6 +150,12 @@ struct Probe {
     backend.release(a);
   }
   void sample_kernel_classes();
+  // Elementwise, norm, RoPE and gather kernels over rows of D = 1024.
+  void sample_row_kernels();
+  // Attention (scores and values, one kernel) and the KV write, decode and prefill shapes.
+  void sample_attention_kernels();
+  // Sampling: argmax over each sequence's logits, by the backend's sampler.
+  void sample_sampling_kernels();
   // The runtime's own cost per kernel inside a decoder pass, which isolated kernel samples
   // miss (the decoder's dispatch through the backend interface, its bookkeeping, cold branch
   // predictors): a small model's decode steps timed whole against the fitted classes'

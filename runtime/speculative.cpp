@@ -182,15 +182,229 @@ double since(Clock::time_point t0) {
 
 }  // namespace
 
+namespace {
+
+// One speculative generation's state: every sequence's known tokens, what each cache holds,
+// and the buffers a pass reuses.
+class SpeculativeRun {
+ public:
+  SpeculativeRun(Decoder& target, Decoder& draft, const std::vector<int32_t>& prompts,
+                 int64_t batch, int64_t prompt, int64_t generate, const SpeculativePlan& plan,
+                 engine::BlockAllocator* target_blocks, engine::BlockAllocator* draft_blocks)
+      : target_(target),
+        draft_(draft),
+        B_(batch),
+        S_(prompt),
+        G_(generate),
+        k_(plan.k),
+        V_(target.model().vocab_size),
+        T_(plan.sampling.temperature),
+        top_p_(plan.sampling.top_p),
+        target_kv_(target, target_blocks),
+        draft_kv_(draft, draft_blocks),
+        rng_{plan.sampling.seed},
+        known_(static_cast<size_t>(batch)),
+        target_past_(static_cast<size_t>(batch), 0),
+        draft_past_(target_past_),
+        steps_(static_cast<size_t>(batch)),
+        feed_(static_cast<size_t>(batch)),
+        drafted_(static_cast<size_t>(batch)),
+        draft_p_(static_cast<size_t>(batch)),
+        target_q_(static_cast<size_t>((plan.k + 1) * V_)),
+        draft_at_(static_cast<size_t>(batch)),
+        verify_at_(static_cast<size_t>(batch)) {
+    g_.tokens.assign(static_cast<size_t>(B_), {});
+    g_.stats.examined_at_depth.assign(static_cast<size_t>(k_), 0);
+    g_.stats.accepted_at_depth.assign(static_cast<size_t>(k_), 0);
+    for (int64_t b = 0; b < B_; ++b) {
+      known_[static_cast<size_t>(b)].assign(prompts.begin() + b * S_,
+                                            prompts.begin() + (b + 1) * S_);
+    }
+  }
+
+  SpeculativeGeneration run() {
+    prefill();
+    while (any_active()) {
+      const auto t0 = Clock::now();
+      draft_tokens();
+      const double draft_s = since(t0);
+      verify();
+      ++g_.stats.passes;
+      const double pass = since(t0);
+      g_.pass_s.push_back(pass);
+      g_.draft_s += draft_s;
+      g_.verify_s += pass - draft_s;
+    }
+    for (auto& out : g_.tokens) out.resize(static_cast<size_t>(G_));
+    return std::move(g_);
+  }
+
+ private:
+  bool active(int64_t b) const {
+    return static_cast<int64_t>(g_.tokens[static_cast<size_t>(b)].size()) < G_;
+  }
+  bool any_active() const {
+    for (int64_t b = 0; b < B_; ++b) {
+      if (active(b)) return true;
+    }
+    return false;
+  }
+
+  // One step of `d` over every sequence: `feed` after `past` cached positions each.
+  std::vector<float> step_all(Decoder& d, SequenceCaches& kv,
+                              const std::vector<std::vector<int32_t>>& feed,
+                              const std::vector<int64_t>& past, bool logits,
+                              int64_t logit_positions) {
+    for (int64_t b = 0; b < B_; ++b) {
+      kv.reserve(b, past[static_cast<size_t>(b)] +
+                        static_cast<int64_t>(feed[static_cast<size_t>(b)].size()));
+    }
+    for (int64_t b = 0; b < B_; ++b) {
+      const auto& f = feed[static_cast<size_t>(b)];
+      steps_[static_cast<size_t>(b)] = {f.data(),
+                                        static_cast<int64_t>(f.size()),
+                                        past[static_cast<size_t>(b)],
+                                        kv.table(b),
+                                        logits,
+                                        logit_positions};
+    }
+    return d.step(steps_);
+  }
+
+  // Prefill both; the first token from the target's prompt logits.
+  void prefill() {
+    const auto t0 = Clock::now();
+    const std::vector<float> first = step_all(target_, target_kv_, known_, target_past_, true, 1);
+    step_all(draft_, draft_kv_, known_, draft_past_, false, 1);
+    for (int64_t b = 0; b < B_; ++b) {
+      token_distribution(first.data() + b * V_, V_, T_, top_p_, dist_, scratch_);
+      const int32_t t = draw_token(dist_.data(), V_, rng_.uniform());
+      known_[static_cast<size_t>(b)].push_back(t);
+      g_.tokens[static_cast<size_t>(b)].push_back(t);
+      target_past_[static_cast<size_t>(b)] = draft_past_[static_cast<size_t>(b)] = S_;
+    }
+    g_.ttft_s = since(t0);
+  }
+
+  // Draft: k steps; the first feeds the known tokens the draft has not cached (one, or two
+  // after a pass that kept every draft token). A sequence with its G tokens stays in the batch
+  // until all have theirs: its passes run at a parking position (the last an active sequence
+  // uses) and are discarded.
+  void draft_tokens() {
+    const int64_t park = S_ + G_ - 2;
+    for (int64_t i = 0; i < k_; ++i) {
+      for (int64_t b = 0; b < B_; ++b) {
+        const auto ub = static_cast<size_t>(b);
+        auto& f = feed_[ub];
+        const auto& kn = known_[ub];
+        if (i == 0) {
+          const bool live = active(b);
+          draft_at_[ub] = live ? draft_past_[ub] : park;
+          verify_at_[ub] = live ? target_past_[ub] : park;
+          if (live) {
+            f.assign(kn.begin() + draft_past_[ub], kn.end());
+          } else {
+            f.assign(1, kn.back());
+          }
+          drafted_[ub].clear();
+          draft_p_[ub].resize(static_cast<size_t>(k_ * V_));
+        } else {
+          f.assign(1, drafted_[ub].back());
+        }
+      }
+      const std::vector<float> logits = step_all(draft_, draft_kv_, feed_, draft_at_, true, 1);
+      for (int64_t b = 0; b < B_; ++b) {
+        const auto ub = static_cast<size_t>(b);
+        draft_at_[ub] += static_cast<int64_t>(feed_[ub].size());
+        token_distribution(logits.data() + b * V_, V_, T_, top_p_, dist_, scratch_);
+        std::copy(dist_.begin(), dist_.end(), draft_p_[ub].begin() + i * V_);
+        drafted_[ub].push_back(draw_token(dist_.data(), V_, rng_.uniform()));
+      }
+    }
+  }
+
+  // Verify: the last known token and the k draft tokens, logits at every position; the rule,
+  // then the caches rolled back to the tokens kept.
+  void verify() {
+    for (int64_t b = 0; b < B_; ++b) {
+      const auto ub = static_cast<size_t>(b);
+      feed_[ub].assign(1, known_[ub].back());
+      feed_[ub].insert(feed_[ub].end(), drafted_[ub].begin(), drafted_[ub].end());
+    }
+    const std::vector<float> logits =
+        step_all(target_, target_kv_, feed_, verify_at_, true, k_ + 1);
+    for (int64_t b = 0; b < B_; ++b) {
+      const auto ub = static_cast<size_t>(b);
+      for (int64_t i = 0; i <= k_; ++i) {
+        token_distribution(logits.data() + (b * (k_ + 1) + i) * V_, V_, T_, top_p_, dist_,
+                           scratch_);
+        std::copy(dist_.begin(), dist_.end(), target_q_.begin() + i * V_);
+      }
+      const Verdict v =
+          verify_draft(draft_p_[ub].data(), target_q_.data(), drafted_[ub].data(), k_, V_, rng_);
+      if (active(b)) accept(ub, v);
+      target_kv_.rollback(b, target_past_[ub]);
+      draft_kv_.rollback(b, draft_past_[ub]);
+    }
+  }
+
+  // Sequence b keeps the accepted draft tokens and the verdict's next token.
+  void accept(size_t ub, const Verdict& v) {
+    const auto n = static_cast<int64_t>(known_[ub].size());
+    SpeculativeStats& st = g_.stats;
+    ++st.sequence_passes;
+    st.proposed += k_;
+    st.accepted += v.accepted;
+    st.rejected += v.accepted < k_ ? 1 : 0;
+    st.emitted += v.accepted + 1;
+    for (int64_t i = 0; i < std::min(v.accepted + 1, k_); ++i) {
+      ++st.examined_at_depth[static_cast<size_t>(i)];
+      if (i < v.accepted) ++st.accepted_at_depth[static_cast<size_t>(i)];
+    }
+    for (int64_t i = 0; i < v.accepted; ++i) {
+      known_[ub].push_back(drafted_[ub][static_cast<size_t>(i)]);
+      g_.tokens[ub].push_back(drafted_[ub][static_cast<size_t>(i)]);
+    }
+    known_[ub].push_back(v.next);
+    g_.tokens[ub].push_back(v.next);
+    // The target cached the last known token and the kept draft tokens; the draft cached the
+    // draft tokens it fed (all but the last) that were kept.
+    target_past_[ub] = n + v.accepted;
+    draft_past_[ub] = n + std::min(v.accepted, k_ - 1);
+  }
+
+  Decoder& target_;
+  Decoder& draft_;
+  const int64_t B_, S_, G_, k_, V_;
+  const double T_, top_p_;
+  SequenceCaches target_kv_, draft_kv_;
+  engine::SplitMix64 rng_;
+  std::vector<std::pair<float, int32_t>> scratch_;
+  std::vector<double> dist_;
+  SpeculativeGeneration g_;
+  // Every sequence's known tokens: prompt, then generated.
+  std::vector<std::vector<int32_t>> known_;
+  // Positions cached and valid: the target holds all known tokens but the last (fed next
+  // pass); the draft may lag by one more (when every draft token of a pass was kept).
+  std::vector<int64_t> target_past_, draft_past_;
+  std::vector<SequenceStep> steps_;
+  std::vector<std::vector<int32_t>> feed_, drafted_;
+  std::vector<std::vector<double>> draft_p_;
+  std::vector<double> target_q_;
+  std::vector<int64_t> draft_at_, verify_at_;
+};
+
+}  // namespace
+
 SpeculativeGeneration speculative_generate(Decoder& target, Decoder& draft,
                                            const std::vector<int32_t>& prompts, int64_t batch,
                                            int64_t prompt, int64_t generate,
                                            const SpeculativePlan& plan,
                                            engine::BlockAllocator* target_blocks,
                                            engine::BlockAllocator* draft_blocks) {
-  const int64_t B = batch, S = prompt, G = generate, k = plan.k;
   const int64_t V = target.model().vocab_size;
-  if (B < 1 || S < 1 || G < 1 || k < 1 || static_cast<int64_t>(prompts.size()) != B * S) {
+  if (batch < 1 || prompt < 1 || generate < 1 || plan.k < 1 ||
+      static_cast<int64_t>(prompts.size()) != batch * prompt) {
     throw std::invalid_argument("speculative generation: batch, prompt, generate and k >= 1");
   }
   if (draft.model().vocab_size != V) {
@@ -198,155 +412,9 @@ SpeculativeGeneration speculative_generate(Decoder& target, Decoder& draft,
                                 std::to_string(draft.model().vocab_size) +
                                 ") differs from the target's (" + std::to_string(V) + ")");
   }
-  const double T = plan.sampling.temperature, top_p = plan.sampling.top_p;
-  SequenceCaches target_kv(target, target_blocks), draft_kv(draft, draft_blocks);
-  engine::SplitMix64 rng{plan.sampling.seed};
-  std::vector<std::pair<float, int32_t>> scratch;
-  std::vector<double> dist;
-
-  SpeculativeGeneration g;
-  g.tokens.assign(static_cast<size_t>(B), {});
-  g.stats.examined_at_depth.assign(static_cast<size_t>(k), 0);
-  g.stats.accepted_at_depth.assign(static_cast<size_t>(k), 0);
-  // Every sequence's known tokens: prompt, then generated.
-  std::vector<std::vector<int32_t>> known(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) {
-    known[static_cast<size_t>(b)].assign(prompts.begin() + b * S, prompts.begin() + (b + 1) * S);
-  }
-  // Positions cached and valid: the target holds all known tokens but the last (fed next
-  // pass); the draft may lag by one more (when every draft token of a pass was kept).
-  std::vector<int64_t> target_past(static_cast<size_t>(B), 0), draft_past(target_past);
-  std::vector<SequenceStep> steps(static_cast<size_t>(B));
-  auto step_all = [&](Decoder& d, SequenceCaches& kv, const std::vector<std::vector<int32_t>>& feed,
-                      const std::vector<int64_t>& past, bool logits, int64_t logit_positions) {
-    for (int64_t b = 0; b < B; ++b) {
-      kv.reserve(b, past[static_cast<size_t>(b)] +
-                        static_cast<int64_t>(feed[static_cast<size_t>(b)].size()));
-    }
-    for (int64_t b = 0; b < B; ++b) {
-      const auto& f = feed[static_cast<size_t>(b)];
-      steps[static_cast<size_t>(b)] = {f.data(),
-                                       static_cast<int64_t>(f.size()),
-                                       past[static_cast<size_t>(b)],
-                                       kv.table(b),
-                                       logits,
-                                       logit_positions};
-    }
-    return d.step(steps);
-  };
-
-  // Prefill both; the first token from the target's prompt logits.
-  auto t0 = Clock::now();
-  const std::vector<float> first = step_all(target, target_kv, known, target_past, true, 1);
-  step_all(draft, draft_kv, known, draft_past, false, 1);
-  for (int64_t b = 0; b < B; ++b) {
-    token_distribution(first.data() + b * V, V, T, top_p, dist, scratch);
-    const int32_t t = draw_token(dist.data(), V, rng.uniform());
-    known[static_cast<size_t>(b)].push_back(t);
-    g.tokens[static_cast<size_t>(b)].push_back(t);
-    target_past[static_cast<size_t>(b)] = draft_past[static_cast<size_t>(b)] = S;
-  }
-  g.ttft_s = since(t0);
-
-  auto active = [&](int64_t b) {
-    return static_cast<int64_t>(g.tokens[static_cast<size_t>(b)].size()) < G;
-  };
-  std::vector<std::vector<int32_t>> feed(static_cast<size_t>(B));
-  std::vector<std::vector<int32_t>> drafted(static_cast<size_t>(B));
-  std::vector<std::vector<double>> draft_p(static_cast<size_t>(B));
-  std::vector<double> target_q(static_cast<size_t>((k + 1) * V));
-  bool any = false;
-  for (int64_t b = 0; b < B; ++b) any = any || active(b);
-  // A sequence with its G tokens stays in the batch until all have theirs: its passes run at
-  // a parking position (the last an active sequence uses) and are discarded.
-  const int64_t park = S + G - 2;
-  std::vector<int64_t> draft_at(static_cast<size_t>(B)), verify_at(static_cast<size_t>(B));
-  while (any) {
-    t0 = Clock::now();
-    // Draft: k steps; the first feeds the known tokens the draft has not cached (one, or two
-    // after a pass that kept every draft token).
-    for (int64_t i = 0; i < k; ++i) {
-      for (int64_t b = 0; b < B; ++b) {
-        const auto ub = static_cast<size_t>(b);
-        auto& f = feed[ub];
-        const auto& kn = known[ub];
-        if (i == 0) {
-          const bool live = active(b);
-          draft_at[ub] = live ? draft_past[ub] : park;
-          verify_at[ub] = live ? target_past[ub] : park;
-          if (live) {
-            f.assign(kn.begin() + draft_past[ub], kn.end());
-          } else {
-            f.assign(1, kn.back());
-          }
-          drafted[ub].clear();
-          draft_p[ub].resize(static_cast<size_t>(k * V));
-        } else {
-          f.assign(1, drafted[ub].back());
-        }
-      }
-      const std::vector<float> logits = step_all(draft, draft_kv, feed, draft_at, true, 1);
-      for (int64_t b = 0; b < B; ++b) {
-        const auto ub = static_cast<size_t>(b);
-        draft_at[ub] += static_cast<int64_t>(feed[ub].size());
-        token_distribution(logits.data() + b * V, V, T, top_p, dist, scratch);
-        std::copy(dist.begin(), dist.end(), draft_p[ub].begin() + i * V);
-        drafted[ub].push_back(draw_token(dist.data(), V, rng.uniform()));
-      }
-    }
-    const double draft_s = since(t0);
-    // Verify: the last known token and the k draft tokens, logits at every position.
-    for (int64_t b = 0; b < B; ++b) {
-      const auto ub = static_cast<size_t>(b);
-      feed[ub].assign(1, known[ub].back());
-      feed[ub].insert(feed[ub].end(), drafted[ub].begin(), drafted[ub].end());
-    }
-    const std::vector<float> logits = step_all(target, target_kv, feed, verify_at, true, k + 1);
-    // The rule, then the caches rolled back to the tokens kept.
-    for (int64_t b = 0; b < B; ++b) {
-      const auto ub = static_cast<size_t>(b);
-      for (int64_t i = 0; i <= k; ++i) {
-        token_distribution(logits.data() + (b * (k + 1) + i) * V, V, T, top_p, dist, scratch);
-        std::copy(dist.begin(), dist.end(), target_q.begin() + i * V);
-      }
-      const Verdict v =
-          verify_draft(draft_p[ub].data(), target_q.data(), drafted[ub].data(), k, V, rng);
-      if (active(b)) {
-        const auto n = static_cast<int64_t>(known[ub].size());
-        SpeculativeStats& st = g.stats;
-        ++st.sequence_passes;
-        st.proposed += k;
-        st.accepted += v.accepted;
-        st.rejected += v.accepted < k ? 1 : 0;
-        st.emitted += v.accepted + 1;
-        for (int64_t i = 0; i < std::min(v.accepted + 1, k); ++i) {
-          ++st.examined_at_depth[static_cast<size_t>(i)];
-          if (i < v.accepted) ++st.accepted_at_depth[static_cast<size_t>(i)];
-        }
-        for (int64_t i = 0; i < v.accepted; ++i) {
-          known[ub].push_back(drafted[ub][static_cast<size_t>(i)]);
-          g.tokens[ub].push_back(drafted[ub][static_cast<size_t>(i)]);
-        }
-        known[ub].push_back(v.next);
-        g.tokens[ub].push_back(v.next);
-        // The target cached the last known token and the kept draft tokens; the draft cached
-        // the draft tokens it fed (all but the last) that were kept.
-        target_past[ub] = n + v.accepted;
-        draft_past[ub] = n + std::min(v.accepted, k - 1);
-      }
-      target_kv.rollback(b, target_past[ub]);
-      draft_kv.rollback(b, draft_past[ub]);
-    }
-    ++g.stats.passes;
-    const double pass = since(t0);
-    g.pass_s.push_back(pass);
-    g.draft_s += draft_s;
-    g.verify_s += pass - draft_s;
-    any = false;
-    for (int64_t b = 0; b < B; ++b) any = any || active(b);
-  }
-  for (auto& out : g.tokens) out.resize(static_cast<size_t>(G));
-  return g;
+  return SpeculativeRun(target, draft, prompts, batch, prompt, generate, plan, target_blocks,
+                        draft_blocks)
+      .run();
 }
 
 }  // namespace streamspark::runtime

@@ -30,8 +30,10 @@ engine::Model draft_model(const DraftSource& d, const engine::Model& target) {
   return d.layers == 0 ? target : engine::first_layers_model(target, d.layers);
 }
 
-SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model& target,
-                                           const SpeculativeRunPlan& p) {
+namespace {
+
+// The plan and the draft checked; the draft as a model.
+engine::Model checked_draft(const engine::Model& target, const SpeculativeRunPlan& p) {
   if (p.batch < 1 || p.prompt < 1 || p.generate < 2 || p.k < 1 || p.repeats < 1) {
     throw std::invalid_argument(
         "speculative run: batch, prompt, k, repeats >= 1 and generate >= 2");
@@ -40,7 +42,7 @@ SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model
     throw std::invalid_argument("--temperature must be >= 0 and --top-p in (0, 1]");
   }
   check_supported(target);
-  const engine::Model draft = draft_model(p.draft, target);
+  engine::Model draft = draft_model(p.draft, target);
   check_supported(draft);
   if (draft.vocab_size != target.vocab_size) {
     throw std::invalid_argument(
@@ -53,6 +55,45 @@ SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model
         "draft=self without layers= or noise= is the target itself: every token is kept and "
         "nothing is gained");
   }
+  return draft;
+}
+
+// The run's settings and one run's counts (every repeat draws the same tokens).
+SpeculativeMeasurement measurement_of(const Backend& backend, const engine::Model& target,
+                                      const SpeculativeRunPlan& p,
+                                      const SpeculativeGeneration& speculative) {
+  SpeculativeMeasurement m;
+  m.model = target.name;
+  m.draft = describe(p.draft);
+  m.backend = backend.name();
+  m.dtype = backend.dtype();
+  m.batch = p.batch;
+  m.prompt = p.prompt;
+  m.generate = p.generate;
+  m.k = p.k;
+  m.temperature = p.temperature;
+  m.top_p = p.top_p;
+  m.seed = p.seed;
+  m.repeats = p.repeats;
+  const SpeculativeStats& st = speculative.stats;
+  m.passes = st.passes;
+  m.sequence_passes = st.sequence_passes;
+  m.proposed = st.proposed;
+  m.accepted = st.accepted;
+  m.rejected = st.rejected;
+  m.emitted = st.emitted;
+  m.examined_at_depth = st.examined_at_depth;
+  m.accepted_at_depth = st.accepted_at_depth;
+  m.acceptance_rate = st.acceptance_rate();
+  m.tokens_per_pass = st.tokens_per_pass();
+  return m;
+}
+
+}  // namespace
+
+SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model& target,
+                                           const SpeculativeRunPlan& p) {
+  const engine::Model draft = checked_draft(target, p);
   // Room for prompt + generate + k positions: a pass writes k past the last kept token.
   const int64_t context = p.prompt + p.generate + p.k;
   const engine::CostingConfig costing = backend_costing(backend);
@@ -95,30 +136,8 @@ SpeculativeMeasurement measure_speculative(Backend& backend, const engine::Model
     speedups.push_back(plain_decode.back() / spec_decode.back());
   }
 
-  SpeculativeMeasurement m;
-  m.model = target.name;
-  m.draft = describe(p.draft);
-  m.backend = backend.name();
-  m.dtype = backend.dtype();
-  m.batch = p.batch;
-  m.prompt = p.prompt;
-  m.generate = p.generate;
-  m.k = p.k;
-  m.temperature = p.temperature;
-  m.top_p = p.top_p;
-  m.seed = p.seed;
-  m.repeats = p.repeats;
+  SpeculativeMeasurement m = measurement_of(backend, target, p, speculative);
   const SpeculativeStats& st = speculative.stats;
-  m.passes = st.passes;
-  m.sequence_passes = st.sequence_passes;
-  m.proposed = st.proposed;
-  m.accepted = st.accepted;
-  m.rejected = st.rejected;
-  m.emitted = st.emitted;
-  m.examined_at_depth = st.examined_at_depth;
-  m.accepted_at_depth = st.accepted_at_depth;
-  m.acceptance_rate = st.acceptance_rate();
-  m.tokens_per_pass = st.tokens_per_pass();
   m.plain_ttft_s = engine::median(plain_ttft);
   m.speculative_ttft_s = engine::median(spec_ttft);
   m.plain_decode_s = engine::median(plain_decode);

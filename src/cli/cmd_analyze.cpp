@@ -47,14 +47,9 @@ Command add_analyze_command(CLI::App& root, const app::Context& context) {
       "analyze", "Predict prefill and decode cost, memory and throughput of a model on a device");
   auto s = std::make_shared<AnalyzeCli>(app);
   OptionBinder& b = s->b;
-  b.text("--model,-m", s->r.model, "model name in model_zoo/ or a YAML path")->required();
-  b.text("--hardware,-H", s->r.hardware, "hardware name in hardware/ or a YAML path")->required();
-  b.integers("--batch,-b", s->r.batches, "batch sizes: list or range, e.g. 1,64,256 or 1..512:x2");
-  b.integers("--prompt,-p", s->r.prompts, "prompt lengths (tokens)");
-  b.integers("--generate,-g", s->r.generates, "tokens generated per sequence (>= 1)");
-  bind_formats(b, s->r.formats);
-  bind_generation(b, s->r.generation);
-  bind_parallel(b, s->r.parallel);
+  bind_model_and_hardware(b, s->r.model, s->r.hardware);
+  bind_workload_grid(b, s->r.batches, s->r.prompts, s->r.generates, s->r.prefill_batch);
+  bind_costing(b, s->r.formats, s->r.generation, s->r.parallel);
   bind_method(b, s->r.method,
               "roofline (per-op max of compute and memory time), bandwidth (the lecture's "
               "first-order model) or calibrated (the roofline with measured efficiencies: a "
@@ -62,9 +57,6 @@ Command add_analyze_command(CLI::App& root, const app::Context& context) {
   b.flag("--per-op", s->per_op, "also list every operator of each phase");
   b.flag("--no-naive", s->no_naive,
          "skip the cost of sampling without a KV cache (it steps through every token)");
-  b.integer("--prefill-batch", s->r.prefill_batch, 0,
-            "sequences per prefill pass (0: the whole batch in one pass); bounds prefill "
-            "activation memory");
   b.flag("--allow-beyond-context", s->r.allow_beyond_context,
          "analyze prompt + generate beyond the model's max_context");
   bind_speculative(b, s->r.speculative, SpeculativeUse::cost_model,

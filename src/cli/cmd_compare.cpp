@@ -40,15 +40,9 @@ Command add_compare_command(CLI::App& root, const app::Context& context) {
   OptionBinder& b = s->b;
   b.names("--models,--model,-m", s->r.models, "model names or paths, comma-separated")->required();
   b.text("--hardware,-H", s->r.hardware, "hardware name in hardware/ or a YAML path")->required();
-  b.integers("--batch,-b", s->r.batches, "batch sizes: list or range");
-  b.integers("--prompt,-p", s->r.prompts, "prompt lengths (tokens)");
-  b.integers("--generate,-g", s->r.generates, "tokens generated per sequence");
-  bind_formats(b, s->r.formats);
-  bind_generation(b, s->r.generation);
-  bind_parallel(b, s->r.parallel);
+  bind_workload_grid(b, s->r.batches, s->r.prompts, s->r.generates, s->r.prefill_batch);
+  bind_costing(b, s->r.formats, s->r.generation, s->r.parallel);
   bind_method(b, s->r.method, "roofline, bandwidth, or calibrated (needs a probed hardware file)");
-  b.integer("--prefill-batch", s->r.prefill_batch, 0,
-            "sequences per prefill pass (0: the whole batch in one pass)");
   b.flag("--allow-beyond-context", s->r.allow_beyond_context,
          "compare beyond a model's max_context");
   bind_output(b, s->out, FormatChoice::any(), "table, json or csv");

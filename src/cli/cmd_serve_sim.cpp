@@ -24,8 +24,7 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
       "percentiles, throughput, goodput, KV use");
   auto s = std::make_shared<ServeSimCli>(app);
   OptionBinder& b = s->b;
-  b.text("--model,-m", s->r.model, "model name in model_zoo/ or a YAML path")->required();
-  b.text("--hardware,-H", s->r.hardware, "hardware name in hardware/ or a YAML path")->required();
+  bind_model_and_hardware(b, s->r.model, s->r.hardware);
   bind_formats(b, s->r.formats);
   bind_parallel(b, s->r.parallel);
   bind_method(b, s->r.method, "iteration cost: roofline, bandwidth or calibrated (see analyze)");

@@ -55,16 +55,12 @@ Command add_sweep_command(CLI::App& root, const app::Context& context) {
   OptionBinder& b = s->b;
   b.names("--model,-m", s->r.models, "model names or paths, comma-separated")->required();
   b.names("--hardware,-H", s->r.hardware, "hardware names or paths, comma-separated")->required();
-  b.integers("--batch,-b", s->r.batches, "batch sizes: list or range, e.g. 1..512:x2");
-  b.integers("--prompt,-p", s->r.prompts, "prompt lengths, e.g. 128..4096:+128");
-  b.integers("--generate,-g", s->r.generates, "tokens generated per sequence");
+  bind_workload_grid(b, s->r.batches, s->r.prompts, s->r.generates, s->r.prefill_batch);
   bind_format_list(b, s->r.dtypes, s->r.formats);
   bind_layout_grid(b, s->r.layouts);
   bind_method(b, s->r.method, "roofline, bandwidth, or calibrated (needs a probed hardware file)");
   bind_output(b, s->out, FormatChoice::without_table(), "csv or json (JSON lines)");
   bind_threads(b, s->r.threads, "worker threads (0: all cores)");
-  b.integer("--prefill-batch", s->r.prefill_batch, 0,
-            "sequences per prefill pass (0: the whole batch in one pass)");
   b.flag("--allow-beyond-context", s->r.allow_beyond_context,
          "include points where prompt + generate exceeds a model's max_context");
   b.flag("--strict", s->r.strict,

@@ -199,6 +199,29 @@ void bind_layout_grid(OptionBinder& b, app::LayoutGrid& g) {
   bind_layout_rest(b, g.base);
 }
 
+void bind_model_and_hardware(OptionBinder& b, std::string& model, std::string& hardware) {
+  b.text("--model,-m", model, "model name in model_zoo/ or a YAML path")->required();
+  b.text("--hardware,-H", hardware, "hardware name in hardware/ or a YAML path")->required();
+}
+
+void bind_workload_grid(OptionBinder& b, std::vector<int64_t>& batches,
+                        std::vector<int64_t>& prompts, std::vector<int64_t>& generates,
+                        int64_t& prefill_batch) {
+  b.integers("--batch,-b", batches, "batch sizes: list or range, e.g. 1,64,256 or 1..512:x2");
+  b.integers("--prompt,-p", prompts, "prompt lengths (tokens), e.g. 128..4096:+128");
+  b.integers("--generate,-g", generates, "tokens generated per sequence (>= 1)");
+  b.integer("--prefill-batch", prefill_batch, 0,
+            "sequences per prefill pass (0: the whole batch in one pass); bounds prefill "
+            "activation memory");
+}
+
+void bind_costing(OptionBinder& b, app::FormatRequest& f, app::GenerationRequest& g,
+                  engine::ParallelLayout& l) {
+  bind_formats(b, f);
+  bind_generation(b, g);
+  bind_parallel(b, l);
+}
+
 void bind_method(OptionBinder& b, engine::Method& m, const std::string& help) {
   b.choice("--method", m, "method", help);
 }

@@ -59,10 +59,24 @@ engine::DType parse_dtype_option(const std::string& text, const std::string& opt
 // --mla-form, --diffusion-steps, --block-length, --cache-prefix.
 void bind_generation(OptionBinder& b, app::GenerationRequest& g);
 
+// What one configuration is costed with: the formats, the generation settings and the layout
+// (bind_formats, bind_generation, bind_parallel), for analyze and compare.
+void bind_costing(OptionBinder& b, app::FormatRequest& f, app::GenerationRequest& g,
+                  engine::ParallelLayout& l);
+
 // --tp, --pp, --ep, --replicas, --microbatches, --overlap-communication; the grid form (sweep)
 // takes --tp, --pp and --ep as lists (an --ep item "tp": the point's tp).
 void bind_parallel(OptionBinder& b, engine::ParallelLayout& l);
 void bind_layout_grid(OptionBinder& b, app::LayoutGrid& g);
+
+// --model,-m and --hardware,-H, both required: one catalog name or YAML path each.
+void bind_model_and_hardware(OptionBinder& b, std::string& model, std::string& hardware);
+
+// The workloads of a grid: --batch,-b, --prompt,-p and --generate,-g as lists or ranges, and
+// --prefill-batch.
+void bind_workload_grid(OptionBinder& b, std::vector<int64_t>& batches,
+                        std::vector<int64_t>& prompts, std::vector<int64_t>& generates,
+                        int64_t& prefill_batch);
 
 // --method with the command's help.
 void bind_method(OptionBinder& b, engine::Method& m, const std::string& help);

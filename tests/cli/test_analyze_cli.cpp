@@ -1,37 +1,9 @@
 // `analyze` and `compare` end to end: the lecture's figures, tables, per-operator rows, formats and
 // charts.
-#include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <algorithm>
-#include <cmath>
-#include <csignal>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-#include "cli_run.hpp"
+#include "cli_end_to_end.hpp"
 #include "xml_check.hpp"
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-namespace {
-
-using streamspark::test::csv_rows;
-using streamspark::test::render_png;
-using streamspark::test::Run;
-using streamspark::test::run;
-using streamspark::test::scratch_dir;
-using streamspark::test::slurp;
-
-const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
-
-}  // namespace
+using namespace streamspark::test;
 
 TEST_CASE("the context limit counts the positions used: prompt + generate - 1") {
   CHECK(run("analyze -m llama2-13b -H h100-sxm -p 4096 -g 1 --no-naive").exit_code == 0);

@@ -1,37 +1,8 @@
 // Bad input, spec files and the catalog end to end: one clear line, exit 2; check, import, models
 // and hardware.
-#include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <algorithm>
-#include <cmath>
-#include <csignal>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-#include "cli_run.hpp"
-#include "xml_check.hpp"
+#include "cli_end_to_end.hpp"
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-namespace {
-
-using streamspark::test::csv_rows;
-using streamspark::test::render_png;
-using streamspark::test::Run;
-using streamspark::test::run;
-using streamspark::test::scratch_dir;
-using streamspark::test::slurp;
-
-const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
-
-}  // namespace
+using namespace streamspark::test;
 
 TEST_CASE("bad input exits 2 with one clear line") {
   SUBCASE("unknown model") {

@@ -1,37 +1,8 @@
 // The runtime commands end to end: run, probe, validate; what the runtime refuses; the CUDA module
 // loaded on demand.
-#include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <algorithm>
-#include <cmath>
-#include <csignal>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-#include "cli_run.hpp"
-#include "xml_check.hpp"
+#include "cli_end_to_end.hpp"
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-namespace {
-
-using streamspark::test::csv_rows;
-using streamspark::test::render_png;
-using streamspark::test::Run;
-using streamspark::test::run;
-using streamspark::test::scratch_dir;
-using streamspark::test::slurp;
-
-const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
-
-}  // namespace
+using namespace streamspark::test;
 
 TEST_CASE("run, validate and serve-bench apply analyze's context rule") {
   // tiny-test's max_context is 2048; `run -p 5000` once ran (exit 0).

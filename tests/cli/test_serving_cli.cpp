@@ -1,37 +1,8 @@
 // `serve-sim`, `serve-bench` and the measurement commands (validate --measured, fit, import-
 // benchmark) end to end.
-#include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <algorithm>
-#include <cmath>
-#include <csignal>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-#include "cli_run.hpp"
-#include "xml_check.hpp"
+#include "cli_end_to_end.hpp"
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-namespace {
-
-using streamspark::test::csv_rows;
-using streamspark::test::render_png;
-using streamspark::test::Run;
-using streamspark::test::run;
-using streamspark::test::scratch_dir;
-using streamspark::test::slurp;
-
-const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
-
-}  // namespace
+using namespace streamspark::test;
 
 TEST_CASE("serve-sim: JSON keys, percentiles in order, a CSV row per request, deterministic") {
   const fs::path csv = scratch_dir() / "requests.csv";

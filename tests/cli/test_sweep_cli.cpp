@@ -1,36 +1,7 @@
 // `sweep` end to end: every grid point, skipped points, JSON lines, layouts.
-#include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <algorithm>
-#include <cmath>
-#include <csignal>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-#include "cli_run.hpp"
-#include "xml_check.hpp"
+#include "cli_end_to_end.hpp"
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-namespace {
-
-using streamspark::test::csv_rows;
-using streamspark::test::render_png;
-using streamspark::test::Run;
-using streamspark::test::run;
-using streamspark::test::scratch_dir;
-using streamspark::test::slurp;
-
-const std::string kBad = std::string(STREAMSPARK_TEST_DATA_DIR) + "/bad/";
-
-}  // namespace
+using namespace streamspark::test;
 
 TEST_CASE("sweep writes every grid point, atomically") {
   const fs::path dir = scratch_dir() / "sweep";

@@ -184,6 +184,35 @@ __host__ __device__ constexpr int64_t prefill_shared_bytes(int64_t head_dim) {
          (head_dim * kKeyStride + kTileKeys * head_dim) * static_cast<int64_t>(sizeof(T));
 }
 
+// One tile of `count` keys from position k0 of sequence s, KV head g, into shared memory.
+// Keys: whole groups of 8 positions (k0 is a multiple of 8, so a group never straddles two
+// cache blocks), transposed to (dim, key); values row by row. One table lookup per group or
+// row, then 32-bit index arithmetic within it.
+template <typename T>
+__device__ void load_key_value_tile(T* kt, T* vs, const T* k_cache, const T* v_cache,
+                                    const int32_t* tables, int64_t table_stride, int64_t block_size,
+                                    int64_t kv_heads, int64_t head_dim, int64_t s, int64_t g,
+                                    int64_t k0, int64_t count) {
+  const int groups = static_cast<int>((count + 7) / 8);
+  const int group_elements = 8 * static_cast<int>(head_dim);
+  for (int group = 0; group < groups; ++group) {
+    const T* src = k_cache + k_group_offset(tables, table_stride, block_size, kv_heads, head_dim, s,
+                                            g, k0 + 8 * group);
+    for (int within = threadIdx.x; within < group_elements; within += blockDim.x) {
+      const int i = within / 8, j = within % 8;
+      kt[i * kKeyStride + 8 * group + j] =
+          8 * group + j < count ? src[within] : from_float<T>(0.0f);
+    }
+  }
+  for (int t = 0; t < static_cast<int>(count); ++t) {
+    const T* src =
+        v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim, s, g, k0 + t);
+    for (int d = threadIdx.x; d < static_cast<int>(head_dim); d += blockDim.x) {
+      vs[t * head_dim + d] = src[d];
+    }
+  }
+}
+
 template <typename T>
 __global__ void prefill_attention_kernel(const T* qkv, int64_t stride, int64_t heads,
                                          int64_t kv_heads, int64_t head_dim, const int64_t* tiles,
@@ -218,27 +247,8 @@ __global__ void prefill_attention_kernel(const T* qkv, int64_t stride, int64_t h
   for (int64_t k0 = 0; k0 < keys; k0 += kTileKeys) {
     const int64_t count = keys - k0 < kTileKeys ? keys - k0 : kTileKeys;
     __syncthreads();  // the previous tile's keys and values are used up (and qs is written)
-    // Keys: whole groups of 8 positions (k0 is a multiple of 8, so a group never straddles
-    // two cache blocks), transposed to (dim, key); values row by row. One table lookup per
-    // group or row, then 32-bit index arithmetic within it.
-    const int groups = static_cast<int>((count + 7) / 8);
-    const int group_elements = 8 * static_cast<int>(head_dim);
-    for (int group = 0; group < groups; ++group) {
-      const T* src = k_cache + k_group_offset(tables, table_stride, block_size, kv_heads, head_dim,
-                                              s, g, k0 + 8 * group);
-      for (int within = threadIdx.x; within < group_elements; within += blockDim.x) {
-        const int i = within / 8, j = within % 8;
-        kt[i * kKeyStride + 8 * group + j] =
-            8 * group + j < count ? src[within] : from_float<T>(0.0f);
-      }
-    }
-    for (int t = 0; t < static_cast<int>(count); ++t) {
-      const T* src = v_cache + v_row_offset(tables, table_stride, block_size, kv_heads, head_dim, s,
-                                            g, k0 + t);
-      for (int d = threadIdx.x; d < static_cast<int>(head_dim); d += blockDim.x) {
-        vs[t * head_dim + d] = src[d];
-      }
-    }
+    load_key_value_tile(kt, vs, k_cache, v_cache, tables, table_stride, block_size, kv_heads,
+                        head_dim, s, g, k0, count);
     __syncthreads();
     // Scores of the warp's rows against keys lane and lane + 32.
     float sc[kRows][2];

@@ -5,7 +5,7 @@
 // graphs (below). One stream; every CUDA and cuBLAS call is
 // checked and a failure becomes a DeviceError naming file and line.
 //
-// Status: compiled in CI; written without a GPU to run it on (see README).
+// Status: compiled in CI; written without a GPU to run it on (see docs/measuring.md).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

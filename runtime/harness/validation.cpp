@@ -164,13 +164,8 @@ std::vector<int64_t> decode_working_sets(const engine::Analyzer& analyzer,
 // runs every point's whole steps (nothing timed inside them), then every point with each
 // operator timed between backend marks (no synchronisation between operators), each of
 // those after the device's caches are flushed. Whole-step and per-operator runs alternate
-// round by round, so both see the same spells: with all whole-step rounds first, one
-// 20 % slow spell of a second or two spanned them all while the per-operator rounds after
-// it matched the probe (test-1mib, a 2-vCPU VM: whole steps -9 to -19 %, operator sums
-// +2 to +11 % in one run; the next run had both at +5 to +12 %).
-// The machine against the probe (machine_check.hpp), before the first run and after the
-// last: the file's GEMM points at the anchor nearest each point's decode working set, and
-// its compute-bound end.
+// round by round, so both see the same spells (with all whole-step rounds first, one slow
+// spell of a second or two can span them all while the per-operator rounds after it do not).
 void measure_points(Backend& backend, Decoder& decoder, std::vector<PointRuns>& runs,
                     const ValidationPlan& plan) {
   const int64_t G = plan.generate, W = plan.warmup_steps;
@@ -299,6 +294,9 @@ Validation run_validation(Backend& backend, const engine::Model& model,
   // context S + i - 1, so the timed steps cover contexts S + W .. S + G - 2.
   std::vector<PointRuns> runs = point_runs(plan, model);
   const std::vector<int64_t> working_sets = decode_working_sets(analyzer, runs, W);
+  // The machine against the probe (machine_check.hpp), before the first run and after the
+  // last: the file's GEMM points at the anchor nearest each point's decode working set, and
+  // its compute-bound end.
   const MachineCheckStart check =
       start_machine_check(backend, hardware, working_sets, plan.batches, plan.machine_check);
   measure_points(backend, decoder, runs, plan);

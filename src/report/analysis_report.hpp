@@ -1,6 +1,6 @@
 // Output of `analyze` (and the rows of `sweep`): terminal table, JSON, CSV.
-// JSON and CSV use SI base units (bytes, FLOPs, seconds); keys are documented in README and
-// stay stable once released.
+// JSON and CSV use SI base units (bytes, FLOPs, seconds); keys are documented in docs/commands.md
+// and stay stable once released.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // Output of `plan`: the ranked table with the rejected configurations, JSON, CSV, the Pareto
-// chart (SVG) and the one-file HTML report. JSON and CSV keys are documented in README.
+// chart (SVG) and the one-file HTML report. JSON and CSV keys are documented in docs/commands.md.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // for the result files of vLLM's benchmark_serving.py (one JSON object) and SGLang's
 // bench_serving (JSON Lines, one run per line).
 //
-// Columns / keys (README: Measurements):
+// Columns / keys (docs/file-formats.md, measurement files):
 //   model, hardware        catalog names or paths (required)
 //   dtype                  bf16 (default), fp16, fp8...: weights and activations (compute)
 //   kv_cache, embedding    the KV cache's and the embedding/lm head's format (default: dtype)

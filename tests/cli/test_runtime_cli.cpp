@@ -5,7 +5,7 @@
 using namespace streamspark::test;
 
 TEST_CASE("run, validate and serve-bench apply analyze's context rule") {
-  // tiny-test's max_context is 2048; `run -p 5000` once ran (exit 0).
+  // tiny-test's max_context is 2048.
   const Run r = run("run -m tiny-test -p 5000 -g 2");
   CHECK(r.exit_code == 2);
   CHECK(r.err ==

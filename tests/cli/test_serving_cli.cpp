@@ -73,8 +73,8 @@ TEST_CASE("serve-sim: request traces, and what it refuses") {
   const Run diffusion = run("serve-sim -m llada-8b -H a100-80gb -n 4");
   CHECK(diffusion.exit_code == 2);
   CHECK(diffusion.err.find("is a diffusion model") != std::string::npos);
-  // KV memory the paged cache cannot index names the flag (once "KV blocks: need 0 <= blocks
-  // < 2^31 ..."). 1e30 GB / 819,200 bytes per token = 1.221e33 tokens, 7.629e31 blocks of 16.
+  // KV memory the paged cache cannot index names the flag and the bytes it stands for.
+  // 1e30 GB / 819,200 bytes per token = 1.221e33 tokens, 7.629e31 blocks of 16.
   const Run huge_kv = run("serve-sim -m llama2-13b -H a100-80gb -n 4 --kv-memory '1e30 GB'");
   CHECK(huge_kv.exit_code == 2);
   CHECK(huge_kv.err ==

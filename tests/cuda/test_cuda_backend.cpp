@@ -8,7 +8,7 @@
 // (0.2%; fp16's 2^-12 is tighter), so single operators must agree within 1e-2 relative to the
 // output's scale. A whole model rounds every activation through 4 layers: logits within 5e-2
 // of the largest |logit|. These bounds are reasoned, not yet measured: this file has been
-// compiled but not run on a GPU (see README).
+// compiled but not run on a GPU (see docs/measuring.md).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 

@@ -87,8 +87,8 @@ TEST_CASE("a missing file is a diagnostic, not a crash") {
 }
 
 TEST_CASE("the README's check examples and its count of bad files match tests/data/bad") {
-  // Both were once stale: an example printed a line the loader no longer gives, and the count
-  // was 48.
+  // The README's examples are the loader's output and its count is the folder's: a change of
+  // either that leaves the README behind fails here.
   const fs::path dir = fs::path(STREAMSPARK_TEST_DATA_DIR) / "bad";
   std::istringstream readme(read_file(fs::path(STREAMSPARK_SOURCE_DIR) / "README.md"));
   const std::string prompt = "$ build/streamspark check tests/data/bad/";

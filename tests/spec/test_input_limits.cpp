@@ -130,8 +130,8 @@ TEST_CASE("nesting past 32 levels is refused with its place, however it is writt
 }
 
 TEST_CASE("JSON nested past 32 levels is refused before it is parsed") {
-  // Arrays 400,000 and a million deep once crashed import and serve-sim --trace (nlohmann's
-  // destructor and dump recurse).
+  // Arrays 400,000 and a million deep would overflow the stack in nlohmann's recursive
+  // destructor and dump (import, serve-sim --trace): refused before parsing.
   const fs::path config = scratch("deep-config.json");
   {
     std::ofstream out(config);

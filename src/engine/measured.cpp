@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "engine/overflow.hpp"
 #include "engine/statistics.hpp"
@@ -270,11 +272,10 @@ bool in_range(int i, double v, const std::array<double, 2>& largest_fraction) {
   return i < 2 ? v >= largest_fraction[static_cast<size_t>(i)] : v >= 0;
 }
 
-}  // namespace
-
-FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& defaults) {
+// The runs fit_stack fits: static batches whose KV cache fits; the others are counted in
+// out.not_fitted (their metrics depend on queueing).
+std::vector<const MeasuredRun*> fitted_runs(const std::vector<MeasuredRun>& all, FitResult& out) {
   std::vector<const MeasuredRun*> runs;
-  FitResult out;
   for (const MeasuredRun& r : all) {
     if (r.mode == MeasurementMode::static_batch && static_batch_fits(r)) {
       runs.push_back(&r);
@@ -282,142 +283,196 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
       ++out.not_fitted;
     }
   }
-  out.rows = static_cast<int64_t>(runs.size());
+  return runs;
+}
+
+// The largest achievable compute and memory fractions of the runs' hardware (1 without an
+// achievable section): the least 1 / efficiency that keeps every run under its datasheet peak.
+std::array<double, 2> largest_fractions(const std::vector<const MeasuredRun*>& runs) {
   std::array<double, 2> largest_fraction{0, 0};
   for (const MeasuredRun* r : runs) {
     const auto& a = r->hardware.achievable;
     largest_fraction[0] = std::max(largest_fraction[0], a ? a->compute : 1.0);
     largest_fraction[1] = std::max(largest_fraction[1], a ? a->memory : 1.0);
   }
-  StackParameters p = defaults;
-  std::array<bool, kParameters> free{};
-  free.fill(true);
+  return largest_fraction;
+}
+
+// Which parameters the fit still solves for, and why each of the others is fixed at its default.
+struct FreeParameters {
+  std::array<bool, kParameters> free{true, true, true, true};
   std::array<std::string, kParameters> why;
-  for (int iteration = 0; iteration < 20; ++iteration) {
-    std::vector<std::array<double, kParameters>> rows;
-    std::vector<double> rhs;
-    for (const MeasuredRun* r : runs) add_equations(*r, p, rows, rhs);
-    out.metrics = static_cast<int64_t>(rows.size());
-    const std::array<double, kParameters> fixed_theta = theta_of(defaults);
-    // Free columns; fixed ones move to the right-hand side at their default.
-    std::vector<int> columns;
+
+  void fix(size_t i, std::string reason) {
+    free[i] = false;
+    why[i] = std::move(reason);
+  }
+};
+
+// The least-squares system A x = b over the free columns (`columns`, parameter indices).
+struct FitSystem {
+  std::vector<int> columns;
+  Eigen::MatrixXd A;
+  Eigen::VectorXd b;
+};
+
+// The equations' free columns; fixed ones move to the right-hand side at their default
+// (`fixed_theta`). Throws std::invalid_argument with fewer equations than free parameters.
+FitSystem fit_system(const std::vector<std::array<double, kParameters>>& rows,
+                     const std::vector<double>& rhs, const FreeParameters& params,
+                     const std::array<double, kParameters>& fixed_theta) {
+  FitSystem sys;
+  const auto& free = params.free;
+  for (int i = 0; i < kParameters; ++i) {
+    if (free[static_cast<size_t>(i)]) sys.columns.push_back(i);
+  }
+  const std::vector<int>& columns = sys.columns;
+  if (static_cast<int64_t>(rows.size()) < static_cast<int64_t>(columns.size())) {
+    throw std::invalid_argument("fit: " + std::to_string(rows.size()) +
+                                " measured metrics cannot determine " +
+                                std::to_string(columns.size()) + " parameters");
+  }
+  Eigen::MatrixXd& A = sys.A;
+  A.resize(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(columns.size()));
+  Eigen::VectorXd& b = sys.b;
+  b.resize(static_cast<Eigen::Index>(rows.size()));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double right = rhs[r];
     for (int i = 0; i < kParameters; ++i) {
-      if (free[static_cast<size_t>(i)]) columns.push_back(i);
-    }
-    if (static_cast<int64_t>(rows.size()) < static_cast<int64_t>(columns.size())) {
-      throw std::invalid_argument("fit: " + std::to_string(rows.size()) +
-                                  " measured metrics cannot determine " +
-                                  std::to_string(columns.size()) + " parameters");
-    }
-    Eigen::MatrixXd A(static_cast<Eigen::Index>(rows.size()),
-                      static_cast<Eigen::Index>(columns.size()));
-    Eigen::VectorXd b(static_cast<Eigen::Index>(rows.size()));
-    for (size_t r = 0; r < rows.size(); ++r) {
-      double right = rhs[r];
-      for (int i = 0; i < kParameters; ++i) {
-        if (!free[static_cast<size_t>(i)]) {
-          right -= rows[r][static_cast<size_t>(i)] * fixed_theta[static_cast<size_t>(i)];
-        }
-      }
-      b(static_cast<Eigen::Index>(r)) = right;
-      for (size_t c = 0; c < columns.size(); ++c) {
-        A(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) =
-            rows[r][static_cast<size_t>(columns[c])];
+      if (!free[static_cast<size_t>(i)]) {
+        right -= rows[r][static_cast<size_t>(i)] * fixed_theta[static_cast<size_t>(i)];
       }
     }
-    // Columns the data cannot tell apart (rank-deficient) are fixed at their defaults: the
-    // pivoted QR names the last ones.
-    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
-    qr.setThreshold(1e-9);
-    bool changed = false;
-    if (qr.rank() < static_cast<Eigen::Index>(columns.size())) {
-      for (Eigen::Index k = qr.rank(); k < static_cast<Eigen::Index>(columns.size()); ++k) {
-        const auto i =
-            static_cast<size_t>(columns[static_cast<size_t>(qr.colsPermutation().indices()(k))]);
-        free[i] = false;
-        why[i] = "the data does not determine it";
+    b(static_cast<Eigen::Index>(r)) = right;
+    for (size_t c = 0; c < columns.size(); ++c) {
+      A(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) =
+          rows[r][static_cast<size_t>(columns[c])];
+    }
+  }
+  return sys;
+}
+
+// Columns the data cannot tell apart (rank-deficient) are fixed at their defaults: the
+// pivoted QR names the last ones. Whether any was fixed.
+bool fix_undetermined(const Eigen::ColPivHouseholderQR<Eigen::MatrixXd>& qr,
+                      const std::vector<int>& columns, FreeParameters& params) {
+  if (qr.rank() >= static_cast<Eigen::Index>(columns.size())) return false;
+  for (Eigen::Index k = qr.rank(); k < static_cast<Eigen::Index>(columns.size()); ++k) {
+    const auto i =
+        static_cast<size_t>(columns[static_cast<size_t>(qr.colsPermutation().indices()(k))]);
+    params.fix(i, "the data does not determine it");
+  }
+  return true;
+}
+
+// Out-of-range solutions fix that parameter at its default and refit. Whether any was fixed.
+bool fix_out_of_range(const std::vector<int>& columns, const Eigen::VectorXd& x,
+                      const std::array<double, 2>& largest_fraction, FreeParameters& params) {
+  bool changed = false;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (!in_range(columns[c], x(static_cast<Eigen::Index>(c)), largest_fraction)) {
+      const auto i = static_cast<size_t>(columns[c]);
+      const double v = x(static_cast<Eigen::Index>(c));
+      char text[128];
+      if (i < 2) {
+        std::snprintf(text, sizeof text,
+                      "its best fit, %.4g, would beat the datasheet peak or is not positive",
+                      1 / v);
+      } else {
+        std::snprintf(text, sizeof text, "its best fit, %.4g s, is negative", v);
       }
+      params.fix(i, text);
       changed = true;
     }
-    if (changed) continue;
-    const Eigen::VectorXd x = qr.solve(b);
-    // Out-of-range solutions fix that parameter at its default and refit.
-    for (size_t c = 0; c < columns.size(); ++c) {
-      if (!in_range(columns[c], x(static_cast<Eigen::Index>(c)), largest_fraction)) {
-        const auto i = static_cast<size_t>(columns[c]);
-        const double v = x(static_cast<Eigen::Index>(c));
-        free[i] = false;
-        char text[128];
-        if (i < 2) {
-          std::snprintf(text, sizeof text,
-                        "its best fit, %.4g, would beat the datasheet peak or is not positive",
-                        1 / v);
-        } else {
-          std::snprintf(text, sizeof text, "its best fit, %.4g s, is negative", v);
-        }
-        why[i] = text;
-        changed = true;
-      }
-    }
-    if (changed) continue;
-    // A parameter whose term is a small share of every fitted metric, both at its best fit and
-    // at its default, is left to the noise: published latencies move by a few percent from
-    // run to run, so such a term would change no prediction by more than that whichever of
-    // the two values it took. It is fixed at its default, like an undetermined one.
-    for (size_t c = 0; c < columns.size(); ++c) {
-      const auto i = static_cast<size_t>(columns[c]);
-      double fitted = 0, at_default = 0;
-      for (Eigen::Index r = 0; r < A.rows(); ++r) {
-        const double a = A(r, static_cast<Eigen::Index>(c));
-        fitted = std::max(fitted, std::abs(a * x(static_cast<Eigen::Index>(c))));
-        at_default = std::max(at_default, std::abs(a * fixed_theta[i]));
-      }
-      if (fitted < kSmallestDeterminedShare && at_default < kSmallestDeterminedShare) {
-        free[i] = false;
-        char text[192];
-        std::snprintf(text, sizeof text,
-                      "its term is at most %.2g%% of any fitted metric (%.2g%% at its default), "
-                      "too little for the data to tell its value",
-                      100 * fitted, 100 * at_default);
-        why[i] = text;
-        changed = true;
-      }
-    }
-    if (changed) continue;
-    StackParameters next = defaults;
-    for (size_t c = 0; c < columns.size(); ++c) {
-      const double v = x(static_cast<Eigen::Index>(c));
-      switch (columns[c]) {
-        case 0:
-          next.compute_efficiency = 1 / v;
-          break;
-        case 1:
-          next.memory_efficiency = 1 / v;
-          break;
-        case 2:
-          next.kernel_overhead_s = v;
-          break;
-        case 3:
-          next.step_overhead_s = v;
-          break;
-      }
-    }
-    const bool stable = std::abs(next.compute_efficiency - p.compute_efficiency) < 1e-9 &&
-                        std::abs(next.memory_efficiency - p.memory_efficiency) < 1e-9 &&
-                        std::abs(next.kernel_overhead_s - p.kernel_overhead_s) < 1e-15 &&
-                        std::abs(next.step_overhead_s - p.step_overhead_s) < 1e-15;
-    p = next;
-    if (stable) break;
   }
-  out.parameters = p;
-  for (int i = 0; i < kParameters; ++i) {
-    if (free[static_cast<size_t>(i)]) {
-      ++out.free_parameters;
-    } else {
-      out.fixed.emplace_back(kParameterNames[i]);
-      out.fixed_why.push_back(why[static_cast<size_t>(i)]);
+  return changed;
+}
+
+// A parameter whose term is a small share of every fitted metric, both at its best fit and
+// at its default, is left to the noise: published latencies move by a few percent from
+// run to run, so such a term would change no prediction by more than that whichever of
+// the two values it took. It is fixed at its default, like an undetermined one. Whether any
+// was fixed.
+bool fix_negligible(const FitSystem& sys, const Eigen::VectorXd& x,
+                    const std::array<double, kParameters>& fixed_theta, FreeParameters& params) {
+  bool changed = false;
+  for (size_t c = 0; c < sys.columns.size(); ++c) {
+    const auto i = static_cast<size_t>(sys.columns[c]);
+    double fitted = 0, at_default = 0;
+    for (Eigen::Index r = 0; r < sys.A.rows(); ++r) {
+      const double a = sys.A(r, static_cast<Eigen::Index>(c));
+      fitted = std::max(fitted, std::abs(a * x(static_cast<Eigen::Index>(c))));
+      at_default = std::max(at_default, std::abs(a * fixed_theta[i]));
+    }
+    if (fitted < kSmallestDeterminedShare && at_default < kSmallestDeterminedShare) {
+      char text[192];
+      std::snprintf(text, sizeof text,
+                    "its term is at most %.2g%% of any fitted metric (%.2g%% at its default), "
+                    "too little for the data to tell its value",
+                    100 * fitted, 100 * at_default);
+      params.fix(i, text);
+      changed = true;
     }
   }
+  return changed;
+}
+
+// The parameters of a solution x over `columns`; the fixed ones at their defaults.
+StackParameters parameters_of(const std::vector<int>& columns, const Eigen::VectorXd& x,
+                              const StackParameters& defaults) {
+  StackParameters next = defaults;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const double v = x(static_cast<Eigen::Index>(c));
+    switch (columns[c]) {
+      case 0:
+        next.compute_efficiency = 1 / v;
+        break;
+      case 1:
+        next.memory_efficiency = 1 / v;
+        break;
+      case 2:
+        next.kernel_overhead_s = v;
+        break;
+      case 3:
+        next.step_overhead_s = v;
+        break;
+    }
+  }
+  return next;
+}
+
+// Whether an iteration left the parameters where they were (the bound assignment is stable).
+bool same_parameters(const StackParameters& a, const StackParameters& b) {
+  return std::abs(a.compute_efficiency - b.compute_efficiency) < 1e-9 &&
+         std::abs(a.memory_efficiency - b.memory_efficiency) < 1e-9 &&
+         std::abs(a.kernel_overhead_s - b.kernel_overhead_s) < 1e-15 &&
+         std::abs(a.step_overhead_s - b.step_overhead_s) < 1e-15;
+}
+
+// One round of the fit at the current parameters `p`: the equations at p's bound assignment,
+// solved over the free parameters. Nullopt when it fixed a parameter (the caller refits);
+// otherwise the solution.
+std::optional<StackParameters> fit_round(const std::vector<const MeasuredRun*>& runs,
+                                         const StackParameters& p, const StackParameters& defaults,
+                                         const std::array<double, 2>& largest_fraction,
+                                         FreeParameters& params, FitResult& out) {
+  std::vector<std::array<double, kParameters>> rows;
+  std::vector<double> rhs;
+  for (const MeasuredRun* r : runs) add_equations(*r, p, rows, rhs);
+  out.metrics = static_cast<int64_t>(rows.size());
+  const std::array<double, kParameters> fixed_theta = theta_of(defaults);
+  const FitSystem sys = fit_system(rows, rhs, params, fixed_theta);
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(sys.A);
+  qr.setThreshold(1e-9);
+  if (fix_undetermined(qr, sys.columns, params)) return std::nullopt;
+  const Eigen::VectorXd x = qr.solve(sys.b);
+  if (fix_out_of_range(sys.columns, x, largest_fraction, params)) return std::nullopt;
+  if (fix_negligible(sys, x, fixed_theta, params)) return std::nullopt;
+  return parameters_of(sys.columns, x, defaults);
+}
+
+// The in-sample median |error| of the fitted runs' metrics at parameters p.
+double in_sample_error(const std::vector<const MeasuredRun*>& runs, const StackParameters& p) {
   std::vector<double> errors;
   for (const MeasuredRun* r : runs) {
     MeasuredRun at = *r;
@@ -426,7 +481,36 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
       errors.push_back(c.error());
     }
   }
-  out.in_sample_median_abs_error = summarize_errors(errors).median_abs;
+  return summarize_errors(errors).median_abs;
+}
+
+}  // namespace
+
+FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& defaults) {
+  FitResult out;
+  const std::vector<const MeasuredRun*> runs = fitted_runs(all, out);
+  out.rows = static_cast<int64_t>(runs.size());
+  const std::array<double, 2> largest_fraction = largest_fractions(runs);
+  StackParameters p = defaults;
+  FreeParameters params;
+  for (int iteration = 0; iteration < 20; ++iteration) {
+    const std::optional<StackParameters> next =
+        fit_round(runs, p, defaults, largest_fraction, params, out);
+    if (!next) continue;
+    const bool stable = same_parameters(*next, p);
+    p = *next;
+    if (stable) break;
+  }
+  out.parameters = p;
+  for (int i = 0; i < kParameters; ++i) {
+    if (params.free[static_cast<size_t>(i)]) {
+      ++out.free_parameters;
+    } else {
+      out.fixed.emplace_back(kParameterNames[i]);
+      out.fixed_why.push_back(params.why[static_cast<size_t>(i)]);
+    }
+  }
+  out.in_sample_median_abs_error = in_sample_error(runs, p);
   return out;
 }
 

@@ -8,13 +8,19 @@
 #include <limits>
 #include <numeric>
 #include <stdexcept>
-#include <tuple>
 
 #include "engine/parallel.hpp"
+#include "engine/planner_goal.hpp"
 
 namespace streamspark::engine {
 
 namespace {
+
+using planner_detail::number_text;
+using planner_detail::PlanGoalStrategy;
+using planner_detail::RateBracket;
+using planner_detail::reject;
+using planner_detail::ReplicaSimulator;
 
 // "62.1 ms", "1.25 s": four significant digits.
 std::string seconds_text(double s) {
@@ -24,12 +30,6 @@ std::string seconds_text(double s) {
   } else {
     std::snprintf(buf, sizeof buf, "%.4g s", s);
   }
-  return buf;
-}
-
-std::string number_text(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4g", x);
   return buf;
 }
 
@@ -56,12 +56,6 @@ SchedulerOptions scheduler_of(const PlanInputs& in, const PlanCandidate& c) {
   s.max_context = in.models[c.model].max_context;
   if (s.max_output <= 0) s.max_output = s.max_context;
   return s;
-}
-
-void reject(PlanCandidate& c, RejectKind kind, std::string reason) {
-  c.status = CandidateStatus::rejected;
-  c.reject = kind;
-  c.reason = std::move(reason);
 }
 
 RejectKind kind_of(const ObjectiveMiss& m) {
@@ -108,10 +102,9 @@ WorkloadFigures workload_of(const std::vector<Request>& requests) {
   return w;
 }
 
-// The analytic part: supported, fits, latency lower bounds, the rate bound. Leaves the
-// candidate rejected, or ranked-to-be with kv_capacity_tokens and rate_bound set.
-void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
-  const Model& model = in.models[c.model];
+// Whether the candidate's TP group fits in a node (--max-gpus-per-node, else the topology's
+// node size); rejects it when not.
+bool fits_node(const PlanInputs& in, PlanCandidate& c) {
   const Hardware& hw = in.hardware[c.hardware];
   const int64_t node = in.max_gpus_per_node > 0
                            ? in.max_gpus_per_node
@@ -121,26 +114,21 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
            "tp " + std::to_string(c.layout.tp) + " is more GPUs than a node's " +
                std::to_string(node) +
                (in.max_gpus_per_node > 0 ? " (--max-gpus-per-node)" : " (topology.gpus_per_node)"));
-    return;
+    return false;
   }
-  const AnalysisOptions options = options_of(in, c);
-  std::optional<IterationCost> cost;
+  return true;
+}
+
+// Configures the scheduler's KV cache from the memory fraction (c.kv_capacity_tokens) and checks
+// that the longest request fits it; rejects the candidate when not.
+bool fits_memory(const PlanInputs& in, const WorkloadFigures& w, IterationCost& cost,
+                 SchedulerOptions& s, PlanCandidate& c) {
   try {
-    ParallelLayout one = c.layout;
-    one.replicas = 1;
-    check_layout(model, one);
-    cost.emplace(model, hw, options);
-  } catch (const std::invalid_argument& e) {
-    reject(c, RejectKind::unsupported, e.what());
-    return;
-  }
-  SchedulerOptions s = scheduler_of(in, c);
-  try {
-    const double bytes = cost->kv_bytes_available(in.memory_fraction, s.max_tokens);
-    cost->configure(s, bytes);
+    const double bytes = cost.kv_bytes_available(in.memory_fraction, s.max_tokens);
+    cost.configure(s, bytes);
   } catch (const std::invalid_argument& e) {
     reject(c, RejectKind::does_not_fit, e.what());
-    return;
+    return false;
   }
   c.kv_capacity_tokens = s.kv_capacity_tokens;
   // Each of the pp schedulers holds 1/pp of the slots (simulate_deployment); the longest
@@ -148,28 +136,31 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   const int64_t per_scheduler = s.kv_capacity_tokens / c.layout.pp;
   const int64_t block = std::max<int64_t>(s.block_size, 1);
   const int64_t needed = (w.longest + s.reserved_tokens_per_sequence + block - 1) / block * block;
-  if (cost->kv_bytes_per_token() > 0 && needed > per_scheduler / block * block) {
+  if (cost.kv_bytes_per_token() > 0 && needed > per_scheduler / block * block) {
     reject(c, RejectKind::does_not_fit,
            "the longest request holds " + std::to_string(w.longest) +
                " KV positions; the cache holds " + std::to_string(per_scheduler) +
                " tokens per scheduler");
-    return;
+    return false;
   }
+  return true;
+}
 
-  // Latency lower bounds: each request alone (one prefill pass of its prompt past a shared
-  // prefix, which may be cached, then each decode step at its shortest context), at the rates
-  // of the weights' memory level. Sharing an iteration, splitting a prompt or a larger working
-  // set only adds time, so each request's TTFT, TPOT and e2e are at least these, and so are
-  // their percentiles.
+// Latency lower bounds: each request alone (one prefill pass of its prompt past a shared
+// prefix, which may be cached, then each decode step at its shortest context), at the rates
+// of the weights' memory level. Sharing an iteration, splitting a prompt or a larger working
+// set only adds time, so each request's TTFT, TPOT and e2e are at least these, and so are
+// their percentiles.
+ServingMetrics latencies_alone(const std::vector<Request>& requests, IterationCost& cost) {
   std::vector<double> ttft, tpot, e2e;
-  ttft.reserve(in.unit_requests.size());
+  ttft.reserve(requests.size());
   Iteration it;
   it.items.resize(1);
-  for (const Request& r : in.unit_requests) {
+  for (const Request& r : requests) {
     it.items[0] = IterationItem{0, r.prompt - r.shared_prefix, r.shared_prefix, true, false};
-    const double prefill = cost->seconds(it, 0);
+    const double prefill = cost.seconds(it, 0);
     it.items[0] = IterationItem{0, 1, r.prompt, true, false};
-    const double step = cost->seconds(it, 0);
+    const double step = cost.seconds(it, 0);
     ttft.push_back(prefill);
     if (r.output > 1) tpot.push_back(step);
     e2e.push_back(prefill + static_cast<double>(r.output - 1) * step);
@@ -180,233 +171,323 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   alone.tpot_s.p90 = percentile_of(tpot, 0.90);
   alone.tpot_s.p99 = percentile_of(tpot, 0.99);
   alone.e2e_s.p90 = percentile_of(e2e, 0.90);
-  if (const auto miss = worst_miss(alone, in.objectives)) {
+  return alone;
+}
+
+// Rate bound. An iteration of T tokens, L of them emitting a token, costs at least the
+// token-proportional operators' f(T) + h(L); f(T)/T and h(L)/L never grow with T and L
+// (IterationCost::token_seconds), and an iteration holds at most Tmax = max_tokens + the
+// longest prompt tokens (a prompt over the budget runs whole when it is the only one) and
+// Lmax = max_batch emitting sequences. A request runs prompt + output - 1 tokens and emits
+// output tokens, so a scheduler spends at least mean_tokens f(Tmax)/Tmax + mean_output
+// h(Lmax)/Lmax seconds per request, and a replica runs pp schedulers at once. Sets
+// c.rate_bound, or rejects the candidate when the bound is not a positive finite number.
+bool bound_rate(const WorkloadFigures& w, IterationCost& cost, const SchedulerOptions& s,
+                PlanCandidate& c) {
+  const int64_t t_max = std::max<int64_t>(s.max_tokens, 1) + w.longest_prompt;
+  const int64_t l_max = std::min(t_max, std::max<int64_t>(s.max_batch, 1));
+  const double f = cost.token_seconds(t_max, 0);
+  const double h = std::max(0.0, cost.token_seconds(t_max, l_max) - f);
+  const double per_request = w.mean_tokens * f / static_cast<double>(t_max) +
+                             w.mean_output * h / static_cast<double>(l_max);
+  if (!(per_request > 0) || !std::isfinite(per_request)) {
+    reject(c, RejectKind::unsupported, "no positive cost per request (a device rate is missing)");
+    return false;
+  }
+  c.rate_bound = static_cast<double>(c.layout.pp) / per_request;
+  if (!std::isfinite(c.rate_bound)) {
+    reject(c, RejectKind::unsupported, "a rate bound that is not a finite number");
+    return false;
+  }
+  return true;
+}
+
+// The analytic part: supported, fits, latency lower bounds, the rate bound. Leaves the
+// candidate rejected, or ranked-to-be with kv_capacity_tokens and rate_bound set.
+void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
+  if (!fits_node(in, c)) return;
+  const AnalysisOptions options = options_of(in, c);
+  std::optional<IterationCost> cost;
+  try {
+    ParallelLayout one = c.layout;
+    one.replicas = 1;
+    check_layout(in.models[c.model], one);
+    cost.emplace(in.models[c.model], in.hardware[c.hardware], options);
+  } catch (const std::invalid_argument& e) {
+    reject(c, RejectKind::unsupported, e.what());
+    return;
+  }
+  SchedulerOptions s = scheduler_of(in, c);
+  if (!fits_memory(in, w, *cost, s, c)) return;
+  if (const auto miss = worst_miss(latencies_alone(in.unit_requests, *cost), in.objectives)) {
     c.miss = miss;
     c.miss_rate = 0;
     reject(c, kind_of(*miss),
            miss_text(*miss) + " with each request served alone (a lower bound at any rate)");
     return;
   }
-
-  // Rate bound. An iteration of T tokens, L of them emitting a token, costs at least the
-  // token-proportional operators' f(T) + h(L); f(T)/T and h(L)/L never grow with T and L
-  // (IterationCost::token_seconds), and an iteration holds at most Tmax = max_tokens + the
-  // longest prompt tokens (a prompt over the budget runs whole when it is the only one) and
-  // Lmax = max_batch emitting sequences. A request runs prompt + output - 1 tokens and emits
-  // output tokens, so a scheduler spends at least mean_tokens f(Tmax)/Tmax + mean_output
-  // h(Lmax)/Lmax seconds per request, and a replica runs pp schedulers at once.
-  const int64_t t_max = std::max<int64_t>(s.max_tokens, 1) + w.longest_prompt;
-  const int64_t l_max = std::min(t_max, std::max<int64_t>(s.max_batch, 1));
-  const double f = cost->token_seconds(t_max, 0);
-  const double h = std::max(0.0, cost->token_seconds(t_max, l_max) - f);
-  const double per_request = w.mean_tokens * f / static_cast<double>(t_max) +
-                             w.mean_output * h / static_cast<double>(l_max);
-  if (!(per_request > 0) || !std::isfinite(per_request)) {
-    reject(c, RejectKind::unsupported, "no positive cost per request (a device rate is missing)");
-    return;
-  }
-  c.rate_bound = static_cast<double>(c.layout.pp) / per_request;
-  if (!std::isfinite(c.rate_bound)) {
-    reject(c, RejectKind::unsupported, "a rate bound that is not a finite number");
-    return;
-  }
+  if (!bound_rate(w, *cost, s, c)) return;
   c.status = CandidateStatus::ranked;  // until verified
 }
 
-// GPUs of one replica.
-int64_t replica_gpus(const PlanCandidate& c) {
-  return c.layout.tp * c.layout.pp;
-}
-
-std::optional<double> price_of(const PlanInputs& in, const PlanCandidate& c) {
-  return in.hardware[c.hardware].price_per_hour;
-}
-
-// Replicas the target needs at a replica rate `rate`: ceil(target / rate), robust to the
-// rounding of a quotient that is an integer.
-int64_t replicas_for(double target, double rate) {
-  const double q = target / rate;
-  const double n = std::ceil(q * (1 - 1e-12));
-  return std::max<int64_t>(1, n > 1e15 ? int64_t{1'000'000'000'000'000} : static_cast<int64_t>(n));
-}
-
-// Before simulation: the bound on the objective (cost or GPUs from below, rate from above), and
-// rejections the bound alone proves (more GPUs than allowed).
-void bound_objective(const PlanInputs& in, bool by_price, PlanCandidate& c) {
-  const int64_t g = replica_gpus(c);
-  if (in.goal == PlanGoal::max_rate) {
-    const int64_t replicas = in.fleet_gpus / g;
-    if (replicas < 1) {
-      reject(c, RejectKind::gpu_limit,
-             "a replica needs " + std::to_string(g) + " GPUs; the fleet has " +
-                 std::to_string(in.fleet_gpus));
-      return;
+// Halves the rate from the bound until one passes (at most 2^-12 of the bound).
+void halve_until_met(ReplicaSimulator& sim, const PlanCandidate& c, RateBracket& b) {
+  for (int k = 1; k <= 12 && b.lo == 0; ++k) {
+    const double r = c.rate_bound / std::ldexp(1.0, k);
+    const ServingMetrics m = sim.at(r);
+    if (sim.meets(m)) {
+      b.lo = r;
+      b.lo_metrics = m;
+    } else {
+      b.hi = r;
+      b.hi_metrics = m;
     }
-    c.objective_bound = static_cast<double>(replicas) * c.rate_bound;
-    return;
   }
-  const int64_t n = replicas_for(in.target_rate, c.rate_bound);
-  const double gpus = static_cast<double>(n) * static_cast<double>(g);
-  if (in.max_gpus > 0 && gpus > static_cast<double>(in.max_gpus)) {
-    c.miss = ObjectiveMiss{"GPUs", gpus, static_cast<double>(in.max_gpus)};
-    reject(c, RejectKind::gpu_limit,
-           "needs at least " + number_text(gpus) + " GPUs (" + std::to_string(n) +
-               " replicas at its bound of " + number_text(c.rate_bound) +
-               " requests/s each) > --max-gpus " + std::to_string(in.max_gpus));
-    return;
+}
+
+// Bisects between the passing and the failing rate in log space, until failing / passing <=
+// 1 + the rate tolerance.
+void bisect_rate(const PlanInputs& in, ReplicaSimulator& sim, RateBracket& b) {
+  while (b.hi / b.lo > 1 + in.rate_tolerance) {
+    const double mid = std::sqrt(b.lo * b.hi);
+    const ServingMetrics m = sim.at(mid);
+    if (sim.meets(m)) {
+      b.lo = mid;
+      b.lo_metrics = m;
+    } else {
+      b.hi = mid;
+      b.hi_metrics = m;
+    }
   }
-  c.objective_bound =
-      in.goal == PlanGoal::min_cost && by_price ? gpus * price_of(in, c).value_or(0) : gpus;
+}
+
+// The highest rate of one replica whose simulation meets the objectives: the bound itself, or
+// halving then bisection. Rejects the candidate when even the lowest rate tried misses.
+bool search_rate(const PlanInputs& in, ReplicaSimulator& sim, PlanCandidate& c, RateBracket& b) {
+  b.hi = c.rate_bound;
+  b.hi_metrics = sim.at(b.hi);
+  if (sim.meets(b.hi_metrics)) {
+    b.lo = b.hi;  // capped at the bound
+    b.lo_metrics = b.hi_metrics;
+    return true;
+  }
+  // Halve until a rate passes (at most 2^-12 of the bound), then bisect in log space.
+  halve_until_met(sim, c, b);
+  if (b.lo == 0) {
+    c.miss = worst_miss(b.hi_metrics, in.objectives);
+    c.miss_rate = b.hi;
+    reject(c, kind_of(*c.miss),
+           miss_text(*c.miss) + " at " + number_text(b.hi) + " requests/s per replica");
+    return false;
+  }
+  bisect_rate(in, sim, b);
+  return true;
 }
 
 // The bisection: the highest rate of one replica whose simulation meets the objectives, then
-// the replicas the target needs and the latencies there.
-void verify(const PlanInputs& in, const std::vector<Request>& unit, PlanCandidate& c) {
-  const Model& model = in.models[c.model];
-  const Hardware& hw = in.hardware[c.hardware];
-  IterationCost cost(model, hw, options_of(in, c));
-  ServingOptions so;
-  so.scheduler = scheduler_of(in, c);
-  cost.configure(so.scheduler,
-                 cost.kv_bytes_available(in.memory_fraction, so.scheduler.max_tokens));
-  ParallelLayout one = c.layout;
-  one.replicas = 1;
-  auto simulate_at = [&](double rate) {
-    ++c.simulations;
-    return simulate_deployment(scale_arrivals(unit, rate), so, cost, one).metrics;
-  };
-  auto meets = [&](const ServingMetrics& m) { return !worst_miss(m, in.objectives); };
-
-  double lo = 0, hi = c.rate_bound;
-  ServingMetrics lo_metrics, hi_metrics;
+// the replicas the goal gives the deployment and the latencies there.
+void verify(const PlanInputs& in, const PlanGoalStrategy& goal, const std::vector<Request>& unit,
+            PlanCandidate& c) {
+  ReplicaSimulator sim(in, unit, c);
+  RateBracket b;
   try {
-    hi_metrics = simulate_at(hi);
-    if (meets(hi_metrics)) {
-      lo = hi;  // capped at the bound
-      lo_metrics = hi_metrics;
-    } else {
-      // Halve until a rate passes (at most 2^-12 of the bound), then bisect in log space.
-      for (int k = 1; k <= 12 && lo == 0; ++k) {
-        const double r = c.rate_bound / std::ldexp(1.0, k);
-        const ServingMetrics m = simulate_at(r);
-        if (meets(m)) {
-          lo = r;
-          lo_metrics = m;
-        } else {
-          hi = r;
-          hi_metrics = m;
-        }
-      }
-      if (lo == 0) {
-        c.miss = worst_miss(hi_metrics, in.objectives);
-        c.miss_rate = hi;
-        reject(c, kind_of(*c.miss),
-               miss_text(*c.miss) + " at " + number_text(hi) + " requests/s per replica");
-        return;
-      }
-      while (hi / lo > 1 + in.rate_tolerance) {
-        const double mid = std::sqrt(lo * hi);
-        const ServingMetrics m = simulate_at(mid);
-        if (meets(m)) {
-          lo = mid;
-          lo_metrics = m;
-        } else {
-          hi = mid;
-          hi_metrics = m;
-        }
-      }
-    }
+    if (!search_rate(in, sim, c, b)) return;
   } catch (const std::invalid_argument& e) {
     reject(c, RejectKind::does_not_fit, e.what());
     return;
   }
-  c.sustainable_rate = lo;
-  c.failing_rate = lo == c.rate_bound ? 0 : hi;
-  c.at_capacity = lo_metrics;
-  const int64_t g = replica_gpus(c);
+  planner_detail::record_capacity(b, c);
+  goal.size_deployment(in, sim, b, c);
+}
 
-  if (in.goal == PlanGoal::max_rate) {
-    c.replicas = in.fleet_gpus / g;
-    c.served_rate = static_cast<double>(c.replicas) * lo;
-    c.at_target = lo_metrics;
-    c.headroom = 0;
-  } else {
-    int64_t n = replicas_for(in.target_rate, lo);
-    // Rates between the passing and the failing one are unknown: fewer replicas may do.
-    while (n > 1 && in.target_rate / static_cast<double>(n - 1) < hi) {
-      const double r = in.target_rate / static_cast<double>(n - 1);
-      const ServingMetrics m = simulate_at(r);
-      if (!meets(m)) {
-        hi = r;
-        break;
-      }
-      --n;
-      lo = r;
-      lo_metrics = m;
-    }
-    c.sustainable_rate = lo;
-    c.failing_rate = lo == c.rate_bound ? 0 : hi;
-    c.at_capacity = lo_metrics;
-    // The latencies at the target, each replica taking target / n; a rate at or below one that
-    // passed is expected to pass (latencies grow with the load), and is checked.
-    const int64_t first = n;
-    for (;; ++n) {
-      const double r = in.target_rate / static_cast<double>(n);
-      const ServingMetrics m = r == lo ? lo_metrics : simulate_at(r);
-      if (meets(m)) {
-        c.at_target = m;
-        break;
-      }
-      if (n >= 2 * first + 2) {
-        reject(c, RejectKind::unstable,
-               "latencies at " + number_text(r) +
-                   " requests/s per replica miss the objectives "
-                   "although " +
-                   number_text(lo) + " requests/s met them");
-        return;
-      }
-    }
-    c.replicas = n;
-    c.served_rate = in.target_rate;
-    c.headroom = static_cast<double>(n) * c.sustainable_rate / in.target_rate - 1;
+// The inputs every goal needs; the goal checks its own (a target rate, a fleet).
+void check_plan_inputs(const PlanInputs& in, const PlanGoalStrategy& goal) {
+  if (in.unit_requests.empty()) throw std::invalid_argument("plan: the workload has no request");
+  if (!in.objectives.bounds_queueing()) {
+    throw std::invalid_argument(
+        "plan needs a TTFT or end-to-end objective: it bounds the queueing delay, which grows "
+        "without end once a replica is overloaded (a TPOT objective alone does not see that)");
   }
-  c.layout.replicas = c.replicas;
-  c.gpus = c.replicas * g;
-  if (const auto price = price_of(in, c)) c.usd_per_hour = static_cast<double>(c.gpus) * *price;
-  if (in.goal != PlanGoal::max_rate && in.max_gpus > 0 && c.gpus > in.max_gpus) {
-    c.miss = ObjectiveMiss{"GPUs", static_cast<double>(c.gpus), static_cast<double>(in.max_gpus)};
-    reject(c, RejectKind::gpu_limit,
-           "needs " + std::to_string(c.gpus) + " GPUs (" + std::to_string(c.replicas) +
-               " replicas at " + number_text(c.sustainable_rate) +
-               " requests/s each) > --max-gpus " + std::to_string(in.max_gpus));
+  goal.check_inputs(in);
+  if (!(in.rate_tolerance > 0) || !(in.memory_fraction > 0 && in.memory_fraction <= 1)) {
+    throw std::invalid_argument("plan: rate tolerance must be > 0, memory fraction in (0, 1]");
   }
 }
 
-// The ranking key: smaller is better; the index last, so that the order is total.
-using RankKey = std::tuple<double, double, double, double, size_t>;
-RankKey rank_key(const PlanInputs& in, bool by_price, const PlanCandidate& c, size_t index) {
-  const double cost = c.usd_per_hour.value_or(0);
-  const auto gpus = static_cast<double>(c.gpus);
-  switch (in.goal) {
-    case PlanGoal::max_rate:
-      return {-c.served_rate, gpus, by_price ? cost : 0, 0, index};
-    case PlanGoal::min_gpus:
-      return {gpus, by_price ? cost : 0, -c.headroom, 0, index};
-    case PlanGoal::min_cost:
+// The expert-parallel degrees of a TP size: ep = tp or 1 as the grid says (1 only for a model
+// without MoE layers), each once.
+std::vector<int64_t> expert_degrees(const PlanGrid& grid, bool moe, int64_t tp) {
+  std::vector<int64_t> eps;
+  for (bool on : moe ? grid.expert_parallel : std::vector<bool>{false}) {
+    const int64_t ep = on ? tp : 1;
+    if (std::find(eps.begin(), eps.end(), ep) == eps.end()) eps.push_back(ep);
+  }
+  return eps;
+}
+
+// Every configuration of the grid, in enumeration order (model > hardware > format > tp > pp >
+// ep > max batch > chunked prefill), not yet analysed.
+std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
+  std::vector<PlanCandidate> cands;
+  for (size_t m = 0; m < in.models.size(); ++m) {
+    const bool moe = has_moe(in.models[m]);
+    for (size_t h = 0; h < in.hardware.size(); ++h) {
+      for (size_t f = 0; f < in.formats.size(); ++f) {
+        for (int64_t tp : in.grid.tp) {
+          for (int64_t pp : in.grid.pp) {
+            for (int64_t ep : expert_degrees(in.grid, moe, tp)) {
+              for (int64_t mb : in.grid.max_batch) {
+                for (bool chunked : in.grid.chunked_prefill) {
+                  PlanCandidate c;
+                  c.model = m;
+                  c.hardware = h;
+                  c.format = f;
+                  c.layout.tp = tp;
+                  c.layout.pp = pp;
+                  c.layout.ep = ep;
+                  c.layout.replicas = 1;
+                  c.max_batch = mb;
+                  c.chunked_prefill = chunked;
+                  cands.push_back(std::move(c));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return cands;
+}
+
+// Costs compare only when every hardware that can serve the model has a price: sets
+// ranked_by_price, and names the hardware without one in `unpriced`.
+void check_prices(const PlanInputs& in, PlanResult& result) {
+  const std::vector<PlanCandidate>& cands = result.candidates;
+  result.ranked_by_price = true;
+  for (size_t h = 0; h < in.hardware.size(); ++h) {
+    const bool used = std::any_of(cands.begin(), cands.end(), [&](const PlanCandidate& c) {
+      return c.hardware == h && c.status == CandidateStatus::ranked;
+    });
+    if (used && !in.hardware[h].price_per_hour) {
+      result.unpriced.push_back(in.hardware[h].name);
+      result.ranked_by_price = false;
+    }
+  }
+}
+
+// The analysed candidates that the bound does not reject, most promising first: by the bound on
+// the objective (max_rate: the largest rate first).
+std::vector<size_t> bounded_order(const PlanInputs& in, const PlanGoalStrategy& goal, bool by_price,
+                                  std::vector<PlanCandidate>& cands) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i].status != CandidateStatus::ranked) continue;
+    goal.bound_objective(in, by_price, cands[i]);
+    if (cands[i].status == CandidateStatus::ranked) order.push_back(i);
+  }
+  const double sign = goal.bound_sign();
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sign * cands[a].objective_bound < sign * cands[b].objective_bound;
+  });
+  return order;
+}
+
+// The ranking's order on candidate indices: by the goal's key.
+struct RankOrder {
+  const PlanGoalStrategy& goal;
+  bool by_price;
+  const std::vector<PlanCandidate>& cands;
+  bool operator()(size_t a, size_t b) const {
+    return goal.rank_key(by_price, cands[a], a) < goal.rank_key(by_price, cands[b], b);
+  }
+};
+
+// Whether the candidate order[next] cannot reach the top-th best verified one (strictly worse
+// bound than its objective, the first key of the ranking); the order is by bound, so then none
+// after it can either.
+bool out_of_reach(const PlanInputs& in, const RankOrder& better, const std::vector<size_t>& order,
+                  size_t next, const std::vector<size_t>& verified) {
+  std::vector<size_t> best = verified;
+  const auto kth = best.begin() + (in.top - 1);
+  std::nth_element(best.begin(), kth, best.end(), better);
+  const double threshold = better.goal.objective_value(better.by_price, better.cands[*kth]);
+  const double sign = better.goal.bound_sign();
+  return sign * better.cands[order[next]].objective_bound > sign * threshold;
+}
+
+// Verify in batches of a fixed size (whatever the threads, so that the same candidates are
+// simulated): before each batch, every candidate whose bound cannot beat the top-th best
+// verified one is pruned. The verified candidates that stayed ranked, in verification order.
+std::vector<size_t> verify_in_batches(const PlanInputs& in, const PlanGoalStrategy& goal,
+                                      bool by_price, const std::vector<size_t>& order,
+                                      const ParallelRunner& run, const PlanProgress& progress,
+                                      std::vector<PlanCandidate>& cands) {
+  constexpr size_t kBatch = 8;
+  std::vector<size_t> verified;
+  const RankOrder better{goal, by_price, cands};
+  size_t next = 0;
+  int64_t done = 0;
+  while (next < order.size()) {
+    if (in.prune && in.top > 0 && static_cast<int64_t>(verified.size()) >= in.top &&
+        out_of_reach(in, better, order, next, verified)) {
+      for (size_t k = next; k < order.size(); ++k) {
+        cands[order[k]].status = CandidateStatus::pruned;
+        cands[order[k]].reason =
+            "not simulated: its bound cannot reach the best " + std::to_string(in.top);
+      }
       break;
+    }
+    const size_t end = std::min(order.size(), next + kBatch);
+    run(end - next, [&](size_t k) { verify(in, goal, in.unit_requests, cands[order[next + k]]); });
+    for (size_t k = next; k < end; ++k) {
+      if (cands[order[k]].status == CandidateStatus::ranked) verified.push_back(order[k]);
+    }
+    done += static_cast<int64_t>(end - next);
+    next = end;
+    if (progress) progress(done, static_cast<int64_t>(order.size()));
   }
-  if (by_price) return {cost, gpus, -c.headroom, 0, index};
-  return {gpus, -c.headroom, 0, 0, index};
+  return verified;
 }
 
-// What the bound bounds, in its units: $/hour or GPUs (from below), the rate (from above).
-double objective_value(const PlanInputs& in, bool by_price, const PlanCandidate& c) {
-  if (in.goal == PlanGoal::max_rate) return c.served_rate;
-  if (in.goal == PlanGoal::min_cost && by_price) return c.usd_per_hour.value_or(0);
-  return static_cast<double>(c.gpus);
+// The closest: the smallest factor by which a configuration misses (an objective's value over
+// its limit, or GPUs needed over allowed).
+std::optional<size_t> closest_candidate(const std::vector<PlanCandidate>& cands) {
+  std::optional<size_t> closest;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!cands[i].miss) continue;
+    if (!closest || cands[i].miss->ratio() < cands[*closest].miss->ratio()) closest = i;
+  }
+  return closest;
 }
 
 }  // namespace
+
+namespace planner_detail {
+
+ReplicaSimulator::ReplicaSimulator(const PlanInputs& in, const std::vector<Request>& unit,
+                                   PlanCandidate& c)
+    : in_(in),
+      unit_(unit),
+      c_(c),
+      cost_(in.models[c.model], in.hardware[c.hardware], options_of(in, c)),
+      one_(c.layout) {
+  options_.scheduler = scheduler_of(in, c);
+  cost_.configure(options_.scheduler,
+                  cost_.kv_bytes_available(in.memory_fraction, options_.scheduler.max_tokens));
+  one_.replicas = 1;
+}
+
+ServingMetrics ReplicaSimulator::at(double rate) {
+  ++c_.simulations;
+  return simulate_deployment(scale_arrivals(unit_, rate), options_, cost_, one_).metrics;
+}
+
+bool ReplicaSimulator::meets(const ServingMetrics& m) const {
+  return !worst_miss(m, in_.objectives);
+}
+
+}  // namespace planner_detail
 
 std::optional<ObjectiveMiss> worst_miss(const ServingMetrics& m, const ServiceObjectives& o) {
   std::optional<ObjectiveMiss> worst;
@@ -450,20 +531,8 @@ std::vector<Request> unit_rate_requests(const std::vector<Request>& requests, do
 
 PlanResult plan(const PlanInputs& in, const ParallelRunner& run_tasks,
                 const PlanProgress& progress) {
-  if (in.unit_requests.empty()) throw std::invalid_argument("plan: the workload has no request");
-  if (!in.objectives.bounds_queueing()) {
-    throw std::invalid_argument(
-        "plan needs a TTFT or end-to-end objective: it bounds the queueing delay, which grows "
-        "without end once a replica is overloaded (a TPOT objective alone does not see that)");
-  }
-  if (in.goal == PlanGoal::max_rate) {
-    if (in.fleet_gpus < 1) throw std::invalid_argument("plan: max_rate needs the fleet's GPUs");
-  } else if (!(in.target_rate > 0) || !std::isfinite(in.target_rate)) {
-    throw std::invalid_argument("plan: the target rate must be a positive number");
-  }
-  if (!(in.rate_tolerance > 0) || !(in.memory_fraction > 0 && in.memory_fraction <= 1)) {
-    throw std::invalid_argument("plan: rate tolerance must be > 0, memory fraction in (0, 1]");
-  }
+  const PlanGoalStrategy& goal = planner_detail::plan_goal_strategy(in.goal);
+  check_plan_inputs(in, goal);
   const ParallelRunner run =
       run_tasks ? run_tasks : [](size_t count, const std::function<void(size_t)>& task) {
         for (size_t i = 0; i < count; ++i) task(i);
@@ -474,116 +543,20 @@ PlanResult plan(const PlanInputs& in, const ParallelRunner& run_tasks,
   result.requests_per_simulation = static_cast<int64_t>(in.unit_requests.size());
   result.mean_prompt = w.mean_prompt;
   result.mean_output = w.mean_output;
+  result.candidates = enumerate_candidates(in);
   std::vector<PlanCandidate>& cands = result.candidates;
-  for (size_t m = 0; m < in.models.size(); ++m) {
-    const bool moe = has_moe(in.models[m]);
-    for (size_t h = 0; h < in.hardware.size(); ++h) {
-      for (size_t f = 0; f < in.formats.size(); ++f) {
-        for (int64_t tp : in.grid.tp) {
-          for (int64_t pp : in.grid.pp) {
-            std::vector<int64_t> eps;
-            for (bool on : moe ? in.grid.expert_parallel : std::vector<bool>{false}) {
-              const int64_t ep = on ? tp : 1;
-              if (std::find(eps.begin(), eps.end(), ep) == eps.end()) eps.push_back(ep);
-            }
-            for (int64_t ep : eps) {
-              for (int64_t mb : in.grid.max_batch) {
-                for (bool chunked : in.grid.chunked_prefill) {
-                  PlanCandidate c;
-                  c.model = m;
-                  c.hardware = h;
-                  c.format = f;
-                  c.layout.tp = tp;
-                  c.layout.pp = pp;
-                  c.layout.ep = ep;
-                  c.layout.replicas = 1;
-                  c.max_batch = mb;
-                  c.chunked_prefill = chunked;
-                  cands.push_back(std::move(c));
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
   run(cands.size(), [&](size_t i) { prepare(in, w, cands[i]); });
 
-  // Costs compare only when every hardware that can serve the model has a price.
-  result.ranked_by_price = true;
-  for (size_t h = 0; h < in.hardware.size(); ++h) {
-    const bool used = std::any_of(cands.begin(), cands.end(), [&](const PlanCandidate& c) {
-      return c.hardware == h && c.status == CandidateStatus::ranked;
-    });
-    if (used && !in.hardware[h].price_per_hour) {
-      result.unpriced.push_back(in.hardware[h].name);
-      result.ranked_by_price = false;
-    }
-  }
+  check_prices(in, result);
   const bool by_price = result.ranked_by_price;
-  std::vector<size_t> order;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (cands[i].status != CandidateStatus::ranked) continue;
-    bound_objective(in, by_price, cands[i]);
-    if (cands[i].status == CandidateStatus::ranked) order.push_back(i);
-  }
-  // Most promising first: the bound on the objective (max_rate: the largest rate first).
-  const double sign = in.goal == PlanGoal::max_rate ? -1.0 : 1.0;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return sign * cands[a].objective_bound < sign * cands[b].objective_bound;
-  });
-
-  // Verify in batches of a fixed size (whatever the threads, so that the same candidates are
-  // simulated): before each batch, every candidate whose bound cannot beat the top-th best
-  // verified one is pruned.
-  constexpr size_t kBatch = 8;
-  std::vector<size_t> verified;
-  auto better = [&](size_t a, size_t b) {
-    return rank_key(in, by_price, cands[a], a) < rank_key(in, by_price, cands[b], b);
-  };
-  size_t next = 0;
-  int64_t done = 0;
-  while (next < order.size()) {
-    if (in.prune && in.top > 0 && static_cast<int64_t>(verified.size()) >= in.top) {
-      std::vector<size_t> best = verified;
-      const auto kth = best.begin() + (in.top - 1);
-      std::nth_element(best.begin(), kth, best.end(), better);
-      const double threshold = objective_value(in, by_price, cands[*kth]);
-      // The order is by bound: once one cannot reach the top-th (strictly worse on the first
-      // key of the ranking), none after it can.
-      if (sign * cands[order[next]].objective_bound > sign * threshold) {
-        for (size_t k = next; k < order.size(); ++k) {
-          cands[order[k]].status = CandidateStatus::pruned;
-          cands[order[k]].reason =
-              "not simulated: its bound cannot reach the best " + std::to_string(in.top);
-        }
-        break;
-      }
-    }
-    const size_t end = std::min(order.size(), next + kBatch);
-    run(end - next, [&](size_t k) { verify(in, in.unit_requests, cands[order[next + k]]); });
-    for (size_t k = next; k < end; ++k) {
-      if (cands[order[k]].status == CandidateStatus::ranked) verified.push_back(order[k]);
-    }
-    done += static_cast<int64_t>(end - next);
-    next = end;
-    if (progress) progress(done, static_cast<int64_t>(order.size()));
-  }
+  const std::vector<size_t> order = bounded_order(in, goal, by_price, cands);
+  const std::vector<size_t> verified =
+      verify_in_batches(in, goal, by_price, order, run, progress, cands);
 
   for (const PlanCandidate& c : cands) result.simulations += c.simulations;
   result.ranking = verified;
-  std::sort(result.ranking.begin(), result.ranking.end(), better);
-  if (result.ranking.empty()) {
-    // The closest: the smallest factor by which a configuration misses (an objective's value
-    // over its limit, or GPUs needed over allowed).
-    for (size_t i = 0; i < cands.size(); ++i) {
-      if (!cands[i].miss) continue;
-      if (!result.closest || cands[i].miss->ratio() < cands[*result.closest].miss->ratio()) {
-        result.closest = i;
-      }
-    }
-  }
+  std::sort(result.ranking.begin(), result.ranking.end(), RankOrder{goal, by_price, cands});
+  if (result.ranking.empty()) result.closest = closest_candidate(cands);
   return result;
 }
 

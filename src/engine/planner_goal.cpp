@@ -1,0 +1,237 @@
+// The planner's goals: min_cost and min_gpus size a deployment for the target rate, max_rate
+// fills the fleet; each bounds, sizes and ranks candidates its own way.
+#include "engine/planner_goal.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <utility>
+
+namespace streamspark::engine::planner_detail {
+
+std::string number_text(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+void reject(PlanCandidate& c, RejectKind kind, std::string reason) {
+  c.status = CandidateStatus::rejected;
+  c.reject = kind;
+  c.reason = std::move(reason);
+}
+
+int64_t replica_gpus(const PlanCandidate& c) {
+  return c.layout.tp * c.layout.pp;
+}
+
+std::optional<double> price_of(const PlanInputs& in, const PlanCandidate& c) {
+  return in.hardware[c.hardware].price_per_hour;
+}
+
+void record_capacity(const RateBracket& b, PlanCandidate& c) {
+  c.sustainable_rate = b.lo;
+  c.failing_rate = b.lo == c.rate_bound ? 0 : b.hi;
+  c.at_capacity = b.lo_metrics;
+}
+
+namespace {
+
+// Replicas the target needs at a replica rate `rate`: ceil(target / rate), robust to the
+// rounding of a quotient that is an integer.
+int64_t replicas_for(double target, double rate) {
+  const double q = target / rate;
+  const double n = std::ceil(q * (1 - 1e-12));
+  return std::max<int64_t>(1, n > 1e15 ? int64_t{1'000'000'000'000'000} : static_cast<int64_t>(n));
+}
+
+// What follows from c.replicas: the layout's replicas, the GPUs and their price.
+void size_from_replicas(const PlanInputs& in, PlanCandidate& c) {
+  c.layout.replicas = c.replicas;
+  c.gpus = c.replicas * replica_gpus(c);
+  if (const auto price = price_of(in, c)) c.usd_per_hour = static_cast<double>(c.gpus) * *price;
+}
+
+// min_cost and min_gpus: the deployment serves in.target_rate with the replicas that rate
+// needs, within --max-gpus.
+class TargetRateGoal : public PlanGoalStrategy {
+ public:
+  void check_inputs(const PlanInputs& in) const override {
+    if (!(in.target_rate > 0) || !std::isfinite(in.target_rate)) {
+      throw std::invalid_argument("plan: the target rate must be a positive number");
+    }
+  }
+
+  double bound_sign() const override { return 1.0; }
+
+  void bound_objective(const PlanInputs& in, bool by_price, PlanCandidate& c) const override {
+    const int64_t n = replicas_for(in.target_rate, c.rate_bound);
+    const double gpus = static_cast<double>(n) * static_cast<double>(replica_gpus(c));
+    if (in.max_gpus > 0 && gpus > static_cast<double>(in.max_gpus)) {
+      c.miss = ObjectiveMiss{"GPUs", gpus, static_cast<double>(in.max_gpus)};
+      reject(c, RejectKind::gpu_limit,
+             "needs at least " + number_text(gpus) + " GPUs (" + std::to_string(n) +
+                 " replicas at its bound of " + number_text(c.rate_bound) +
+                 " requests/s each) > --max-gpus " + std::to_string(in.max_gpus));
+      return;
+    }
+    c.objective_bound = objective_in_dollars(by_price) ? gpus * price_of(in, c).value_or(0) : gpus;
+  }
+
+  void size_deployment(const PlanInputs& in, ReplicaSimulator& sim, RateBracket& b,
+                       PlanCandidate& c) const override {
+    const int64_t fewest = fewest_replicas(in, sim, b);
+    record_capacity(b, c);
+    const std::optional<int64_t> n = replicas_meeting_target(in, sim, b, fewest, c);
+    if (!n) return;
+    c.replicas = *n;
+    c.served_rate = in.target_rate;
+    c.headroom = static_cast<double>(*n) * c.sustainable_rate / in.target_rate - 1;
+    size_from_replicas(in, c);
+    if (in.max_gpus > 0 && c.gpus > in.max_gpus) {
+      c.miss = ObjectiveMiss{"GPUs", static_cast<double>(c.gpus), static_cast<double>(in.max_gpus)};
+      reject(c, RejectKind::gpu_limit,
+             "needs " + std::to_string(c.gpus) + " GPUs (" + std::to_string(c.replicas) +
+                 " replicas at " + number_text(c.sustainable_rate) +
+                 " requests/s each) > --max-gpus " + std::to_string(in.max_gpus));
+    }
+  }
+
+  double objective_value(bool by_price, const PlanCandidate& c) const override {
+    if (objective_in_dollars(by_price)) return c.usd_per_hour.value_or(0);
+    return static_cast<double>(c.gpus);
+  }
+
+ private:
+  // The replicas the target needs at the passing rate, then fewer while target / (n - 1) passes:
+  // rates between the passing and the failing one are unknown, so fewer replicas may do. The
+  // bracket narrows with each rate tried.
+  static int64_t fewest_replicas(const PlanInputs& in, ReplicaSimulator& sim, RateBracket& b) {
+    int64_t n = replicas_for(in.target_rate, b.lo);
+    while (n > 1 && in.target_rate / static_cast<double>(n - 1) < b.hi) {
+      const double r = in.target_rate / static_cast<double>(n - 1);
+      const ServingMetrics m = sim.at(r);
+      if (!sim.meets(m)) {
+        b.hi = r;
+        break;
+      }
+      --n;
+      b.lo = r;
+      b.lo_metrics = m;
+    }
+    return n;
+  }
+
+  // The latencies at the target, each replica taking target / n; a rate at or below one that
+  // passed is expected to pass (latencies grow with the load), and is checked. The replicas
+  // from `first` up whose latencies meet the objectives (c.at_target), or nullopt with the
+  // candidate rejected as unstable.
+  static std::optional<int64_t> replicas_meeting_target(const PlanInputs& in, ReplicaSimulator& sim,
+                                                        const RateBracket& b, int64_t first,
+                                                        PlanCandidate& c) {
+    for (int64_t n = first;; ++n) {
+      const double r = in.target_rate / static_cast<double>(n);
+      const ServingMetrics m = r == b.lo ? b.lo_metrics : sim.at(r);
+      if (sim.meets(m)) {
+        c.at_target = m;
+        return n;
+      }
+      if (n >= 2 * first + 2) {
+        reject(c, RejectKind::unstable,
+               "latencies at " + number_text(r) +
+                   " requests/s per replica miss the objectives "
+                   "although " +
+                   number_text(b.lo) + " requests/s met them");
+        return std::nullopt;
+      }
+    }
+  }
+};
+
+// The cheapest deployment: by $/hour when every hardware has a price, by GPUs otherwise.
+class MinCostGoal final : public TargetRateGoal {
+ public:
+  bool objective_in_dollars(bool by_price) const override { return by_price; }
+
+  RankKey rank_key(bool by_price, const PlanCandidate& c, size_t index) const override {
+    const double cost = c.usd_per_hour.value_or(0);
+    const auto gpus = static_cast<double>(c.gpus);
+    if (by_price) return {cost, gpus, -c.headroom, 0, index};
+    return {gpus, -c.headroom, 0, 0, index};
+  }
+};
+
+// The fewest GPUs; the cost breaks ties when every hardware has a price.
+class MinGpusGoal final : public TargetRateGoal {
+ public:
+  bool objective_in_dollars(bool) const override { return false; }
+
+  RankKey rank_key(bool by_price, const PlanCandidate& c, size_t index) const override {
+    const double cost = c.usd_per_hour.value_or(0);
+    const auto gpus = static_cast<double>(c.gpus);
+    return {gpus, by_price ? cost : 0, -c.headroom, 0, index};
+  }
+};
+
+// The highest request rate of the fleet: as many replicas as its GPUs hold, each at its
+// sustainable rate.
+class MaxRateGoal final : public PlanGoalStrategy {
+ public:
+  void check_inputs(const PlanInputs& in) const override {
+    if (in.fleet_gpus < 1) throw std::invalid_argument("plan: max_rate needs the fleet's GPUs");
+  }
+
+  bool objective_in_dollars(bool) const override { return false; }
+
+  double bound_sign() const override { return -1.0; }
+
+  void bound_objective(const PlanInputs& in, bool, PlanCandidate& c) const override {
+    const int64_t g = replica_gpus(c);
+    const int64_t replicas = in.fleet_gpus / g;
+    if (replicas < 1) {
+      reject(c, RejectKind::gpu_limit,
+             "a replica needs " + std::to_string(g) + " GPUs; the fleet has " +
+                 std::to_string(in.fleet_gpus));
+      return;
+    }
+    c.objective_bound = static_cast<double>(replicas) * c.rate_bound;
+  }
+
+  void size_deployment(const PlanInputs& in, ReplicaSimulator&, RateBracket& b,
+                       PlanCandidate& c) const override {
+    c.replicas = in.fleet_gpus / replica_gpus(c);
+    c.served_rate = static_cast<double>(c.replicas) * b.lo;
+    c.at_target = b.lo_metrics;
+    c.headroom = 0;
+    size_from_replicas(in, c);
+  }
+
+  RankKey rank_key(bool by_price, const PlanCandidate& c, size_t index) const override {
+    const double cost = c.usd_per_hour.value_or(0);
+    const auto gpus = static_cast<double>(c.gpus);
+    return {-c.served_rate, gpus, by_price ? cost : 0, 0, index};
+  }
+
+  double objective_value(bool, const PlanCandidate& c) const override { return c.served_rate; }
+};
+
+}  // namespace
+
+const PlanGoalStrategy& plan_goal_strategy(PlanGoal goal) {
+  static const MinCostGoal min_cost;
+  static const MinGpusGoal min_gpus;
+  static const MaxRateGoal max_rate;
+  static const std::array<std::pair<PlanGoal, const PlanGoalStrategy*>, 3> table{{
+      {PlanGoal::min_cost, &min_cost},
+      {PlanGoal::min_gpus, &min_gpus},
+      {PlanGoal::max_rate, &max_rate},
+  }};
+  for (const auto& [g, strategy] : table) {
+    if (g == goal) return *strategy;
+  }
+  throw std::invalid_argument("plan: unknown goal");
+}
+
+}  // namespace streamspark::engine::planner_detail

@@ -1,6 +1,6 @@
 // Hardware spec parsing and validation.
 //
-// Schema (see README "Adding hardware"):
+// Schema (see docs/file-formats.md, "Adding hardware"):
 //   name, source                 strings, required
 //   kind                         gpu|cpu|accelerator, optional (informational)
 //   peak_flops: {fp32 (required), tf32, bf16, fp16, fp8, int8, int4, source}
@@ -41,8 +41,8 @@
 #include "engine/dtype.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
@@ -54,9 +54,9 @@ namespace {
 using engine::PeakClass;
 
 // Ranges of every number, chosen so that everything the engine derives from them is finite
-// (README "Adding hardware" lists them). The engine's counts (FLOPs, bytes, launches, tokens)
-// are 64-bit integers, below 9.3e18. With rates >= 1 per second, efficiencies >= 1e-6 and
-// per-kernel overheads <= 1 s, one operator costs at most 9.3e18 / 1e-6 + 9.3e18 s, about
+// (docs/file-formats.md, "Adding hardware", lists them). The engine's counts (FLOPs, bytes,
+// launches, tokens) are 64-bit integers, below 9.3e18. With rates >= 1 per second, efficiencies >=
+// 1e-6 and per-kernel overheads <= 1 s, one operator costs at most 9.3e18 / 1e-6 + 9.3e18 s, about
 // 1e25 s, and sums over operators, steps and requests (each count below 9.3e18) stay below
 // 1e63 s, far from the largest double (1.8e308): no time is infinite. With peaks <= 1e24
 // FLOP/s and bandwidths <= 1e21 B/s, a step that moves at least one byte takes at least 1e-21 s,
@@ -143,102 +143,95 @@ bool is_iso_date(const std::string& s) {
   return month >= 1 && month <= 12 && day >= 1 && day <= 31;
 }
 
-}  // namespace
-
-std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const SpecContext& ctx) {
-  const size_t problems_before = ctx.diagnostics->items().size();
-  MapReader r(root, "", ctx);
-  engine::Hardware hw;
-  const auto name = r.string("name", Presence::required);
-  const auto source = r.string("source", Presence::required);
-  hw.kind = r.enumeration<engine::HardwareKind>("kind", Presence::optional)
-                .value_or(engine::HardwareKind::unspecified);
-  if (auto peaks = r.map("peak_flops", Presence::required)) parse_peaks(*peaks, hw);
-
-  if (const auto levels = r.sequence("memory", Presence::required)) {
-    if (levels->empty()) r.error_at("memory", "needs at least one level (device memory)");
-    // The text of a level's key as written, for messages ("80 GB").
-    auto text_of = [&](size_t i, const char* key) { return (*levels)[i][key].Scalar(); };
-    std::vector<size_t> parsed;  // index in the file of each level in hw.memory
-    for (size_t i = 0; i < levels->size(); ++i) {
-      const std::string path = fmt::format("memory[{}]", i);
-      auto level = parse_memory_level((*levels)[i], path, ctx);
-      if (!level) continue;
-      const auto same_name =
-          std::find_if(hw.memory.begin(), hw.memory.end(),
-                       [&](const engine::MemoryLevel& m) { return m.name == level->name; });
-      if (same_name != hw.memory.end()) {
-        // Probe curves and messages name levels: a name must say which one.
-        ctx.error(location_of((*levels)[i]["name"]), path + ".name",
-                  fmt::format("duplicate level name '{}' (also memory[{}])", level->name,
-                              parsed[static_cast<size_t>(same_name - hw.memory.begin())]));
-      }
-      if (!hw.memory.empty()) {
-        const engine::MemoryLevel& before = hw.memory.back();
-        const size_t b = parsed.back();
-        if (level->capacity_bytes < before.capacity_bytes) {
-          ctx.error(location_of((*levels)[i]), path + ".capacity",
-                    fmt::format("levels go from the smallest (e.g. l2) to device memory, but "
-                                "'{}' is smaller than '{}' before it",
-                                level->name, before.name));
-        } else if (level->capacity_bytes == before.capacity_bytes) {
-          // A working set goes to the first level that holds it: the later one would never
-          // be used, and a cache as large as device memory would hold every working set.
-          ctx.error(location_of((*levels)[i]), path + ".capacity",
-                    fmt::format("'{}' ({}) is as large as '{}' before it ({}); each level must "
-                                "be strictly larger than the one before it",
-                                level->name, text_of(i, "capacity"), before.name,
-                                text_of(b, "capacity")));
-        } else if (before.bandwidth < level->bandwidth) {
-          // Data that fits a level also fits every larger level after it, so the smaller level
-          // can be no slower; otherwise a larger working set would be predicted faster.
-          ctx.error(location_of((*levels)[b]["bandwidth"]), fmt::format("memory[{}].bandwidth", b),
-                    fmt::format("'{}' at {} is slower than '{}' after it at {}; data that fits a "
-                                "level also fits the larger levels after it, so each level must be "
-                                "at least as fast as the next",
-                                before.name, text_of(b, "bandwidth"), level->name,
-                                text_of(i, "bandwidth")));
-        }
-      }
-      hw.memory.push_back(std::move(*level));
-      parsed.push_back(i);
+// The memory levels, in file order; each must be larger and no faster than the one before it.
+void parse_memory_levels(MapReader& r, const std::vector<YAML::Node>& levels,
+                         const SpecContext& ctx, std::vector<engine::MemoryLevel>& memory) {
+  if (levels.empty()) r.error_at("memory", "needs at least one level (device memory)");
+  // The text of a level's key as written, for messages ("80 GB").
+  auto text_of = [&](size_t i, const char* key) { return levels[i][key].Scalar(); };
+  std::vector<size_t> parsed;  // index in the file of each level in memory
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const std::string path = fmt::format("memory[{}]", i);
+    auto level = parse_memory_level(levels[i], path, ctx);
+    if (!level) continue;
+    const auto same_name =
+        std::find_if(memory.begin(), memory.end(),
+                     [&](const engine::MemoryLevel& m) { return m.name == level->name; });
+    if (same_name != memory.end()) {
+      // Probe curves and messages name levels: a name must say which one.
+      ctx.error(location_of(levels[i]["name"]), path + ".name",
+                fmt::format("duplicate level name '{}' (also memory[{}])", level->name,
+                            parsed[static_cast<size_t>(same_name - memory.begin())]));
     }
+    if (!memory.empty()) {
+      const engine::MemoryLevel& before = memory.back();
+      const size_t b = parsed.back();
+      if (level->capacity_bytes < before.capacity_bytes) {
+        ctx.error(location_of(levels[i]), path + ".capacity",
+                  fmt::format("levels go from the smallest (e.g. l2) to device memory, but "
+                              "'{}' is smaller than '{}' before it",
+                              level->name, before.name));
+      } else if (level->capacity_bytes == before.capacity_bytes) {
+        // A working set goes to the first level that holds it: the later one would never
+        // be used, and a cache as large as device memory would hold every working set.
+        ctx.error(
+            location_of(levels[i]), path + ".capacity",
+            fmt::format("'{}' ({}) is as large as '{}' before it ({}); each level must "
+                        "be strictly larger than the one before it",
+                        level->name, text_of(i, "capacity"), before.name, text_of(b, "capacity")));
+      } else if (before.bandwidth < level->bandwidth) {
+        // Data that fits a level also fits every larger level after it, so the smaller level
+        // can be no slower; otherwise a larger working set would be predicted faster.
+        ctx.error(location_of(levels[b]["bandwidth"]), fmt::format("memory[{}].bandwidth", b),
+                  fmt::format("'{}' at {} is slower than '{}' after it at {}; data that fits a "
+                              "level also fits the larger levels after it, so each level must be "
+                              "at least as fast as the next",
+                              before.name, text_of(b, "bandwidth"), level->name,
+                              text_of(i, "bandwidth")));
+      }
+    }
+    memory.push_back(std::move(*level));
+    parsed.push_back(i);
   }
+}
 
+// topology.intra_node or topology.inter_node, if given.
+std::optional<engine::NodeLink> parse_node_link(MapReader& topo, const char* key) {
+  auto l = topo.map(key, Presence::optional);
+  if (!l) return std::nullopt;
+  const auto link_name = l->string("name", Presence::required);
+  const auto bandwidth =
+      l->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
+  const auto latency = l->quantity("latency", Dimension::time, Presence::required, kOverhead);
+  l->string("source", Presence::optional);
+  l->finish();
+  if (!link_name || !bandwidth || !latency) return std::nullopt;
+  return engine::NodeLink{*link_name, *bandwidth, *latency};
+}
+
+// topology, and the interconnect key it replaced.
+void parse_topology(MapReader& r, engine::Hardware& hw) {
   if (r.has("interconnect")) {
-    r.error_at("interconnect",
-               "replaced by topology: {gpus_per_node, intra_node: {name, bandwidth, latency}, "
-               "inter_node: {...}} with bandwidths per GPU and direction (see README, Adding "
-               "hardware)");
+    r.error_at(
+        "interconnect",
+        "replaced by topology: {gpus_per_node, intra_node: {name, bandwidth, latency}, "
+        "inter_node: {...}} with bandwidths per GPU and direction (see docs/file-formats.md, "
+        "Adding hardware)");
     r.allow("interconnect");
   }
   if (auto topo = r.map("topology", Presence::optional)) {
     engine::Topology t;
     t.gpus_per_node = topo->integer("gpus_per_node", Presence::required, 1).value_or(1);
     topo->string("source", Presence::optional);
-    auto link = [&](const char* key) -> std::optional<engine::NodeLink> {
-      auto l = topo->map(key, Presence::optional);
-      if (!l) return std::nullopt;
-      const auto link_name = l->string("name", Presence::required);
-      const auto bandwidth =
-          l->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
-      const auto latency = l->quantity("latency", Dimension::time, Presence::required, kOverhead);
-      l->string("source", Presence::optional);
-      l->finish();
-      if (!link_name || !bandwidth || !latency) return std::nullopt;
-      return engine::NodeLink{*link_name, *bandwidth, *latency};
-    };
-    t.intra_node = link("intra_node");
-    t.inter_node = link("inter_node");
+    t.intra_node = parse_node_link(*topo, "intra_node");
+    t.inter_node = parse_node_link(*topo, "inter_node");
     topo->finish();
     hw.topology = t;
   }
+}
 
-  const auto overhead =
-      r.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
-  hw.kernel_overhead_s = overhead.value_or(0.0);
-  r.string("kernel_overhead_source", Presence::optional);
-  hw.attention_query_tile = r.integer("attention_query_tile", Presence::optional).value_or(0);
+// price_per_hour with its price_source and price_date.
+void parse_price(MapReader& r, engine::Hardware& hw) {
   hw.price_per_hour =
       r.quantity("price_per_hour", Dimension::money_per_hour, Presence::optional, kPrice);
   // A price is a quote: it needs where and when it was listed, or a plan's cost is unsourced.
@@ -262,157 +255,201 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   }
   hw.price_source = price_source.value_or("");
   hw.price_date = price_date.value_or("");
+}
 
-  if (auto ach = r.map("achievable", Presence::optional)) {
-    const auto compute =
-        ach->quantity("compute", Dimension::fraction, Presence::required, kAchievable);
-    const auto memory =
-        ach->quantity("memory", Dimension::fraction, Presence::required, kAchievable);
-    const auto kernel =
-        ach->quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
-    const auto step =
-        ach->quantity("step_overhead", Dimension::time, Presence::optional, kOverhead);
-    const auto ach_source = ach->string("source", Presence::required);
-    ach->finish();
-    if (compute && memory && ach_source) {
-      hw.achievable =
-          engine::AchievableFractions{*compute, *memory, kernel, step.value_or(0.0), *ach_source};
-    }
+std::optional<engine::AchievableFractions> parse_achievable(MapReader& ach) {
+  const auto compute =
+      ach.quantity("compute", Dimension::fraction, Presence::required, kAchievable);
+  const auto memory = ach.quantity("memory", Dimension::fraction, Presence::required, kAchievable);
+  const auto kernel =
+      ach.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
+  const auto step = ach.quantity("step_overhead", Dimension::time, Presence::optional, kOverhead);
+  const auto ach_source = ach.string("source", Presence::required);
+  ach.finish();
+  if (!compute || !memory || !ach_source) return std::nullopt;
+  return engine::AchievableFractions{*compute, *memory, kernel, step.value_or(0.0), *ach_source};
+}
+
+engine::Calibration parse_calibration(MapReader& cal) {
+  engine::Calibration c;
+  c.source = cal.string("source", Presence::required).value_or("");
+  c.step_overhead_s =
+      cal.quantity("step_overhead", Dimension::time, Presence::optional, kOverhead).value_or(0.0);
+  for (const char* kind :
+       {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
+    auto k = cal.map(kind, Presence::optional);
+    if (!k) continue;
+    const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};
+    const auto ce =
+        k->quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
+    const auto me =
+        k->quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
+    const auto oh = k->quantity("overhead", Dimension::time, Presence::required, kOverhead);
+    k->finish();
+    if (ce && me && oh) c.classes[kind] = engine::ClassCalibration{*ce, *me, *oh};
   }
-  if (auto cal = r.map("calibration", Presence::optional)) {
-    engine::Calibration c;
-    c.source = cal->string("source", Presence::required).value_or("");
-    c.step_overhead_s =
-        cal->quantity("step_overhead", Dimension::time, Presence::optional, kOverhead)
-            .value_or(0.0);
-    for (const char* kind :
-         {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
-      auto k = cal->map(kind, Presence::optional);
-      if (!k) continue;
-      const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};
-      const auto ce =
-          k->quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
-      const auto me =
-          k->quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
-      const auto oh = k->quantity("overhead", Dimension::time, Presence::required, kOverhead);
-      k->finish();
-      if (ce && me && oh) c.classes[kind] = engine::ClassCalibration{*ce, *me, *oh};
+  cal.finish();
+  return c;
+}
+
+// The rows of `key`: lists of Width numbers, each within its column's range.
+template <size_t Width>
+void read_rows(MapReader& reader, const std::string& key, const std::string& prefix,
+               const Column (&columns)[Width], std::vector<std::array<double, Width>>& into,
+               const SpecContext& ctx) {
+  const auto rows = reader.sequence(key, Presence::optional);
+  if (!rows) return;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const YAML::Node& row = (*rows)[i];
+    const std::string path = fmt::format("{}{}[{}]", prefix, key, i);
+    if (!row.IsSequence() || row.size() != Width) {
+      ctx.error(location_of(row), path, fmt::format("expected a list of {} numbers", Width));
+      continue;
     }
-    cal->finish();
-    hw.calibration = c;
-  }
-  if (auto probe = r.map("probe", Presence::optional)) {
-    engine::ProbeCurves curves;
-    auto read_rows = [&](MapReader& reader, const std::string& key, const std::string& prefix,
-                         const auto& columns, auto& into) {
-      const size_t width = std::size(columns);
-      const auto rows = reader.sequence(key, Presence::optional);
-      if (!rows) return false;
-      for (size_t i = 0; i < rows->size(); ++i) {
-        const YAML::Node& row = (*rows)[i];
-        const std::string path = fmt::format("{}{}[{}]", prefix, key, i);
-        if (!row.IsSequence() || row.size() != width) {
-          ctx.error(location_of(row), path, fmt::format("expected a list of {} numbers", width));
-          continue;
-        }
-        typename std::decay_t<decltype(into)>::value_type values{};
-        for (size_t j = 0; j < width; ++j) {
-          const auto v = row[j].IsScalar() ? parse_quantity(row[j].Scalar(), Dimension::fraction)
-                                           : std::variant<double, QuantityError>{QuantityError{}};
-          if (!std::holds_alternative<double>(v)) {
-            ctx.error(location_of(row[j]), path, "expected a number");
-            break;
-          }
-          const Column& column = columns[j];
-          values[j] = std::get<double>(v);
-          if (!(values[j] >= column.min && values[j] <= column.max)) {
-            ctx.error(location_of(row[j]), fmt::format("{}[{}]", path, j),
-                      fmt::format("{} must be {}, got {}", column.name, column.range_text,
-                                  row[j].Scalar()));
-            break;
-          }
-        }
-        into.push_back(values);
+    std::array<double, Width> values{};
+    for (size_t j = 0; j < Width; ++j) {
+      const auto v = row[j].IsScalar() ? parse_quantity(row[j].Scalar(), Dimension::fraction)
+                                       : std::variant<double, QuantityError>{QuantityError{}};
+      if (!std::holds_alternative<double>(v)) {
+        ctx.error(location_of(row[j]), path, "expected a number");
+        break;
       }
-      return true;
-    };
-    if (const auto dtype = probe->string("gemm_dtype", Presence::optional)) {
-      if (parse_enum<engine::DType>(*dtype)) {
-        curves.gemm_dtype = *dtype;
-      } else {
-        probe->error_at("gemm_dtype", "unknown format '" + *dtype + "'");
-      }
-    }
-    if (const auto anchors = probe->sequence("gemm", Presence::optional)) {
-      for (size_t i = 0; i < anchors->size(); ++i) {
-        const YAML::Node& node = (*anchors)[i];
-        const std::string path = fmt::format("probe.gemm[{}]", i);
-        if (!node.IsMap()) {
-          ctx.error(location_of(node), path, "expected a mapping with working_set and points");
-          continue;
-        }
-        MapReader a(node, path, ctx);
-        engine::GemmCurve curve;
-        const auto ws = a.quantity("working_set", Dimension::bytes, Presence::required,
-                                   Range{1.0, false, kMaxCapacityBytes, "1 B"});
-        curve.level = a.string("level", Presence::optional).value_or("");
-        const bool known =
-            std::any_of(hw.memory.begin(), hw.memory.end(),
-                        [&](const engine::MemoryLevel& m) { return m.name == curve.level; });
-        if (!curve.level.empty() && !known && !hw.memory.empty()) {
-          a.error_at("level", "not a memory level of this hardware");
-        }
-        read_rows(a, "points", path + ".", kGemmColumns, curve.points);
-        a.finish();
-        if (!ws) continue;
-        curve.working_set = *ws;
-        if (!curves.gemm.empty() && curve.working_set <= curves.gemm.back().working_set) {
-          ctx.error(location_of(node), path + ".working_set",
-                    "anchors go from the smallest working set to the largest");
-        }
-        curves.gemm.push_back(std::move(curve));
-      }
-    }
-    // Curves over working set: interpolated log-log, so their working sets ascend.
-    auto read_curve = [&](const std::string& key, const auto& columns, auto& into) {
-      read_rows(*probe, key, "probe.", columns, into);
-      for (size_t i = 1; i < into.size(); ++i) {
-        if (!(into[i][0] > into[i - 1][0])) {
-          probe->error_at(key, fmt::format("row {}: working sets must ascend (log-log "
-                                           "interpolation), got {:g} after {:g}",
-                                           i, into[i][0], into[i - 1][0]));
-          break;
-        }
-      }
-    };
-    read_curve("bandwidth", kBandwidthColumns, curves.bandwidth);
-    read_curve("attention", kAttentionColumns, curves.attention);
-    if (!curves.attention.empty() && curves.bandwidth.empty()) {
-      probe->error_at("attention",
-                      "needs probe.bandwidth (its in-cache part is read against that curve)");
-    }
-    read_rows(*probe, "rewarm", "probe.", kRewarmColumns, curves.rewarm);
-    for (size_t i = 0; i < curves.rewarm.size(); ++i) {
-      const auto& row = curves.rewarm[i];
-      const bool first_of_anchor = i == 0 || row[0] != curves.rewarm[i - 1][0];
-      std::string problem;
-      if (row[1] != std::floor(row[1])) {
-        problem = "a pass is a whole number";
-      } else if (i > 0 && row[0] < curves.rewarm[i - 1][0]) {
-        problem = "working sets must ascend";
-      } else if (first_of_anchor && row[1] != 1) {
-        problem = "an anchor's passes start at 1";
-      } else if (!first_of_anchor && row[1] != curves.rewarm[i - 1][1] + 1) {
-        problem = "an anchor's passes follow one another";
-      }
-      if (!problem.empty()) {
-        probe->error_at("rewarm", fmt::format("row {}: {}, got [{:.0f}, {:.0f}, {:g}]", i, problem,
-                                              row[0], row[1], row[2]));
+      const Column& column = columns[j];
+      values[j] = std::get<double>(v);
+      if (!(values[j] >= column.min && values[j] <= column.max)) {
+        ctx.error(
+            location_of(row[j]), fmt::format("{}[{}]", path, j),
+            fmt::format("{} must be {}, got {}", column.name, column.range_text, row[j].Scalar()));
         break;
       }
     }
-    probe->finish();
-    hw.probe = curves;
+    into.push_back(values);
+  }
+}
+
+// probe.gemm: GEMM times at working-set anchors, in ascending working set.
+void parse_gemm_anchors(MapReader& probe, const std::vector<engine::MemoryLevel>& memory,
+                        const SpecContext& ctx, std::vector<engine::GemmCurve>& gemm) {
+  const auto anchors = probe.sequence("gemm", Presence::optional);
+  if (!anchors) return;
+  for (size_t i = 0; i < anchors->size(); ++i) {
+    const YAML::Node& node = (*anchors)[i];
+    const std::string path = fmt::format("probe.gemm[{}]", i);
+    if (!node.IsMap()) {
+      ctx.error(location_of(node), path, "expected a mapping with working_set and points");
+      continue;
+    }
+    MapReader a(node, path, ctx);
+    engine::GemmCurve curve;
+    const auto ws = a.quantity("working_set", Dimension::bytes, Presence::required,
+                               Range{1.0, false, kMaxCapacityBytes, "1 B"});
+    curve.level = a.string("level", Presence::optional).value_or("");
+    const bool known = std::any_of(memory.begin(), memory.end(), [&](const engine::MemoryLevel& m) {
+      return m.name == curve.level;
+    });
+    if (!curve.level.empty() && !known && !memory.empty()) {
+      a.error_at("level", "not a memory level of this hardware");
+    }
+    read_rows(a, "points", path + ".", kGemmColumns, curve.points, ctx);
+    a.finish();
+    if (!ws) continue;
+    curve.working_set = *ws;
+    if (!gemm.empty() && curve.working_set <= gemm.back().working_set) {
+      ctx.error(location_of(node), path + ".working_set",
+                "anchors go from the smallest working set to the largest");
+    }
+    gemm.push_back(std::move(curve));
+  }
+}
+
+// Curves over working set: interpolated log-log, so their working sets ascend.
+template <size_t Width>
+void read_curve(MapReader& probe, const std::string& key, const Column (&columns)[Width],
+                std::vector<std::array<double, Width>>& into, const SpecContext& ctx) {
+  read_rows(probe, key, "probe.", columns, into, ctx);
+  for (size_t i = 1; i < into.size(); ++i) {
+    if (!(into[i][0] > into[i - 1][0])) {
+      probe.error_at(key, fmt::format("row {}: working sets must ascend (log-log "
+                                      "interpolation), got {:g} after {:g}",
+                                      i, into[i][0], into[i - 1][0]));
+      break;
+    }
+  }
+}
+
+// probe.rewarm rows: each anchor's passes 1, 2, ... in ascending working set.
+void check_rewarm(MapReader& probe, const std::vector<std::array<double, 3>>& rewarm) {
+  for (size_t i = 0; i < rewarm.size(); ++i) {
+    const auto& row = rewarm[i];
+    const bool first_of_anchor = i == 0 || row[0] != rewarm[i - 1][0];
+    std::string problem;
+    if (row[1] != std::floor(row[1])) {
+      problem = "a pass is a whole number";
+    } else if (i > 0 && row[0] < rewarm[i - 1][0]) {
+      problem = "working sets must ascend";
+    } else if (first_of_anchor && row[1] != 1) {
+      problem = "an anchor's passes start at 1";
+    } else if (!first_of_anchor && row[1] != rewarm[i - 1][1] + 1) {
+      problem = "an anchor's passes follow one another";
+    }
+    if (!problem.empty()) {
+      probe.error_at("rewarm", fmt::format("row {}: {}, got [{:.0f}, {:.0f}, {:g}]", i, problem,
+                                           row[0], row[1], row[2]));
+      break;
+    }
+  }
+}
+
+engine::ProbeCurves parse_probe(MapReader& probe, const std::vector<engine::MemoryLevel>& memory,
+                                const SpecContext& ctx) {
+  engine::ProbeCurves curves;
+  if (const auto dtype = probe.string("gemm_dtype", Presence::optional)) {
+    if (parse_enum<engine::DType>(*dtype)) {
+      curves.gemm_dtype = *dtype;
+    } else {
+      probe.error_at("gemm_dtype", "unknown format '" + *dtype + "'");
+    }
+  }
+  parse_gemm_anchors(probe, memory, ctx, curves.gemm);
+  read_curve(probe, "bandwidth", kBandwidthColumns, curves.bandwidth, ctx);
+  read_curve(probe, "attention", kAttentionColumns, curves.attention, ctx);
+  if (!curves.attention.empty() && curves.bandwidth.empty()) {
+    probe.error_at("attention",
+                   "needs probe.bandwidth (its in-cache part is read against that curve)");
+  }
+  read_rows(probe, "rewarm", "probe.", kRewarmColumns, curves.rewarm, ctx);
+  check_rewarm(probe, curves.rewarm);
+  probe.finish();
+  return curves;
+}
+
+}  // namespace
+
+std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const SpecContext& ctx) {
+  const size_t problems_before = ctx.diagnostics->items().size();
+  MapReader r(root, "", ctx);
+  engine::Hardware hw;
+  const auto name = r.string("name", Presence::required);
+  const auto source = r.string("source", Presence::required);
+  hw.kind = r.enumeration<engine::HardwareKind>("kind", Presence::optional)
+                .value_or(engine::HardwareKind::unspecified);
+  if (auto peaks = r.map("peak_flops", Presence::required)) parse_peaks(*peaks, hw);
+  if (const auto levels = r.sequence("memory", Presence::required)) {
+    parse_memory_levels(r, *levels, ctx, hw.memory);
+  }
+  parse_topology(r, hw);
+
+  const auto overhead =
+      r.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
+  hw.kernel_overhead_s = overhead.value_or(0.0);
+  r.string("kernel_overhead_source", Presence::optional);
+  hw.attention_query_tile = r.integer("attention_query_tile", Presence::optional).value_or(0);
+  parse_price(r, hw);
+
+  if (auto ach = r.map("achievable", Presence::optional)) hw.achievable = parse_achievable(*ach);
+  if (auto cal = r.map("calibration", Presence::optional)) hw.calibration = parse_calibration(*cal);
+  if (auto probe = r.map("probe", Presence::optional)) {
+    hw.probe = parse_probe(*probe, hw.memory, ctx);
   }
   if (auto provenance = r.map("provenance", Presence::optional)) {
     for (const std::string& key : provenance->undeclared_keys()) {

@@ -8,7 +8,6 @@
 namespace streamspark::spec {
 
 namespace {
-// A double-quoted YAML string.
 // A YAML double-quoted scalar. Control characters (a tab or newline in --name or the command
 // line) become spaces: the loader accepts printable text only.
 std::string quoted(const std::string& s) {
@@ -24,6 +23,86 @@ std::string quoted(const std::string& s) {
   }
   return out + "\"";
 }
+
+void write_topology(std::string& out, const engine::Topology& t) {
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "topology:\n  gpus_per_node: {}\n", t.gpus_per_node);
+  for (const auto& [key, link] :
+       {std::pair{"intra_node", &t.intra_node}, std::pair{"inter_node", &t.inter_node}}) {
+    if (!*link) continue;
+    fmt::format_to(o, "  {}: {{name: {}, bandwidth: {:.6g} B/s, latency: {:.6g} s}}\n", key,
+                   quoted((*link)->name), (*link)->bandwidth, (*link)->latency_s);
+  }
+}
+
+void write_achievable(std::string& out, const engine::AchievableFractions& a) {
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "achievable:\n  compute: {:.6g}\n  memory: {:.6g}\n", a.compute, a.memory);
+  if (a.kernel_overhead_s) fmt::format_to(o, "  kernel_overhead: {:.6g} s\n", *a.kernel_overhead_s);
+  if (a.step_overhead_s > 0) fmt::format_to(o, "  step_overhead: {:.6g} s\n", a.step_overhead_s);
+  fmt::format_to(o, "  source: {}\n", quoted(a.source));
+}
+
+void write_calibration(std::string& out, const engine::Calibration& cal) {
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "calibration:\n  source: {}\n", quoted(cal.source));
+  if (cal.step_overhead_s > 0) {
+    fmt::format_to(o, "  step_overhead: {:.6g} s\n", cal.step_overhead_s);
+  }
+  for (const auto& [kind, c] : cal.classes) {
+    fmt::format_to(o,
+                   "  {}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "
+                   "{:.6g} s}}\n",
+                   kind, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
+  }
+}
+
+// The raw probe curves, each headed by a comment naming its columns; nothing when all are empty.
+void write_probe(std::string& out, const engine::ProbeCurves& probe) {
+  if (probe.gemm.empty() && probe.bandwidth.empty() && probe.attention.empty() &&
+      probe.rewarm.empty()) {
+    return;
+  }
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "probe:\n");
+  if (!probe.gemm.empty()) {
+    fmt::format_to(o, "  gemm_dtype: {}\n", quoted(probe.gemm_dtype));
+    fmt::format_to(o,
+                   "  gemm:  # calls cycling through working_set bytes: m, n, k, seconds per "
+                   "call\n");
+  }
+  for (const auto& curve : probe.gemm) {
+    fmt::format_to(o, "    - working_set: {:.0f} B\n", curve.working_set);
+    if (!curve.level.empty()) fmt::format_to(o, "      level: {}\n", quoted(curve.level));
+    fmt::format_to(o, "      points:\n");
+    for (const auto& g : curve.points) {
+      fmt::format_to(o, "        - [{:.0f}, {:.0f}, {:.0f}, {:.6g}]\n", g[0], g[1], g[2], g[3]);
+    }
+  }
+  if (!probe.bandwidth.empty()) {
+    fmt::format_to(o, "  bandwidth:   # working-set bytes, bytes/s\n");
+  }
+  for (const auto& b : probe.bandwidth) {
+    fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", b[0], b[1]);
+  }
+  if (!probe.attention.empty()) {
+    fmt::format_to(o,
+                   "  attention:   # decode attention, KV caches cycling through working-set "
+                   "bytes: working-set bytes, cached KV bytes/s\n");
+  }
+  for (const auto& a : probe.attention) {
+    fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", a[0], a[1]);
+  }
+  if (!probe.rewarm.empty()) {
+    fmt::format_to(o,
+                   "  rewarm:   # passes over working-set bytes after an eviction: working-set "
+                   "bytes, pass, time over the settled pass's\n");
+  }
+  for (const auto& r : probe.rewarm) {
+    fmt::format_to(o, "    - [{:.0f}, {:.0f}, {:.4g}]\n", r[0], r[1], r[2]);
+  }
+}
+
 }  // namespace
 
 std::string hardware_yaml(const engine::Hardware& hw) {
@@ -52,80 +131,14 @@ std::string hardware_yaml(const engine::Hardware& hw) {
   fmt::format_to(o, "kernel_overhead: {:.6g} s\n", hw.kernel_overhead_s);
   if (hw.attention_query_tile > 0)
     fmt::format_to(o, "attention_query_tile: {}\n", hw.attention_query_tile);
-  if (hw.topology) {
-    const engine::Topology& t = *hw.topology;
-    fmt::format_to(o, "topology:\n  gpus_per_node: {}\n", t.gpus_per_node);
-    for (const auto& [key, link] :
-         {std::pair{"intra_node", &t.intra_node}, std::pair{"inter_node", &t.inter_node}}) {
-      if (!*link) continue;
-      fmt::format_to(o, "  {}: {{name: {}, bandwidth: {:.6g} B/s, latency: {:.6g} s}}\n", key,
-                     quoted((*link)->name), (*link)->bandwidth, (*link)->latency_s);
-    }
-  }
+  if (hw.topology) write_topology(out, *hw.topology);
   if (hw.price_per_hour) {
     fmt::format_to(o, "price_per_hour: {:.6g}\nprice_source: {}\nprice_date: {}\n",
                    *hw.price_per_hour, quoted(hw.price_source), quoted(hw.price_date));
   }
-  if (hw.achievable) {
-    const engine::AchievableFractions& a = *hw.achievable;
-    fmt::format_to(o, "achievable:\n  compute: {:.6g}\n  memory: {:.6g}\n", a.compute, a.memory);
-    if (a.kernel_overhead_s)
-      fmt::format_to(o, "  kernel_overhead: {:.6g} s\n", *a.kernel_overhead_s);
-    if (a.step_overhead_s > 0) fmt::format_to(o, "  step_overhead: {:.6g} s\n", a.step_overhead_s);
-    fmt::format_to(o, "  source: {}\n", quoted(a.source));
-  }
-  if (hw.calibration) {
-    fmt::format_to(o, "calibration:\n  source: {}\n", quoted(hw.calibration->source));
-    if (hw.calibration->step_overhead_s > 0) {
-      fmt::format_to(o, "  step_overhead: {:.6g} s\n", hw.calibration->step_overhead_s);
-    }
-    for (const auto& [kind, c] : hw.calibration->classes) {
-      fmt::format_to(o,
-                     "  {}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "
-                     "{:.6g} s}}\n",
-                     kind, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
-    }
-  }
-  if (hw.probe && (!hw.probe->gemm.empty() || !hw.probe->bandwidth.empty() ||
-                   !hw.probe->attention.empty() || !hw.probe->rewarm.empty())) {
-    fmt::format_to(o, "probe:\n");
-    if (!hw.probe->gemm.empty()) {
-      fmt::format_to(o, "  gemm_dtype: {}\n", quoted(hw.probe->gemm_dtype));
-      fmt::format_to(o,
-                     "  gemm:  # calls cycling through working_set bytes: m, n, k, seconds per "
-                     "call\n");
-    }
-    for (const auto& curve : hw.probe->gemm) {
-      fmt::format_to(o, "    - working_set: {:.0f} B\n", curve.working_set);
-      if (!curve.level.empty()) fmt::format_to(o, "      level: {}\n", quoted(curve.level));
-      fmt::format_to(o, "      points:\n");
-      for (const auto& g : curve.points) {
-        fmt::format_to(o, "        - [{:.0f}, {:.0f}, {:.0f}, {:.6g}]\n", g[0], g[1], g[2], g[3]);
-      }
-    }
-    if (!hw.probe->bandwidth.empty()) {
-      fmt::format_to(o, "  bandwidth:   # working-set bytes, bytes/s\n");
-    }
-    for (const auto& b : hw.probe->bandwidth) {
-      fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", b[0], b[1]);
-    }
-    if (!hw.probe->attention.empty()) {
-      fmt::format_to(o,
-                     "  attention:   # decode attention, KV caches cycling through working-set "
-                     "bytes: working-set bytes, cached KV bytes/s\n");
-    }
-    for (const auto& a : hw.probe->attention) {
-      fmt::format_to(o, "    - [{:.0f}, {:.6g}]\n", a[0], a[1]);
-    }
-    if (!hw.probe->rewarm.empty()) {
-      fmt::format_to(o,
-                     "  rewarm:   # passes over working-set bytes after an eviction: working-set "
-                     "bytes, pass, time over the settled pass's\n");
-    }
-    for (const auto& r : hw.probe->rewarm) {
-      fmt::format_to(o, "    - [{:.0f}, {:.0f}, {:.4g}]\n", r[0], r[1], r[2]);
-    }
-  }
+  if (hw.achievable) write_achievable(out, *hw.achievable);
+  if (hw.calibration) write_calibration(out, *hw.calibration);
+  if (hw.probe) write_probe(out, *hw.probe);
   return out;
 }
 

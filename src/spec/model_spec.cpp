@@ -1,6 +1,6 @@
 // Model spec parsing and validation.
 //
-// Schema (README "Adding a model" has the long form):
+// Schema (docs/file-formats.md, "Adding a model", has the long form):
 //   name, source                      strings, required
 //   family                            string, optional (informational)
 //   derive_from                       a model name in this folder or a path: start from that
@@ -57,128 +57,167 @@ struct Sections {
   bool ok = true;
 };
 
+// The keys of an attention section, as read (each absent or invalid one empty).
+struct AttentionKeys {
+  std::optional<AttentionKind> kind;
+  std::optional<int64_t> n_heads;
+  std::optional<int64_t> n_kv_heads;
+  std::optional<int64_t> head_dim;
+  std::optional<bool> qkv_bias;
+  std::optional<bool> qk_norm;
+  std::optional<int64_t> window;
+  std::optional<int64_t> kv_share;
+  std::optional<bool> use_rope;
+  std::optional<int64_t> q_lora;
+  std::optional<int64_t> kv_lora;
+  std::optional<int64_t> nope;
+  std::optional<int64_t> rope;
+  std::optional<int64_t> v_dim;
+};
+
+AttentionKeys read_attention_keys(MapReader& r) {
+  AttentionKeys k;
+  k.kind = r.enumeration<AttentionKind>("kind", Presence::required);
+  k.n_heads = r.integer("n_heads", Presence::required);
+  k.n_kv_heads = r.integer("n_kv_heads", Presence::optional);
+  k.head_dim = r.integer("head_dim", Presence::optional);
+  k.qkv_bias = r.boolean("qkv_bias", Presence::optional);
+  k.qk_norm = r.boolean("qk_norm", Presence::optional);
+  k.window = r.integer("window", Presence::optional);
+  k.kv_share = r.integer("kv_share", Presence::optional);
+  k.use_rope = r.boolean("rope", Presence::optional);
+  k.q_lora = r.integer("q_lora_rank", Presence::optional);
+  k.kv_lora = r.integer("kv_lora_rank", Presence::optional);
+  k.nope = r.integer("qk_nope_head_dim", Presence::optional);
+  k.rope = r.integer("qk_rope_head_dim", Presence::optional);
+  k.v_dim = r.integer("v_head_dim", Presence::optional);
+  r.finish();
+  return k;
+}
+
+// Kind mla: the latent's dimensions, and none of the per-head KV keys. False on a problem.
+bool parse_mla_form(MapReader& r, const AttentionKeys& k, engine::Attention& a) {
+  bool ok = true;
+  for (const char* unused :
+       {"n_kv_heads", "head_dim", "window", "kv_share", "qkv_bias", "qk_norm"}) {
+    if (r.has(unused)) {
+      r.error_at(unused, "not used by kind mla (its K and V come from the shared latent)");
+      ok = false;
+    }
+  }
+  const std::pair<const char*, const char*> needed[] = {
+      {"kv_lora_rank", "the latent dimension d_c the cache stores"},
+      {"qk_nope_head_dim", "the per-head query/key dimension d_h"},
+      {"qk_rope_head_dim", "the decoupled RoPE key dimension d_h^R"},
+      {"v_head_dim", "the per-head value dimension"}};
+  for (const auto& [key, what] : needed) {
+    if (!r.has(key)) {
+      r.error_at(key, fmt::format("missing required key: kind mla needs {}", what));
+    }
+  }
+  if (!k.kv_lora || !k.nope || !k.rope || !k.v_dim) return false;
+  a.mla = engine::Mla{k.q_lora.value_or(0), *k.kv_lora, *k.nope, *k.rope, *k.v_dim};
+  a.n_kv_heads = 0;
+  a.head_dim = *k.nope + *k.rope;
+  return ok;
+}
+
+// head_dim, given or derived from d_model. False on a problem.
+bool set_head_dim(MapReader& r, std::optional<int64_t> head_dim, std::optional<int64_t> d_model,
+                  engine::Attention& a) {
+  if (head_dim) {
+    a.head_dim = *head_dim;
+  } else if (d_model) {
+    // Without head_dim the usual convention H = D / N applies; it must divide evenly.
+    if (*d_model % a.n_heads != 0) {
+      r.error_at("head_dim",
+                 fmt::format("missing, and d_model {} is not divisible by n_heads {} to derive "
+                             "it; give head_dim",
+                             *d_model, a.n_heads));
+      return false;
+    }
+    a.head_dim = *d_model / a.n_heads;
+  }
+  return true;
+}
+
+// Kinds mha, gqa and mqa: KV heads that fit the kind, the head dimension, and none of mla's
+// keys. False on a problem.
+bool parse_head_form(MapReader& r, const AttentionKeys& k, std::optional<int64_t> d_model,
+                     engine::Attention& a) {
+  bool ok = true;
+  for (const char* unused :
+       {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
+    if (r.has(unused)) {
+      r.error_at(unused, fmt::format("only used by kind mla, not {}", enum_name(*k.kind)));
+      ok = false;
+    }
+  }
+  if (*k.kind == AttentionKind::mha) {
+    a.n_kv_heads = k.n_kv_heads.value_or(*k.n_heads);
+    if (a.n_kv_heads != a.n_heads) {
+      r.error_at("n_kv_heads",
+                 fmt::format("kind mha has one KV head per query head, so n_kv_heads must equal "
+                             "n_heads ({}), got {}; use kind gqa",
+                             a.n_heads, a.n_kv_heads));
+      ok = false;
+    }
+  } else if (*k.kind == AttentionKind::mqa) {
+    a.n_kv_heads = k.n_kv_heads.value_or(1);
+    if (a.n_kv_heads != 1) {
+      r.error_at("n_kv_heads",
+                 fmt::format("kind mqa shares one KV head, so n_kv_heads must be 1, got {}; "
+                             "use kind gqa",
+                             a.n_kv_heads));
+      ok = false;
+    }
+  } else {
+    if (!k.n_kv_heads) {
+      // Present but invalid has already been reported.
+      if (!r.has("n_kv_heads")) {
+        r.error_at("n_kv_heads", "missing required key (kind gqa needs n_kv_heads)");
+      }
+      return false;
+    }
+    a.n_kv_heads = *k.n_kv_heads;
+    if (a.n_kv_heads > a.n_heads) {
+      r.error_at("n_kv_heads",
+                 fmt::format("n_kv_heads {} exceeds n_heads {}", a.n_kv_heads, a.n_heads));
+      ok = false;
+    } else if (a.n_heads % a.n_kv_heads != 0) {
+      r.error_at("n_kv_heads", fmt::format("n_heads {} is not a multiple of n_kv_heads {}",
+                                           a.n_heads, a.n_kv_heads));
+      ok = false;
+    }
+  }
+  return set_head_dim(r, k.head_dim, d_model, a) && ok;
+}
+
 void parse_attention(MapReader& r, std::optional<int64_t> d_model,
                      std::optional<int64_t> max_context, Sections& out) {
-  const auto kind = r.enumeration<AttentionKind>("kind", Presence::required);
-  const auto n_heads = r.integer("n_heads", Presence::required);
-  const auto n_kv_heads = r.integer("n_kv_heads", Presence::optional);
-  const auto head_dim = r.integer("head_dim", Presence::optional);
-  const auto qkv_bias = r.boolean("qkv_bias", Presence::optional);
-  const auto qk_norm = r.boolean("qk_norm", Presence::optional);
-  const auto window = r.integer("window", Presence::optional);
-  const auto kv_share = r.integer("kv_share", Presence::optional);
-  const auto use_rope = r.boolean("rope", Presence::optional);
-  const auto q_lora = r.integer("q_lora_rank", Presence::optional);
-  const auto kv_lora = r.integer("kv_lora_rank", Presence::optional);
-  const auto nope = r.integer("qk_nope_head_dim", Presence::optional);
-  const auto rope = r.integer("qk_rope_head_dim", Presence::optional);
-  const auto v_dim = r.integer("v_head_dim", Presence::optional);
-  r.finish();
-  if (!kind || !n_heads) {
+  const AttentionKeys k = read_attention_keys(r);
+  if (!k.kind || !k.n_heads) {
     out.ok = false;
     return;
   }
   engine::Attention a;
-  a.n_heads = *n_heads;
-  a.qkv_bias = qkv_bias.value_or(false);
-  a.qk_norm = qk_norm.value_or(false);
-  a.window = window.value_or(0);
-  a.kv_share = kv_share.value_or(1);
-  a.rope = use_rope.value_or(true);
+  a.n_heads = *k.n_heads;
+  a.qkv_bias = k.qkv_bias.value_or(false);
+  a.qk_norm = k.qk_norm.value_or(false);
+  a.window = k.window.value_or(0);
+  a.kv_share = k.kv_share.value_or(1);
+  a.rope = k.use_rope.value_or(true);
   bool ok = true;
-  if (window && max_context && *window > *max_context) {
+  if (k.window && max_context && *k.window > *max_context) {
     r.error_at("window", fmt::format("window {} is larger than max_context {}; a window that "
                                      "long is full attention",
-                                     *window, *max_context));
+                                     *k.window, *max_context));
     ok = false;
   }
-  a.kind = *kind;
-  if (*kind == AttentionKind::mla) {
-    for (const char* unused :
-         {"n_kv_heads", "head_dim", "window", "kv_share", "qkv_bias", "qk_norm"}) {
-      if (r.has(unused)) {
-        r.error_at(unused, "not used by kind mla (its K and V come from the shared latent)");
-        ok = false;
-      }
-    }
-    const std::pair<const char*, const char*> needed[] = {
-        {"kv_lora_rank", "the latent dimension d_c the cache stores"},
-        {"qk_nope_head_dim", "the per-head query/key dimension d_h"},
-        {"qk_rope_head_dim", "the decoupled RoPE key dimension d_h^R"},
-        {"v_head_dim", "the per-head value dimension"}};
-    for (const auto& [key, what] : needed) {
-      if (!r.has(key)) {
-        r.error_at(key, fmt::format("missing required key: kind mla needs {}", what));
-      }
-    }
-    if (!kv_lora || !nope || !rope || !v_dim) {
-      out.ok = false;
-      return;
-    }
-    a.mla = engine::Mla{q_lora.value_or(0), *kv_lora, *nope, *rope, *v_dim};
-    a.n_kv_heads = 0;
-    a.head_dim = *nope + *rope;
-  } else {
-    for (const char* unused :
-         {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
-      if (r.has(unused)) {
-        r.error_at(unused, fmt::format("only used by kind mla, not {}", enum_name(*kind)));
-        ok = false;
-      }
-    }
-    if (*kind == AttentionKind::mha) {
-      a.n_kv_heads = n_kv_heads.value_or(*n_heads);
-      if (a.n_kv_heads != a.n_heads) {
-        r.error_at("n_kv_heads",
-                   fmt::format("kind mha has one KV head per query head, so n_kv_heads must equal "
-                               "n_heads ({}), got {}; use kind gqa",
-                               a.n_heads, a.n_kv_heads));
-        ok = false;
-      }
-    } else if (*kind == AttentionKind::mqa) {
-      a.n_kv_heads = n_kv_heads.value_or(1);
-      if (a.n_kv_heads != 1) {
-        r.error_at("n_kv_heads",
-                   fmt::format("kind mqa shares one KV head, so n_kv_heads must be 1, got {}; "
-                               "use kind gqa",
-                               a.n_kv_heads));
-        ok = false;
-      }
-    } else {
-      if (!n_kv_heads) {
-        // Present but invalid has already been reported.
-        if (!r.has("n_kv_heads")) {
-          r.error_at("n_kv_heads", "missing required key (kind gqa needs n_kv_heads)");
-        }
-        out.ok = false;
-        return;
-      }
-      a.n_kv_heads = *n_kv_heads;
-      if (a.n_kv_heads > a.n_heads) {
-        r.error_at("n_kv_heads",
-                   fmt::format("n_kv_heads {} exceeds n_heads {}", a.n_kv_heads, a.n_heads));
-        ok = false;
-      } else if (a.n_heads % a.n_kv_heads != 0) {
-        r.error_at("n_kv_heads", fmt::format("n_heads {} is not a multiple of n_kv_heads {}",
-                                             a.n_heads, a.n_kv_heads));
-        ok = false;
-      }
-    }
-    if (head_dim) {
-      a.head_dim = *head_dim;
-    } else if (d_model) {
-      // Without head_dim the usual convention H = D / N applies; it must divide evenly.
-      if (*d_model % a.n_heads != 0) {
-        r.error_at("head_dim",
-                   fmt::format("missing, and d_model {} is not divisible by n_heads {} to derive "
-                               "it; give head_dim",
-                               *d_model, a.n_heads));
-        ok = false;
-      } else {
-        a.head_dim = *d_model / a.n_heads;
-      }
-    }
-  }
+  a.kind = *k.kind;
+  const bool form_ok =
+      *k.kind == AttentionKind::mla ? parse_mla_form(r, k, a) : parse_head_form(r, k, d_model, a);
+  ok = form_ok && ok;
   if (ok) out.attention = a;
   out.ok = out.ok && ok;
 }
@@ -421,7 +460,6 @@ bool parse_layers(const std::vector<YAML::Node>& items, const Sections& s, const
   return ok;
 }
 
-// Deep merge for derive_from: keys of `over` replace those of `base`; mappings merge.
 // Deep merge for derive_from: keys of `over` replace those of `base`, mappings merge key by
 // key, and a null value (`key: ~`) removes the base's key.
 YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
@@ -555,6 +593,125 @@ std::optional<engine::Model> parse_model_at(const YAML::Node& input, const SpecC
   }
 }
 
+// The model's top-level scalar keys, as read (each absent or invalid one empty).
+struct TopLevelKeys {
+  std::optional<std::string> name;
+  std::optional<std::string> source;
+  std::optional<int64_t> vocab;
+  std::optional<int64_t> d_model;
+  std::optional<int64_t> n_layers;
+  std::optional<int64_t> max_context;
+  std::optional<NormKind> norm;
+  std::optional<bool> tied;
+  std::optional<bool> sandwich;
+};
+
+TopLevelKeys read_top_level_keys(MapReader& r) {
+  TopLevelKeys k;
+  k.name = r.string("name", Presence::required);
+  k.source = r.string("source", Presence::required);
+  r.string("family", Presence::optional);
+  r.allow("derive_from");
+  k.vocab = r.integer("vocab_size", Presence::required);
+  k.d_model = r.integer("d_model", Presence::required);
+  k.n_layers = r.integer("n_layers", Presence::optional);
+  k.max_context = r.integer("max_context", Presence::required);
+  k.norm = r.enumeration<NormKind>("norm", Presence::optional);
+  k.tied = r.boolean("tied_embeddings", Presence::optional);
+  k.sandwich = r.boolean("sandwich_norms", Presence::optional);
+  return k;
+}
+
+// The mixer and feed-forward sections into `s`; returns the attention section's reader (its
+// keys are named again by the layer checks).
+std::optional<MapReader> parse_sections(MapReader& r, const TopLevelKeys& top, Sections& s) {
+  auto attention = r.map("attention", Presence::optional);
+  if (attention) parse_attention(*attention, top.d_model, top.max_context, s);
+  if (auto mlp = r.map("mlp", Presence::optional)) parse_mlp(*mlp, s);
+  if (auto moe = r.map("moe", Presence::optional)) parse_moe(*moe, s);
+  if (auto mamba = r.map("mamba", Presence::optional)) parse_mamba(*mamba, top.d_model, s);
+  if (auto linear = r.map("linear_attention", Presence::optional)) parse_linear(*linear, s);
+  return attention;
+}
+
+std::optional<engine::Diffusion> parse_diffusion(MapReader& d) {
+  const auto block = d.integer("block_length", Presence::required);
+  const auto steps = d.integer("steps", Presence::required);
+  d.allow("cache_prefix");
+  const auto cache_prefix = d.boolean("cache_prefix", Presence::optional);
+  d.finish();
+  if (!block || !steps) return std::nullopt;
+  return engine::Diffusion{*block, *steps, cache_prefix.value_or(false)};
+}
+
+// The layer groups: from the `layers` pattern or, without one, n_layers of the single mixer and
+// feed-forward. False on a problem (reported).
+bool count_layers(const MapReader& r, const std::optional<std::vector<YAML::Node>>& layers,
+                  const Sections& s, std::optional<int64_t> n_layers, const SpecContext& ctx,
+                  size_t problems_before, std::vector<std::pair<LayerToken, int64_t>>& counts) {
+  if (layers) {
+    if (!parse_layers(*layers, s, ctx, counts) ||
+        ctx.diagnostics->items().size() != problems_before) {
+      return false;
+    }
+    if (counts.empty()) {
+      r.error_at("layers", "needs at least one layer");
+      return false;
+    }
+    return true;
+  }
+  const int mixers = (s.attention ? 1 : 0) + (s.mamba ? 1 : 0) + (s.linear ? 1 : 0);
+  if (mixers == 0) {
+    ctx.error(r.location(), "attention",
+              "missing: a model needs an attention, mamba or linear_attention section");
+    return false;
+  }
+  if (mixers > 1 || (s.mlp && s.moe)) {
+    ctx.error(r.location(), "layers",
+              "missing: with several mixer or feed-forward sections, give the layer pattern");
+    return false;
+  }
+  if (!n_layers) {
+    ctx.error(r.location(), "n_layers", "missing required key");
+    return false;
+  }
+  const std::string mixer = s.attention ? (s.attention->window > 0 ? "local" : "attention")
+                            : s.mamba   ? "mamba"
+                                        : "linear";
+  auto t = parse_token(mixer, s, ctx, r.location(), "layers");
+  if (!t) return false;
+  counts.emplace_back(*t, *n_layers);
+  return true;
+}
+
+// One engine::LayerKind per layer group, with the sections it uses. False on a problem.
+bool add_layer_kinds(const std::vector<std::pair<LayerToken, int64_t>>& counts, const Sections& s,
+                     bool sandwich_norms, const std::optional<MapReader>& attention,
+                     engine::Model& m) {
+  for (const auto& [t, n] : counts) {
+    engine::LayerKind k;
+    k.label = t.label;
+    k.count = n;
+    k.mixer = t.mixer;
+    k.local = t.local;
+    k.ffn = t.ffn;
+    k.sandwich_norms = sandwich_norms;
+    if (s.attention) k.attention = *s.attention;
+    if (!t.local) k.attention.window = 0;
+    if (s.mamba) k.mamba = *s.mamba;
+    if (s.linear) k.linear = *s.linear;
+    if (s.mlp) k.mlp = *s.mlp;
+    if (s.moe) k.moe = *s.moe;
+    if (k.mixer == MixerKind::attention && n % k.attention.kv_share != 0) {
+      attention->error_at("kv_share", fmt::format("kv_share {} does not divide the {} {} layers",
+                                                  k.attention.kv_share, n, t.label));
+      return false;
+    }
+    m.layers.push_back(std::move(k));
+  }
+  return true;
+}
+
 std::optional<engine::Model> parse_model_body(const YAML::Node& input, const SpecContext& ctx,
                                               const std::string& path,
                                               const std::vector<std::string>& chain) {
@@ -567,114 +724,47 @@ std::optional<engine::Model> parse_model_body(const YAML::Node& input, const Spe
   }
   MapReader r(root, "", ctx);
   engine::Model m;
-  const auto name = r.string("name", Presence::required);
-  const auto source = r.string("source", Presence::required);
-  r.string("family", Presence::optional);
-  r.allow("derive_from");
-  const auto vocab = r.integer("vocab_size", Presence::required);
-  const auto d_model = r.integer("d_model", Presence::required);
-  const auto n_layers = r.integer("n_layers", Presence::optional);
-  const auto max_context = r.integer("max_context", Presence::required);
-  const auto norm = r.enumeration<NormKind>("norm", Presence::optional);
-  const auto tied = r.boolean("tied_embeddings", Presence::optional);
-  const auto sandwich = r.boolean("sandwich_norms", Presence::optional);
+  const TopLevelKeys top = read_top_level_keys(r);
 
   Sections s;
-  auto attention = r.map("attention", Presence::optional);
-  if (attention) parse_attention(*attention, d_model, max_context, s);
-  if (auto mlp = r.map("mlp", Presence::optional)) parse_mlp(*mlp, s);
-  if (auto moe = r.map("moe", Presence::optional)) parse_moe(*moe, s);
-  if (auto mamba = r.map("mamba", Presence::optional)) parse_mamba(*mamba, d_model, s);
-  if (auto linear = r.map("linear_attention", Presence::optional)) parse_linear(*linear, s);
+  const auto attention = parse_sections(r, top, s);
   std::optional<engine::Diffusion> diffusion;
-  if (auto d = r.map("diffusion", Presence::optional)) {
-    const auto block = d->integer("block_length", Presence::required);
-    const auto steps = d->integer("steps", Presence::required);
-    d->allow("cache_prefix");
-    const auto cache_prefix = d->boolean("cache_prefix", Presence::optional);
-    d->finish();
-    if (block && steps) diffusion = engine::Diffusion{*block, *steps, cache_prefix.value_or(false)};
-  }
+  if (auto d = r.map("diffusion", Presence::optional)) diffusion = parse_diffusion(*d);
   const auto layers = r.sequence("layers", Presence::optional);
   r.finish();
   if (!s.ok || ctx.diagnostics->items().size() != problems_before) return std::nullopt;
-  if (!name || !source || !vocab || !d_model || !max_context) return std::nullopt;
+  if (!top.name || !top.source || !top.vocab || !top.d_model || !top.max_context) {
+    return std::nullopt;
+  }
 
   // ---- the layer stack ----
   std::vector<std::pair<LayerToken, int64_t>> counts;
-  if (layers) {
-    if (!parse_layers(*layers, s, ctx, counts) ||
-        ctx.diagnostics->items().size() != problems_before) {
-      return std::nullopt;
-    }
-    if (counts.empty()) {
-      r.error_at("layers", "needs at least one layer");
-      return std::nullopt;
-    }
-  } else {
-    const int mixers = (s.attention ? 1 : 0) + (s.mamba ? 1 : 0) + (s.linear ? 1 : 0);
-    if (mixers == 0) {
-      ctx.error(r.location(), "attention",
-                "missing: a model needs an attention, mamba or linear_attention section");
-      return std::nullopt;
-    }
-    if (mixers > 1 || (s.mlp && s.moe)) {
-      ctx.error(r.location(), "layers",
-                "missing: with several mixer or feed-forward sections, give the layer pattern");
-      return std::nullopt;
-    }
-    if (!n_layers) {
-      ctx.error(r.location(), "n_layers", "missing required key");
-      return std::nullopt;
-    }
-    const std::string mixer = s.attention ? (s.attention->window > 0 ? "local" : "attention")
-                              : s.mamba   ? "mamba"
-                                          : "linear";
-    auto t = parse_token(mixer, s, ctx, r.location(), "layers");
-    if (!t) return std::nullopt;
-    counts.emplace_back(*t, *n_layers);
+  if (!count_layers(r, layers, s, top.n_layers, ctx, problems_before, counts)) {
+    return std::nullopt;
   }
   int64_t total_layers = 0;
   for (const auto& [t, n] : counts) total_layers = engine::checked_add(total_layers, n);
-  if (n_layers && *n_layers != total_layers) {
+  if (top.n_layers && *top.n_layers != total_layers) {
     r.error_at("layers", fmt::format("the pattern has {} layers but n_layers is {}", total_layers,
-                                     *n_layers));
+                                     *top.n_layers));
     return std::nullopt;
   }
-  for (const auto& [t, n] : counts) {
-    engine::LayerKind k;
-    k.label = t.label;
-    k.count = n;
-    k.mixer = t.mixer;
-    k.local = t.local;
-    k.ffn = t.ffn;
-    k.sandwich_norms = sandwich.value_or(false);
-    if (s.attention) k.attention = *s.attention;
-    if (!t.local) k.attention.window = 0;
-    if (s.mamba) k.mamba = *s.mamba;
-    if (s.linear) k.linear = *s.linear;
-    if (s.mlp) k.mlp = *s.mlp;
-    if (s.moe) k.moe = *s.moe;
-    if (k.mixer == MixerKind::attention && n % k.attention.kv_share != 0) {
-      attention->error_at("kv_share", fmt::format("kv_share {} does not divide the {} {} layers",
-                                                  k.attention.kv_share, n, t.label));
-      return std::nullopt;
-    }
-    m.layers.push_back(std::move(k));
+  if (!add_layer_kinds(counts, s, top.sandwich.value_or(false), attention, m)) {
+    return std::nullopt;
   }
-  if (diffusion && diffusion->block_length > *max_context) {
+  if (diffusion && diffusion->block_length > *top.max_context) {
     r.error_at("diffusion", fmt::format("block_length {} is larger than max_context {}",
-                                        diffusion->block_length, *max_context));
+                                        diffusion->block_length, *top.max_context));
     return std::nullopt;
   }
 
-  m.name = *name;
-  m.source = *source;
-  m.vocab_size = *vocab;
-  m.d_model = *d_model;
-  m.max_context = *max_context;
-  m.norm = norm.value_or(NormKind::rmsnorm);
-  m.tied_embeddings = tied.value_or(false);
+  m.name = *top.name;
+  m.source = *top.source;
+  m.vocab_size = *top.vocab;
+  m.d_model = *top.d_model;
+  m.max_context = *top.max_context;
+  m.norm = top.norm.value_or(NormKind::rmsnorm);
+  m.tied_embeddings = top.tied.value_or(false);
   m.diffusion = diffusion;
 
   // Sizes whose products overflow 64 bits are rejected here (OverflowError, caught by

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "cli/speculative_syntax.hpp"
 #include "runtime/backend_registry.hpp"
 
@@ -32,26 +34,23 @@ std::optional<engine::DType> optional_dtype(const std::string& text, const std::
 }
 
 void bind_format_overrides(OptionBinder& b, app::FormatRequest& f) {
-  b.custom<std::optional<engine::DType>>(
-      "--weights", f.weights, "", optional_dtype,
-      "layer weight matrices only (e.g. int4, int3 for weight-only quantization)");
-  b.custom<std::optional<engine::DType>>(
-      "--attention-weights", f.attention_weights, "", optional_dtype,
-      "attention projections (q, k, v, o) in this format instead of --weights (Llama 3.1's FP8 "
-      "checkpoints: --dtype fp8 --attention-weights bf16)");
-  b.custom<std::optional<engine::DType>>(
-      "--activations", f.activations, "", optional_dtype,
-      "activations; matrix multiplies run at this format's peak");
-  b.custom<std::optional<engine::DType>>(
-      "--activation-storage", f.activation_storage, "", optional_dtype,
-      "the format activations are kept in between kernels, when not --activations (W8A8 FP8 "
-      "stacks: --dtype fp8 --activation-storage bf16)");
-  b.custom<std::optional<engine::DType>>(
-      "--embedding-dtype", f.embedding, "", optional_dtype,
-      "embedding table and lm head (default: the activations' stored format)");
-  b.custom<std::optional<engine::DType>>(
-      "--kv-dtype", f.kv_cache, "", optional_dtype,
-      "KV cache and recurrent state (default: the activations' stored format)");
+  const std::tuple<const char*, std::optional<engine::DType>*, const char*> overrides[] = {
+      {"--weights", &f.weights,
+       "layer weight matrices only (e.g. int4, int3 for weight-only quantization)"},
+      {"--attention-weights", &f.attention_weights,
+       "attention projections (q, k, v, o) in this format instead of --weights (Llama 3.1's FP8 "
+       "checkpoints: --dtype fp8 --attention-weights bf16)"},
+      {"--activations", &f.activations, "activations; matrix multiplies run at this format's peak"},
+      {"--activation-storage", &f.activation_storage,
+       "the format activations are kept in between kernels, when not --activations (W8A8 FP8 "
+       "stacks: --dtype fp8 --activation-storage bf16)"},
+      {"--embedding-dtype", &f.embedding,
+       "embedding table and lm head (default: the activations' stored format)"},
+      {"--kv-dtype", &f.kv_cache,
+       "KV cache and recurrent state (default: the activations' stored format)"}};
+  for (const auto& [names, field, help] : overrides) {
+    b.custom<std::optional<engine::DType>>(names, *field, "", optional_dtype, help);
+  }
   b.integer("--group-size", f.group_size, 0,
             "weight quantization group: one scale per this many input channels (0: none)");
   b.flag("--zero-points", f.zero_points, "asymmetric groups: a zero point per group too");

@@ -36,7 +36,8 @@ std::string run_table(const app::RunResult& r) {
       t.add_row({std::string(engine::op_name(id)), format_time(s),
                  d && steps > 0 ? format_time(*d / steps) : std::string("-")});
     }
-    text += "\n" + t.render();
+    text += "\n";
+    text += t.render();
   }
   return text;
 }

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "runtime/probe.hpp"
 
 namespace streamspark::runtime {

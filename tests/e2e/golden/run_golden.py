@@ -5,11 +5,12 @@ its exit code, stdout, stderr and the files it writes with expected/<name>.txt, 
   run_golden.py --binary B --source S [--update] [--only NAME,...] [--jobs N]
 
 Each command runs under bash in a scratch folder of its own (its working directory), with the
-catalog from the source tree (STREAMSPARK_DATA) and $BIN, $SRC and $DATA (tests/data) set. In
-what is compared, the binary's path reads $BIN, the source tree's $SRC and the scratch folder's
-$TMP; the day's date (YYYY-MM-DD, as provenance lines write it) reads $DATE. --update rewrites
-the expected files instead of comparing. Exit 0 when every command matches, 1 otherwise (each difference
-printed as a unified diff)."""
+catalog from the source tree (STREAMSPARK_DATA), $BIN set, and $SRC and $DATA (tests/data)
+relative paths to the source tree, the same length wherever it is checked out. In what is
+compared, the binary's path reads $BIN, the source tree's $SRC and the scratch folder's $TMP;
+the day's date (YYYY-MM-DD, as provenance lines write it) reads $DATE. --update rewrites the
+expected files instead of comparing. Exit 0 when every command matches, 1 otherwise (each
+difference printed as a unified diff)."""
 
 import argparse
 import concurrent.futures
@@ -41,23 +42,29 @@ def read_commands(path):
 
 def record(name, args, binary, source):
     """The command's outcome as one text: exit code, stdout, stderr, each file it wrote."""
-    scratch = Path(tempfile.mkdtemp(prefix=f"golden-{name}-"))
+    # The command runs in root/work with root/src a link to the source tree, and $SRC and
+    # $DATA relative paths: the paths it prints (and the widths of table columns holding them)
+    # are the same wherever the tree is checked out.
+    root = Path(tempfile.mkdtemp(prefix=f"golden-{name}-"))
+    os.symlink(source, root / "src")
+    scratch = root / "work"
+    scratch.mkdir()
     try:
-        env = dict(os.environ, STREAMSPARK_DATA=source, BIN=binary, SRC=source,
-                   DATA=str(Path(source) / "tests" / "data"), LC_ALL="C")
+        env = dict(os.environ, STREAMSPARK_DATA=source, BIN=binary, SRC="../src",
+                   DATA="../src/tests/data", LC_ALL="C")
         env.pop("COLUMNS", None)
         proc = subprocess.run(["bash", "-c", f'"$BIN" {args}'], cwd=scratch, env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
         parts = [f"$ streamspark {args}", f"exit: {proc.returncode}",
                  "--- stdout", proc.stdout.decode("utf-8", "replace"),
                  "--- stderr", proc.stderr.decode("utf-8", "replace")]
-        for f in sorted(p for p in scratch.rglob("*") if p.is_file()):
+        for f in sorted(p for p in scratch.rglob("*") if p.is_file() and not p.is_symlink()):
             parts += [f"--- file {f.relative_to(scratch)}", f.read_text("utf-8", "replace")]
         text = "\n".join(parts)
         text = text.replace(str(scratch), "$TMP").replace(binary, "$BIN").replace(source, "$SRC")
         return text.replace(datetime.date.today().isoformat(), "$DATE")
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main():

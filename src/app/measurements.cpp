@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <ctime>
 #include <set>
 #include <stdexcept>
@@ -167,25 +169,139 @@ std::vector<engine::MeasuredRun> resolve_measurements(
   return out;
 }
 
-MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Context& context) {
-  MeasuredValidation v;
-  v.file = r.file;
-  v.method = std::string(enum_name(r.method));
-  v.runs = resolve_measurements(spec::load_measurements(r.file), context.catalog,
-                                load_hardware_files(context.catalog, r.hardware));
-  for (const engine::MeasuredRun& run : v.runs) {
-    v.comparisons.push_back(engine::compare(run, predict_row(run, r.method)));
+std::optional<double> MetricTolerances::for_metric(const std::string& metric) const {
+  for (const auto& [name, percent] : per_metric) {
+    if (name == metric) return percent;
   }
-  v.summary = engine::summarize_metrics(v.comparisons);
-  if (r.tolerance_percent) {
+  return all_percent;
+}
+
+namespace {
+
+// The checks of the gate: each metric's median, or each row's metrics, against its tolerance.
+std::vector<GateCheck> gate_checks(const MeasuredValidation& v) {
+  std::vector<GateCheck> out;
+  if (v.tolerances.empty()) return out;
+  if (v.mode == GateMode::median) {
     for (const engine::MetricSummary& s : v.summary) {
-      if (s.metric != "all" && s.median_abs_error * 100 > *r.tolerance_percent) {
-        v.failure = fmt::format("validate: {} median |error| {:.1f}% above the {}% tolerance",
-                                s.metric, 100 * s.median_abs_error, *r.tolerance_percent);
+      const auto tolerance = v.tolerances.for_metric(s.metric);
+      if (s.metric == "all" || !tolerance) continue;
+      out.push_back(
+          {s.metric, fmt::format("median of {}", s.count), s.median_abs_error, *tolerance});
+    }
+    return out;
+  }
+  for (const auto& run : v.comparisons) {
+    for (const engine::MetricComparison& c : run) {
+      const auto tolerance = v.tolerances.for_metric(c.metric);
+      if (tolerance) out.push_back({c.metric, c.where, std::abs(c.error()), *tolerance});
+    }
+  }
+  return out;
+}
+
+std::string failure_text(const std::vector<GateCheck>& checks) {
+  const auto failed = static_cast<int64_t>(
+      std::count_if(checks.begin(), checks.end(), [](const GateCheck& c) { return !c.passed(); }));
+  for (const GateCheck& c : checks) {
+    if (c.passed()) continue;
+    const std::string what = c.where.starts_with("median of")
+                                 ? fmt::format("{} median |error|", c.metric)
+                                 : fmt::format("{} {} |error|", c.where, c.metric);
+    return fmt::format(
+        "validate: {} {:.1f}% above the {}% tolerance{}", what, 100 * c.abs_error,
+        c.tolerance_percent,
+        failed > 1 ? fmt::format(" ({} of {} checks failed)", failed, checks.size()) : "");
+  }
+  return "";
+}
+
+// The catalog model whose source names the benchmark's model id (a Hugging Face id such as
+// meta-llama/Meta-Llama-3-8B) as a whole word: the only one, or a UsageError asking for --model.
+std::string catalog_model_for_id(const spec::Catalog& catalog, const std::string& id,
+                                 const std::string& file) {
+  if (id.empty()) {
+    throw UsageError(fmt::format("--model: {} does not name its model; give --model", file));
+  }
+  std::vector<std::string> matches;
+  const auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+  };
+  for (const std::string& path : catalog.list(spec::SpecKind::model)) {
+    engine::Model m;
+    try {
+      m = catalog.model(path);
+    } catch (const std::exception&) {
+      continue;  // a broken catalog file is check's to report
+    }
+    for (size_t at = m.source.find(id); at != std::string::npos; at = m.source.find(id, at + 1)) {
+      const size_t end = at + id.size();
+      if ((at == 0 || !word(m.source[at - 1])) &&
+          (end == m.source.size() || !word(m.source[end]))) {
+        matches.push_back(m.name);
         break;
       }
     }
   }
+  if (matches.size() == 1) return matches.front();
+  std::string names;
+  for (const std::string& n : matches) names += (names.empty() ? "" : ", ") + n;
+  throw UsageError(fmt::format(
+      "--model: {}'s model_id '{}' names {} in the catalog{}; give --model", file, id,
+      matches.empty() ? "no model" : "several models", matches.empty() ? "" : " (" + names + ")"));
+}
+
+// A benchmark result's rows, the model from --model or from the file's model id.
+std::vector<spec::MeasurementRow> benchmark_rows(const std::string& path, const std::string& text,
+                                                 spec::BenchmarkFormat format,
+                                                 spec::MeasurementRow defaults,
+                                                 const Context& context) {
+  std::vector<spec::MeasurementRow> rows =
+      spec::import_benchmark_text(path, text, format, defaults);
+  for (spec::MeasurementRow& row : rows) {
+    if (row.model.empty()) row.model = catalog_model_for_id(context.catalog, row.model_id, path);
+  }
+  return rows;
+}
+
+}  // namespace
+
+MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Context& context) {
+  MeasuredValidation v;
+  v.file = r.file == "-" ? "stdin" : r.file;
+  v.method = std::string(enum_name(r.method));
+  const std::string text = spec::read_measurement_text(r.file);
+  const spec::MeasurementFileKind kind = spec::measurement_file_kind(r.file, text);
+  std::vector<spec::MeasurementRow> rows;
+  if (kind == spec::MeasurementFileKind::vllm_result ||
+      kind == spec::MeasurementFileKind::sglang_result) {
+    if (r.hardware.empty()) {
+      throw UsageError("--hardware: a benchmark result does not say what it ran on; give -H");
+    }
+    spec::MeasurementRow defaults;
+    defaults.model = r.model;
+    defaults.hardware = context.catalog.hardware(r.hardware.front()).name;
+    const bool vllm = kind == spec::MeasurementFileKind::vllm_result;
+    v.imported = vllm ? "vLLM result" : "SGLang result";
+    rows = benchmark_rows(v.file, text,
+                          vllm ? spec::BenchmarkFormat::vllm : spec::BenchmarkFormat::sglang,
+                          defaults, context);
+  } else {
+    if (!r.model.empty()) {
+      throw UsageError("--measured: the file names each run's model; drop --model");
+    }
+    rows = spec::load_measurement_text(v.file, text, kind);
+  }
+  v.runs =
+      resolve_measurements(rows, context.catalog, load_hardware_files(context.catalog, r.hardware));
+  for (const engine::MeasuredRun& run : v.runs) {
+    v.comparisons.push_back(engine::compare(run, predict_row(run, r.method)));
+  }
+  v.summary = engine::summarize_metrics(v.comparisons);
+  v.tolerances = r.tolerances;
+  v.mode = r.mode;
+  v.checks = gate_checks(v);
+  v.failure = failure_text(v.checks);
   return v;
 }
 
@@ -220,6 +336,16 @@ FitReport fit(const FitRequest& r, const Context& context) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (rep.fit.free_parameters == 0) {
+    // A file "fitted" to nothing would be the defaults under a fitted provenance.
+    std::string why;
+    for (size_t i = 0; i < rep.fit.fixed.size(); ++i) {
+      why += fmt::format("{}{}: {}", i ? "; " : "", rep.fit.fixed[i], rep.fit.fixed_why[i]);
+    }
+    throw UsageError(fmt::format(
+        "fit: the {} metrics of {} determine none of the parameters ({}); nothing written",
+        rep.fit.metrics, r.file, why));
+  }
   rep.by_model = engine::leave_one_out(used, engine::GroupBy::model, rep.defaults);
   if (hardware_names.size() > 1) {
     rep.by_hardware = engine::leave_one_out(runs, engine::GroupBy::hardware, rep.defaults);
@@ -231,7 +357,9 @@ FitReport fit(const FitRequest& r, const Context& context) {
 
 std::vector<spec::MeasurementRow> import_benchmark(const ImportBenchmarkRequest& r,
                                                    const Context& context) {
-  std::vector<spec::MeasurementRow> rows = spec::import_benchmark(r.file, r.from, r.defaults);
+  const std::string text = spec::read_measurement_text(r.file);
+  std::vector<spec::MeasurementRow> rows =
+      benchmark_rows(r.file == "-" ? "stdin" : r.file, text, r.from, r.defaults, context);
   // The rows must be predictable: the model, hardware and layout resolve.
   (void)resolve_measurements(rows, context.catalog, {});
   return rows;

@@ -21,21 +21,56 @@ std::vector<engine::MeasuredRun> resolve_measurements(
     const std::vector<spec::MeasurementRow>& rows, const spec::Catalog& catalog,
     const std::vector<engine::Hardware>& hardware_files);
 
+// The metrics a measured run compares (engine::compare), in report order.
+inline constexpr const char* kMeasuredMetrics[] = {"ttft", "tpot", "e2e", "output_tok_s"};
+
+// validate's --tolerance: one percentage for every metric ("15"), or per metric
+// ("ttft=20%,tpot=10%"; metrics left out are not gated).
+struct MetricTolerances {
+  std::optional<double> all_percent;
+  std::vector<std::pair<std::string, double>> per_metric;  // in the order given
+  bool empty() const { return !all_percent && per_metric.empty(); }
+  std::optional<double> for_metric(const std::string& metric) const;
+};
+
+// How the tolerances are applied: to each metric's median |error| over the rows, or to every
+// row's metric on its own (a CI gate that no single run may break).
+#define STREAMSPARK_GATE_MODES(X) X(median, "median") X(per_row, "per-row")
+STREAMSPARK_ENUM(GateMode, STREAMSPARK_GATE_MODES)
+
 struct MeasuredValidateRequest {
-  std::string file;                   // .csv or .jsonl
+  std::string file;  // .csv or .jsonl; vLLM's .json or SGLang's .jsonl result; "-": stdin
   std::vector<std::string> hardware;  // files replacing the catalog entries of their names
+  // A benchmark result's model (default: the catalog model its model_id names) and hardware
+  // (the first of `hardware`, required for a result).
+  std::string model;
   engine::Method method = engine::Method::calibrated;
-  std::optional<double> tolerance_percent;  // a metric's median |error| above it fails
+  MetricTolerances tolerances;
+  GateMode mode = GateMode::median;
+};
+
+// One comparison the gate made: a metric's median over the rows (where: "median of N") or one
+// row's metric (where: its file:line).
+struct GateCheck {
+  std::string metric;
+  std::string where;
+  double abs_error = 0;
+  double tolerance_percent = 0;
+  bool passed() const { return abs_error * 100 <= tolerance_percent; }
 };
 
 struct MeasuredValidation {
   std::string method;
   std::string file;
+  std::string imported;  // for a benchmark result: "vLLM result" / "SGLang result"; else empty
   std::vector<engine::MeasuredRun> runs;
   std::vector<std::vector<engine::MetricComparison>> comparisons;  // by run
   std::vector<engine::MetricSummary> summary;                      // by metric, then "all"
-  // The first metric (not "all") whose median |error| exceeds the tolerance: "validate: ttft
-  // median |error| 21.6% above the 15% tolerance"; empty when none does or none was set.
+  MetricTolerances tolerances;
+  GateMode mode = GateMode::median;
+  std::vector<GateCheck> checks;  // empty without tolerances
+  // "validate: ttft median |error| 21.6% above the 15% tolerance" for the first failed check
+  // (and how many more failed); empty when none failed or none was set.
   std::string failure;
 };
 

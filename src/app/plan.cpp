@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 
@@ -71,6 +72,9 @@ void plan_workload(const PlanRequest& r, engine::PlanInputs& in, PlanOutcome& ou
       throw UsageError(fmt::format("--trace {}: {}", w.trace, e.what()));
     }
     in.target_rate = rate_given > 0 ? rate_given : native;
+    if (r.goal != engine::PlanGoal::max_rate) {
+      check_request_rate(in.target_rate, rate_given > 0 ? "--rate" : "--trace " + w.trace);
+    }
     out.workload = fmt::format(
         "{} requests from {} (its rate {:.4g}/s), arrivals rescaled to each simulated rate",
         requests.size(), w.trace, native);
@@ -79,6 +83,8 @@ void plan_workload(const PlanRequest& r, engine::PlanInputs& in, PlanOutcome& ou
     if (r.goal != engine::PlanGoal::max_rate && !(g.rate > 0)) {
       throw UsageError("--rate: plan needs the target rate in requests/s (> 0)");
     }
+    check_request_count(w, g.requests, "--requests");
+    check_request_rate(g.rate, "--rate");
     in.target_rate = g.rate;
     g.rate = 1;  // arrivals at a mean of one per second; each simulation rescales them
     in.unit_requests = engine::generate_requests(g);
@@ -96,6 +102,25 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   if (r.goal != engine::PlanGoal::max_rate && r.fleet_gpus > 0) {
     throw UsageError("--gpus: the fleet of --maximize rate; see --max-gpus");
   }
+  if (r.rate_tolerance < kMinRateTolerance) {
+    throw UsageError(
+        fmt::format("--rate-tolerance: at least {:g} (finer than the simulation "
+                    "resolves), got {:g}",
+                    kMinRateTolerance, r.rate_tolerance));
+  }
+  double configurations = 1;  // a double: eight lists of up to 1e7 values each
+  for (size_t n : {r.models.size(), std::max<size_t>(r.hardware.size(), 1), r.dtypes.size(),
+                   r.grid.tp.size(), r.grid.pp.size(), r.grid.expert_parallel.size(),
+                   r.grid.max_batch.size(), r.grid.chunked_prefill.size()}) {
+    configurations *= static_cast<double>(n);
+  }
+  if (configurations > static_cast<double>(r.max_configurations)) {
+    throw UsageError(fmt::format(
+        "--max-configurations: the grid spans {:.0f} configurations (models x hardware x formats x "
+        "--tp x --pp x --ep x --max-batch x --chunked-prefill), more than {}; narrow the lists "
+        "or raise the limit with --max-configurations N",
+        configurations, r.max_configurations));
+  }
   engine::PlanInputs in;
   in.method = r.method;
   in.goal = r.goal;
@@ -104,6 +129,7 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   in.max_gpus_per_node = r.max_gpus_per_node;
   in.top = r.top;
   in.rate_tolerance = r.rate_tolerance;
+  in.min_headroom = r.min_headroom;
   in.prune = r.prune;
   in.memory_fraction = r.memory_fraction;
   in.objectives = r.objectives;
@@ -162,15 +188,14 @@ void require_finite_plan(const engine::PlanInputs& in, const engine::PlanResult&
 
 }  // namespace
 
-PlanOutcome plan(const PlanRequest& r, const Context& context,
-                 const std::function<void(int64_t, int64_t)>& progress) {
-  const int threads = resolve_threads(r.threads);
-  PlanOutcome out;
-  out.inputs = plan_inputs(r, context, out);
+namespace {
+
+engine::PlanResult search(const engine::PlanInputs& in, int threads,
+                          const std::function<void(int64_t, int64_t)>& progress) {
   std::mutex progress_mutex;
   try {
-    out.result = engine::plan(
-        out.inputs,
+    return engine::plan(
+        in,
         [threads](size_t count, const std::function<void(size_t)>& task) {
           run_in_parallel(count, threads, task);
         },
@@ -181,6 +206,50 @@ PlanOutcome plan(const PlanRequest& r, const Context& context,
         });
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
+  }
+}
+
+// How demanding a sample's answer is, larger for more: its best deployment's cost, GPUs or
+// (maximizing the rate) the negated rate; a sample that found nothing is the most demanding.
+double demand(const engine::PlanInputs& in, const engine::PlanResult& res) {
+  if (res.ranking.empty()) return std::numeric_limits<double>::infinity();
+  const engine::PlanCandidate& c = res.candidates[res.ranking.front()];
+  if (in.goal == engine::PlanGoal::max_rate) return -c.served_rate;
+  if (in.goal == engine::PlanGoal::min_cost && res.ranked_by_price) {
+    return c.usd_per_hour.value_or(0);
+  }
+  return static_cast<double>(c.gpus);
+}
+
+}  // namespace
+
+PlanOutcome plan(const PlanRequest& r, const Context& context,
+                 const std::function<void(int64_t, int64_t)>& progress) {
+  const int threads = resolve_threads(r.threads);
+  PlanOutcome out;
+  if (r.seeds.empty()) {
+    out.inputs = plan_inputs(r, context, out);
+    out.result = search(out.inputs, threads, progress);
+  } else {
+    if (!r.workload.trace.empty()) throw UsageError("--seeds: a trace is one sample; drop --trace");
+    double most = -std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < r.seeds.size(); ++k) {
+      PlanRequest one = r;
+      one.workload.generated.seed = r.seeds[k];
+      PlanOutcome sample;
+      sample.inputs = plan_inputs(one, context, sample);
+      sample.result = search(sample.inputs, threads, progress);
+      require_finite_plan(sample.inputs, sample.result);
+      const double d = demand(sample.inputs, sample.result);
+      if (k == 0 || d > most) {
+        most = d;
+        out.shown_sample = k;
+        out.inputs = sample.inputs;
+        out.workload = sample.workload;
+      }
+      out.samples.push_back({r.seeds[k], std::move(sample.result)});
+    }
+    out.result = out.samples[out.shown_sample].result;
   }
   require_finite_plan(out.inputs, out.result);
   out.target = out.inputs.goal == engine::PlanGoal::max_rate

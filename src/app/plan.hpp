@@ -24,6 +24,13 @@ struct NamedFormat {
   engine::DType dtype = engine::DType::bf16;
 };
 
+// Each configuration is analysed and most are simulated at a dozen rates: 20,000 of them take
+// minutes. A grid beyond it is more often a typo ("--max-batch 1..100000") than a question.
+inline constexpr int64_t kDefaultMaxConfigurations = 20'000;
+// The bisection's stopping ratio: below 1e-4 the capacity is finer than the simulation's own
+// noise, and the number of simulations grows as log(1 / tolerance).
+inline constexpr double kMinRateTolerance = 1e-4;
+
 struct PlanRequest {
   std::vector<std::string> models;
   std::vector<std::string> hardware;  // empty: every GPU in the catalog
@@ -42,9 +49,23 @@ struct PlanRequest {
   // USD per GPU-hour replacing the hardware files' prices, by hardware name, in order given.
   std::vector<std::pair<std::string, double>> prices;
   int64_t top = 10;
-  double rate_tolerance = 0.02;
+  double rate_tolerance = 0.02;  // at least kMinRateTolerance
+  double min_headroom = 0;       // a fraction: 0.2 keeps 20% spare capacity
+  // The grid's configurations (models x hardware x formats x tp x pp x ep x max batch x
+  // chunked prefill) above this are refused before any is simulated (--max-configurations).
+  int64_t max_configurations = kDefaultMaxConfigurations;
   bool prune = true;
   int64_t threads = 0;  // 0: all cores
+  // Workload samples: the plan searched once per seed (a generated workload's), the most
+  // demanding sample's plan shown with every sample's answer and the spread of its capacity.
+  // Empty: one sample, workload.generated.seed.
+  std::vector<uint64_t> seeds;
+};
+
+// One workload sample's plan (PlanRequest::seeds).
+struct PlanSample {
+  uint64_t seed = 0;
+  engine::PlanResult result;
 };
 
 // A plan and what it was asked (the reports' input).
@@ -54,6 +75,11 @@ struct PlanOutcome {
   std::string workload;  // one line: the requests each simulation replays
   std::string target;    // one line: "30 requests/s" or "the highest rate on a fleet of 16 GPUs"
   std::string command_line;  // as typed (the HTML report shows it)
+  // With several seeds: every sample's plan, and which one `result` is (the sample whose best
+  // deployment costs most, needs most GPUs or, maximizing the rate, serves least; one that
+  // found nothing first).
+  std::vector<PlanSample> samples;
+  size_t shown_sample = 0;
   bool found() const { return !result.ranking.empty(); }
 };
 

@@ -18,13 +18,30 @@ std::string describe_workload(const engine::WorkloadSpec& w, const std::string& 
                      w.seed);
 }
 
+void check_request_count(const WorkloadRequest& w, int64_t count, const std::string& what) {
+  if (count <= w.max_requests) return;
+  throw UsageError(fmt::format(
+      "{}: {} requests is more than the {} one simulation replays (raise the limit with "
+      "--max-requests N)",
+      what, count, w.max_requests));
+}
+
+void check_request_rate(double rate, const std::string& what) {
+  if (rate == 0 || (rate >= kMinRequestRate && rate <= kMaxRequestRate)) return;
+  throw UsageError(fmt::format("{}: {:.4g} requests/s is outside [{:g}, {:g}] requests/s", what,
+                               rate, kMinRequestRate, kMaxRequestRate));
+}
+
 std::vector<engine::Request> workload_requests(const WorkloadRequest& w, std::string* description) {
   if (!w.trace.empty()) {
     auto requests = spec::load_request_trace(w.trace);
+    check_request_count(w, static_cast<int64_t>(requests.size()), "--trace " + w.trace);
     *description = fmt::format("{} requests from {}", requests.size(), w.trace);
     return requests;
   }
   const engine::WorkloadSpec& g = w.generated;
+  check_request_count(w, g.requests, "--requests");
+  check_request_rate(g.rate, "--rate");
   *description = describe_workload(
       g, g.rate > 0 ? fmt::format("{} arrivals at {}/s", enum_name(g.arrivals), g.rate)
                     : "all at t=0");

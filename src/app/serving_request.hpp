@@ -12,10 +12,30 @@
 
 namespace streamspark::app {
 
+// Request rates the serving commands accept (requests/s; 0, all at once, where a command
+// allows it). Below one request per 1,000 s a simulated run of even a few hundred requests
+// spans days of idle time that no latency percentile sees; above a million per second no
+// deployment this catalog can describe keeps up (a replica serves at most thousands), and a
+// plan would print replica counts and prices past any budget. Refused, naming --rate.
+inline constexpr double kMinRequestRate = 1e-3;
+inline constexpr double kMaxRequestRate = 1e6;
+
+// The most requests one simulation replays unless the user raises it (--max-requests): the
+// simulator's work and memory grow with them (plan replays them once per rate it tries, for
+// every configuration), and 200,000 requests give percentiles to far better than a percent.
+inline constexpr int64_t kDefaultMaxRequests = 200'000;
+
 struct WorkloadRequest {
   std::string trace;               // .csv or .jsonl; replaces the generated workload
   engine::WorkloadSpec generated;  // requests, rate, arrivals, lengths, shared prefix, seed
+  int64_t max_requests = kDefaultMaxRequests;  // generated or trace requests above it: refused
 };
+
+// UsageError when `count` requests (from `what`: "--requests" or the trace's path) exceed
+// w.max_requests, naming --max-requests.
+void check_request_count(const WorkloadRequest& w, int64_t count, const std::string& what);
+// UsageError naming --rate when a rate > 0 lies outside [kMinRequestRate, kMaxRequestRate].
+void check_request_rate(double rate, const std::string& what);
 
 struct SchedulerRequest {
   engine::BatchingPolicy policy = engine::BatchingPolicy::continuous;

@@ -23,6 +23,10 @@ struct AnalyzeCli {
 
 int run_analyze(AnalyzeCli& s, const app::Context& context) {
   s.b.resolve();
+  if (!s.plot.empty()) {
+    require_extension("--plot", s.plot, {".svg"}, "an SVG chart");
+    check_distinct_outputs({{"--output", s.out.path}, {"--plot", s.plot}});
+  }
   if (s.r.speculative && s.out.format == report::Format::csv) {
     throw UsageError("--speculative: use --format table or json");
   }

@@ -32,16 +32,21 @@ Command add_fit_command(CLI::App& root, const app::Context& context) {
   b.text("--output,-o", s->r.output, "hardware YAML to write with the fit (atomically)");
   bind_format(b, s->report.format, FormatChoice::without_csv(), "report: table or json");
   b.text("--report", s->report.path, "report file (written atomically); - for stdout");
-  return Command{app, [s, &context] {
-                   s->b.resolve();
-                   const app::FitReport rep = app::fit(s->r, context);
-                   if (!rep.output.empty())
-                     write_output(rep.output, spec::hardware_yaml(rep.fitted));
-                   write_output(s->report.path, s->report.format == report::Format::json
-                                                    ? report::fit_json(rep).dump(2) + "\n"
-                                                    : report::fit_table(rep));
-                   return kExitOk;
-                 }};
+  return Command{
+      app, [s, &context] {
+        s->b.resolve();
+        std::vector<std::pair<std::string, std::string>> outputs{{"--report", s->report.path}};
+        if (!s->r.output.empty()) outputs.emplace_back("--output", s->r.output);
+        check_distinct_outputs(outputs);
+        const app::FitReport rep = app::fit(s->r, context);
+        std::vector<std::pair<std::string, std::string>> files;
+        if (!rep.output.empty()) files.emplace_back(rep.output, spec::hardware_yaml(rep.fitted));
+        files.emplace_back(s->report.path, s->report.format == report::Format::json
+                                               ? report::fit_json(rep).dump(2) + "\n"
+                                               : report::fit_table(rep));
+        write_outputs(files);
+        return kExitOk;
+      }};
 }
 
 }  // namespace streamspark::cli

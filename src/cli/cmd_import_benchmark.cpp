@@ -28,7 +28,8 @@ Command add_import_benchmark_command(CLI::App& root, const app::Context& context
       ->required()
       ->default_str("");
   b.text("file", s->r.file, "the benchmark's result file")->required();
-  b.text("--model,-m", d.model, "the model served (catalog name)")->required();
+  b.text("--model,-m", d.model,
+         "the model served (catalog name; default: the catalog model the result's model_id names)");
   b.text("--hardware,-H", d.hardware, "the GPU it ran on (catalog name)")->required();
   const auto format = [&b](const char* names, std::string& field, const char* help) {
     b.custom<std::string>(

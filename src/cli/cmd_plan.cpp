@@ -30,6 +30,16 @@ std::string render(const app::PlanOutcome& p, report::Format format) {
 int run_plan(PlanCli& s, const app::Context& context) {
   s.b.resolve();
   resolve_goal(s);
+  std::vector<std::pair<std::string, std::string>> outputs{{"--output", s.out.path}};
+  if (!s.plot.empty()) {
+    require_extension("--plot", s.plot, {".svg"}, "an SVG chart");
+    outputs.emplace_back("--plot", s.plot);
+  }
+  if (!s.report.empty()) {
+    require_extension("--report", s.report, {".html", ".htm"}, "an HTML report");
+    outputs.emplace_back("--report", s.report);
+  }
+  check_distinct_outputs(outputs);
   const bool show_progress = !s.quiet && ::isatty(STDERR_FILENO);
   const app::PlanOutcome p = app::plan(s.r, context, [&](int64_t done, int64_t total) {
     if (show_progress)

@@ -25,6 +25,9 @@ struct ServeBenchCli {
 
 int run_serve_bench(ServeBenchCli& s, const app::Context& context) {
   s.b.resolve();
+  if (!s.requests_csv.empty()) {
+    check_distinct_outputs({{"--output", s.out.path}, {"--requests-csv", s.requests_csv}});
+  }
   const app::ServeBenchOutcome o = app::serve_bench(s.r, context);
   std::vector<std::pair<std::string, std::string>> files;
   if (!s.requests_csv.empty()) {

@@ -41,19 +41,23 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   bind_speculative(b, s->r.speculative, SpeculativeUse::cost_model,
                    "speculative decoding: draft=MODEL|self:layers=N,k=K,acceptance=A[:A2..] or "
                    "heads=medusa|eagle|mtp,k=K,acceptance=A1:A2:.. (see analyze)");
-  return Command{app, [s, &context] {
-                   s->b.resolve();
-                   const app::ServeSimResult r = app::serve_sim(s->r, context);
-                   std::vector<std::pair<std::string, std::string>> files;
-                   if (!s->requests_csv.empty()) {
-                     files.emplace_back(s->requests_csv, report::requests_csv(r.outcomes));
-                   }
-                   files.emplace_back(s->out.path, s->out.format == report::Format::json
-                                                       ? report::serving_json(r.run).dump(2) + "\n"
-                                                       : report::serving_table(r.run));
-                   write_outputs(files);
-                   return kExitOk;
-                 }};
+  return Command{
+      app, [s, &context] {
+        s->b.resolve();
+        if (!s->requests_csv.empty()) {
+          check_distinct_outputs({{"--output", s->out.path}, {"--requests-csv", s->requests_csv}});
+        }
+        const app::ServeSimResult r = app::serve_sim(s->r, context);
+        std::vector<std::pair<std::string, std::string>> files;
+        if (!s->requests_csv.empty()) {
+          files.emplace_back(s->requests_csv, report::requests_csv(r.outcomes));
+        }
+        files.emplace_back(s->out.path, s->out.format == report::Format::json
+                                            ? report::serving_json(r.run).dump(2) + "\n"
+                                            : report::serving_table(r.run));
+        write_outputs(files);
+        return kExitOk;
+      }};
 }
 
 }  // namespace streamspark::cli

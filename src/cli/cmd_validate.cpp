@@ -18,11 +18,13 @@ namespace {
 
 // The report on --output, the JSON with --json too; the warnings and the failure on stderr.
 int finish(const ValidateCli& s, const std::string& text, const nlohmann::json& json,
-           const std::vector<std::string>& warnings, const std::string& failure) {
+           const std::vector<std::string>& warnings, const std::string& failure,
+           const std::string& junit = "") {
   std::vector<std::pair<std::string, std::string>> files{
       {s.out.path, s.out.format == report::Format::json ? json.dump(2) + "\n" : text}};
   if (!s.json_output.empty()) files.emplace_back(s.json_output, json.dump(2) + "\n");
-  for (const auto& f : files) write_output(f.first, f.second);
+  if (!s.junit.empty()) files.emplace_back(s.junit, junit);
+  write_outputs(files);
   for (const std::string& w : warnings) fmt::print(stderr, "warning: {}\n", w);
   if (failure.empty()) return kExitOk;
   fmt::print(stderr, "{}\n", failure);
@@ -32,10 +34,17 @@ int finish(const ValidateCli& s, const std::string& text, const nlohmann::json& 
 int run_validate(ValidateCli& s, const app::Context& context) {
   s.b.resolve();
   check_form(s);
+  std::vector<std::pair<std::string, std::string>> outputs{{"--output", s.out.path}};
+  if (!s.json_output.empty()) outputs.emplace_back("--json", s.json_output);
+  if (!s.junit.empty()) {
+    require_extension("--junit", s.junit, {".xml"}, "JUnit XML");
+    outputs.emplace_back("--junit", s.junit);
+  }
+  check_distinct_outputs(outputs);
   if (!s.measured.empty()) {
     const app::MeasuredValidation v = app::validate_measured(measured_request(s), context);
     return finish(s, report::measured_validation_table(v), report::measured_validation_json(v), {},
-                  v.failure);
+                  v.failure, report::measured_validation_junit(v));
   }
   if (s.speculative) {
     const app::SpeculativeValidateResult v =

@@ -3,6 +3,9 @@
 // 4 validation tolerance exceeded, 5 no plan meets the objectives).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstring>
 
 #include <cstdio>
 #include <filesystem>
@@ -64,12 +67,25 @@ int report_failure() {
   return kExitBadInput;
 }
 
+// An argument as a POSIX shell reads it back: as is when it holds only characters no shell
+// treats specially, else in single quotes (a quote inside as '\''), so that the command a
+// report or provenance shows can be pasted ("--slo-ttft-p90 '1 s'").
+std::string shell_quoted(const std::string& arg) {
+  const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_-.,/:=+@%", c);
+  });
+  if (plain) return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace streamspark::cli;
   std::string command_line = "streamspark";
-  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  for (int i = 1; i < argc; ++i) command_line += " " + shell_quoted(argv[i]);
   const streamspark::app::Context context{
       streamspark::spec::Catalog(streamspark::spec::data_roots(executable_path(argv[0]))),
       command_line, [](const std::string& line) { fmt::print(stderr, "warning: {}\n", line); }};

@@ -60,7 +60,24 @@ CLI::Option* OptionBinder::repeatable(const std::string& names, Reader read,
   return bindings_.back().option;
 }
 
+void OptionBinder::conflicts(const std::string& option, const std::vector<std::string>& others,
+                             const std::string& reason) {
+  for (const std::string& n : others) (void)app_->get_option(n);  // throws when undeclared
+  (void)app_->get_option(option);
+  conflicts_.push_back({option, others, reason});
+}
+
+bool OptionBinder::given(const std::string& name) const {
+  return app_->get_option(name)->count() > 0;
+}
+
 void OptionBinder::resolve() const {
+  for (const Conflict& c : conflicts_) {
+    if (!given(c.option)) continue;
+    for (const std::string& other : c.others) {
+      if (given(other)) throw UsageError(fmt::format("{} and {}: {}", c.option, other, c.reason));
+    }
+  }
   for (const Binding& b : bindings_) {
     if (b.option->count() == 0) continue;
     if (b.texts) {

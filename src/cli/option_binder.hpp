@@ -107,6 +107,14 @@ class OptionBinder {
                           std::function<void(const std::string&, const std::string&)> read,
                           const std::string& help);
 
+  // Options that mean nothing beside `option` (declared already, by name): given together,
+  // resolve() refuses them, "--trace and --requests: <reason>".
+  void conflicts(const std::string& option, const std::vector<std::string>& others,
+                 const std::string& reason);
+
+  // Whether an option (by name, declared) was given on the command line.
+  bool given(const std::string& name) const;
+
   // Converts every given option into its field; throws UsageError.
   void resolve() const;
 
@@ -122,8 +130,14 @@ class OptionBinder {
     std::string name;                                 // the first long name, for errors
     Reader read;
   };
+  struct Conflict {
+    std::string option;
+    std::vector<std::string> others;
+    std::string reason;
+  };
   CLI::App* app_;
   std::vector<Binding> bindings_;
+  std::vector<Conflict> conflicts_;
 };
 
 }  // namespace streamspark::cli

@@ -261,7 +261,14 @@ engine::LengthDistribution parse_length_distribution(const std::string& text,
     d.kind = engine::LengthKind::lognormal;
     d.a = parse_real(parts[1], option, 1);
     d.b = parse_real(parts[2], option, 0);
-    if (parts.size() == 4) d.max = parse_int(parts[3], option, 1);
+    if (parts.size() == 4) {
+      d.max = parse_int(parts[3], option, 1);
+      // A cap below the median would clamp most lengths to it: not the distribution asked for.
+      if (static_cast<double>(d.max) < d.a) {
+        throw UsageError(
+            fmt::format("{}: lognormal MAX {} is below the median {}", option, d.max, parts[1]));
+      }
+    }
   } else {
     throw UsageError(option +
                      ": expected N, fixed:N, uniform:A:B or lognormal:MEDIAN:SIGMA[:MAX], got '" +
@@ -310,6 +317,12 @@ void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& 
       "fraction of requests that start with a common prefix");
   b.integer("--prefix-tokens", g.prefix_tokens, 0, "length of the common prefix");
   b.seed("--seed", g.seed, "workload seed");
+  b.integer("--max-requests", w.max_requests, 1,
+            "the most requests one simulation replays (generated or from --trace)");
+  b.conflicts("--trace",
+              {"--requests", "--arrivals", "--prompt-len", "--output-len",
+               "--shared-prefix-fraction", "--prefix-tokens", "--seed"},
+              "the trace gives the requests, their arrivals and lengths");
 }
 
 void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {

@@ -7,12 +7,17 @@
 
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cli/value_list.hpp"
 
 namespace streamspark::cli {
 
@@ -209,7 +214,51 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
+namespace {
+
+// What an output path names: "-" for standard output, else the absolute path with links
+// resolved as far as they exist.
+std::string output_identity(const std::string& path) {
+  if (path.empty() || path == "-") return "-";
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? path : p.string();
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (output_identity(outputs[i].second) != output_identity(outputs[j].second)) continue;
+      const std::string& path = outputs[i].second;
+      throw UsageError(fmt::format(
+          "{} and {}: both write {}; give each its own file", outputs[j].first, outputs[i].first,
+          path.empty() || path == "-" ? std::string("standard output") : "'" + path + "'"));
+    }
+  }
+}
+
+void require_extension(const std::string& option, const std::string& path,
+                       std::initializer_list<std::string_view> extensions, const char* format) {
+  if (path.empty() || path == "-") return;
+  const std::string name = lower(path);
+  for (std::string_view e : extensions) {
+    if (name.ends_with(e)) return;
+  }
+  throw UsageError(fmt::format("{}: '{}' would hold {}; name it with {}", option, path, format,
+                               *extensions.begin()));
+}
+
 void write_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (const auto& [path, text] : files) outputs.emplace_back("output", path);
+  check_distinct_outputs(outputs);
   std::vector<std::unique_ptr<OutputFile>> open;
   for (const auto& [path, text] : files) {
     open.push_back(std::make_unique<OutputFile>(path));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,8 +35,20 @@ class OutputFile {
   int slot_ = -1;  // in the table of live temporary files the signal handler removes
 };
 
+// The output options' (option name, path) pairs of one command, checked before anything is
+// computed: two that name the same file (after resolving "." and "..", links and relative
+// paths), or standard output ("-" or "") twice, are refused naming both options. Empty paths of
+// options that write nothing unless given are left out by the caller.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+
+// A file that holds one format is named for it: "--plot: 'p.png' would hold SVG; name it
+// p.svg". `extensions` lower case with their dot (".svg"); "-" (standard output) is allowed.
+void require_extension(const std::string& option, const std::string& path,
+                       std::initializer_list<std::string_view> extensions, const char* format);
+
 // Writes each (path, text) to its temporary file, then renames them into place in the order
-// given: a failure while writing replaces none of them.
+// given: a failure while writing replaces none of them. Two entries naming the same file are
+// refused (check_distinct_outputs says which options) before any is opened.
 void write_outputs(const std::vector<std::pair<std::string, std::string>>& files);
 inline void write_output(const std::string& path, const std::string& text) {
   write_outputs({{path, text}});

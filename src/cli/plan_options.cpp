@@ -31,28 +31,20 @@ std::string switch_text(const std::vector<bool>& values) {
   return fmt::format("{}", fmt::join(names, ","));
 }
 
-std::vector<int64_t> parse_unique_ints(const std::string& text, const std::string& option) {
-  std::vector<int64_t> out;
-  for (int64_t v : parse_int_list(text, option)) {
-    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  }
-  return out;
-}
-
 void bind_grid(OptionBinder& b, app::PlanRequest& r) {
   engine::PlanGrid& g = r.grid;
   for (auto [names, field, help] :
        {std::tuple{"--tp", &g.tp, "tensor-parallel degrees, e.g. 1,2,4,8 or 1..8"},
         std::tuple{"--pp", &g.pp, "pipeline stages, e.g. 1,2"}}) {
     b.custom<std::vector<int64_t>>(names, *field, fmt::format("{}", fmt::join(*field, ",")),
-                                   parse_unique_ints, help);
+                                   parse_int_list, help);
   }
   b.custom<std::vector<bool>>("--ep", g.expert_parallel, switch_text(g.expert_parallel),
                               parse_switch_list,
                               "mixture-of-experts models: experts spread over the TP GPUs (on), "
                               "or not (off), or both");
   b.custom<std::vector<int64_t>>("--max-batch", g.max_batch,
-                                 fmt::format("{}", fmt::join(g.max_batch, ",")), parse_unique_ints,
+                                 fmt::format("{}", fmt::join(g.max_batch, ",")), parse_int_list,
                                  "scheduler's sequences per iteration, a list");
   b.custom<std::vector<bool>>("--chunked-prefill", g.chunked_prefill,
                               switch_text(g.chunked_prefill), parse_switch_list,
@@ -87,6 +79,9 @@ void read_prices(const std::string& list, const std::string& option,
                        item + "'");
     }
     const std::string name = item.substr(0, eq);
+    if (std::any_of(prices.begin(), prices.end(), [&](const auto& p) { return p.first == name; })) {
+      throw UsageError(option + ": " + name + " is priced twice");
+    }
     const double price =
         parse_real(item.substr(eq + 1), option + " " + name, 0, RealMin::exclusive);
     if (price > 1e6) throw UsageError(option + " " + name + ": at most 1e6 USD per GPU-hour");
@@ -126,6 +121,20 @@ void bind_plan_options(PlanCli& s) {
       },
       "rate: the highest rate a fleet of --gpus serves");
   b.integer("--gpus", r.fleet_gpus, 1, "the fleet's GPUs (with --maximize rate)")->default_str("");
+  b.conflicts("--maximize", {"--rate"}, "the fleet's highest rate is the answer, not an input");
+  b.custom<std::vector<uint64_t>>(
+      "--seeds", r.seeds, "",
+      [](const std::string& text, const std::string& option) {
+        std::vector<uint64_t> out;
+        for (const std::string& item : parse_name_list(text, option)) {
+          out.push_back(static_cast<uint64_t>(parse_int(item, option, 0)));
+        }
+        if (out.size() < 2) throw UsageError(option + ": give at least two seeds, e.g. 1,2,3");
+        return out;
+      },
+      "plan once per workload sample (seeds, e.g. 1,2,3): the most demanding sample's plan is "
+      "shown, with every sample's answer and the spread of its capacity");
+  b.conflicts("--seeds", {"--seed", "--trace"}, "--seeds gives each sample's seed");
   b.integer("--max-gpus", r.max_gpus, 0, "most GPUs a deployment may use (0: no limit)");
   b.integer("--max-gpus-per-node", r.max_gpus_per_node, 0,
             "largest TP group (0: each hardware's topology.gpus_per_node)");
@@ -138,7 +147,19 @@ void bind_plan_options(PlanCli& s) {
       "comma-separated)");
   b.integer("--top", r.top, 1, "ranked deployments to show (and to rank exactly)");
   b.real("--rate-tolerance", r.rate_tolerance, 0, RealMin::exclusive,
-         "the rate bisection stops when failing / passing rate <= 1 + this");
+         fmt::format("the rate bisection stops when failing / passing rate <= 1 + this (at "
+                     "least {:g})",
+                     app::kMinRateTolerance));
+  b.custom<double>(
+      "--min-headroom", r.min_headroom, "0%",
+      [](const std::string& text, const std::string& option) {
+        const double p = parse_percent(text, option);
+        if (p > 1000) throw UsageError(option + ": at most 1000%, got " + text);
+        return p / 100;
+      },
+      "spare capacity each deployment keeps above the target rate, e.g. 20%");
+  b.integer("--max-configurations", r.max_configurations, 1,
+            "the most configurations the grid may span before plan refuses it");
   b.negated_flag("--no-prune", r.prune,
                  "simulate every configuration that fits, not only those whose bound can reach "
                  "the top");

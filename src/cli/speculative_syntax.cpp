@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "cli/value_list.hpp"
 
@@ -38,6 +41,7 @@ app::SpeculativeRequest parse_speculative(const std::string& text, bool runtime)
   app::SpeculativeRequest o;
   o.text = text;
   bool have_draft = false, have_heads = false, have_k = false, have_noise = false;
+  std::vector<std::string> keys;
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
@@ -49,6 +53,11 @@ app::SpeculativeRequest parse_speculative(const std::string& text, bool runtime)
                        item));
     }
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    // The last of two k= would win silently: each key once.
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      fail("'" + key + "' is given twice");
+    }
+    keys.push_back(key);
     if (key == "draft") {
       have_draft = true;
       if (value == "self" || value.rfind("self:", 0) == 0) {

@@ -1,9 +1,50 @@
 // validate's options and its three requests.
 #include "cli/validate_options.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
 namespace streamspark::cli {
+
+namespace {
+
+// "P" (every metric) or "metric=P,..." (each once, of kMeasuredMetrics).
+app::MetricTolerances parse_tolerances(const std::string& text, const std::string& option) {
+  app::MetricTolerances t;
+  if (text.find('=') == std::string::npos) {
+    t.all_percent = parse_percent(text, option);
+    return t;
+  }
+  for (const std::string& item : parse_name_list(text, option)) {
+    const size_t eq = item.find('=');
+    const std::string metric = item.substr(0, eq);
+    if (eq == std::string::npos ||
+        std::none_of(std::begin(app::kMeasuredMetrics), std::end(app::kMeasuredMetrics),
+                     [&](const char* m) { return metric == m; })) {
+      throw UsageError(fmt::format(
+          "{}: expected P or METRIC=P with METRIC ttft, tpot, e2e or output_tok_s, got '{}'",
+          option, item));
+    }
+    if (std::any_of(t.per_metric.begin(), t.per_metric.end(),
+                    [&](const auto& m) { return m.first == metric; })) {
+      throw UsageError(fmt::format("{}: {} is given twice", option, metric));
+    }
+    t.per_metric.emplace_back(metric, parse_percent(item.substr(eq + 1), option + " " + metric));
+  }
+  return t;
+}
+
+// The runtime forms gate on one percentage.
+std::optional<double> single_tolerance(const ValidateCli& s) {
+  if (!s.tolerances.per_metric.empty()) {
+    throw UsageError("--tolerance: per-metric tolerances are for --measured; give one P");
+  }
+  return s.tolerances.all_percent;
+}
+
+}  // namespace
 
 void bind_validate_options(ValidateCli& s) {
   OptionBinder& b = s.b;
@@ -30,8 +71,14 @@ void bind_validate_options(ValidateCli& s) {
   bind_method(b, r.method, "calibrated, roofline or bandwidth");
   b.integer("--repeats,-r", r.repeats, 1, "timed runs per point (median)");
   b.seed("--seed", r.seed, "seed of weights and prompts");
-  b.percent("--tolerance", r.tolerance_percent,
-            "exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0)");
+  b.custom<app::MetricTolerances>(
+      "--tolerance", s.tolerances, "", parse_tolerances,
+      "exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0); with "
+      "--measured also per metric: ttft=20%,tpot=10%,e2e=..,output_tok_s=..");
+  b.flag("--per-row", s.per_row,
+         "with --measured: every row's metric against the tolerance, not the metrics' medians");
+  b.text("--junit", s.junit,
+         "with --measured: also write the checks as JUnit XML to this file (for CI dashboards)");
   CLI::Option* per_op = b.flag("--per-op", s.per_op, "print every operator (JSON always has them)");
   b.flag("--phases-only", s.phases_only,
          "time whole prefill and decode steps only, no per-operator rounds (about half the run "
@@ -40,21 +87,8 @@ void bind_validate_options(ValidateCli& s) {
   bind_speculative(b, s.speculative, SpeculativeUse::runtime,
                    "validate speculative decoding's predicted speed-up instead: "
                    "draft=MODEL|self[:layers=N],k=K[,noise=S]");
-  b.custom<double>(
-      "--temperature", s.temperature, "0",
-      [](const std::string& text, const std::string& option) {
-        size_t used = 0;
-        double t = -1;
-        try {
-          t = std::stod(text, &used);
-        } catch (const std::exception&) {
-        }
-        if (used != text.size() || !(t >= 0) || !std::isfinite(t)) {
-          throw UsageError(option + ": a finite number >= 0, got " + text);
-        }
-        return t;
-      },
-      "with --speculative: sampling temperature (0: greedy)");
+  b.real("--temperature", s.temperature, 0, RealMin::inclusive,
+         "with --speculative: sampling temperature (0: greedy)");
   b.flag("--allow-beyond-context", r.allow_beyond_context,
          "validate prompt + generate beyond the model's max_context");
   b.flag("--strict-hardware", r.strict_hardware,
@@ -71,20 +105,25 @@ void check_form(const ValidateCli& s) {
                                  "not with ") +
                      (s.measured.empty() ? "--speculative" : "--measured"));
   }
+  if (s.measured.empty() && (s.per_row || !s.junit.empty())) {
+    throw UsageError(std::string(s.per_row ? "--per-row" : "--junit") + ": for --measured");
+  }
   if (s.measured.empty() && (s.r.model.empty() || s.r.hardware.empty())) {
     throw UsageError("validate needs --model and --hardware (or --measured FILE)");
   }
 }
 
 app::MeasuredValidateRequest measured_request(const ValidateCli& s) {
-  if (!s.r.model.empty()) {
-    throw UsageError("--measured: the file names each run's model; drop --model");
-  }
   app::MeasuredValidateRequest m;
   m.file = s.measured;
+  m.model = s.r.model;  // a benchmark result's; a measurement file refuses it
   if (!s.r.hardware.empty()) m.hardware = {s.r.hardware};
   m.method = s.r.method;
-  m.tolerance_percent = s.r.tolerance_percent;
+  m.tolerances = s.tolerances;
+  m.mode = s.per_row ? app::GateMode::per_row : app::GateMode::median;
+  if (s.per_row && s.tolerances.empty()) {
+    throw UsageError("--per-row: gates each row against --tolerance; give --tolerance");
+  }
   return m;
 }
 
@@ -102,7 +141,7 @@ app::SpeculativeValidateRequest speculative_request(const ValidateCli& s) {
   v.repeats = r.repeats;
   v.seed = r.seed;
   v.temperature = s.temperature;
-  v.tolerance_percent = r.tolerance_percent;
+  v.tolerance_percent = single_tolerance(s);
   v.allow_beyond_context = r.allow_beyond_context;
   v.strict_hardware = r.strict_hardware;
   v.speculative = *s.speculative;
@@ -111,6 +150,7 @@ app::SpeculativeValidateRequest speculative_request(const ValidateCli& s) {
 
 app::ValidateRequest runtime_request(const ValidateCli& s) {
   app::ValidateRequest r = s.r;
+  r.tolerance_percent = single_tolerance(s);
   r.time_operators = !s.phases_only;
   return r;
 }

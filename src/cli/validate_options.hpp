@@ -21,6 +21,9 @@ struct ValidateCli {
   double temperature = 0;  // with --speculative
   bool per_op = false;
   bool phases_only = false;
+  app::MetricTolerances tolerances;  // --tolerance
+  bool per_row = false;              // --measured: each row against the tolerances
+  std::string junit;                 // --measured: the checks as JUnit XML, here
   OutputOptions out;
   std::string json_output;  // also the JSON report, here
 };

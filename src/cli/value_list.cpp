@@ -1,6 +1,7 @@
 // Parsing of integer lists and ranges given on the command line.
 #include "cli/value_list.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -101,6 +102,12 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
       out.push_back(parse_positive(item, option, item));
     }
   }
+  // A value given twice would be computed (and ranked) twice: one rule for every list.
+  std::vector<int64_t> sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+    throw UsageError(fmt::format("{}: {} is given twice in '{}'", option, *twice, text));
+  }
   return out;
 }
 
@@ -118,19 +125,14 @@ int64_t parse_int(const std::string& text, const std::string& option, int64_t mi
 }
 
 double parse_real(const std::string& text, const std::string& option, double min, RealMin bound) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = std::string::npos;  // not a number (an empty text included)
-  }
+  // Decimal only: "0x10" is not 16 here, nor "inf" a number.
+  const std::optional<double> v = spec::parse_decimal(text);
   const bool above = bound == RealMin::exclusive;
-  if (used != text.size() || !std::isfinite(v) || (above ? !(v > min) : !(v >= min))) {
-    throw UsageError(fmt::format("{}: expected a number {} {}, got '{}'", option,
+  if (!v || (above ? !(*v > min) : !(*v >= min))) {
+    throw UsageError(fmt::format("{}: expected a decimal number {} {}, got '{}'", option,
                                  above ? ">" : ">=", min, text));
   }
-  return v;
+  return *v;
 }
 
 double parse_fraction(const std::string& text, const std::string& option, FractionRange range) {
@@ -184,8 +186,12 @@ double parse_percent(const std::string& text, const std::string& option) {
 
 std::vector<std::string> parse_name_list(const std::string& text, const std::string& option) {
   std::vector<std::string> out;
+  if (text.empty()) throw UsageError(fmt::format("{}: empty (give at least one name)", option));
   for (std::string_view item : split(text, ',')) {
     if (item.empty()) throw UsageError(fmt::format("{}: empty item in '{}'", option, text));
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      throw UsageError(fmt::format("{}: '{}' is given twice", option, item));
+    }
     out.emplace_back(item);
   }
   return out;

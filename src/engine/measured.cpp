@@ -265,11 +265,22 @@ std::array<double, kParameters> theta_of(const StackParameters& p) {
           p.step_overhead_s};
 }
 
-// Whether the solution's value of parameter i is physical: overheads >= 0, and efficiencies
-// positive with no run's operators faster than the datasheet peak (achievable fraction x
-// efficiency <= 1: theta = 1 / efficiency >= the largest achievable fraction).
-bool in_range(int i, double v, const std::array<double, 2>& largest_fraction) {
-  return i < 2 ? v >= largest_fraction[static_cast<size_t>(i)] : v >= 0;
+// The ranges a hardware file accepts (spec/hardware_spec.cpp), which the fitted file must
+// meet to be loaded again: per-kernel and per-step overheads at most 1 s, efficiencies (the
+// achievable fraction times the fitted one) at least 1e-6 of the peak.
+constexpr double kLargestOverheadS = 1.0;
+constexpr double kSmallestEfficiency = 1e-6;
+
+// Whether the solution's value of parameter i is physical and loadable: overheads in
+// [0, 1 s], and efficiencies with no run's operators faster than the datasheet peak
+// (achievable fraction x efficiency <= 1: theta = 1 / efficiency >= the largest achievable
+// fraction) nor slower than 1e-6 of it (theta <= the smallest fraction / 1e-6).
+bool in_range(int i, double v, const std::array<double, 2>& largest_fraction,
+              const std::array<double, 2>& smallest_fraction) {
+  if (!std::isfinite(v)) return false;
+  if (i >= 2) return v >= 0 && v <= kLargestOverheadS;
+  const auto k = static_cast<size_t>(i);
+  return v >= largest_fraction[k] && v <= smallest_fraction[k] / kSmallestEfficiency;
 }
 
 // The runs fit_stack fits: static batches whose KV cache fits; the others are counted in
@@ -286,16 +297,18 @@ std::vector<const MeasuredRun*> fitted_runs(const std::vector<MeasuredRun>& all,
   return runs;
 }
 
-// The largest achievable compute and memory fractions of the runs' hardware (1 without an
-// achievable section): the least 1 / efficiency that keeps every run under its datasheet peak.
-std::array<double, 2> largest_fractions(const std::vector<const MeasuredRun*>& runs) {
-  std::array<double, 2> largest_fraction{0, 0};
+// The largest (or smallest) achievable compute and memory fractions of the runs' hardware (1
+// without an achievable section): the least 1 / efficiency that keeps every run under its
+// datasheet peak (the most that keeps each above 1e-6 of it).
+std::array<double, 2> extreme_fractions(const std::vector<const MeasuredRun*>& runs, bool largest) {
+  std::array<double, 2> out{largest ? 0.0 : 1.0, largest ? 0.0 : 1.0};
   for (const MeasuredRun* r : runs) {
     const auto& a = r->hardware.achievable;
-    largest_fraction[0] = std::max(largest_fraction[0], a ? a->compute : 1.0);
-    largest_fraction[1] = std::max(largest_fraction[1], a ? a->memory : 1.0);
+    const double compute = a ? a->compute : 1.0, memory = a ? a->memory : 1.0;
+    out[0] = largest ? std::max(out[0], compute) : std::min(out[0], compute);
+    out[1] = largest ? std::max(out[1], memory) : std::min(out[1], memory);
   }
-  return largest_fraction;
+  return out;
 }
 
 // Which parameters the fit still solves for, and why each of the others is fixed at its default.
@@ -367,19 +380,23 @@ bool fix_undetermined(const Eigen::ColPivHouseholderQR<Eigen::MatrixXd>& qr,
 
 // Out-of-range solutions fix that parameter at its default and refit. Whether any was fixed.
 bool fix_out_of_range(const std::vector<int>& columns, const Eigen::VectorXd& x,
-                      const std::array<double, 2>& largest_fraction, FreeParameters& params) {
+                      const std::array<double, 2>& largest_fraction,
+                      const std::array<double, 2>& smallest_fraction, FreeParameters& params) {
   bool changed = false;
   for (size_t c = 0; c < columns.size(); ++c) {
-    if (!in_range(columns[c], x(static_cast<Eigen::Index>(c)), largest_fraction)) {
+    if (!in_range(columns[c], x(static_cast<Eigen::Index>(c)), largest_fraction,
+                  smallest_fraction)) {
       const auto i = static_cast<size_t>(columns[c]);
       const double v = x(static_cast<Eigen::Index>(c));
       char text[128];
       if (i < 2) {
         std::snprintf(text, sizeof text,
-                      "its best fit, %.4g, would beat the datasheet peak or is not positive",
+                      "its best fit, %.4g, would beat the datasheet peak, is below 1e-6 of it "
+                      "or is not positive",
                       1 / v);
       } else {
-        std::snprintf(text, sizeof text, "its best fit, %.4g s, is negative", v);
+        std::snprintf(text, sizeof text, "its best fit, %.4g s, is %s", v,
+                      v < 0 ? "negative" : "above 1 s (not an overhead)");
       }
       params.fix(i, text);
       changed = true;
@@ -452,21 +469,30 @@ bool same_parameters(const StackParameters& a, const StackParameters& b) {
 // One round of the fit at the current parameters `p`: the equations at p's bound assignment,
 // solved over the free parameters. Nullopt when it fixed a parameter (the caller refits);
 // otherwise the solution.
+struct FractionBounds {
+  std::array<double, 2> largest;
+  std::array<double, 2> smallest;
+};
+
 std::optional<StackParameters> fit_round(const std::vector<const MeasuredRun*>& runs,
                                          const StackParameters& p, const StackParameters& defaults,
-                                         const std::array<double, 2>& largest_fraction,
-                                         FreeParameters& params, FitResult& out) {
+                                         const FractionBounds& fractions, FreeParameters& params,
+                                         FitResult& out) {
   std::vector<std::array<double, kParameters>> rows;
   std::vector<double> rhs;
   for (const MeasuredRun* r : runs) add_equations(*r, p, rows, rhs);
   out.metrics = static_cast<int64_t>(rows.size());
   const std::array<double, kParameters> fixed_theta = theta_of(defaults);
   const FitSystem sys = fit_system(rows, rhs, params, fixed_theta);
+  // Every parameter fixed (the data determined none in range): the defaults are the answer.
+  if (sys.columns.empty()) return defaults;
   Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(sys.A);
   qr.setThreshold(1e-9);
   if (fix_undetermined(qr, sys.columns, params)) return std::nullopt;
   const Eigen::VectorXd x = qr.solve(sys.b);
-  if (fix_out_of_range(sys.columns, x, largest_fraction, params)) return std::nullopt;
+  if (fix_out_of_range(sys.columns, x, fractions.largest, fractions.smallest, params)) {
+    return std::nullopt;
+  }
   if (fix_negligible(sys, x, fixed_theta, params)) return std::nullopt;
   return parameters_of(sys.columns, x, defaults);
 }
@@ -490,12 +516,12 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
   FitResult out;
   const std::vector<const MeasuredRun*> runs = fitted_runs(all, out);
   out.rows = static_cast<int64_t>(runs.size());
-  const std::array<double, 2> largest_fraction = largest_fractions(runs);
+  const FractionBounds fractions{extreme_fractions(runs, true), extreme_fractions(runs, false)};
   StackParameters p = defaults;
   FreeParameters params;
   for (int iteration = 0; iteration < 20; ++iteration) {
     const std::optional<StackParameters> next =
-        fit_round(runs, p, defaults, largest_fraction, params, out);
+        fit_round(runs, p, defaults, fractions, params, out);
     if (!next) continue;
     const bool stable = same_parameters(*next, p);
     p = *next;

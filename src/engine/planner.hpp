@@ -94,6 +94,9 @@ struct PlanInputs {
   int64_t max_gpus = 0;           // 0: no limit
   int64_t max_gpus_per_node = 0;  // a TP group stays in one node; 0: each topology's node size
   double rate_tolerance = 0.02;   // the bisection stops when failing / passing rate <= 1 + this
+  // Target-rate goals: the replicas' sustainable rates exceed the target by at least this
+  // fraction (0: they cover it; a deployment is never sized below its target).
+  double min_headroom = 0;
   // Branch and bound: configurations whose bound cannot reach the best `top` are not simulated.
   bool prune = true;
   int64_t top = 10;

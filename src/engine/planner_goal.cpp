@@ -89,6 +89,21 @@ class TargetRateGoal : public PlanGoalStrategy {
     c.replicas = *n;
     c.served_rate = in.target_rate;
     c.headroom = static_cast<double>(*n) * c.sustainable_rate / in.target_rate - 1;
+    // Spare capacity asked for (or none lacking: the replicas' sustainable rates must cover the
+    // target): more replicas, each then taking a smaller share, which is checked again.
+    if (c.headroom < in.min_headroom && c.sustainable_rate > 0) {
+      const double needed = (1 + in.min_headroom) * in.target_rate / c.sustainable_rate;
+      c.replicas = std::max<int64_t>(c.replicas + 1, static_cast<int64_t>(std::ceil(needed)));
+      c.at_target = sim.at(in.target_rate / static_cast<double>(c.replicas));
+      if (!sim.meets(c.at_target)) {
+        reject(c, RejectKind::unstable,
+               "latencies at " + number_text(in.target_rate / static_cast<double>(c.replicas)) +
+                   " requests/s per replica miss the objectives although " +
+                   number_text(c.sustainable_rate) + " requests/s met them");
+        return;
+      }
+      c.headroom = static_cast<double>(c.replicas) * c.sustainable_rate / in.target_rate - 1;
+    }
     size_from_replicas(in, c);
     if (in.max_gpus > 0 && c.gpus > in.max_gpus) {
       c.miss = ObjectiveMiss{"GPUs", static_cast<double>(c.gpus), static_cast<double>(in.max_gpus)};
@@ -105,23 +120,34 @@ class TargetRateGoal : public PlanGoalStrategy {
   }
 
  private:
-  // The replicas the target needs at the passing rate, then fewer while target / (n - 1) passes:
-  // rates between the passing and the failing one are unknown, so fewer replicas may do. The
-  // bracket narrows with each rate tried.
+  // The replicas the target needs at the passing rate, then the fewest that still pass: rates
+  // between the passing and the failing one are unknown, so fewer replicas may do. Latencies
+  // grow with the rate, so passing is monotone in n: a bisection over n between the most
+  // replicas known to fail (those whose share reaches the failing rate) and the passing count,
+  // logarithmic in the target (a million requests/s over replicas of a few each is a million
+  // candidates, about twenty simulations). The bracket narrows with each rate tried.
   static int64_t fewest_replicas(const PlanInputs& in, ReplicaSimulator& sim, RateBracket& b) {
-    int64_t n = replicas_for(in.target_rate, b.lo);
-    while (n > 1 && in.target_rate / static_cast<double>(n - 1) < b.hi) {
-      const double r = in.target_rate / static_cast<double>(n - 1);
+    int64_t pass = replicas_for(in.target_rate, b.lo);
+    // The largest n whose share target / n is at least the failing rate (0: none).
+    int64_t fail = static_cast<int64_t>(std::floor(in.target_rate / b.hi));
+    while (fail >= 1 && in.target_rate / static_cast<double>(fail) < b.hi) --fail;
+    fail = std::clamp<int64_t>(fail, 0, pass - 1);
+    while (pass - fail > 1) {
+      const int64_t mid = fail + (pass - fail) / 2;
+      const double r = in.target_rate / static_cast<double>(mid);
       const ServingMetrics m = sim.at(r);
-      if (!sim.meets(m)) {
-        b.hi = r;
-        break;
+      if (sim.meets(m)) {
+        pass = mid;
+        if (r > b.lo) {
+          b.lo = r;
+          b.lo_metrics = m;
+        }
+      } else {
+        fail = mid;
+        if (r < b.hi) b.hi = r;
       }
-      --n;
-      b.lo = r;
-      b.lo_metrics = m;
     }
-    return n;
+    return pass;
   }
 
   // The latencies at the target, each replica taking target / n; a rate at or below one that
@@ -138,7 +164,7 @@ class TargetRateGoal : public PlanGoalStrategy {
         c.at_target = m;
         return n;
       }
-      if (n >= 2 * first + 2) {
+      if (n >= std::min(2 * first + 2, first + 16)) {
         reject(c, RejectKind::unstable,
                "latencies at " + number_text(r) +
                    " requests/s per replica miss the objectives "

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/quantization.hpp"
@@ -11,6 +12,9 @@
 
 namespace streamspark::report {
 
+using app::GateCheck;
+using app::GateMode;
+using app::kMeasuredMetrics;
 using nlohmann::json;
 
 namespace {
@@ -116,6 +120,102 @@ std::string measured_validation_table(const MeasuredValidation& v) {
   out +=
       "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
       "TTFT of the batch, TPOT the mean decode step; serving runs: the simulator's medians.\n";
+  if (!v.checks.empty()) {
+    const auto failed = std::count_if(v.checks.begin(), v.checks.end(),
+                                      [](const GateCheck& c) { return !c.passed(); });
+    out += fmt::format("\ncheck ({}): {} of {} passed\n", enum_name(v.mode),
+                       static_cast<int64_t>(v.checks.size()) - failed, v.checks.size());
+    Table t;
+    size_t shown = 0;
+    t.add_column("metric", Align::left);
+    t.add_column("where", Align::left);
+    t.add_column("|error|");
+    t.add_column("tolerance");
+    t.add_column("", Align::left);
+    for (const GateCheck& c : v.checks) {
+      if (v.mode == GateMode::per_row && c.passed()) continue;  // the failures only
+      ++shown;
+      t.add_row({c.metric, c.where, abs_percent(c.abs_error),
+                 fmt::format("{}%", c.tolerance_percent), c.passed() ? "pass" : "FAIL"});
+    }
+    if (shown > 0) out += t.render();
+  }
+  return out;
+}
+
+namespace {
+
+json check_json(const MeasuredValidation& v) {
+  json tolerances = json::object();
+  for (const char* m : kMeasuredMetrics) {
+    if (const auto t = v.tolerances.for_metric(m)) tolerances[m] = *t;
+  }
+  json failures = json::array();
+  for (const GateCheck& c : v.checks) {
+    if (c.passed()) continue;
+    failures.push_back({{"metric", c.metric},
+                        {"where", c.where},
+                        {"abs_error", c.abs_error},
+                        {"tolerance_percent", c.tolerance_percent}});
+  }
+  return {{"mode", enum_name(v.mode)},
+          {"tolerance_percent", tolerances},
+          {"checks", v.checks.size()},
+          {"passed", failures.empty()},
+          {"failures", failures}};
+}
+
+std::string xml_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string measured_validation_junit(const MeasuredValidation& v) {
+  const auto failed = std::count_if(v.checks.begin(), v.checks.end(),
+                                    [](const GateCheck& c) { return !c.passed(); });
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format(
+      "<testsuites name=\"streamspark validate --measured\" tests=\"{}\" failures=\"{}\">\n",
+      v.checks.size(), failed);
+  out += fmt::format(
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n",
+      xml_escaped(fmt::format("{} ({}, method {})", v.file, enum_name(v.mode), v.method)),
+      v.checks.size(), failed);
+  for (const GateCheck& c : v.checks) {
+    out += fmt::format("    <testcase classname=\"{}\" name=\"{}\">", xml_escaped(c.metric),
+                       xml_escaped(c.where));
+    if (c.passed()) {
+      out += "</testcase>\n";
+      continue;
+    }
+    out += fmt::format(
+        "\n      <failure message=\"{}\">|error| {:.2f}% above the {}% tolerance</failure>\n"
+        "    </testcase>\n",
+        xml_escaped(
+            fmt::format("{} {:.1f}% > {}%", c.metric, 100 * c.abs_error, c.tolerance_percent)),
+        100 * c.abs_error, c.tolerance_percent);
+  }
+  out += "  </testsuite>\n</testsuites>\n";
   return out;
 }
 
@@ -147,8 +247,11 @@ json measured_validation_json(const MeasuredValidation& v) {
          {"source", r.source},
          {"metrics", metrics}});
   }
-  return {
+  json out = {
       {"file", v.file}, {"method", v.method}, {"rows", rows}, {"summary", summary_json(v.summary)}};
+  if (!v.imported.empty()) out["imported"] = v.imported;
+  if (!v.tolerances.empty()) out["check"] = check_json(v);
+  return out;
 }
 
 std::string fit_table(const FitReport& r) {

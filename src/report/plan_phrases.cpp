@@ -207,6 +207,7 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
     j["at_target"] = latency_json(c.at_target);
     if (c.usd_per_hour) {
       j["usd_per_hour"] = *c.usd_per_hour;
+      j["usd_per_month"] = *c.usd_per_hour * kHoursPerMonth;
       j["usd_per_million_output_tokens"] = usd_per_million(c, res.mean_output);
       j["usd_per_million_input_tokens"] = usd_per_million(c, res.mean_prompt);
     }
@@ -263,6 +264,7 @@ Rows ranked_rows(const PlanReport& r) {
   column("replicas");
   column("GPUs");
   column("$/hour");
+  column("$/month");
   column("$/M out");
   column("$/M in");
   column("requests/s");
@@ -285,10 +287,11 @@ Rows ranked_rows(const PlanReport& r) {
     row.push_back(std::to_string(c.gpus));
     if (c.usd_per_hour) {
       row.push_back(money(*c.usd_per_hour));
+      row.push_back(fmt::format("{:.0f}", *c.usd_per_hour * kHoursPerMonth));
       row.push_back(significant(usd_per_million(c, res.mean_output), 3));
       row.push_back(significant(usd_per_million(c, res.mean_prompt), 3));
     } else {
-      row.insert(row.end(), {"no price", "-", "-"});
+      row.insert(row.end(), {"no price", "-", "-", "-"});
     }
     row.push_back(significant(c.served_rate));
     row.push_back(format_time(c.at_target.ttft_s.p90));

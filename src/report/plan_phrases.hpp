@@ -27,6 +27,9 @@ std::string switches(const std::vector<bool>& v);
 
 std::string money(double usd);
 
+// A month of hours, 8760 / 12 (what cloud price lists multiply an hourly rate by).
+inline constexpr double kHoursPerMonth = 730;
+
 std::string whole_percent(double fraction);
 
 // $ per million tokens: the deployment's $/hour over the tokens of one kind it serves in an

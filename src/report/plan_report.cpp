@@ -29,6 +29,116 @@ std::string family_label(const PlanReport& r, const PlanCandidate& c) {
   return s;
 }
 
+namespace {
+
+// A deployment in one phrase: "3 x mi300x bf16 tp 1 pp 1, max batch 256, $10.35/hour".
+std::string deployment_phrase(const PlanReport& r, const engine::PlanResult& res) {
+  if (res.ranking.empty()) return "none meets the objectives";
+  const PlanCandidate& c = res.candidates[res.ranking.front()];
+  std::string s = fmt::format("{} x {}, max batch {}{}", c.gpus, family_label(r, c), c.max_batch,
+                              c.chunked_prefill ? ", chunked prefill" : "");
+  if (c.usd_per_hour) s += fmt::format(", ${}/hour", money(*c.usd_per_hour));
+  return s;
+}
+
+// The shown deployment's configuration in each sample: its sustainable rate per replica
+// (0 where that sample did not verify it: pruned or rejected). The candidates of every sample
+// are in the same enumeration order.
+std::vector<double> shown_capacities(const PlanReport& r) {
+  std::vector<double> out;
+  if (r.result.ranking.empty()) return out;
+  const size_t index = r.result.ranking.front();
+  for (const app::PlanSample& s : r.samples) {
+    const PlanCandidate& c = s.result.candidates[index];
+    out.push_back(c.status == CandidateStatus::ranked ? c.sustainable_rate : 0);
+  }
+  return out;
+}
+
+struct Spread {
+  double lo = 0, hi = 0, median = 0;
+  size_t verified = 0;
+};
+
+Spread spread_of(const std::vector<double>& rates) {
+  std::vector<double> v;
+  for (double x : rates) {
+    if (x > 0) v.push_back(x);
+  }
+  Spread s;
+  s.verified = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.lo = v.front();
+  s.hi = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return s;
+}
+
+std::string samples_text(const PlanReport& r) {
+  if (r.samples.size() < 2) return "";
+  std::string seeds;
+  for (const app::PlanSample& s : r.samples)
+    seeds += (seeds.empty() ? "" : ", ") + std::to_string(s.seed);
+  std::string out = fmt::format(
+      "\nworkload samples (seeds {}): the plan above is seed {}'s, the most demanding answer\n",
+      seeds, r.samples[r.shown_sample].seed);
+  const std::vector<double> capacity = shown_capacities(r);
+  for (size_t k = 0; k < r.samples.size(); ++k) {
+    out +=
+        fmt::format("  seed {}: {}", r.samples[k].seed, deployment_phrase(r, r.samples[k].result));
+    if (!capacity.empty()) {
+      out += capacity[k] > 0
+                 ? fmt::format(" · the shown configuration sustains {} requests/s per replica",
+                               significant(capacity[k]))
+                 : " · the shown configuration was not verified in this sample";
+    }
+    out += "\n";
+  }
+  const Spread s = spread_of(capacity);
+  if (s.verified >= 2) {
+    out += fmt::format(
+        "capacity of the shown configuration over {} samples: {} to {} requests/s per replica "
+        "(spread {:.1f}% of the median)\n",
+        s.verified, significant(s.lo), significant(s.hi), 100 * (s.hi - s.lo) / s.median);
+  }
+  return out;
+}
+
+json samples_json(const PlanReport& r) {
+  json samples = json::array();
+  const std::vector<double> capacity = shown_capacities(r);
+  for (size_t k = 0; k < r.samples.size(); ++k) {
+    const engine::PlanResult& res = r.samples[k].result;
+    json j{{"seed", r.samples[k].seed}, {"found", !res.ranking.empty()}};
+    if (!res.ranking.empty()) {
+      const PlanCandidate& c = res.candidates[res.ranking.front()];
+      j["best"] = {{"configuration", family_label(r, c)},
+                   {"max_batch", c.max_batch},
+                   {"chunked_prefill", c.chunked_prefill},
+                   {"replicas", c.replicas},
+                   {"gpus", c.gpus},
+                   {"sustainable_rate", c.sustainable_rate}};
+      if (c.usd_per_hour) j["best"]["usd_per_hour"] = *c.usd_per_hour;
+    }
+    if (!capacity.empty() && capacity[k] > 0)
+      j["shown_configuration_sustainable_rate"] = capacity[k];
+    samples.push_back(j);
+  }
+  json out{{"shown_seed", r.samples[r.shown_sample].seed}, {"samples", samples}};
+  const Spread s = spread_of(capacity);
+  if (s.verified >= 2) {
+    out["capacity_spread"] = {{"min", s.lo},
+                              {"max", s.hi},
+                              {"median", s.median},
+                              {"relative", (s.hi - s.lo) / s.median},
+                              {"samples", s.verified}};
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string closest_message(const PlanReport& r) {
   const engine::PlanResult& res = res_of(r);
   if (res.closest) {
@@ -74,6 +184,7 @@ std::string plan_table(const PlanReport& r) {
   } else {
     out += closest_message(r) + "\n";
   }
+  out += samples_text(r);
   const auto groups = rejection_groups(r);
   if (!groups.empty()) {
     out += "\nrejected:\n";
@@ -158,6 +269,8 @@ nlohmann::json plan_json(const PlanReport& r) {
     out["workload"]["target_rate"] = in.target_rate;
   }
   if (!res.ranking.empty()) out["chosen"] = plans.front();
+  if (in.min_headroom > 0) out["limits"]["min_headroom"] = in.min_headroom;
+  if (r.samples.size() > 1) out["samples"] = samples_json(r);
   if (res.closest) {
     out["closest"] = candidate_json(r, res.candidates[*res.closest]);
     out["closest"]["message"] = closest_message(r);
@@ -170,7 +283,8 @@ std::string plan_csv(const PlanReport& r) {
   const engine::PlanResult& res = res_of(r);
   std::string out =
       "rank,model,hardware,format,tp,pp,ep,max_batch,chunked_prefill,status,reject_kind,"
-      "replicas,gpus,usd_per_hour,usd_per_million_output_tokens,usd_per_million_input_tokens,"
+      "replicas,gpus,usd_per_hour,usd_per_month,usd_per_million_output_tokens,usd_per_million_"
+      "input_tokens,"
       "served_rate,ttft_p90_s,tpot_p90_s,e2e_p90_s,ttft_p99_s,tpot_p99_s,headroom,"
       "sustainable_rate,rate_bound,kv_capacity_tokens,simulations,reason\n";
   std::vector<size_t> order = res.ranking;
@@ -194,10 +308,11 @@ std::string plan_csv(const PlanReport& r) {
     if (deployed) {
       row += fmt::format(",{},{}", c.replicas, c.gpus);
       if (c.usd_per_hour) {
-        row += "," + g(*c.usd_per_hour) + "," + g(usd_per_million(c, res.mean_output)) + "," +
+        row += "," + g(*c.usd_per_hour) + "," + g(*c.usd_per_hour * kHoursPerMonth) + "," +
+               g(usd_per_million(c, res.mean_output)) + "," +
                g(usd_per_million(c, res.mean_prompt));
       } else {
-        row += ",,,";
+        row += ",,,,";
       }
       const engine::ServingMetrics& m = c.at_target;
       for (double v : {c.served_rate, m.ttft_s.p90, m.tpot_s.p90, m.e2e_s.p90, m.ttft_s.p99,
@@ -206,7 +321,7 @@ std::string plan_csv(const PlanReport& r) {
         row += g(v);
       }
     } else {
-      row += ",,,,,,,,,,,,";
+      row += ",,,,,,,,,,,,,";
     }
     row += verified(c) ? "," + g(c.sustainable_rate) : ",";
     row += c.rate_bound > 0 ? "," + g(c.rate_bound) + "," + std::to_string(c.kv_capacity_tokens)

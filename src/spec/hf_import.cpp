@@ -372,7 +372,13 @@ json read_json(const std::string& path) {
                                 fmt::format("nested more than {} levels deep", kMaxJsonDepth)}});
   }
   try {
-    return json::parse(s);
+    json j = json::parse(s);
+    try {
+      (void)parse_json_strictly(s);  // a key given twice: nlohmann keeps the last silently
+    } catch (const JsonTextError& e) {
+      throw SpecError({Diagnostic{path, 0, 0, "", e.message}});
+    }
+    return j;
   } catch (const json::parse_error& e) {
     // Byte offset -> line and column.
     int line = 1, column = 1;

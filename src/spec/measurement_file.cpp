@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "spec/diagnostics.hpp"
+#include "spec/input_file.hpp"
+#include "spec/quantity.hpp"
 
 namespace streamspark::spec {
 
@@ -117,19 +120,16 @@ struct MeasurementRowReader {
   std::optional<double> number(const char* key, double min, bool positive = false) {
     const auto t = text(key);
     if (!t) return std::nullopt;
-    if (*t == "inf" && std::string(key) == "request_rate") return 0.0;  // all at once
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(*t, &used);
-    } catch (const std::exception&) {
-      used = 0;
+    if ((*t == "inf" || *t == "Infinity") && std::string(key) == "request_rate") {
+      return 0.0;  // all at once
     }
-    if (used != t->size() || !std::isfinite(v) || v < min || (positive && !(v > 0)) || v > 1e15) {
-      error(key, fmt::format("expected a number {} {}, got '{}'", positive ? ">" : ">=", min, *t));
+    const std::optional<double> v = parse_decimal(*t);
+    if (!v || *v < min || (positive && !(*v > 0)) || *v > 1e15) {
+      error(key, fmt::format("expected a decimal number {} {} (at most 1e15), got '{}'",
+                             positive ? ">" : ">=", min, *t));
       return std::nullopt;
     }
-    return v;
+    return *v;
   }
   std::optional<int64_t> integer(const char* key, int64_t min) {
     const auto v = number(key, static_cast<double>(min));
@@ -202,6 +202,13 @@ struct MeasurementRowReader {
       return v ? std::optional<double>(*v / 1e3) : std::nullopt;
     };
     r.measured.ttft_s = ms("ttft_ms");
+    if (text("tpot_ms") && text("itl_ms")) {
+      // vLLM reports both, and they differ (ITL counts each streamed chunk's gap): which one the
+      // row means is for its author to say.
+      error("itl_ms",
+            "given beside tpot_ms: give one (tpot_ms is compared; itl_ms is read as "
+            "it when tpot_ms is absent)");
+    }
     r.measured.tpot_s = ms("tpot_ms");
     if (!r.measured.tpot_s) r.measured.tpot_s = ms("itl_ms");
     r.measured.e2e_s = ms("e2e_ms");
@@ -223,25 +230,80 @@ struct MeasurementRowReader {
   }
 };
 
-nlohmann::json load_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError({{path, 0, 0, "", "cannot read the file"}});
+// One JSON text read strictly (input_file.hpp); an error names the line and column.
+nlohmann::json json_of(const std::string& path, std::string_view text, int first_line) {
   try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw SpecError({{path, 0, 0, "", std::string("not JSON: ") + e.what()}});
+    return parse_json_strictly(text);
+  } catch (const JsonTextError& e) {
+    const std::string_view before = text.substr(0, std::min(e.offset, text.size()));
+    const auto line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    const size_t start = before.rfind('\n');
+    const auto column = static_cast<int>(start == std::string_view::npos ? before.size() + 1
+                                                                         : before.size() - start);
+    throw SpecError({{path, first_line + line, e.offset > 0 ? column : 0, "", e.message}});
   }
+}
+
+// The non-blank lines of a JSON Lines text, each with its 1-based line number.
+std::vector<std::pair<int, std::string>> json_lines(const std::string& text) {
+  std::vector<std::pair<int, std::string>> out;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") != std::string::npos) out.emplace_back(number, line);
+  }
+  return out;
 }
 
 }  // namespace
 
-std::vector<MeasurementRow> load_measurements(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError({{path, 0, 0, "", "cannot read the file"}});
-  const bool csv = path.ends_with(".csv");
-  if (!csv && !path.ends_with(".jsonl")) {
-    throw SpecError({{path, 0, 0, "", "a measurement file is a .csv or .jsonl file"}});
+std::string read_measurement_text(const std::string& path) {
+  return read_input_file(path, kMaxMeasurementFileBytes, "measurement and benchmark files");
+}
+
+MeasurementFileKind measurement_file_kind(const std::string& path, const std::string& text) {
+  if (path.ends_with(".csv")) return MeasurementFileKind::csv;
+  if (path.ends_with(".json")) return MeasurementFileKind::vllm_result;
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (path.ends_with(".jsonl") ||
+      (path == "-" && first != std::string::npos && text[first] == '{')) {
+    // A measurement file's objects have a model; SGLang's bench_serving lines a backend.
+    const size_t end = text.find('\n', first);
+    const std::string first_line =
+        text.substr(first, end == std::string::npos ? std::string::npos : end - first);
+    nlohmann::json j;
+    try {
+      j = parse_json_strictly(first_line);
+    } catch (const JsonTextError&) {
+      return MeasurementFileKind::jsonl;  // its loader names the problem
+    }
+    if (j.is_object() && j.contains("backend") && !j.contains("model")) {
+      return MeasurementFileKind::sglang_result;
+    }
+    return MeasurementFileKind::jsonl;
   }
+  if (path == "-") return MeasurementFileKind::csv;
+  throw SpecError({{path, 0, 0, "",
+                    "a measurement file is a .csv or .jsonl file (or a vLLM .json or SGLang "
+                    ".jsonl benchmark result)"}});
+}
+
+std::vector<MeasurementRow> load_measurements(const std::string& path) {
+  const std::string text = read_measurement_text(path);
+  return load_measurement_text(path, text, measurement_file_kind(path, text));
+}
+
+std::vector<MeasurementRow> load_measurement_text(const std::string& path, const std::string& text,
+                                                  MeasurementFileKind kind) {
+  if (kind == MeasurementFileKind::vllm_result || kind == MeasurementFileKind::sglang_result) {
+    throw SpecError({{path, 0, 0, "",
+                      "a benchmark result, not a measurement file: read it with "
+                      "import-benchmark (or validate --measured, which does so)"}});
+  }
+  const bool csv = kind == MeasurementFileKind::csv;
+  std::istringstream in(text);
   std::vector<Diagnostic> diags;
   std::vector<MeasurementRow> out;
   std::string line;
@@ -263,6 +325,13 @@ std::vector<MeasurementRow> load_measurements(const std::string& path) {
           if (!known_column(header[k])) {
             diags.push_back({path, number, columns[k], header[k], "unknown column"});
           }
+          const auto first =
+              std::find(header.begin(), header.begin() + static_cast<long>(k), header[k]);
+          if (first != header.begin() + static_cast<long>(k)) {
+            diags.push_back({path, number, columns[k], header[k],
+                             fmt::format("column given twice (first as column {})",
+                                         columns[static_cast<size_t>(first - header.begin())])});
+          }
         }
         if (!diags.empty()) break;
         continue;
@@ -276,9 +345,10 @@ std::vector<MeasurementRow> load_measurements(const std::string& path) {
     } else {
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        diags.push_back({path, number, 0, "", std::string("not JSON: ") + e.what()});
+        j = parse_json_strictly(line);
+      } catch (const JsonTextError& e) {
+        diags.push_back(
+            {path, number, static_cast<int>(e.offset) + (e.offset > 0 ? 1 : 0), "", e.message});
         continue;
       }
       if (!j.is_object()) {
@@ -334,36 +404,66 @@ std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   return out;
 }
 
+namespace {
+
+// Per-request lengths read as one: their mean, when every length lies within
+// kLengthTolerance of it (at least one token: tokenizers round a prompt's end differently);
+// otherwise `fail` is called with the spread.
+int64_t fixed_length(const nlohmann::json& lens,
+                     const std::function<void(const std::string&)>& fail) {
+  double sum = 0, lo = 0, hi = 0;
+  for (size_t i = 0; i < lens.size(); ++i) {
+    if (!lens[i].is_number_integer() || lens[i].get<int64_t>() < 1) {
+      fail(fmt::format("entry {} is not a whole number >= 1", i));
+      return 0;
+    }
+    const auto v = static_cast<double>(lens[i].get<int64_t>());
+    lo = i == 0 ? v : std::min(lo, v);
+    hi = i == 0 ? v : std::max(hi, v);
+    sum += v;
+  }
+  const double mean = sum / static_cast<double>(lens.size());
+  const double allowed = std::max(1.0, kLengthTolerance * mean);
+  if (hi - mean > allowed || mean - lo > allowed) {
+    fail(
+        fmt::format("the lengths differ between requests ({} to {}, mean {:.1f}): a measurement "
+                    "needs fixed lengths, each within {:.0f}% (or 1 token) of the mean",
+                    lo, hi, mean, 100 * kLengthTolerance));
+  }
+  return std::llround(mean);
+}
+
+}  // namespace
+
 std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkFormat format,
                                              const MeasurementRow& defaults) {
-  std::vector<nlohmann::json> runs;
+  return import_benchmark_text(path, read_measurement_text(path), format, defaults);
+}
+
+std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const std::string& text,
+                                                  BenchmarkFormat format,
+                                                  const MeasurementRow& defaults) {
+  std::vector<std::pair<int, nlohmann::json>> runs;
   if (format == BenchmarkFormat::vllm) {
-    runs.push_back(load_json_file(path));
+    runs.emplace_back(0, json_of(path, text, 1));
   } else {
-    std::ifstream in(path);
-    if (!in) throw SpecError({{path, 0, 0, "", "cannot read the file"}});
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      try {
-        runs.push_back(nlohmann::json::parse(line));
-      } catch (const nlohmann::json::exception& e) {
-        throw SpecError({{path, static_cast<int>(runs.size()) + 1, 0, "",
-                          std::string("not JSON: ") + e.what()}});
-      }
+    for (const auto& [number, line] : json_lines(text)) {
+      runs.emplace_back(number, json_of(path, line, number));
     }
   }
   std::vector<MeasurementRow> out;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const nlohmann::json& j = runs[i];
-    const int line = format == BenchmarkFormat::vllm ? 0 : static_cast<int>(i) + 1;
+  for (const auto& [line, j] : runs) {
     const auto fail = [&](const std::string& key, const std::string& message) {
       throw SpecError({{path, line, 0, key, message}});
     };
     if (!j.is_object()) fail("", "expected a JSON object");
     const auto num = [&](const char* key) -> std::optional<double> {
       if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-      if (j[key].is_string() && j[key].get<std::string>() == "inf") return 0.0;
+      // An infinite request rate (vLLM writes "inf", SGLang Infinity): every request at once.
+      if (std::string_view(key) == "request_rate" && j[key].is_string() &&
+          j[key].get<std::string>() == "inf") {
+        return 0.0;
+      }
       if (!j[key].is_number()) fail(key, "expected a number");
       const double v = j[key].get<double>();
       if (!std::isfinite(v) || v < 0) fail(key, "expected a finite number >= 0");
@@ -382,29 +482,41 @@ std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkF
     if (r.requests < 1) fail("completed", "no completed requests");
     r.request_rate = num("request_rate").value_or(0);
     r.batch = static_cast<int64_t>(num("max_concurrency").value_or(0));
-    // Fixed lengths: the random dataset's with range ratio 1, or every detailed length equal.
-    const auto fixed = [&](const char* random_key, const char* lens_key) -> int64_t {
+    // The lengths: every detailed length, the random dataset's with range ratio 1, or the
+    // totals over the completed requests (vLLM's default result, without --save-detailed).
+    const auto length = [&](const char* random_key, const char* lens_key,
+                            const char* total_key) -> int64_t {
       if (j.contains(lens_key) && j[lens_key].is_array() && !j[lens_key].empty()) {
-        const auto& lens = j[lens_key];
-        for (const auto& v : lens) {
-          if (!v.is_number_integer() || v != lens.front()) {
-            fail(lens_key,
-                 "the lengths differ between requests; a measurement needs fixed "
-                 "input and output lengths");
-          }
-        }
-        return lens.front().get<int64_t>();
+        return fixed_length(j[lens_key], [&](const std::string& m) { fail(lens_key, m); });
       }
       const auto ratio = num("random_range_ratio");
-      const auto v = num(random_key);
-      if (!v || (ratio && *ratio != 1.0)) {
-        fail(random_key, std::string("no fixed length (give ") + random_key +
-                             " with random_range_ratio 1, or " + lens_key + ")");
+      if (const auto v = num(random_key); v && !(ratio && *ratio != 1.0)) {
+        if (*v < 1 || *v != std::floor(*v)) fail(random_key, "expected a whole number >= 1");
+        return static_cast<int64_t>(*v);
       }
-      return static_cast<int64_t>(*v);
+      const auto total = num(total_key);
+      if (total && completed && *completed >= 1 && !(ratio && *ratio != 1.0)) {
+        const double mean = *total / *completed;
+        if (mean < 1) fail(total_key, fmt::format("a mean of {:.4g} tokens per request", mean));
+        return std::llround(mean);
+      }
+      fail(random_key,
+           fmt::format("no fixed length: the result has neither {} (vLLM's --save-detailed), "
+                       "{} with random_range_ratio 1 (SGLang's random dataset), nor {} and "
+                       "completed",
+                       lens_key, random_key, total_key));
+      return 0;
     };
-    r.input_len = fixed("random_input_len", "input_lens");
-    r.output_len = fixed("random_output_len", "output_lens");
+    r.input_len = length("random_input_len", "input_lens", "total_input_tokens");
+    r.output_len = length("random_output_len", "output_lens", "total_output_tokens");
+    if (r.model.empty()) {
+      for (const char* key : {"model_id", "model_path", "model"}) {
+        if (j.contains(key) && j[key].is_string()) {
+          r.model_id = j[key].get<std::string>();
+          break;
+        }
+      }
+    }
     const auto latency = [&](const char* metric) -> std::optional<double> {
       const auto v = num(fmt::format("median_{}_ms", metric).c_str());
       return v ? std::optional<double>(*v / 1e3) : std::nullopt;

@@ -42,6 +42,7 @@ struct MeasurementRow {
   int line = 0;                        // 0: not from a file's line (an imported benchmark)
   std::map<std::string, int> columns;  // 1-based column of model, hardware, dtype... (0: none)
   std::string model;
+  std::string model_id;  // an imported benchmark's model as its file names it (model empty)
   std::string hardware;
   std::string dtype = "bf16";
   std::string kv_cache;            // empty: dtype
@@ -64,20 +65,43 @@ struct MeasurementRow {
   std::string source;
 };
 
+// What a file holds, from its extension (and for "-", standard input, from its text): a
+// measurement file (.csv, .jsonl) or a benchmark's result (vLLM's .json; SGLang's .jsonl,
+// whose objects have a "backend" and no "model"). Throws SpecError for other extensions.
+enum class MeasurementFileKind { csv, jsonl, vllm_result, sglang_result };
+MeasurementFileKind measurement_file_kind(const std::string& path, const std::string& text);
+
+// The text of a measurement or benchmark file ("-": standard input), a byte order mark
+// stripped; refuses special files and files over 256 MiB (spec/input_file.hpp).
+std::string read_measurement_text(const std::string& path);
+
 // Throws SpecError with `file:line:col: column: message` diagnostics (col: the CSV column).
+// A column given twice, tpot_ms beside itl_ms, a JSON key given twice and numbers not in
+// decimal are refused.
 std::vector<MeasurementRow> load_measurements(const std::string& path);
+// The same from a file's text; `path` names it in messages, `kind` from measurement_file_kind.
+std::vector<MeasurementRow> load_measurement_text(const std::string& path, const std::string& text,
+                                                  MeasurementFileKind kind);
 
 // The CSV text of rows, loadable by load_measurements.
 std::string measurements_csv(const std::vector<MeasurementRow>& rows);
 
 // A benchmark's result file as measurement rows, for the given model and hardware (the
 // benchmarks do not record them in a form the catalog knows). vLLM: one run; SGLang: one per
-// line. Fixed input and output lengths are required (random datasets with range ratio 1, or
-// the detailed input_lens/output_lens all equal); the request rate and concurrency come from
-// the file. Throws SpecError naming the key that is missing or unusable.
+// line. Fixed input and output lengths are required: the detailed input_lens/output_lens,
+// each within kLengthTolerance of their mean (at least one token); a random dataset's length
+// with range ratio 1; or, without either (vLLM's default result, written without
+// --save-detailed), the totals' mean over the completed requests. The request rate
+// ("inf" or Python's Infinity: all at once) and concurrency come from the file. A model left
+// empty in `defaults` is taken from the file's model_id (MeasurementRow::model_id). Throws
+// SpecError naming the key that is missing or unusable.
 #define STREAMSPARK_BENCHMARK_FORMATS(X) X(vllm, "vllm") X(sglang, "sglang")
 STREAMSPARK_ENUM(BenchmarkFormat, STREAMSPARK_BENCHMARK_FORMATS)
+inline constexpr double kLengthTolerance = 0.02;
 std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkFormat format,
                                              const MeasurementRow& defaults);
+std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const std::string& text,
+                                                  BenchmarkFormat format,
+                                                  const MeasurementRow& defaults);
 
 }  // namespace streamspark::spec

@@ -14,6 +14,7 @@
 
 #include "spec/diagnostics.hpp"
 #include "spec/input_file.hpp"
+#include "spec/quantity.hpp"
 
 namespace streamspark::spec {
 
@@ -49,15 +50,9 @@ struct TraceRowReader {
       if (required) diags.push_back({path, line, 0, key, "missing"});
       return std::nullopt;
     }
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(*text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text->size() || !std::isfinite(v)) {
-      diags.push_back({path, line, 0, key, "expected a number, got '" + *text + "'"});
+    const std::optional<double> v = parse_decimal(*text);
+    if (!v) {
+      diags.push_back({path, line, 0, key, "expected a decimal number, got '" + *text + "'"});
       return std::nullopt;
     }
     return v;
@@ -118,12 +113,16 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
       const auto cells = split_csv(line);
       if (header.empty()) {
         header = cells;
-        for (const std::string& h : header) {
+        for (size_t k = 0; k < header.size(); ++k) {
+          const std::string& h = header[k];
           if (std::find(std::begin(kTraceColumns), std::end(kTraceColumns), h) ==
               std::end(kTraceColumns)) {
             diags.push_back({path, number, 0, h,
                              "unknown column (expected arrival_s, prompt_tokens, "
                              "output_tokens, shared_prefix_tokens)"});
+          } else if (std::find(header.begin(), header.begin() + static_cast<long>(k), h) !=
+                     header.begin() + static_cast<long>(k)) {
+            diags.push_back({path, number, 0, h, "column given twice"});
           }
         }
         if (!diags.empty()) break;
@@ -144,9 +143,10 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
         continue;
       }
       try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        diags.push_back({path, number, 0, "", std::string("not JSON: ") + e.what()});
+        j = parse_json_strictly(line);
+      } catch (const JsonTextError& e) {
+        diags.push_back(
+            {path, number, static_cast<int>(e.offset) + (e.offset > 0 ? 1 : 0), "", e.message});
         continue;
       }
       if (!j.is_object()) {

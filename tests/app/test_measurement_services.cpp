@@ -32,9 +32,51 @@ TEST_CASE("validate --measured: every row predicted; the medians of docs/accurac
   CHECK(metric(v, "all").count == 216);
   CHECK(metric(v, "all").median_abs_error == doctest::Approx(0.189).epsilon(0.002));
   CHECK(v.failure.empty());
-  r.tolerance_percent = 10;  // TTFT's 21.6 % is the first metric above it
+  // Medians: ttft 21.6 %, tpot 14.8 %, e2e 26.5 %, output_tok_s 17.7 %; at 10 % all four fail,
+  // the first named.
+  r.tolerances.all_percent = 10;
   CHECK(app::validate_measured(r, s.context).failure ==
-        "validate: ttft median |error| 21.6% above the 10% tolerance");
+        "validate: ttft median |error| 21.6% above the 10% tolerance (4 of 4 checks failed)");
+}
+
+TEST_CASE("validate --measured: per-metric tolerances, per-row checks and their failures") {
+  test::ServiceContext s;
+  app::MeasuredValidateRequest r;
+  r.file = kData + "published.csv";
+  r.tolerances.per_metric = {{"ttft", 22}, {"tpot", 14}};  // 21.6 % passes, 14.8 % fails
+  app::MeasuredValidation v = app::validate_measured(r, s.context);
+  REQUIRE(v.checks.size() == 2);  // the metrics not named are not gated
+  CHECK(v.checks[0].metric == "ttft");
+  CHECK(v.checks[0].passed());
+  CHECK(v.checks[1].metric == "tpot");
+  CHECK_FALSE(v.checks[1].passed());
+  CHECK(v.failure == "validate: tpot median |error| 14.8% above the 14% tolerance");
+  // Per row: one check per row and metric named (60 rows have both TTFT and TPOT); a row's
+  // error above its tolerance fails however good the median.
+  r.mode = app::GateMode::per_row;
+  r.tolerances.per_metric = {{"ttft", 1000}, {"tpot", 1000}};
+  v = app::validate_measured(r, s.context);
+  CHECK(v.checks.size() == 120);
+  CHECK(v.failure.empty());
+  r.tolerances.per_metric = {{"ttft", 50}};
+  v = app::validate_measured(r, s.context);
+  CHECK(v.checks.size() == 60);
+  CHECK(v.failure.find("published.csv:3 ttft |error| 58.0% above the 50% tolerance") !=
+        std::string::npos);
+}
+
+TEST_CASE("validate --measured reads benchmark results: vLLM's model_id names the catalog model") {
+  test::ServiceContext s;
+  app::MeasuredValidateRequest r;
+  r.file = kData + "vllm-result-format.json";  // model_id meta-llama/Meta-Llama-3-8B
+  CHECK_THROWS_WITH_AS(app::validate_measured(r, s.context),
+                       doctest::Contains("--hardware"), app::UsageError);
+  r.hardware = {"a100-80gb"};
+  const app::MeasuredValidation v = app::validate_measured(r, s.context);
+  REQUIRE(v.runs.size() == 1);
+  CHECK(v.runs[0].model_name == "llama3-8b");
+  CHECK(v.imported == "vLLM result");
+  CHECK(v.runs[0].input_len == 512);  // input_lens, all 512
 }
 
 TEST_CASE("fit: the vLLM CI runs, parameters, leave-one-out and the fitted file's provenance") {

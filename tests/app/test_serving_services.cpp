@@ -103,3 +103,69 @@ TEST_CASE("plan: what it refuses before searching") {
   CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
                        "--rate: plan needs the target rate in requests/s (> 0)", app::UsageError);
 }
+
+TEST_CASE("plan: the limits that keep a search finite, each naming its flag") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  r.workload.generated.rate = 1e15;  // would need 1e14 replicas
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
+                       "--rate: 1e+15 requests/s is outside [0.001, 1e+06] requests/s",
+                       app::UsageError);
+  r = small_plan();
+  r.rate_tolerance = 1e-300;
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
+                       doctest::Contains("--rate-tolerance: at least 0.0001"), app::UsageError);
+  r = small_plan();
+  r.workload.generated.requests = 3'000'000;
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
+                       doctest::Contains("raise the limit with --max-requests N"), app::UsageError);
+  r = small_plan();
+  r.grid.max_batch.clear();
+  for (int64_t b = 1; b <= 5000; ++b) r.grid.max_batch.push_back(b);  // 2 x 4 x 2 x 5000
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr),
+                       doctest::Contains("--max-configurations: the grid spans 80000"),
+                       app::UsageError);
+}
+
+TEST_CASE("plan: --min-headroom sizes the replicas above the target; never below it") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  const app::PlanOutcome plain = app::plan(r, s.context, nullptr);
+  REQUIRE(plain.found());
+  for (size_t i : plain.result.ranking) CHECK(plain.result.candidates[i].headroom >= 0);
+  r.min_headroom = 0.5;
+  const app::PlanOutcome spare = app::plan(r, s.context, nullptr);
+  REQUIRE(spare.found());
+  for (size_t i : spare.result.ranking) {
+    const engine::PlanCandidate& c = spare.result.candidates[i];
+    CHECK(c.headroom >= 0.5);
+    CHECK(static_cast<double>(c.replicas) * c.sustainable_rate >= 1.5 * 20);
+  }
+}
+
+TEST_CASE("plan: several workload samples; the most demanding one's plan is shown") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  r.seeds = {1, 2, 3};
+  const app::PlanOutcome p = app::plan(r, s.context, nullptr);
+  REQUIRE(p.samples.size() == 3);
+  CHECK(p.samples[1].seed == 2);
+  REQUIRE(p.found());
+  // The shown plan is one of the samples', and no sample's best costs more.
+  const auto cost = [](const engine::PlanResult& res) {
+    return res.candidates[res.ranking.front()].usd_per_hour.value_or(0);
+  };
+  for (const app::PlanSample& sample : p.samples) {
+    REQUIRE_FALSE(sample.result.ranking.empty());
+    CHECK(cost(sample.result) <= cost(p.result));
+  }
+  CHECK(cost(p.samples[p.shown_sample].result) == cost(p.result));
+  // Each sample replays its own seed's requests.
+  app::PlanRequest one = small_plan();
+  one.workload.generated.seed = 2;
+  const app::PlanOutcome second = app::plan(one, s.context, nullptr);
+  CHECK(second.result.ranking == p.samples[1].result.ranking);
+  r.workload.trace = "trace.csv";
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr), doctest::Contains("--seeds"),
+                       app::UsageError);
+}

@@ -234,14 +234,14 @@ TEST_CASE("plan: bad input is one line and exit 2") {
       {" --rate 1 --slo-ttft-p90 '1 s' --price h100-sxm",
        "--price: expected NAME=USD_PER_GPU_HOUR"},
       {" --rate 1 --slo-ttft-p90 '1 s' --price h100-sxm=-1",
-       "--price h100-sxm: expected a number > 0"},
+       "--price h100-sxm: expected a decimal number > 0"},
       {" --rate 1 --slo-ttft-p90 fast", "--slo-ttft-p90: "},
       {" --rate 1 --slo-ttft-p90 '1 s' --minimize latency", "--minimize: cost or gpus"},
       {" --slo-ttft-p90 '1 s' --maximize rate", "--maximize rate needs --gpus N"},
       {" --rate 1 --slo-ttft-p90 '1 s' --chunked-prefill maybe", "--chunked-prefill: expected off"},
       {" --rate 1 --slo-ttft-p90 '1 s' --tp 0", "--tp"},
       {" --rate 1 --slo-ttft-p90 '1 s' --rate-tolerance 0",
-       "--rate-tolerance: expected a number > 0"},
+       "--rate-tolerance: expected a decimal number > 0"},
       {" --rate 1 --slo-ttft-p90 '1 s' --prompt-len 9000", "request 0: prompt 9000"},
   };
   for (const Case& c : cases) {

@@ -249,9 +249,11 @@ TEST_CASE(
                         "llama2-7b,a100-80gb,1,128,128,-3\n";
   const Run b = run("validate --measured '" + bad.string() + "'");
   CHECK(b.exit_code == 2);
-  CHECK(b.err.find(bad.string() + ":3:21: batch: expected a number >= 1, got 'x'") !=
+  CHECK(b.err.find(bad.string() +
+                   ":3:21: batch: expected a decimal number >= 1 (at most 1e15), got 'x'") !=
         std::string::npos);
-  CHECK(b.err.find(bad.string() + ":5:31: ttft_ms: expected a number > 0, got '-3'") !=
+  CHECK(b.err.find(bad.string() +
+                   ":5:31: ttft_ms: expected a decimal number > 0 (at most 1e15), got '-3'") !=
         std::string::npos);
   // The stack's columns: formats, memory fraction and token budget checked like the rest.
   const fs::path stack = dir / "stack.csv";
@@ -265,7 +267,9 @@ TEST_CASE(
         std::string::npos);
   CHECK(s.err.find(stack.string() + ":3:38: memory_fraction: must be in (0, 1], got 1.5") !=
         std::string::npos);
-  CHECK(s.err.find(stack.string() + ":3:42: max_batched_tokens: expected a number >= 1, got '0'") !=
+  CHECK(s.err.find(
+            stack.string() +
+            ":3:42: max_batched_tokens: expected a decimal number >= 1 (at most 1e15), got '0'") !=
         std::string::npos);
   CHECK(s.err.find(":2:") == std::string::npos);
   const fs::path unknown = dir / "unknown.csv";

@@ -1,0 +1,149 @@
+// The one rule for ambiguous input in files: decimal numbers only, a key or column given twice
+// refused, a byte order mark stripped, special files refused, benchmark results' lengths.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "spec/diagnostics.hpp"
+#include "spec/input_file.hpp"
+#include "spec/measurement_file.hpp"
+#include "spec/quantity.hpp"
+#include "spec/request_trace.hpp"
+
+namespace fs = std::filesystem;
+using namespace streamspark::spec;
+
+namespace {
+
+fs::path scratch_file(const std::string& name, const std::string& text) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("streamspark-strict-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+std::string load_error(const std::string& name, const std::string& text) {
+  try {
+    (void)load_measurements(scratch_file(name, text).string());
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr const char* kHeader = "model,hardware,mode,batch,input_len,output_len,ttft_ms,tpot_ms\n";
+
+}  // namespace
+
+TEST_CASE("parse_decimal: decimal numbers only") {
+  CHECK(parse_decimal("2") == 2.0);
+  CHECK(parse_decimal("-0.5") == -0.5);
+  CHECK(parse_decimal("+.5") == 0.5);
+  CHECK(parse_decimal("1e-3") == 1e-3);
+  CHECK(parse_decimal("5.") == 5.0);
+  for (const char* bad : {"0x10", "inf", "nan", "Infinity", " 5", "5 ", "5x", "", ".", "e5", "1e",
+                          "1e400", "1e-400", "--1", "1,5"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_decimal(bad).has_value());
+  }
+}
+
+TEST_CASE("parse_json_strictly: duplicate keys refused, Python's Infinity read as \"inf\"") {
+  CHECK(parse_json_strictly(R"({"a": 1, "b": {"a": 2}})")["b"]["a"] == 2);  // nested: no clash
+  CHECK_THROWS_WITH_AS(parse_json_strictly(R"({"a": 1, "a": 2})"), doctest::Contains(""),
+                       JsonTextError);
+  try {
+    (void)parse_json_strictly(R"({"x": [{"k": 1, "k": 1}]})");
+    FAIL("expected a JsonTextError");
+  } catch (const JsonTextError& e) {
+    CHECK(e.message == "key 'k' is given twice");
+  }
+  const auto j =
+      parse_json_strictly(R"({"rate": Infinity, "low": -Infinity, "v": NaN, "s": "Infinity"})");
+  CHECK(j["rate"] == "inf");
+  CHECK(j["low"] == "-inf");
+  CHECK(j["v"] == "nan");
+  CHECK(j["s"] == "Infinity");  // inside a string: text
+}
+
+TEST_CASE("measurement files: BOM stripped, duplicate columns, itl_ms beside tpot_ms, hex") {
+  const std::string row = "llama2-7b,a100-80gb,static,1,128,128,20,10\n";
+  CHECK(load_error("bom.csv", "\xEF\xBB\xBF" + std::string(kHeader) + row).empty());
+  CHECK(load_error("dup.csv",
+                   "model,hardware,mode,batch,input_len,output_len,ttft_ms,ttft_ms\n" + row)
+            .find("dup.csv:1:56: ttft_ms: column given twice (first as column 48)") !=
+        std::string::npos);
+  CHECK(load_error("itl.csv", std::string("model,hardware,mode,batch,input_len,output_len,"
+                                          "tpot_ms,itl_ms\n") +
+                                  row)
+            .find("itl_ms: given beside tpot_ms") != std::string::npos);
+  CHECK(load_error("hex.csv",
+                   std::string(kHeader) + "llama2-7b,a100-80gb,static,0x10,128,128,20,10\n")
+            .find("hex.csv:2:28: batch: expected a decimal number") != std::string::npos);
+  CHECK(load_error("dup.jsonl", R"({"model": "a", "model": "b"})"
+                                "\n")
+            .find("dup.jsonl:1: key 'model' is given twice") != std::string::npos);
+}
+
+TEST_CASE("input files: a FIFO, a device or a directory is refused before it is opened") {
+  const fs::path dir = scratch_file("x.csv", "").parent_path();
+  const fs::path fifo = dir / "fifo.csv";
+  fs::remove(fifo);
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {fifo.string(), std::string("/dev/zero"), dir.string()}) {
+    CAPTURE(path);
+    try {
+      (void)load_request_trace(path);
+      FAIL("expected a SpecError");
+    } catch (const SpecError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(path + ": ") == 0);
+      CHECK((what.find("not a regular file") != std::string::npos ||
+             what.find("is a directory") != std::string::npos));
+    }
+  }
+}
+
+TEST_CASE("benchmark results: vLLM's default file, lengths within 2% of their mean, Infinity") {
+  MeasurementRow d;
+  d.model = "llama3-8b";
+  d.hardware = "a100-80gb";
+  // vLLM without --save-detailed: no per-request lists; the totals' mean over completed.
+  const auto vllm = scratch_file(
+      "default.json",
+      R"({"backend": "vllm", "model_id": "meta-llama/Meta-Llama-3-8B", "num_prompts": 10,
+          "request_rate": "inf", "completed": 10, "total_input_tokens": 10240,
+          "total_output_tokens": 1280, "median_ttft_ms": 50, "median_tpot_ms": 9})");
+  const auto rows = import_benchmark(vllm.string(), BenchmarkFormat::vllm, d);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].input_len == 1024);
+  CHECK(rows[0].output_len == 128);
+  CHECK(rows[0].request_rate == 0);
+  // Lengths one token apart (tokenizers differ at the prompt's end): the mean, rounded.
+  const auto close =
+      scratch_file("close.json", R"({"completed": 4, "input_lens": [512, 511, 512, 513],
+                      "output_lens": [128, 128, 128, 128], "median_ttft_ms": 50})");
+  CHECK(import_benchmark(close.string(), BenchmarkFormat::vllm, d)[0].input_len == 512);
+  const auto spread = scratch_file(
+      "spread.json", R"({"completed": 2, "input_lens": [100, 900], "output_lens": [128, 128],
+                       "median_ttft_ms": 50})");
+  CHECK_THROWS_WITH_AS(import_benchmark(spread.string(), BenchmarkFormat::vllm, d),
+                       doctest::Contains("the lengths differ between requests (100 to 900"),
+                       SpecError);
+  // SGLang at its default rate writes Python's bare Infinity.
+  const auto sglang = scratch_file(
+      "inf.jsonl",
+      R"({"backend": "sglang", "request_rate": Infinity, "completed": 100, "random_input_len": 1024, "random_output_len": 256, "random_range_ratio": 1.0, "median_ttft_ms": 45})"
+      "\n");
+  const auto s = import_benchmark(sglang.string(), BenchmarkFormat::sglang, d);
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].request_rate == 0);
+  CHECK(s[0].input_len == 1024);
+}

@@ -99,6 +99,9 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   if (r.goal == engine::PlanGoal::max_rate && r.fleet_gpus < 1) {
     throw UsageError("--maximize rate needs --gpus N, the fleet's GPUs");
   }
+  if (r.goal == engine::PlanGoal::max_rate && r.whole_nodes) {
+    throw UsageError("--whole-nodes: for a target rate; the fleet of --maximize rate is --gpus");
+  }
   if (r.goal != engine::PlanGoal::max_rate && r.fleet_gpus > 0) {
     throw UsageError("--gpus: the fleet of --maximize rate; see --max-gpus");
   }
@@ -130,6 +133,7 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   in.top = r.top;
   in.rate_tolerance = r.rate_tolerance;
   in.min_headroom = r.min_headroom;
+  in.whole_nodes = r.whole_nodes;
   in.prune = r.prune;
   in.memory_fraction = r.memory_fraction;
   in.objectives = r.objectives;

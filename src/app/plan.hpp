@@ -51,6 +51,7 @@ struct PlanRequest {
   int64_t top = 10;
   double rate_tolerance = 0.02;  // at least kMinRateTolerance
   double min_headroom = 0;       // a fraction: 0.2 keeps 20% spare capacity
+  bool whole_nodes = false;      // engine::PlanInputs::whole_nodes
   // The grid's configurations (models x hardware x formats x tp x pp x ep x max batch x
   // chunked prefill) above this are refused before any is simulated (--max-configurations).
   int64_t max_configurations = kDefaultMaxConfigurations;

@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
   std::string command_line = "streamspark";
   for (int i = 1; i < argc; ++i) command_line += " " + shell_quoted(argv[i]);
   const streamspark::app::Context context{
-      streamspark::spec::Catalog(streamspark::spec::data_roots(executable_path(argv[0]))),
+      streamspark::spec::Catalog(streamspark::spec::data_roots(executable_path(argv[0])),
+                                 streamspark::spec::user_catalog_folders()),
       command_line, [](const std::string& line) { fmt::print(stderr, "warning: {}\n", line); }};
   CLI::App root{"streamspark: roofline and cost model of LLM inference"};
   root.set_version_flag("--version", STREAMSPARK_VERSION);

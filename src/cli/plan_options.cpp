@@ -158,6 +158,9 @@ void bind_plan_options(PlanCli& s) {
         return p / 100;
       },
       "spare capacity each deployment keeps above the target rate, e.g. 20%");
+  b.flag("--whole-nodes", r.whole_nodes,
+         "rent whole nodes (topology.gpus_per_node GPUs): GPUs and price are the nodes', spare "
+         "GPUs run more replicas");
   b.integer("--max-configurations", r.max_configurations, 1,
             "the most configurations the grid may span before plan refuses it");
   b.negated_flag("--no-prune", r.prune,

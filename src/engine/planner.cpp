@@ -403,24 +403,31 @@ struct RankOrder {
   }
 };
 
-// Whether the candidate order[next] cannot reach the top-th best verified one (strictly worse
-// bound than its objective, the first key of the ranking); the order is by bound, so then none
-// after it can either.
-bool out_of_reach(const PlanInputs& in, const RankOrder& better, const std::vector<size_t>& order,
-                  size_t next, const std::vector<size_t>& verified) {
+// Whether candidate `c` can be left unsimulated: its bound is strictly worse than the top-th
+// best verified one's objective (the first key of the ranking), and worse than the best
+// verified one of its own model, so that the best deployment of every model is still exact
+// when several are planned (with one model the second condition follows from the first).
+bool out_of_reach(const PlanInputs& in, const RankOrder& better, size_t c,
+                  const std::vector<size_t>& verified) {
   std::vector<size_t> best = verified;
   const auto kth = best.begin() + (in.top - 1);
   std::nth_element(best.begin(), kth, best.end(), better);
-  const double threshold = better.goal.objective_value(better.by_price, better.cands[*kth]);
   const double sign = better.goal.bound_sign();
-  return sign * better.cands[order[next]].objective_bound > sign * threshold;
+  const auto objective = [&](size_t i) {
+    return sign * better.goal.objective_value(better.by_price, better.cands[i]);
+  };
+  const double bound = sign * better.cands[c].objective_bound;
+  if (bound <= objective(*kth)) return false;
+  return std::any_of(verified.begin(), verified.end(), [&](size_t v) {
+    return better.cands[v].model == better.cands[c].model && objective(v) < bound;
+  });
 }
 
 // Verify in batches of a fixed size (whatever the threads, so that the same candidates are
 // simulated): before each batch, every candidate whose bound cannot beat the top-th best
 // verified one is pruned. The verified candidates that stayed ranked, in verification order.
 std::vector<size_t> verify_in_batches(const PlanInputs& in, const PlanGoalStrategy& goal,
-                                      bool by_price, const std::vector<size_t>& order,
+                                      bool by_price, std::vector<size_t> order,
                                       const ParallelRunner& run, const PlanProgress& progress,
                                       std::vector<PlanCandidate>& cands) {
   constexpr size_t kBatch = 8;
@@ -428,15 +435,23 @@ std::vector<size_t> verify_in_batches(const PlanInputs& in, const PlanGoalStrate
   const RankOrder better{goal, by_price, cands};
   size_t next = 0;
   int64_t done = 0;
+  const auto total = static_cast<int64_t>(order.size());
   while (next < order.size()) {
-    if (in.prune && in.top > 0 && static_cast<int64_t>(verified.size()) >= in.top &&
-        out_of_reach(in, better, order, next, verified)) {
+    if (in.prune && in.top > 0 && static_cast<int64_t>(verified.size()) >= in.top) {
+      // The order is by bound: those left that are out of reach are pruned, the rest verified.
+      std::vector<size_t> rest;
       for (size_t k = next; k < order.size(); ++k) {
+        if (!out_of_reach(in, better, order[k], verified)) {
+          rest.push_back(order[k]);
+          continue;
+        }
         cands[order[k]].status = CandidateStatus::pruned;
         cands[order[k]].reason =
             "not simulated: its bound cannot reach the best " + std::to_string(in.top);
       }
-      break;
+      order.resize(next);
+      order.insert(order.end(), rest.begin(), rest.end());
+      if (next == order.size()) break;
     }
     const size_t end = std::min(order.size(), next + kBatch);
     run(end - next, [&](size_t k) { verify(in, goal, in.unit_requests, cands[order[next + k]]); });
@@ -445,7 +460,7 @@ std::vector<size_t> verify_in_batches(const PlanInputs& in, const PlanGoalStrate
     }
     done += static_cast<int64_t>(end - next);
     next = end;
-    if (progress) progress(done, static_cast<int64_t>(order.size()));
+    if (progress) progress(done, total);
   }
   return verified;
 }

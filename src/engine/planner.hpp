@@ -97,6 +97,9 @@ struct PlanInputs {
   // Target-rate goals: the replicas' sustainable rates exceed the target by at least this
   // fraction (0: they cover it; a deployment is never sized below its target).
   double min_headroom = 0;
+  // Deployments rent whole nodes (topology.gpus_per_node GPUs each): the GPUs and price are
+  // the nodes', and a node's spare GPUs run more replicas.
+  bool whole_nodes = false;
   // Branch and bound: configurations whose bound cannot reach the best `top` are not simulated.
   bool prune = true;
   int64_t top = 10;

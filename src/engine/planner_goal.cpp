@@ -47,10 +47,35 @@ int64_t replicas_for(double target, double rate) {
   return std::max<int64_t>(1, n > 1e15 ? int64_t{1'000'000'000'000'000} : static_cast<int64_t>(n));
 }
 
+// The GPUs a node of the candidate's hardware holds (1 without a topology).
+int64_t node_gpus(const PlanInputs& in, const PlanCandidate& c) {
+  const auto& topology = in.hardware[c.hardware].topology;
+  return topology ? std::max<int64_t>(topology->gpus_per_node, 1) : 1;
+}
+
+// Whole nodes (--whole-nodes): the replicas that the nodes `n` replicas need hold (a node's
+// GPUs are rented together, so its spare GPUs run more replicas where a whole one fits), and
+// the GPUs paid for. Without whole nodes: n and n x the replica's GPUs.
+std::pair<int64_t, int64_t> replicas_and_gpus(const PlanInputs& in, const PlanCandidate& c,
+                                              int64_t n) {
+  const int64_t g = replica_gpus(c);
+  if (!in.whole_nodes) return {n, n * g};
+  const int64_t node = node_gpus(in, c);
+  if (g <= node) {
+    const int64_t per_node = node / g;
+    const int64_t nodes = (n + per_node - 1) / per_node;
+    return {nodes * per_node, nodes * node};
+  }
+  const int64_t nodes = (n * g + node - 1) / node;  // a replica spans nodes (pipeline stages)
+  return {n, nodes * node};
+}
+
 // What follows from c.replicas: the layout's replicas, the GPUs and their price.
 void size_from_replicas(const PlanInputs& in, PlanCandidate& c) {
+  const auto [replicas, gpus] = replicas_and_gpus(in, c, c.replicas);
+  c.replicas = replicas;
   c.layout.replicas = c.replicas;
-  c.gpus = c.replicas * replica_gpus(c);
+  c.gpus = gpus;
   if (const auto price = price_of(in, c)) c.usd_per_hour = static_cast<double>(c.gpus) * *price;
 }
 
@@ -68,7 +93,7 @@ class TargetRateGoal : public PlanGoalStrategy {
 
   void bound_objective(const PlanInputs& in, bool by_price, PlanCandidate& c) const override {
     const int64_t n = replicas_for(in.target_rate, c.rate_bound);
-    const double gpus = static_cast<double>(n) * static_cast<double>(replica_gpus(c));
+    const double gpus = static_cast<double>(replicas_and_gpus(in, c, n).second);
     if (in.max_gpus > 0 && gpus > static_cast<double>(in.max_gpus)) {
       c.miss = ObjectiveMiss{"GPUs", gpus, static_cast<double>(in.max_gpus)};
       reject(c, RejectKind::gpu_limit,
@@ -104,7 +129,12 @@ class TargetRateGoal : public PlanGoalStrategy {
       }
       c.headroom = static_cast<double>(c.replicas) * c.sustainable_rate / in.target_rate - 1;
     }
+    const int64_t asked = c.replicas;
     size_from_replicas(in, c);
+    if (c.replicas != asked) {  // whole nodes: the spare GPUs run more replicas
+      c.at_target = sim.at(in.target_rate / static_cast<double>(c.replicas));
+      c.headroom = static_cast<double>(c.replicas) * c.sustainable_rate / in.target_rate - 1;
+    }
     if (in.max_gpus > 0 && c.gpus > in.max_gpus) {
       c.miss = ObjectiveMiss{"GPUs", static_cast<double>(c.gpus), static_cast<double>(in.max_gpus)};
       reject(c, RejectKind::gpu_limit,

@@ -2,6 +2,10 @@
 #include "report/catalog_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <vector>
 
 #include "engine/quantization.hpp"
 #include "report/model_summary.hpp"
@@ -76,13 +80,29 @@ json link_json(const engine::NodeLink& l) {
 }
 }  // namespace
 
+namespace {
+
+// What the calibrated method has for a device beyond its datasheet: probe curves, a fitted
+// or probed calibration, an achievable section, or nothing.
+std::string measured_data_cell(const engine::Hardware& hw) {
+  std::vector<std::string> parts;
+  if (hw.probe) parts.emplace_back("probed");
+  if (hw.calibration) parts.emplace_back("calibrated");
+  if (hw.achievable) parts.emplace_back("achievable");
+  if (parts.empty()) return "datasheet only";
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
 std::string hardware_table(const std::vector<engine::Hardware>& devices) {
   Table t;
   t.add_column("hardware", Align::left);
-  for (const char* h :
-       {"fp32", "bf16", "fp8", "int8", "memory", "bandwidth", "ridge bf16", "kernel overhead"}) {
+  for (const char* h : {"fp32", "bf16", "fp8", "int8", "memory", "bandwidth", "ridge bf16",
+                        "kernel overhead", "$/hour"}) {
     t.add_column(h);
   }
+  t.add_column("data", Align::left);
   t.add_column("GPU links (per direction)", Align::left);
   for (const engine::Hardware& hw : devices) {
     const auto& mem = hw.device_memory();
@@ -91,9 +111,13 @@ std::string hardware_table(const std::vector<engine::Hardware>& devices) {
                peak_cell(hw, PeakClass::fp8), peak_cell(hw, PeakClass::int8),
                format_bytes(static_cast<double>(mem.capacity_bytes)),
                format_bandwidth(mem.bandwidth), bf16 > 0 ? significant(bf16 / mem.bandwidth) : "-",
-               format_time(hw.kernel_overhead_s), topology_cell(hw)});
+               format_time(hw.kernel_overhead_s),
+               hw.price_per_hour ? fmt::format("{:.2f}", *hw.price_per_hour) : "-",
+               measured_data_cell(hw), topology_cell(hw)});
   }
-  return t.render() + "peaks in dense TFLOP/s (TOP/s for int8); ridge in FLOP/byte\n";
+  return t.render() +
+         "peaks in dense TFLOP/s (TOP/s for int8); ridge in FLOP/byte; $/hour per GPU (sources "
+         "in --format json); data: what --method calibrated uses beyond the datasheet\n";
 }
 
 json hardware_json(const std::vector<engine::Hardware>& devices) {
@@ -113,7 +137,8 @@ json hardware_json(const std::vector<engine::Hardware>& devices) {
            {"source", hw.source},
            {"peak_flops", peaks},
            {"memory", memory},
-           {"kernel_overhead_s", hw.kernel_overhead_s}};
+           {"kernel_overhead_s", hw.kernel_overhead_s},
+           {"measured_data", measured_data_cell(hw)}};
     if (hw.topology) {
       json t{{"gpus_per_node", hw.topology->gpus_per_node}};
       if (hw.topology->intra_node) t["intra_node"] = link_json(*hw.topology->intra_node);

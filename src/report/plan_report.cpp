@@ -75,6 +75,42 @@ Spread spread_of(const std::vector<double>& rates) {
   return s;
 }
 
+// The best ranked deployment of each model (several models: pruning keeps each exact).
+std::vector<size_t> best_per_model(const PlanReport& r) {
+  std::vector<size_t> out;
+  const engine::PlanInputs& in = in_of(r);
+  for (size_t m = 0; m < in.models.size(); ++m) {
+    for (size_t i : res_of(r).ranking) {
+      if (res_of(r).candidates[i].model == m) {
+        out.push_back(i);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::string best_per_model_text(const PlanReport& r) {
+  const engine::PlanInputs& in = in_of(r);
+  if (in.models.size() < 2) return "";
+  std::string out = "best per model:\n";
+  std::vector<bool> found(in.models.size(), false);
+  for (size_t i : best_per_model(r)) {
+    const PlanCandidate& c = res_of(r).candidates[i];
+    found[c.model] = true;
+    out += fmt::format("  {}: {} x {} {} tp {} pp {}{}, max batch {}, {} replica{}{}\n",
+                       in.models[c.model].name, c.gpus, in.hardware[c.hardware].name,
+                       in.formats[c.format].name, c.layout.tp, c.layout.pp,
+                       c.layout.ep > 1 ? fmt::format(" ep {}", c.layout.ep) : "", c.max_batch,
+                       c.replicas, c.replicas == 1 ? "" : "s",
+                       c.usd_per_hour ? fmt::format(", ${}/hour", money(*c.usd_per_hour)) : "");
+  }
+  for (size_t m = 0; m < in.models.size(); ++m) {
+    if (!found[m]) out += fmt::format("  {}: none meets the objectives\n", in.models[m].name);
+  }
+  return out;
+}
+
 std::string samples_text(const PlanReport& r) {
   if (r.samples.size() < 2) return "";
   std::string seeds;
@@ -175,6 +211,7 @@ std::string plan_table(const PlanReport& r) {
   if (!res.ranking.empty()) {
     out += ranked_text(r);
     out += "\n" + answer_line(r) + "\n";
+    out += best_per_model_text(r);
     out += fmt::format(
         "{} of one replica simulated at {} / replicas. $/M out: $/hour over the output tokens "
         "served in an hour at that rate; $/M in: the same over prompt tokens (each carries the "
@@ -271,6 +308,14 @@ nlohmann::json plan_json(const PlanReport& r) {
   if (!res.ranking.empty()) out["chosen"] = plans.front();
   if (in.min_headroom > 0) out["limits"]["min_headroom"] = in.min_headroom;
   if (r.samples.size() > 1) out["samples"] = samples_json(r);
+  if (in.whole_nodes) out["limits"]["whole_nodes"] = true;
+  if (in.models.size() > 1) {
+    json best = json::object();
+    for (size_t i : best_per_model(r)) {
+      best[in.models[res.candidates[i].model].name] = candidate_json(r, res.candidates[i]);
+    }
+    out["best_per_model"] = best;
+  }
   if (res.closest) {
     out["closest"] = candidate_json(r, res.candidates[*res.closest]);
     out["closest"]["message"] = closest_message(r);

@@ -43,6 +43,48 @@ std::vector<std::string> data_roots(const std::string& executable_path) {
   return roots;
 }
 
+std::vector<std::string> user_catalog_folders() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("STREAMSPARK_CATALOG");
+  if (!env) return out;
+  const std::string list = env;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t colon = std::min(list.find(':', start), list.size());
+    if (colon > start) out.push_back(list.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> Catalog::user_files(SpecKind kind) const {
+  std::vector<std::string> out, stems;
+  for (const std::string& folder : user_folders_) {
+    std::error_code ec;
+    std::vector<std::string> here;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+      const fs::path& p = entry.path();
+      if (entry.is_regular_file() && (p.extension() == ".yaml" || p.extension() == ".yml")) {
+        here.push_back(p.string());
+      }
+    }
+    std::sort(here.begin(), here.end());
+    for (const std::string& p : here) {
+      SpecKind k = SpecKind::model;
+      try {
+        k = detect_spec_kind(p);
+      } catch (const std::exception&) {
+        continue;  // not a spec `check` would load; listing it would fail every listing
+      }
+      const std::string stem = fs::path(p).stem().string();
+      if (k != kind || std::find(stems.begin(), stems.end(), stem) != stems.end()) continue;
+      stems.push_back(stem);
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
 std::string Catalog::folder(SpecKind kind) const {
   for (const std::string& root : roots_) {
     const fs::path dir = fs::path(root) / folder_name(kind);
@@ -53,17 +95,21 @@ std::string Catalog::folder(SpecKind kind) const {
 }
 
 std::vector<std::string> Catalog::list(SpecKind kind) const {
-  std::vector<std::string> out;
+  std::vector<std::string> out = user_files(kind);
+  std::vector<std::string> replaced;
+  for (const std::string& p : out) replaced.push_back(fs::path(p).stem().string());
+  const size_t user = out.size();
   const std::string dir = folder(kind);
   if (dir.empty()) return out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const fs::path& p = entry.path();
-    if (entry.is_regular_file() && (p.extension() == ".yaml" || p.extension() == ".yml")) {
+    if (entry.is_regular_file() && (p.extension() == ".yaml" || p.extension() == ".yml") &&
+        std::find(replaced.begin(), replaced.end(), p.stem().string()) == replaced.end()) {
       out.push_back(p.string());
     }
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin() + static_cast<long>(user), out.end());
   return out;
 }
 
@@ -75,6 +121,9 @@ std::string Catalog::resolve(const std::string& name_or_path, SpecKind kind) con
       throw CatalogError(fmt::format("{}: not a regular file", name_or_path));
     }
     throw CatalogError(fmt::format("{}: no such {} file", name_or_path, kind_word(kind)));
+  }
+  for (const std::string& p : user_files(kind)) {
+    if (fs::path(p).stem().string() == name_or_path) return p;
   }
   const std::string dir = folder(kind);
   if (!dir.empty()) {

@@ -24,14 +24,23 @@ class CatalogError : public std::runtime_error {
 // <prefix>/share/streamspark for an installed binary.
 std::vector<std::string> data_roots(const std::string& executable_path);
 
+// The user's own catalog folders: $STREAMSPARK_CATALOG, colon-separated, each holding model
+// and hardware YAML files side by side (what `streamspark import -o DIR/name.yaml` and `fit -o`
+// write), so that they are used by name like the shipped ones.
+std::vector<std::string> user_catalog_folders();
+
 class Catalog {
  public:
-  explicit Catalog(std::vector<std::string> roots) : roots_(std::move(roots)) {}
+  explicit Catalog(std::vector<std::string> roots, std::vector<std::string> user_folders = {})
+      : roots_(std::move(roots)), user_folders_(std::move(user_folders)) {}
 
-  // Path of a spec given by name ("llama2-13b") or by path ("my/model.yaml"). Throws
+  // Path of a spec given by name ("llama2-13b") or by path ("my/model.yaml"): the user folders'
+  // file of that name and kind first (it replaces a shipped one), then the catalog's. Throws
   // CatalogError naming the folders searched, with a did-you-mean hint.
   std::string resolve(const std::string& name_or_path, SpecKind kind) const;
-  // Paths of every spec of `kind` in the first root holding that folder, sorted by name.
+  // Paths of every spec of `kind`: the user folders' (files of that kind, in folder order),
+  // then those of the first root holding the kind's folder whose names they do not replace,
+  // each group sorted by name.
   std::vector<std::string> list(SpecKind kind) const;
   // The folder used for `kind` ("" when none exists).
   std::string folder(SpecKind kind) const;
@@ -40,7 +49,11 @@ class Catalog {
   engine::Hardware hardware(const std::string& name_or_path) const;
 
  private:
+  // The user folders' files of `kind`, sorted within each folder, a name once (the first).
+  std::vector<std::string> user_files(SpecKind kind) const;
+
   std::vector<std::string> roots_;
+  std::vector<std::string> user_folders_;
 };
 
 // Model or hardware, judged by the keys a file has: d_model/attention -> model,

@@ -169,3 +169,43 @@ TEST_CASE("plan: several workload samples; the most demanding one's plan is show
   CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr), doctest::Contains("--seeds"),
                        app::UsageError);
 }
+
+TEST_CASE("plan: --whole-nodes pays for whole nodes and fills them with replicas") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  r.whole_nodes = true;
+  const app::PlanOutcome p = app::plan(r, s.context, nullptr);
+  REQUIRE(p.found());
+  for (size_t i : p.result.ranking) {
+    const engine::PlanCandidate& c = p.result.candidates[i];
+    CHECK(c.gpus % 8 == 0);  // h100-sxm and a100-80gb: 8 GPUs per node
+    CHECK(c.replicas * c.layout.tp * c.layout.pp == c.gpus);  // tp 1, 2, 4, 8 divide 8
+  }
+  r.goal = engine::PlanGoal::max_rate;
+  r.fleet_gpus = 8;
+  r.workload.generated.rate = 0;
+  CHECK_THROWS_WITH_AS(app::plan(r, s.context, nullptr), doctest::Contains("--whole-nodes"),
+                       app::UsageError);
+}
+
+TEST_CASE("plan: several models, each model's best found even when --top 1 prunes") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  r.models = {"llama3-8b", "llama3-70b"};
+  r.top = 1;
+  const app::PlanOutcome p = app::plan(r, s.context, nullptr);
+  std::vector<bool> ranked(2, false);
+  for (size_t i : p.result.ranking) ranked[p.result.candidates[i].model] = true;
+  CHECK(ranked[0]);
+  CHECK(ranked[1]);
+  // The 70B's best is the one an unpruned search finds.
+  r.prune = false;
+  const app::PlanOutcome all = app::plan(r, s.context, nullptr);
+  const auto best70 = [](const app::PlanOutcome& o) {
+    for (size_t i : o.result.ranking) {
+      if (o.result.candidates[i].model == 1) return o.result.candidates[i].usd_per_hour.value_or(0);
+    }
+    return -1.0;
+  };
+  CHECK(best70(p) == best70(all));
+}

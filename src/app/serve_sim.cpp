@@ -116,6 +116,7 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   out.run = serving_run(model.name, hardware.name, std::string(enum_name(analysis.method)),
                         workload, options, result);
   out.run.layout = analysis.costing.parallel;
+  out.run.objectives = r.objectives;
   if (spec_cost) {
     out.run.speculative =
         SpeculativeServing{speculative_draft_name(*r.speculative), spec_cost->config(),

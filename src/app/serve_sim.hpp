@@ -26,6 +26,7 @@ struct ServeSimRequest {
   WorkloadRequest workload;
   SchedulerRequest scheduler;
   std::optional<SpeculativeRequest> speculative;  // acceptance rates required
+  engine::ServiceObjectives objectives;           // plan's percentile objectives, reported
 };
 
 struct ServeSimResult {

@@ -6,6 +6,10 @@
 #include <optional>
 #include <string>
 
+#include <tuple>
+#include <vector>
+
+#include "engine/planner.hpp"
 #include "engine/serving.hpp"
 #include "engine/speculative.hpp"
 
@@ -31,7 +35,30 @@ struct ServingRun {
   engine::ParallelLayout layout;   // of the deployment (one GPU by default)
   engine::ServingMetrics metrics;
   std::optional<SpeculativeServing> speculative;
+  // plan's percentile objectives (--slo-ttft-p90 ...), each reported met or missed.
+  engine::ServiceObjectives objectives;
 };
+
+// Each objective given, with the run's value: ("p90 TTFT", value, limit), in plan's order.
+struct ObjectiveCheck {
+  std::string objective;
+  double value_s = 0;
+  double limit_s = 0;
+  bool met() const { return value_s <= limit_s; }
+};
+inline std::vector<ObjectiveCheck> objective_checks(const ServingRun& run) {
+  const engine::ServiceObjectives& o = run.objectives;
+  const engine::ServingMetrics& m = run.metrics;
+  std::vector<ObjectiveCheck> out;
+  for (const auto& [name, value, limit] : {std::tuple{"p90 TTFT", m.ttft_s.p90, o.ttft_p90_s},
+                                           std::tuple{"p99 TTFT", m.ttft_s.p99, o.ttft_p99_s},
+                                           std::tuple{"p90 TPOT", m.tpot_s.p90, o.tpot_p90_s},
+                                           std::tuple{"p99 TPOT", m.tpot_s.p99, o.tpot_p99_s},
+                                           std::tuple{"p90 e2e", m.e2e_s.p90, o.e2e_p90_s}}) {
+    if (limit > 0) out.push_back({name, value, limit});
+  }
+  return out;
+}
 
 // A run's report from the scheduler and objective settings and the simulation's result.
 inline ServingRun serving_run(const std::string& model, const std::string& where,

@@ -38,6 +38,7 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),
               "table or json");
   b.text("--requests-csv", s->requests_csv, "also write one CSV row per request");
+  bind_objectives(b, s->r.objectives);
   bind_speculative(b, s->r.speculative, SpeculativeUse::cost_model,
                    "speculative decoding: draft=MODEL|self:layers=N,k=K,acceptance=A[:A2..] or "
                    "heads=medusa|eagle|mtp,k=K,acceptance=A1:A2:.. (see analyze)");

@@ -325,6 +325,20 @@ void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& 
               "the trace gives the requests, their arrivals and lengths");
 }
 
+void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o) {
+  const auto objective = [](const std::string& text, const std::string& option) {
+    return parse_positive_quantity(text, spec::Dimension::time, option);
+  };
+  for (auto [names, field, help] :
+       {std::tuple{"--slo-ttft-p90", &o.ttft_p90_s, "p90 time to first token, e.g. '1 s'"},
+        std::tuple{"--slo-ttft-p99", &o.ttft_p99_s, "p99 time to first token"},
+        std::tuple{"--slo-tpot-p90", &o.tpot_p90_s, "p90 time per output token, e.g. '50 ms'"},
+        std::tuple{"--slo-tpot-p99", &o.tpot_p99_s, "p99 time per output token"},
+        std::tuple{"--slo-e2e", &o.e2e_p90_s, "p90 end-to-end latency"}}) {
+    b.custom<double>(names, *field, "", objective, help);
+  }
+}
+
 void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {
   b.choice("--policy", s.policy, "policy", "continuous or static", OptionBinder::use_instead);
   b.integer("--max-batch", s.max_batch, 1,

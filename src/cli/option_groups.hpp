@@ -87,6 +87,9 @@ void bind_threads(OptionBinder& b, int64_t& threads, const std::string& help);
 // The workload: --trace, --requests,-n, --rate (help `rate_help`), --arrivals, --prompt-len,
 // --output-len, --shared-prefix-fraction, --prefix-tokens, --seed.
 void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& rate_help);
+// plan's percentile objectives: --slo-ttft-p90, --slo-ttft-p99, --slo-tpot-p90, --slo-tpot-p99,
+// --slo-e2e (plan searches for them; serve-sim reports each met or missed).
+void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o);
 // The scheduler and goodput objectives: --policy, --max-batch, --max-tokens, --chunked-prefill,
 // --kv, --block-size, --max-output, --preemption, --host-bandwidth, --slo-ttft, --slo-tpot.
 void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s);

@@ -145,6 +145,15 @@ std::string serving_table(const ServingRun& r) {
                        r.slo_ttft_s > 0 ? format_time(r.slo_ttft_s) : "any",
                        r.slo_tpot_s > 0 ? format_time(r.slo_tpot_s) : "any");
   }
+  if (const auto checks = app::objective_checks(r); !checks.empty()) {
+    std::string line;
+    for (const app::ObjectiveCheck& c : checks) {
+      line += fmt::format("{}{} {} {} {}: {}", line.empty() ? "" : "; ", c.objective,
+                          format_time(c.value_s), c.met() ? "<=" : ">", format_time(c.limit_s),
+                          c.met() ? "met" : "missed");
+    }
+    out += "objectives: " + line + "\n";
+  }
   out += fmt::format(
       "KV cache: {} allocated on average (peak {}), {} of the allocation holds no token",
       percent_3_significant(m.kv_allocated_fraction),
@@ -203,6 +212,16 @@ static json plain_serving_json(const ServingRun& r) {
 
 json serving_json(const ServingRun& r) {
   json j = plain_serving_json(r);
+  if (const auto checks = app::objective_checks(r); !checks.empty()) {
+    json o = json::array();
+    for (const app::ObjectiveCheck& c : checks) {
+      o.push_back({{"objective", c.objective},
+                   {"value_s", c.value_s},
+                   {"limit_s", c.limit_s},
+                   {"met", c.met()}});
+    }
+    j["objectives"] = o;
+  }
   if (r.speculative) {
     j["speculative"] = speculative_serving_json(*r.speculative, r.metrics.speculative);
   }

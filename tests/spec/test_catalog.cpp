@@ -2,8 +2,11 @@
 // parameter counts equal the published ones.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -148,4 +151,38 @@ TEST_CASE("spec kind is detected from the keys") {
         SpecKind::model);
   CHECK(detect_spec_kind(std::string(STREAMSPARK_SOURCE_DIR) + "/hardware/b200.yaml") ==
         SpecKind::hardware);
+}
+
+TEST_CASE("user catalog folders: found by name first, listed first, replacing a shipped name") {
+  const fs::path dir = fs::temp_directory_path() / "streamspark-user-catalog";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path source = fs::path(STREAMSPARK_SOURCE_DIR);
+  // A model under a new name, and a hardware file replacing a shipped one of its name.
+  std::string model_text;
+  {
+    std::ifstream in(source / "model_zoo" / "llama3-8b.yaml");
+    model_text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = model_text.find("name: llama3-8b");
+  REQUIRE(at != std::string::npos);
+  model_text.replace(at, 15, "name: my-llama");
+  std::ofstream(dir / "my-llama.yaml") << model_text;
+  fs::copy_file(source / "hardware" / "h100-sxm.yaml", dir / "h100-sxm.yaml");
+  std::ofstream(dir / "notes.yaml") << "not: a spec\n";  // neither kind: left out
+
+  const Catalog catalog({STREAMSPARK_SOURCE_DIR}, {dir.string()});
+  CHECK(catalog.resolve("my-llama", SpecKind::model) == (dir / "my-llama.yaml").string());
+  CHECK(catalog.model("my-llama").name == "my-llama");
+  CHECK(catalog.resolve("h100-sxm", SpecKind::hardware) == (dir / "h100-sxm.yaml").string());
+  CHECK(catalog.resolve("llama3-8b", SpecKind::model) ==
+        (source / "model_zoo" / "llama3-8b.yaml").string());
+  const auto models = catalog.list(SpecKind::model);
+  REQUIRE_FALSE(models.empty());
+  CHECK(models.front() == (dir / "my-llama.yaml").string());
+  const auto hardware = catalog.list(SpecKind::hardware);
+  CHECK(std::count_if(hardware.begin(), hardware.end(),
+                      [](const std::string& p) { return fs::path(p).stem() == "h100-sxm"; }) == 1);
+  CHECK(hardware.front() == (dir / "h100-sxm.yaml").string());
+  fs::remove_all(dir);
 }

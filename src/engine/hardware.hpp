@@ -38,11 +38,18 @@ struct Topology {
 // What a serving stack reaches on this device where nothing was measured here: fractions of
 // the peaks, a cost per kernel launch (0: the file's kernel_overhead) and per forward pass.
 struct AchievableFractions {
-  double compute = 1.0;
+  double compute = 1.0;  // of the compute format's peak, for every format without its own
   double memory = 1.0;
   std::optional<double> kernel_overhead_s;
   double step_overhead_s = 0;
   std::string source;
+  // A format's own compute fraction where it was measured (FP8 GEMMs reach a smaller share of
+  // their peak than BF16 ones on an H100), by the peak class its products run at.
+  std::map<PeakClass, double> compute_by_format;
+  double compute_for(PeakClass c) const {
+    const auto it = compute_by_format.find(c);
+    return it == compute_by_format.end() ? compute : it->second;
+  }
 };
 
 // Measured behaviour of one operator class (gemm, attention, norm, elementwise, gather,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -84,6 +85,19 @@ double WorkingSetModel::gemm_seconds(double log_ws, int64_t m, int64_t n, int64_
   return flops / std::exp(lo + t * (hi - lo));
 }
 
+std::string achievable_fraction_note(const Hardware& hw, DType activations, Method method) {
+  const auto matrix = matrix_peak_class(activations);
+  if (method != Method::calibrated || hw.calibration || !hw.achievable || !matrix) return "";
+  if (*matrix == PeakClass::bf16 || *matrix == PeakClass::fp16) return "";
+  if (hw.achievable->compute_by_format.count(*matrix) > 0) return "";
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "%s states no achievable compute fraction for %s; it borrows the general %.3g "
+                "(achievable.compute_by_format gives one)",
+                hw.name.c_str(), std::string(enum_name(*matrix)).c_str(), hw.achievable->compute);
+  return text;
+}
+
 DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method method) {
   const std::string compute(enum_name(precision.activations));
   const auto matrix = matrix_peak_class(precision.activations);
@@ -93,6 +107,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
                                 "it for weights and compute in bf16 or fp16");
   }
   DeviceRates r;
+  r.compute_fraction_note = achievable_fraction_note(hw, precision.activations, method);
   r.matrix_flops = hw.peak(*matrix);
   r.vector_flops = hw.peak(PeakClass::fp32);
   r.kernel_overhead_s = hw.kernel_overhead_s;
@@ -116,7 +131,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
             hw.calibration->classes.find(std::string(enum_name(static_cast<OpKind>(k))));
         c = it != hw.calibration->classes.end() ? it->second : ClassCalibration{0, 0, 0};
       } else {
-        c = ClassCalibration{hw.achievable->compute, hw.achievable->memory,
+        c = ClassCalibration{hw.achievable->compute_for(*matrix), hw.achievable->memory,
                              hw.achievable->kernel_overhead_s.value_or(hw.kernel_overhead_s)};
       }
     }

@@ -107,6 +107,9 @@ struct WorkingSetModel {
 
 // The rates an operator of a given kind runs at on a given device and precision.
 struct DeviceRates {
+  // Calibrated on achievable fractions: set when the compute format has no fraction of its own
+  // and borrows the file's general one (achievable_fraction_note).
+  std::string compute_fraction_note;
   double matrix_flops = 0;  // FLOP/s for gemm and attention at the compute dtype
   double vector_flops = 0;  // FLOP/s for elementwise work (the fp32 non-matrix peak)
   // FLOP/s of Op::outlier_flops: the peak of sixteen_bit_products' format (catalogs give bf16
@@ -147,6 +150,13 @@ struct DeviceRates {
 // nor achievable fractions.
 DeviceRates device_rates(const Hardware& hw, const Precision& precision,
                          Method method = Method::roofline);
+
+// When the calibrated method prices products in `activations` on `hw`'s achievable fractions
+// (no probe calibration) and the file states no compute fraction of that format's own, while
+// the general one was measured for 16-bit products: "h100-sxm states no achievable compute
+// fraction for fp8; it borrows the general 0.803 (achievable.compute_by_format gives one)".
+// Empty otherwise.
+std::string achievable_fraction_note(const Hardware& hw, DType activations, Method method);
 
 // Calibrated rates must have measured every operator class the inventory's ops use: throws
 // std::invalid_argument naming the first op whose class the probe did not measure. Nothing to

@@ -181,6 +181,9 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
                        {"memory_capacity", hw.device_memory().capacity_bytes},
                        {"ridge_intensity", ridge(ctx)},
                        {"kernel_overhead_s", ctx.rates.kernel_overhead_s}};
+  if (!ctx.rates.compute_fraction_note.empty()) {
+    j["hardware"]["compute_fraction_note"] = ctx.rates.compute_fraction_note;
+  }
   j["method"] = str(enum_name(ctx.options.method));
   j["precision"] = precision_json(ctx.options.costing.precision);
   j["parallel"] = parallel_json(ctx.options.costing.parallel);
@@ -259,6 +262,9 @@ std::string analysis_header(const AnalysisContext& ctx) {
                  format_bandwidth(ctx.rates.bandwidth),
                  format_bytes(static_cast<double>(hw.device_memory().capacity_bytes)),
                  significant(ridge(ctx)), format_time(ctx.rates.kernel_overhead_s));
+  if (!ctx.rates.compute_fraction_note.empty()) {
+    out.insert(out.size() - 1, "note      " + ctx.rates.compute_fraction_note + "\n");
+  }
 
   return out;
 }

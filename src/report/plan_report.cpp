@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "engine/roofline.hpp"
 #include "report/analysis_report.hpp"
 #include "report/plan_phrases.hpp"
 #include "report/serving_report.hpp"
@@ -73,6 +74,21 @@ Spread spread_of(const std::vector<double>& rates) {
   s.hi = v.back();
   s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
   return s;
+}
+
+// Formats that borrow another's achievable compute fraction, once per hardware and format.
+std::vector<std::string> fraction_notes(const PlanReport& r) {
+  std::vector<std::string> out;
+  const engine::PlanInputs& in = in_of(r);
+  for (const engine::Hardware& h : in.hardware) {
+    for (const engine::PlanFormat& f : in.formats) {
+      std::string note = engine::achievable_fraction_note(h, f.precision.activations, in.method);
+      if (!note.empty() && std::find(out.begin(), out.end(), note) == out.end()) {
+        out.push_back(std::move(note));
+      }
+    }
+  }
+  return out;
 }
 
 // The best ranked deployment of each model (several models: pruning keeps each exact).
@@ -207,6 +223,7 @@ std::string plan_table(const PlanReport& r) {
   }
   out += "prices (USD per GPU-hour; sources in --format json and --report): " + prices + "\n";
   if (const std::string note = price_note(r); !note.empty()) out += note + "\n";
+  for (const std::string& note : fraction_notes(r)) out += "note: " + note + "\n";
   out += "\n";
   if (!res.ranking.empty()) {
     out += ranked_text(r);
@@ -309,6 +326,7 @@ nlohmann::json plan_json(const PlanReport& r) {
   if (in.min_headroom > 0) out["limits"]["min_headroom"] = in.min_headroom;
   if (r.samples.size() > 1) out["samples"] = samples_json(r);
   if (in.whole_nodes) out["limits"]["whole_nodes"] = true;
+  if (const auto notes = fraction_notes(r); !notes.empty()) out["notes"] = notes;
   if (in.models.size() > 1) {
     json best = json::object();
     for (size_t i : best_per_model(r)) {

@@ -265,9 +265,20 @@ std::optional<engine::AchievableFractions> parse_achievable(MapReader& ach) {
       ach.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);
   const auto step = ach.quantity("step_overhead", Dimension::time, Presence::optional, kOverhead);
   const auto ach_source = ach.string("source", Presence::required);
+  std::map<PeakClass, double> by_format;
+  if (auto by = ach.map("compute_by_format", Presence::optional)) {
+    for (PeakClass c : engine::kAllPeakClasses) {
+      const auto f = by->quantity(std::string(enum_name(c)), Dimension::fraction,
+                                  Presence::optional, kAchievable);
+      if (f) by_format[c] = *f;
+    }
+    by->finish();
+  }
   ach.finish();
   if (!compute || !memory || !ach_source) return std::nullopt;
-  return engine::AchievableFractions{*compute, *memory, kernel, step.value_or(0.0), *ach_source};
+  engine::AchievableFractions a{*compute, *memory, kernel, step.value_or(0.0), *ach_source};
+  a.compute_by_format = std::move(by_format);
+  return a;
 }
 
 engine::Calibration parse_calibration(MapReader& cal) {

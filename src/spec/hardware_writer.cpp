@@ -40,6 +40,11 @@ void write_achievable(std::string& out, const engine::AchievableFractions& a) {
   fmt::format_to(o, "achievable:\n  compute: {:.6g}\n  memory: {:.6g}\n", a.compute, a.memory);
   if (a.kernel_overhead_s) fmt::format_to(o, "  kernel_overhead: {:.6g} s\n", *a.kernel_overhead_s);
   if (a.step_overhead_s > 0) fmt::format_to(o, "  step_overhead: {:.6g} s\n", a.step_overhead_s);
+  if (!a.compute_by_format.empty()) {
+    fmt::format_to(o, "  compute_by_format:\n");
+    for (const auto& [c, f] : a.compute_by_format)
+      fmt::format_to(o, "    {}: {:.6g}\n", enum_name(c), f);
+  }
   fmt::format_to(o, "  source: {}\n", quoted(a.source));
 }
 

@@ -239,6 +239,11 @@ std::string answer_line(const PlanReport& r) {
   return s;
 }
 
+bool same_size(const PlanCandidate& a, const PlanCandidate& b) {
+  return a.model == b.model && a.hardware == b.hardware && a.format == b.format &&
+         a.gpus == b.gpus && a.usd_per_hour == b.usd_per_hour;
+}
+
 Rows ranked_rows(const PlanReport& r) {
   const engine::PlanInputs& in = in_of(r);
   const engine::PlanResult& res = res_of(r);
@@ -274,7 +279,10 @@ Rows ranked_rows(const PlanReport& r) {
   column("headroom");
   for (size_t k = 0; k < shown; ++k) {
     const PlanCandidate& c = res.candidates[res.ranking[k]];
-    std::vector<std::string> row{std::to_string(k + 1)};
+    // A row the same deployment size as the one above (hardware, format, model, GPUs, cost)
+    // in another layout is a near duplicate: ranked "k=", the note under the table says so.
+    const bool same = k > 0 && same_size(res.candidates[res.ranking[k - 1]], c);
+    std::vector<std::string> row{std::to_string(k + 1) + (same ? "=" : "")};
     if (models) row.push_back(in.models[c.model].name);
     row.push_back(in.hardware[c.hardware].name);
     row.push_back(in.formats[c.format].name);

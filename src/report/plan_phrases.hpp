@@ -38,6 +38,9 @@ double usd_per_million(const PlanCandidate& c, double tokens_per_request);
 
 bool verified(const PlanCandidate& c);
 
+// Two deployments of one size: the same model, hardware, format, GPUs and cost (layouts differ).
+bool same_size(const PlanCandidate& a, const PlanCandidate& b);
+
 std::string goal_text(const engine::PlanInputs& in);
 
 std::string objectives_text(const engine::ServiceObjectives& o);

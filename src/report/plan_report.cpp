@@ -235,6 +235,16 @@ std::string plan_table(const PlanReport& r) {
         "whole cost). headroom: replicas x the highest rate a replica sustains / the rate - 1.\n",
         "TTFT, TPOT, e2e: p90", in.goal == PlanGoal::max_rate ? "the rate" : "the target rate");
     if (const std::string note = capped_note(r); !note.empty()) out += note + "\n";
+    const size_t shown =
+        std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
+    for (size_t k = 1; k < shown; ++k) {
+      if (same_size(res.candidates[res.ranking[k - 1]], res.candidates[res.ranking[k]])) {
+        out +=
+            "k=: the same hardware, format, GPUs and cost as the row above, in another layout "
+            "(ranked after it by headroom).\n";
+        break;
+      }
+    }
   } else {
     out += closest_message(r) + "\n";
   }

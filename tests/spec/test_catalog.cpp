@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "engine/model.hpp"
+#include "engine/roofline.hpp"
 #include "spec/catalog.hpp"
 #include "spec/hardware_spec.hpp"
 #include "spec/model_spec.hpp"
@@ -185,4 +186,29 @@ TEST_CASE("user catalog folders: found by name first, listed first, replacing a 
                       [](const std::string& p) { return fs::path(p).stem() == "h100-sxm"; }) == 1);
   CHECK(hardware.front() == (dir / "h100-sxm.yaml").string());
   fs::remove_all(dir);
+}
+
+TEST_CASE("achievable compute fractions per format, and the note when a format borrows one") {
+  const Catalog catalog = repo_catalog();
+  const engine::Hardware h100 = catalog.hardware("h100-sxm");
+  REQUIRE(h100.achievable);
+  // FP8 torch.matmul 1402.6 of 1979 TFLOP/s (the file's source): 0.709; BF16 794.5 of 989.
+  CHECK(h100.achievable->compute_for(engine::PeakClass::fp8) == doctest::Approx(0.709));
+  CHECK(h100.achievable->compute_for(engine::PeakClass::bf16) == doctest::Approx(0.803));
+  CHECK(engine::achievable_fraction_note(h100, engine::DType::fp8_e4m3, engine::Method::calibrated)
+            .empty());
+  const engine::Hardware h200 = catalog.hardware("h200");
+  CHECK(engine::achievable_fraction_note(h200, engine::DType::fp8_e4m3, engine::Method::calibrated)
+            .find("h200 states no achievable compute fraction for fp8") == 0);
+  CHECK(engine::achievable_fraction_note(h200, engine::DType::bf16, engine::Method::calibrated)
+            .empty());
+  CHECK(engine::achievable_fraction_note(h200, engine::DType::fp8_e4m3, engine::Method::roofline)
+            .empty());
+  // The calibrated rates use it: every operator class at 0.709 of the FP8 peak.
+  const auto rates = engine::device_rates(h100, engine::Precision::uniform(engine::DType::fp8_e4m3),
+                                          engine::Method::calibrated);
+  CHECK(rates.compute_fraction_note.empty());
+  for (const engine::ClassCalibration& c : rates.classes) {
+    CHECK(c.compute_efficiency == doctest::Approx(0.709));
+  }
 }

@@ -38,7 +38,7 @@ BenchResult bench(const BenchRequest& r, const Context& context, const SweepRowW
   BenchResult out;
   out.model = model.name;
   out.hardware = hardware.name;
-  out.repeats = std::max(1, r.repeats);
+  out.repeats = static_cast<int>(std::min<int64_t>(r.repeats, 1000));  // >= 1 (the option)
   double& sink = out.checksum;
 
   // Decode-step evaluations on one thread: build the step's operator list and cost it.

@@ -21,7 +21,7 @@ inline std::vector<int64_t> arithmetic_range(int64_t from, int64_t to, int64_t s
 struct BenchRequest {
   std::string model = "llama2-13b";
   std::string hardware = "h100-sxm";
-  int repeats = 5;
+  int64_t repeats = 5;
   int64_t threads = 0;  // the sweep's; 0: all cores
   std::vector<int64_t> sweep_batches = arithmetic_range(1, 1000);
   std::vector<int64_t> sweep_prompts = arithmetic_range(128, 3200, 128);

@@ -182,6 +182,16 @@ namespace {
 std::vector<GateCheck> gate_checks(const MeasuredValidation& v) {
   std::vector<GateCheck> out;
   if (v.tolerances.empty()) return out;
+  // A tolerance on a metric no row measures would gate nothing: a check that cannot fail.
+  for (const auto& [metric, percent] : v.tolerances.per_metric) {
+    const bool measured =
+        std::any_of(v.summary.begin(), v.summary.end(),
+                    [&](const engine::MetricSummary& s) { return s.metric == metric; });
+    if (!measured) {
+      throw UsageError(fmt::format("--tolerance: {}={}%: no row of {} measures {}", metric, percent,
+                                   v.file, metric));
+    }
+  }
   if (v.mode == GateMode::median) {
     for (const engine::MetricSummary& s : v.summary) {
       const auto tolerance = v.tolerances.for_metric(s.metric);

@@ -92,7 +92,7 @@ void plan_workload(const PlanRequest& r, engine::PlanInputs& in, PlanOutcome& ou
         g, std::string(enum_name(g.arrivals)) + " arrivals rescaled to each simulated rate");
   }
   if (r.goal == engine::PlanGoal::max_rate) in.target_rate = 0;
-  for (const engine::Model& m : in.models) check_requests_context(in.unit_requests, m);
+  for (const engine::Model& m : in.models) check_requests_context(in.unit_requests, m, w);
 }
 
 engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, PlanOutcome& out) {

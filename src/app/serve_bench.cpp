@@ -32,7 +32,7 @@ ServeBenchOutcome serve_bench(const ServeBenchRequest& r, const Context& context
   runtime::check_supported(model);
   std::string workload;
   const auto requests = workload_requests(r.workload, &workload);
-  check_requests_context(requests, model);
+  check_requests_context(requests, model, r.workload);
   plan.options = serving_options(r.scheduler, model.max_context);
   plan.kv_memory_bytes = r.kv_memory_bytes;
   const auto backend = make_backend(r.backend);

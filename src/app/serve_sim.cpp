@@ -76,7 +76,7 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   const engine::Hardware hardware = context.catalog.hardware(r.hardware);
   std::string workload;
   const auto requests = workload_requests(r.workload, &workload);
-  check_requests_context(requests, model);
+  check_requests_context(requests, model, r.workload);
   engine::ServingOptions options = serving_options(r.scheduler, model.max_context);
   std::unique_ptr<engine::SpeculativeIterationCost> spec_cost;
   std::unique_ptr<engine::IterationCost> plain_cost;

@@ -49,14 +49,28 @@ std::vector<engine::Request> workload_requests(const WorkloadRequest& w, std::st
 }
 
 void check_requests_context(const std::vector<engine::Request>& requests,
-                            const engine::Model& model) {
+                            const engine::Model& model, const WorkloadRequest& w) {
+  const bool trace = !w.trace.empty();
+  if (!trace && w.generated.prefix_tokens >= model.max_context) {
+    throw UsageError(fmt::format("--prefix-tokens: {} is not below {}'s max_context {}",
+                                 w.generated.prefix_tokens, model.name, model.max_context));
+  }
   for (size_t i = 0; i < requests.size(); ++i) {
     const engine::Request& r = requests[i];
     if (r.prompt > model.max_context || r.output - 1 > model.max_context - r.prompt) {
-      throw UsageError(fmt::format(
-          "request {}: prompt {} + output {} uses {} positions, beyond {}'s max_context {} (cap "
-          "the lengths, e.g. lognormal:MEDIAN:SIGMA:MAX)",
-          i, r.prompt, r.output, r.prompt + r.output - 1, model.name, model.max_context));
+      const std::string positions =
+          fmt::format("prompt {} + output {} uses {} positions, beyond {}'s max_context {}",
+                      r.prompt, r.output, r.prompt + r.output - 1, model.name, model.max_context);
+      if (trace) {
+        std::vector<int> lines;  // read again to name the line: this is the error path
+        (void)spec::load_request_trace(w.trace, &lines);
+        throw UsageError(
+            fmt::format("{}:{}: {}", w.trace, i < lines.size() ? lines[i] : 0, positions));
+      }
+      throw UsageError(
+          fmt::format("--prompt-len/--output-len: request {}: {} (cap the lengths, e.g. "
+                      "lognormal:MEDIAN:SIGMA:MAX)",
+                      i, positions));
     }
   }
 }
@@ -74,11 +88,20 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   c.max_tokens = s.max_tokens;
   c.chunked_prefill = s.chunked_prefill;
   c.block_size = s.block_size;
+  if (s.max_output > max_context) {
+    throw UsageError(fmt::format("--max-output: {} is beyond the model's max_context {}",
+                                 s.max_output, max_context));
+  }
   c.max_output = s.max_output == 0 ? max_context : s.max_output;
   c.max_context = max_context;
   c.preemption = s.preemption;
   if (s.preemption == engine::Preemption::swap && !s.host_bandwidth) {
     throw UsageError("--preemption swap needs --host-bandwidth (the device-host link)");
+  }
+  // The range of a hardware file's bandwidths (docs/file-formats.md, ranges).
+  if (s.host_bandwidth && !(*s.host_bandwidth >= 1 && *s.host_bandwidth <= 1e21)) {
+    throw UsageError(fmt::format("--host-bandwidth: {:.4g} B/s is outside [1 B/s, 1e21 B/s]",
+                                 *s.host_bandwidth));
   }
   out.host_bandwidth = s.host_bandwidth.value_or(out.host_bandwidth);
   out.slo_ttft_s = s.slo_ttft_s.value_or(0);

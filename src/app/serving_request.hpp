@@ -58,8 +58,10 @@ std::vector<engine::Request> workload_requests(const WorkloadRequest& w, std::st
 std::string describe_workload(const engine::WorkloadSpec& w, const std::string& arrivals);
 // UsageError naming the first request whose prompt + output - 1 positions exceed the model's
 // max_context (the last output token is never fed back).
+// `w` names where the requests come from (--trace FILE, or the generated workload's flags),
+// and its prefix and its lengths' caps are checked against the context too.
 void check_requests_context(const std::vector<engine::Request>& requests,
-                            const engine::Model& model);
+                            const engine::Model& model, const WorkloadRequest& w);
 // Scheduler and objective settings (KV capacity left 0 for the caller); max_context from the
 // model. UsageError for settings that contradict each other (paged KV with static batching,
 // swap preemption without a host link).

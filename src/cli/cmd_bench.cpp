@@ -23,8 +23,7 @@ Command add_bench_command(CLI::App& root, const app::Context& context) {
   app::BenchRequest& r = s->r;
   s->b.text("--model,-m", r.model, "model");
   s->b.text("--hardware,-H", r.hardware, "hardware");
-  app->add_option("--repeats,-r", r.repeats, "repetitions (median reported)")
-      ->capture_default_str();
+  s->b.integer("--repeats,-r", r.repeats, 1, "repetitions (median reported, at most 1000)");
   bind_threads(s->b, r.threads, "sweep threads (0: all cores)");
   s->b.integers("--sweep-batch", r.sweep_batches, "sweep grid: batches", "1..1000");
   s->b.integers("--sweep-prompt", r.sweep_prompts, "sweep grid: prompts", "128..3200:+128");

@@ -55,8 +55,8 @@ Command add_import_benchmark_command(CLI::App& root, const app::Context& context
   b.integer("--max-batched-tokens", d.max_batched_tokens, 1,
             "tokens per iteration the stack scheduled (vLLM's max_num_batched_tokens; "
             "default 8192)");
-  app->add_option("--tp", d.tp, "tensor-parallel GPUs")->capture_default_str();
-  app->add_option("--pp", d.pp, "pipeline stages")->capture_default_str();
+  b.integer("--tp", d.tp, 1, "tensor-parallel GPUs");
+  b.integer("--pp", d.pp, 1, "pipeline stages");
   b.text("--output,-o", s->output, "CSV to write (atomically); - for stdout");
   return Command{app, [s, &context] {
                    s->b.resolve();

@@ -50,8 +50,15 @@ Command add_run_command(CLI::App& root, const app::Context& context) {
   b.integer("--prompt,-p", r.prompt, 1, "prompt tokens per sequence (random)");
   b.integer("--generate,-g", r.generate, 1, "tokens to generate per sequence");
   b.seed("--seed", r.seed, "seed of weights, prompts and sampling");
-  app->add_option("--temperature", r.temperature, "0: greedy")->capture_default_str();
-  app->add_option("--top-p", r.top_p, "nucleus sampling threshold")->capture_default_str();
+  b.real("--temperature", r.temperature, 0, RealMin::inclusive, "0: greedy");
+  b.custom<double>(
+      "--top-p", r.top_p, "1",
+      [](const std::string& text, const std::string& option) {
+        const double p = parse_real(text, option, 0, RealMin::exclusive);
+        if (p > 1) throw UsageError(option + ": at most 1, got " + text);
+        return p;
+      },
+      "nucleus sampling threshold, in (0, 1]");
   b.flag("--per-op", r.per_op, "time every operator");
   bind_speculative(b, s->speculative, SpeculativeUse::runtime,
                    "speculative decoding beside plain decoding of the same request: "

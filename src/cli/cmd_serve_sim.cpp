@@ -33,6 +33,8 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   b.fraction("--memory-fraction", s->r.memory_fraction, FractionRange::above_zero_to_one,
              "usable fraction of device memory; the KV cache gets it minus weights and "
              "activations");
+  b.conflicts("--kv-memory", {"--memory-fraction"},
+              "give the KV cache's bytes or the memory fraction it is derived from, not both");
   bind_workload(b, s->r.workload, "arrivals per second (0: all at time 0)");
   bind_scheduler(b, s->r.scheduler);
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),

@@ -100,8 +100,14 @@ std::string OptionBinder::expected_got(const std::string& option, const std::str
 
 CLI::Option* OptionBinder::text(const std::string& names, std::string& field,
                                 const std::string& help) {
+  // Given, a text is never empty: `--trace ''` or `--plot ''` would otherwise mean "none".
   return custom<std::string>(
-      names, field, field, [](const std::string& t, const std::string&) { return t; }, help);
+      names, field, field,
+      [](const std::string& t, const std::string& option) {
+        if (t.empty()) throw UsageError(option + ": empty");
+        return t;
+      },
+      help);
 }
 
 CLI::Option* OptionBinder::names(const std::string& names, std::vector<std::string>& field,

@@ -95,6 +95,11 @@ void bind_validate_options(ValidateCli& s) {
          "refuse (exit 2) a hardware file whose kind or probe provenance does not match the "
          "backend and machine (default: warn)");
   bind_output(b, s.out, FormatChoice::without_csv(), "table or json");
+  b.conflicts("--measured",
+              {"--batch", "--prompt", "--generate", "--repeats", "--seed", "--speculative",
+               "--warmup-steps", "--backend", "--threads", "--temperature", "--per-op",
+               "--allow-beyond-context", "--strict-hardware"},
+              "the file gives each run's workload, and nothing runs on this machine");
   b.text("--json", s.json_output,
          "also write the JSON report of the same run to this file (atomically)");
 }

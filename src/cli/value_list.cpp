@@ -2,6 +2,7 @@
 #include "cli/value_list.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -149,6 +150,10 @@ double parse_fraction(const std::string& text, const std::string& option, Fracti
 
 double parse_positive_quantity(const std::string& text, spec::Dimension d,
                                const std::string& option) {
+  if (!text.empty() && (std::isspace(static_cast<unsigned char>(text.front())) ||
+                        std::isspace(static_cast<unsigned char>(text.back())))) {
+    throw UsageError(fmt::format("{}: '{}' has spaces around it", option, text));
+  }
   const auto v = spec::parse_quantity(text, d);
   if (const auto* e = std::get_if<spec::QuantityError>(&v)) {
     throw UsageError(option + ": " + e->message);
@@ -159,7 +164,11 @@ double parse_positive_quantity(const std::string& text, spec::Dimension d,
 }
 
 double parse_percent(const std::string& text, const std::string& option) {
-  // "P" or "P%", spaces allowed around the number and before the sign.
+  // "P" or "P%", a space allowed before the sign; none around the whole value.
+  if (!text.empty() && (std::isspace(static_cast<unsigned char>(text.front())) ||
+                        std::isspace(static_cast<unsigned char>(text.back())))) {
+    throw UsageError(fmt::format("{}: '{}' has spaces around it", option, text));
+  }
   std::string_view s = text;
   auto trim = [](std::string_view v) {
     while (!v.empty() && v.front() == ' ') v.remove_prefix(1);

@@ -132,15 +132,19 @@ std::optional<engine::MemoryLevel> parse_memory_level(const YAML::Node& node,
   return engine::MemoryLevel{*name, std::llround(*capacity), *bandwidth};
 }
 
-// YYYY-MM-DD with a month 01..12 and a day 01..31.
+// YYYY-MM-DD, a day the calendar has (Gregorian leap years: 2024-02-29, not 2026-02-29).
 bool is_iso_date(const std::string& s) {
   if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
   for (const size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u}) {
     if (s[i] < '0' || s[i] > '9') return false;
   }
+  const int year = std::stoi(s.substr(0, 4));
   const int month = (s[5] - '0') * 10 + (s[6] - '0');
   const int day = (s[8] - '0') * 10 + (s[9] - '0');
-  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+  if (month < 1 || month > 12 || day < 1) return false;
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return day <= kDays[month - 1] + (month == 2 && leap ? 1 : 0);
 }
 
 // The memory levels, in file order; each must be larger and no faster than the one before it.

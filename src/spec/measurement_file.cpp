@@ -191,6 +191,15 @@ struct MeasurementRowReader {
     }
     r.batch = batch.value_or(0);
     r.requests = integer("requests", 0).value_or(0);
+    // Each is simulated (a static batch that does not fit runs as a queue): the serving
+    // commands' limit on the requests one simulation replays.
+    for (const char* key : {"batch", "requests"}) {
+      const int64_t v = std::string_view(key) == "batch" ? r.batch : r.requests;
+      if (v > kMaxMeasuredRequests) {
+        error(key, fmt::format("{} is more than the {} requests a prediction simulates", v,
+                               kMaxMeasuredRequests));
+      }
+    }
     r.request_rate = number("request_rate", 0).value_or(0);
     if (r.mode == engine::MeasurementMode::serving && r.requests < 1) {
       diags.push_back({path, line, column("requests"), "requests", "a serving run needs >= 1"});
@@ -487,6 +496,10 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
     const auto length = [&](const char* random_key, const char* lens_key,
                             const char* total_key) -> int64_t {
       if (j.contains(lens_key) && j[lens_key].is_array() && !j[lens_key].empty()) {
+        if (completed && static_cast<double>(j[lens_key].size()) != *completed) {
+          fail(lens_key,
+               fmt::format("{} entries for {} completed requests", j[lens_key].size(), *completed));
+        }
         return fixed_length(j[lens_key], [&](const std::string& m) { fail(lens_key, m); });
       }
       const auto ratio = num("random_range_ratio");

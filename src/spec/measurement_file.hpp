@@ -98,6 +98,9 @@ std::string measurements_csv(const std::vector<MeasurementRow>& rows);
 #define STREAMSPARK_BENCHMARK_FORMATS(X) X(vllm, "vllm") X(sglang, "sglang")
 STREAMSPARK_ENUM(BenchmarkFormat, STREAMSPARK_BENCHMARK_FORMATS)
 inline constexpr double kLengthTolerance = 0.02;
+// A row's batch or requests above it are refused (each is simulated; the serving commands'
+// default limit, app::kDefaultMaxRequests).
+inline constexpr int64_t kMaxMeasuredRequests = 200'000;
 std::vector<MeasurementRow> import_benchmark(const std::string& path, BenchmarkFormat format,
                                              const MeasurementRow& defaults);
 std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const std::string& text,

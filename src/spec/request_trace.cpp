@@ -93,7 +93,7 @@ struct TraceRowReader {
 
 }  // namespace
 
-std::vector<engine::Request> load_request_trace(const std::string& path) {
+std::vector<engine::Request> load_request_trace(const std::string& path, std::vector<int>* lines) {
   // Limited to kMaxTraceFileBytes (256 MiB), refused before it is read.
   std::istringstream in(read_input_file(path, kMaxTraceFileBytes, "request traces"));
   const bool csv = path.ends_with(".csv");
@@ -105,6 +105,9 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
   std::string line;
   int number = 0;
   std::vector<std::string> header;
+  int prefix_line = 0;
+  std::vector<int> line_of;  // of each request in `out`
+  int64_t prefix_tokens = 0;
   while (std::getline(in, line)) {
     ++number;
     if (trim(line).empty()) continue;
@@ -164,15 +167,38 @@ std::vector<engine::Request> load_request_trace(const std::string& path) {
                           : (value.is_string() ? value.get<std::string>() : value.dump());
       }
     }
+    const size_t before = out.size();
     TraceRowReader{path, diags, number}.read(fields, out);
+    if (out.size() > before) line_of.push_back(number);
+    // One shared prefix: the simulator caches it once (engine/serving.hpp).
+    if (out.size() > before && out.back().shared_prefix > 0) {
+      if (prefix_line == 0) {
+        prefix_line = number;
+        prefix_tokens = out.back().shared_prefix;
+      } else if (out.back().shared_prefix != prefix_tokens) {
+        diags.push_back({path, number, 0, "shared_prefix_tokens",
+                         fmt::format("{}, but line {} shares {}: one shared prefix length is "
+                                     "supported",
+                                     out.back().shared_prefix, prefix_line, prefix_tokens)});
+      }
+    }
     if (diags.size() > 50) break;  // enough to fix
   }
   if (diags.empty() && out.empty()) diags.push_back({path, 0, 0, "", "no requests"});
   if (!diags.empty()) throw SpecError(std::move(diags));
-  std::stable_sort(out.begin(), out.end(), [](const engine::Request& a, const engine::Request& b) {
-    return a.arrival_s < b.arrival_s;
-  });
-  return out;
+  // In arrival order (a stable sort: ties keep the file's order), each request's line beside.
+  std::vector<size_t> order(out.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return out[a].arrival_s < out[b].arrival_s; });
+  std::vector<engine::Request> sorted;
+  sorted.reserve(out.size());
+  if (lines) lines->clear();
+  for (size_t k : order) {
+    sorted.push_back(out[k]);
+    if (lines) lines->push_back(line_of[k]);
+  }
+  return sorted;
 }
 
 }  // namespace streamspark::spec

@@ -15,6 +15,8 @@
 namespace streamspark::spec {
 
 // Throws SpecError with one `file:line: key: message` diagnostic per problem.
-std::vector<engine::Request> load_request_trace(const std::string& path);
+// `lines`, when given, receives each returned request's 1-based line in the file.
+std::vector<engine::Request> load_request_trace(const std::string& path,
+                                                std::vector<int>* lines = nullptr);
 
 }  // namespace streamspark::spec

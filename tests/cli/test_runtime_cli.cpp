@@ -23,8 +23,9 @@ TEST_CASE("run, validate and serve-bench apply analyze's context rule") {
   const Run sb = run("serve-bench -m tiny-test -H l40s -n 2 --prompt-len 3000 --output-len 4");
   CHECK(sb.exit_code == 2);
   CHECK(sb.err ==
-        "error: request 0: prompt 3000 + output 4 uses 3003 positions, beyond tiny-test's "
-        "max_context 2048 (cap the lengths, e.g. lognormal:MEDIAN:SIGMA:MAX)\n");
+        "error: --prompt-len/--output-len: request 0: prompt 3000 + output 4 uses 3003 "
+        "positions, beyond tiny-test's max_context 2048 (cap the lengths, e.g. "
+        "lognormal:MEDIAN:SIGMA:MAX)\n");
 }
 
 TEST_CASE("run measures a workload on the CPU runtime") {

@@ -1,6 +1,8 @@
 // Measurement files resolved against the catalog, predicted, compared and fitted.
 #include "app/measurements.hpp"
 
+#include "app/profiles.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,8 +62,11 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
     return {std::nullopt, "model",
             "the model file has errors: " + e.diagnostics().front().format()};
   }
-  const auto file = std::find_if(hardware_files.begin(), hardware_files.end(),
-                                 [&](const engine::Hardware& h) { return h.name == row.hardware; });
+  // A file of the row's hardware name, or a profiled file of that GPU (fit --profile).
+  const auto file =
+      std::find_if(hardware_files.begin(), hardware_files.end(), [&](const engine::Hardware& h) {
+        return h.name == row.hardware || profile_hardware_of(h) == row.hardware;
+      });
   if (file != hardware_files.end()) {
     run.hardware = *file;
   } else {
@@ -233,26 +238,7 @@ std::string catalog_model_for_id(const spec::Catalog& catalog, const std::string
   if (id.empty()) {
     throw UsageError(fmt::format("--model: {} does not name its model; give --model", file));
   }
-  std::vector<std::string> matches;
-  const auto word = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
-  };
-  for (const std::string& path : catalog.list(spec::SpecKind::model)) {
-    engine::Model m;
-    try {
-      m = catalog.model(path);
-    } catch (const std::exception&) {
-      continue;  // a broken catalog file is check's to report
-    }
-    for (size_t at = m.source.find(id); at != std::string::npos; at = m.source.find(id, at + 1)) {
-      const size_t end = at + id.size();
-      if ((at == 0 || !word(m.source[at - 1])) &&
-          (end == m.source.size() || !word(m.source[end]))) {
-        matches.push_back(m.name);
-        break;
-      }
-    }
-  }
+  const std::vector<std::string> matches = catalog.models_citing(id);
   if (matches.size() == 1) return matches.front();
   std::string names;
   for (const std::string& n : matches) names += (names.empty() ? "" : ", ") + n;

@@ -2,6 +2,8 @@
 // guard.
 #include "app/plan.hpp"
 
+#include "app/profiles.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,14 +23,18 @@ namespace streamspark::app {
 namespace {
 
 // The request's hardware, or every GPU of the catalog (a file that fails to load is warned
-// about, one line per problem, and left out).
+// about, one line per problem, and left out; a profiled file of a GPU the catalog has, such as
+// a100-80gb-profiled, is that GPU again and left to --hardware).
 std::vector<engine::Hardware> plan_hardware(const PlanRequest& r, const Context& context) {
   std::vector<engine::Hardware> out;
   if (r.hardware.empty()) {
     for (const std::string& path : context.catalog.list(spec::SpecKind::hardware)) {
       try {
         engine::Hardware h = spec::load_hardware(path);
-        if (h.kind == engine::HardwareKind::gpu) out.push_back(std::move(h));
+        const std::string profiles = profile_hardware_of(h);
+        if (h.kind == engine::HardwareKind::gpu && (profiles.empty() || profiles == h.name)) {
+          out.push_back(std::move(h));
+        }
       } catch (const spec::SpecError& e) {
         for (const auto& d : e.diagnostics()) context.warning(d.format());
       }

@@ -1,6 +1,7 @@
 // `streamspark validate`: predict with the engine, run the same workload on the reference
 // runtime and compare per phase and per operator (exit 4 above --tolerance); with --speculative
-// the predicted speed-up against the measured one; with --measured, serving stacks' runs.
+// the predicted speed-up against the measured one; with --measured, serving stacks' runs; with
+// --profile, published per-operator GPU timings.
 #include <fmt/format.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include "cli/output_file.hpp"
 #include "cli/validate_options.hpp"
 #include "report/measured_report.hpp"
+#include "report/profile_report.hpp"
 #include "report/speculative_report.hpp"
 #include "report/validation_report.hpp"
 
@@ -41,6 +43,13 @@ int run_validate(ValidateCli& s, const app::Context& context) {
     outputs.emplace_back("--junit", s.junit);
   }
   check_distinct_outputs(outputs);
+  if (!s.profile.empty()) {
+    const app::ProfileValidation v = app::validate_profile(profile_request(s), context);
+    const std::string text = s.out.format == report::Format::csv
+                                 ? report::profile_validation_csv(v)
+                                 : report::profile_validation_table(v, s.per_point);
+    return finish(s, text, report::profile_validation_json(v), {}, v.failure);
+  }
   if (!s.measured.empty()) {
     const app::MeasuredValidation v = app::validate_measured(measured_request(s), context);
     return finish(s, report::measured_validation_table(v), report::measured_validation_json(v), {},

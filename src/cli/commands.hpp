@@ -41,6 +41,7 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context);
 Command add_serve_bench_command(CLI::App& root, const app::Context& context);
 Command add_fit_command(CLI::App& root, const app::Context& context);
 Command add_import_benchmark_command(CLI::App& root, const app::Context& context);
+Command add_import_profile_command(CLI::App& root, const app::Context& context);
 Command add_plan_command(CLI::App& root, const app::Context& context);
 
 }  // namespace streamspark::cli

@@ -94,11 +94,11 @@ int main(int argc, char** argv) {
   root.set_version_flag("--version", STREAMSPARK_VERSION);
   root.require_subcommand(1);
   std::vector<Command> commands;
-  for (auto add :
-       {add_analyze_command, add_sweep_command, add_compare_command, add_models_command,
-        add_hardware_command, add_check_command, add_import_command, add_bench_command,
-        add_probe_command, add_run_command, add_validate_command, add_serve_sim_command,
-        add_serve_bench_command, add_fit_command, add_import_benchmark_command, add_plan_command}) {
+  for (auto add : {add_analyze_command, add_sweep_command, add_compare_command, add_models_command,
+                   add_hardware_command, add_check_command, add_import_command, add_bench_command,
+                   add_probe_command, add_run_command, add_validate_command, add_serve_sim_command,
+                   add_serve_bench_command, add_fit_command, add_import_benchmark_command,
+                   add_import_profile_command, add_plan_command}) {
     commands.push_back(add(root, context));
   }
   try {

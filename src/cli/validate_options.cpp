@@ -51,11 +51,21 @@ void bind_validate_options(ValidateCli& s) {
   app::ValidateRequest& r = s.r;
   b.text("--model,-m", r.model, "model name in model_zoo/ or a YAML path");
   b.text("--hardware,-H", r.hardware,
-         "this machine's hardware file (from `streamspark probe`); with --measured, a hardware "
-         "file replacing the catalog entry of its name (e.g. from `fit`)");
+         "this machine's hardware file (from `streamspark probe`); with --measured, hardware "
+         "files (comma-separated) replacing the catalog entries of their names or of the GPUs "
+         "they profile (from `fit`)");
   b.text("--measured", s.measured,
          "compare with a measurement file of serving-stack runs (.csv or .jsonl) instead of "
          "running the runtime");
+  b.text("--profile", s.profile,
+         "compare with a measured-operator table (from import-profile): every profiled "
+         "operator's prediction beside its measurement, per operator class");
+  b.text("--profiled-on", s.profiled_on,
+         "with --profile: the rows measured on this hardware (default: the hardware file's "
+         "profile_hardware, else its name)");
+  b.flag("--held-out", s.held_out,
+         "with --profile: only the rows of models the hardware file was not fitted to");
+  b.flag("--per-point", s.per_point, "with --profile: print every point, not only the summary");
   bind_backend(b, r.backend, true);
   b.integers("--batch,-b", r.batches, "batch sizes: list or range");
   b.integers("--prompt,-p", r.prompts, "prompt lengths");
@@ -94,7 +104,13 @@ void bind_validate_options(ValidateCli& s) {
   b.flag("--strict-hardware", r.strict_hardware,
          "refuse (exit 2) a hardware file whose kind or probe provenance does not match the "
          "backend and machine (default: warn)");
-  bind_output(b, s.out, FormatChoice::without_csv(), "table or json");
+  bind_output(b, s.out, FormatChoice::any(), "table or json (csv: with --profile)");
+  b.conflicts("--profile",
+              {"--measured", "--batch", "--prompt", "--generate", "--repeats", "--seed",
+               "--speculative", "--warmup-steps", "--backend", "--threads", "--temperature",
+               "--per-op", "--allow-beyond-context", "--strict-hardware", "--model", "--per-row",
+               "--junit", "--phases-only"},
+              "the table gives each point's operator and shape, and nothing runs on this machine");
   b.conflicts("--measured",
               {"--batch", "--prompt", "--generate", "--repeats", "--seed", "--speculative",
                "--warmup-steps", "--backend", "--threads", "--temperature", "--per-op",
@@ -105,6 +121,19 @@ void bind_validate_options(ValidateCli& s) {
 }
 
 void check_form(const ValidateCli& s) {
+  if (s.profile.empty() && (!s.profiled_on.empty() || s.held_out || s.per_point)) {
+    throw UsageError(std::string(!s.profiled_on.empty() ? "--profiled-on"
+                                 : s.held_out           ? "--held-out"
+                                                        : "--per-point") +
+                     ": for --profile");
+  }
+  if (s.profile.empty() && s.out.format == report::Format::csv) {
+    throw UsageError("--format: csv is for --profile; use table or json");
+  }
+  if (!s.profile.empty()) {
+    if (s.r.hardware.empty()) throw UsageError("--profile needs --hardware");
+    return;
+  }
   if (s.phases_only && (!s.measured.empty() || s.speculative)) {
     throw UsageError(std::string("--phases-only: for the runtime's prefill and decode points, "
                                  "not with ") +
@@ -122,7 +151,7 @@ app::MeasuredValidateRequest measured_request(const ValidateCli& s) {
   app::MeasuredValidateRequest m;
   m.file = s.measured;
   m.model = s.r.model;  // a benchmark result's; a measurement file refuses it
-  if (!s.r.hardware.empty()) m.hardware = {s.r.hardware};
+  if (!s.r.hardware.empty()) m.hardware = parse_name_list(s.r.hardware, "--hardware");
   m.method = s.r.method;
   m.tolerances = s.tolerances;
   m.mode = s.per_row ? app::GateMode::per_row : app::GateMode::median;
@@ -130,6 +159,17 @@ app::MeasuredValidateRequest measured_request(const ValidateCli& s) {
     throw UsageError("--per-row: gates each row against --tolerance; give --tolerance");
   }
   return m;
+}
+
+app::ProfileValidateRequest profile_request(const ValidateCli& s) {
+  app::ProfileValidateRequest p;
+  p.file = s.profile;
+  p.hardware = s.r.hardware;
+  p.profiled_on = s.profiled_on;
+  p.method = s.r.method;
+  p.tolerance_percent = single_tolerance(s);
+  p.held_out_only = s.held_out;
+  return p;
 }
 
 app::SpeculativeValidateRequest speculative_request(const ValidateCli& s) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app/measurements.hpp"
+#include "app/profiles.hpp"
 #include "app/validate.hpp"
 #include "cli/option_binder.hpp"
 #include "cli/option_groups.hpp"
@@ -15,8 +16,12 @@ namespace streamspark::cli {
 struct ValidateCli {
   explicit ValidateCli(CLI::App* app) : b(app) {}
   OptionBinder b;
-  app::ValidateRequest r;  // the runtime form's; the others take what applies to them
-  std::string measured;    // a measurement file: serving stacks' runs instead of the runtime
+  app::ValidateRequest r;   // the runtime form's; the others take what applies to them
+  std::string measured;     // a measurement file: serving stacks' runs instead of the runtime
+  std::string profile;      // a measured-operator table: profiled operators instead
+  std::string profiled_on;  // --profile: whose rows
+  bool held_out = false;    // --profile: the held-out models' rows only
+  bool per_point = false;   // --profile: print every point
   std::optional<app::SpeculativeRequest> speculative;
   double temperature = 0;  // with --speculative
   bool per_op = false;
@@ -35,6 +40,7 @@ void bind_validate_options(ValidateCli& s);
 void check_form(const ValidateCli& s);
 // Each form's request; UsageError for options that do not belong to it.
 app::MeasuredValidateRequest measured_request(const ValidateCli& s);
+app::ProfileValidateRequest profile_request(const ValidateCli& s);
 app::SpeculativeValidateRequest speculative_request(const ValidateCli& s);
 app::ValidateRequest runtime_request(const ValidateCli& s);
 

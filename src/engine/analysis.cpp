@@ -109,7 +109,9 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
   r.intensity = intensity(r.flops, r.bytes.total());
   r.sequences_per_pass = batch;
   if (options_.method != Method::bandwidth) {
-    r.overhead_s += rates_.step_overhead_s;  // once per forward pass
+    // once per forward pass, and the host's work per sequence in it
+    r.overhead_s +=
+        rates_.step_overhead_s + static_cast<double>(batch) * rates_.sequence_overhead_s;
     r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s + r.communication_counted_s;
     r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
     return r;
@@ -195,7 +197,8 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
     return static_cast<double>(count) *
            bandwidth_decode_time(batch, weights, mean_state, bandwidth);
   }
-  double total = static_cast<double>(count) * rates_.step_overhead_s;  // one per step
+  double total = static_cast<double>(count) *  // one per step, and per sequence in it
+                 (rates_.step_overhead_s + static_cast<double>(batch) * rates_.sequence_overhead_s);
   for (const DecodeLine& l : decode_lines(batch, first)) {
     // The last step's counts must fit in 64 bits, like every count the engine reports.
     (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
@@ -509,7 +512,10 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
     return std::array<double, 3>{v0, d1 - d2 / 2, d2 / 2};  // c0 + c1*j + c2*j^2
   };
   const double n = static_cast<double>(count);
-  if (options_.method != Method::bandwidth) *time_s += n * rates_.step_overhead_s;  // per pass
+  if (options_.method != Method::bandwidth) {  // per pass, and per sequence in it
+    *time_s +=
+        n * (rates_.step_overhead_s + static_cast<double>(sequences) * rates_.sequence_overhead_s);
+  }
   const double sum_j = n * (n - 1) / 2;
   const double sum_j2 = (n - 1) * n * (2 * n - 1) / 6;
   const DeviceRates rates =

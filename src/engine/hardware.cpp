@@ -17,6 +17,12 @@ double interpolate_log_log(const std::vector<std::array<double, 2>>& c, double x
   return std::exp(std::log((*lo)[1]) + t * std::log((*hi)[1] / (*lo)[1]));
 }
 
+double collective_curve_seconds(const CollectiveCurve& curve, double bytes) {
+  const auto& last = curve.points.back();
+  if (bytes > last[0]) return last[1] * bytes / last[0];  // at the last point's bandwidth
+  return interpolate_log_log(curve.points, std::max(bytes, 1.0));
+}
+
 double Hardware::bandwidth_at(double working_set) const {
   if (!probe || probe->bandwidth.empty()) {
     const auto ws = working_set >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(working_set);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "engine/dtype.hpp"
+#include "engine/op_ids.hpp"
+#include "engine/parallel.hpp"
 
 namespace streamspark::engine {
 
@@ -64,9 +66,29 @@ struct ClassCalibration {
 
 struct Calibration {
   std::map<std::string, ClassCalibration> classes;  // by op kind name
-  double step_overhead_s = 0;  // per forward pass (prefill pass, decode step, iteration)
+  // Operators measured on their own (a published per-operator profile): each overrides its
+  // class for that operator only.
+  std::map<OpId, ClassCalibration> operators;
+  double step_overhead_s = 0;      // per forward pass (prefill pass, decode step, iteration)
+  double sequence_overhead_s = 0;  // per sequence of a pass (a serving stack's host work)
   std::string source;
 };
+
+// A collective timed on the machine: seconds against bytes (as collective_seconds counts them)
+// of one kind over `gpus` GPUs on `nodes` nodes (points ascending in bytes). The calibrated
+// method costs a collective of that kind, group and node count on the curve, interpolated
+// log-log; below the first point at its time (the latency floor), beyond the last at the last
+// point's bandwidth (time proportional to bytes). Other collectives: the ring formula on the
+// topology's links.
+struct CollectiveCurve {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  int64_t gpus = 2;
+  int64_t nodes = 1;
+  std::vector<std::array<double, 2>> points;  // bytes, seconds
+};
+
+// Seconds of `bytes` on a curve, as CollectiveCurve describes.
+double collective_curve_seconds(const CollectiveCurve& curve, double bytes);
 
 // The runtime's GEMM timed at one working-set anchor: every call reads its weights from a
 // rotation of copies that together (with the inputs and outputs) span `working_set` bytes, so
@@ -133,6 +155,15 @@ struct Hardware {
   std::optional<AchievableFractions> achievable;
   std::optional<Calibration> calibration;  // from `streamspark probe`
   std::optional<ProbeCurves> probe;
+  std::vector<CollectiveCurve> collectives;  // measured collective times (calibrated method)
+  std::string collectives_source;
+  // The curve for a collective of this kind over `group` GPUs on `nodes` nodes; null if none.
+  const CollectiveCurve* collective_curve(CollectiveKind kind, int64_t group, int64_t nodes) const {
+    for (const CollectiveCurve& c : collectives) {
+      if (c.kind == kind && c.gpus == group && c.nodes == nodes) return &c;
+    }
+    return nullptr;
+  }
   // Where a measured file comes from (date, machine, threads, command), in file order.
   std::vector<std::pair<std::string, std::string>> provenance;
 

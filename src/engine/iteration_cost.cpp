@@ -181,7 +181,8 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   } else {
     shared = cost(tokens, 0, logits, slot).shared_s;
   }
-  const double settled = shared + per_sequence + overhead + rates_.step_overhead_s;
+  const double settled = shared + per_sequence + overhead + rates_.step_overhead_s +
+                         static_cast<double>(it.items.size()) * rates_.sequence_overhead_s;
   passes_since_eviction_ =
       has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
   if (!rewarm_ || passes_since_eviction_ == 0) return settled;

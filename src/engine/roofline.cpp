@@ -137,14 +137,29 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     }
     r.step_overhead_s =
         hw.calibration ? hw.calibration->step_overhead_s : hw.achievable->step_overhead_s;
+    if (hw.calibration) {
+      r.sequence_overhead_s = hw.calibration->sequence_overhead_s;
+      for (const auto& [id, c] : hw.calibration->operators) {
+        model->operators[static_cast<size_t>(id)] = c;
+      }
+    }
     // The probe's GEMM curves time the runtime's kernels in one format: they cost products
     // computed in that format only.
+    // bf16 and fp16 products run at one rate where the datasheet gives both one peak (A100,
+    // H100): curves timed in one of them cost products in the other.
     const std::optional<DType> curves =
         hw.probe ? parse_enum<DType>(hw.probe->gemm_dtype) : std::nullopt;
-    const bool same = curves && precision.activations == *curves &&
-                      stored_activations(precision) == *curves &&
-                      precision.weights.dtype == *curves && precision.embedding == *curves &&
-                      precision.attention_weights.value_or(*curves) == *curves;
+    const auto as_curves = [&](DType d) {
+      if (d == *curves) return true;
+      const bool sixteen = (d == DType::bf16 || d == DType::fp16) &&
+                           (*curves == DType::bf16 || *curves == DType::fp16);
+      return sixteen && hw.peak(PeakClass::bf16) > 0 &&
+             hw.peak(PeakClass::bf16) == hw.peak(PeakClass::fp16);
+    };
+    const bool same = curves && as_curves(precision.activations) &&
+                      as_curves(stored_activations(precision)) &&
+                      as_curves(precision.weights.dtype) && as_curves(precision.embedding) &&
+                      as_curves(precision.attention_weights.value_or(*curves));
     if (same) {
       for (const GemmCurve& curve : hw.probe->gemm) {
         if (curve.working_set > 0 && !curve.points.empty()) {
@@ -308,23 +323,41 @@ void check_links(const OpInventory& inventory, const DeviceRates& rates, const H
   }
 }
 
+double DeviceRates::collective_time(const Collective& x) const {
+  const double bytes = static_cast<double>(x.bytes);
+  if (calibrated && working_set_model && !working_set_model->hardware.collectives.empty()) {
+    const Hardware& hw = working_set_model->hardware;
+    const int64_t per_node = hw.topology ? std::max<int64_t>(1, hw.topology->gpus_per_node) : 1;
+    const int64_t nodes = x.inter_node ? (x.group + per_node - 1) / per_node : 1;
+    const int64_t gpus = x.kind == CollectiveKind::send ? 2 : x.group;
+    if (const CollectiveCurve* curve =
+            hw.collective_curve(x.kind, gpus, std::max<int64_t>(nodes, 1))) {
+      return collective_curve_seconds(*curve, bytes);
+    }
+  }
+  return collective_seconds(x.kind, x.group, bytes, x.inter_node ? inter_node : intra_node);
+}
+
 OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
   OpCost c;
   if (op.kind == OpKind::communication) {
     const Collective& x = op.collective;
-    c.communication_s = collective_seconds(x.kind, x.group, static_cast<double>(x.bytes),
-                                           x.inter_node ? rates.inter_node : rates.intra_node);
+    c.communication_s = rates.collective_time(x);
     c.time_s = x.overlapped ? 0 : c.communication_s;
     c.bound = Bound::communication;
     return c;
   }
   if (rates.calibrated && op.kind == OpKind::gemm && op.gemm.m > 0 &&
       !rates.working_set_model->gemm.empty()) {
-    const double t = static_cast<double>(op.gemm.batch) *
-                     rates.working_set_model->gemm_seconds(rates.log_working_set, op.gemm.m,
-                                                           op.gemm.n, op.gemm.k);
+    double t = static_cast<double>(op.gemm.batch) *
+               rates.working_set_model->gemm_seconds(rates.log_working_set, op.gemm.m, op.gemm.n,
+                                                     op.gemm.k);
     const double compute = static_cast<double>(op.flops) / rates.matrix_flops;
     const double memory = static_cast<double>(op.bytes.total()) / rates.bandwidth;
+    // Without a bandwidth curve the table's working set is not known (a published profile
+    // times one matrix over and over, so a small one stays in the L2 cache): a product is no
+    // faster than its bytes from the memory level that holds the step's working set.
+    if (!rates.working_set_model->curve) t = std::max(t, memory);
     c.bound = compute > memory ? Bound::compute : Bound::memory;
     c.compute_s = c.bound == Bound::compute ? t : std::min(compute, t);
     c.memory_s = c.bound == Bound::memory ? t : std::min(memory, t);
@@ -340,7 +373,7 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
                (stalls ? rates.attention_near_bandwidth : rates.bandwidth);
   double overhead = rates.kernel_overhead_s;
   if (rates.calibrated) {
-    const ClassCalibration& k = rates.classes[static_cast<size_t>(op.kind)];
+    const ClassCalibration& k = rates.calibration_of(op);
     c.compute_s /= k.compute_efficiency;
     c.memory_s /= k.memory_efficiency;
     overhead = k.overhead_s;

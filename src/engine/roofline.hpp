@@ -88,6 +88,8 @@ struct WorkingSetModel {
   // in the activations' and KV cache's format: attention ops pay the curve's stall
   // (DeviceRates::attention_stall_s_per_byte).
   bool attention_curve = false;
+  // Calibrated: operators measured on their own (Calibration::operators), by OpId.
+  std::array<std::optional<ClassCalibration>, kOpIdCount> operators{};
   // Seconds of an m x n x k product at this log working set: log FLOP/s interpolated linearly
   // between the nearest anchors on either side that measured this m (or, when none did, the
   // anchors with the largest m), clamped to the outermost. The position between two anchors
@@ -125,9 +127,10 @@ struct DeviceRates {
   double attention_stall_s_per_byte = 0;
   double attention_near_bandwidth = 0;  // the bandwidth curve at the attention curve's start
   double kernel_overhead_s = 0;
-  double step_overhead_s = 0;  // calibrated: per forward pass (a stack's scheduling, sampling)
-  double log_working_set = 0;  // the working set the rates are at (0: device memory's)
-  size_t level = 0;            // the memory level holding it (reports name levels)
+  double step_overhead_s = 0;      // calibrated: per forward pass (a stack's scheduling, sampling)
+  double sequence_overhead_s = 0;  // calibrated: per sequence of a pass (host work)
+  double log_working_set = 0;      // the working set the rates are at (0: device memory's)
+  size_t level = 0;                // the memory level holding it (reports name levels)
   // calibrated: per op kind (indexed by OpKind) efficiencies and launch overhead.
   bool calibrated = false;
   std::array<ClassCalibration, kOpKindCount> classes{};
@@ -135,6 +138,16 @@ struct DeviceRates {
   // The hardware topology's links (bandwidth 0 when the file has none).
   Link intra_node;
   Link inter_node;
+
+  // The calibration an op runs with: its own (Calibration::operators) or its class's.
+  const ClassCalibration& calibration_of(const Op& op) const {
+    const auto& own = working_set_model ? working_set_model->operators[static_cast<size_t>(op.id)]
+                                        : std::optional<ClassCalibration>{};
+    return own ? *own : classes[static_cast<size_t>(op.kind)];
+  }
+  // Seconds of a collective: calibrated with a measured curve for its kind, group and node
+  // count (Hardware::collectives), that curve; else the ring formula on its link.
+  double collective_time(const Collective& x) const;
 
   // Working sets with the same rates share a bucket: a datasheet file's memory level, or for
   // a measured curve a 1 % step in working set (the rates of a bucket are those at its

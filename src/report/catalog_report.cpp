@@ -1,6 +1,8 @@
 // Catalog listings as table and JSON.
 #include "report/catalog_report.hpp"
 
+#include "app/profiles.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -82,12 +84,18 @@ json link_json(const engine::NodeLink& l) {
 
 namespace {
 
-// What the calibrated method has for a device beyond its datasheet: probe curves, a fitted
-// or probed calibration, an achievable section, or nothing.
+// What the calibrated method has for a device beyond its datasheet: a published profile's fit
+// or probe curves, a fitted or probed calibration, measured collectives, an achievable section,
+// or nothing.
 std::string measured_data_cell(const engine::Hardware& hw) {
   std::vector<std::string> parts;
-  if (hw.probe) parts.emplace_back("probed");
+  if (!app::profile_hardware_of(hw).empty()) {
+    parts.emplace_back("profiled");
+  } else if (hw.probe) {
+    parts.emplace_back("probed");
+  }
   if (hw.calibration) parts.emplace_back("calibrated");
+  if (!hw.collectives.empty()) parts.emplace_back("collectives");
   if (hw.achievable) parts.emplace_back("achievable");
   if (parts.empty()) return "datasheet only";
   return fmt::format("{}", fmt::join(parts, ", "));

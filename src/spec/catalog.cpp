@@ -1,6 +1,8 @@
 // Catalog lookup: names to spec files, listing, kind detection.
 #include "spec/catalog.hpp"
 
+#include <cctype>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -157,6 +159,31 @@ engine::Model Catalog::model(const std::string& name_or_path) const {
 
 engine::Hardware Catalog::hardware(const std::string& name_or_path) const {
   return load_hardware(resolve(name_or_path, SpecKind::hardware));
+}
+
+std::vector<std::string> Catalog::models_citing(const std::string& id) const {
+  std::vector<std::string> matches;
+  if (id.empty()) return matches;
+  const auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+  };
+  for (const std::string& path : list(SpecKind::model)) {
+    engine::Model m;
+    try {
+      m = load_model(path);
+    } catch (const std::exception&) {
+      continue;
+    }
+    for (size_t at = m.source.find(id); at != std::string::npos; at = m.source.find(id, at + 1)) {
+      const size_t end = at + id.size();
+      if ((at == 0 || !word(m.source[at - 1])) &&
+          (end == m.source.size() || !word(m.source[end]))) {
+        matches.push_back(m.name);
+        break;
+      }
+    }
+  }
+  return matches;
 }
 
 SpecKind detect_spec_kind(const std::string& path) {

@@ -47,6 +47,10 @@ class Catalog {
 
   engine::Model model(const std::string& name_or_path) const;
   engine::Hardware hardware(const std::string& name_or_path) const;
+  // Names of the models whose source cites `id` (a Hugging Face id such as
+  // meta-llama/Llama-2-7b-hf) as a whole word, in list order; files that do not load are
+  // skipped (check reports them).
+  std::vector<std::string> models_citing(const std::string& id) const;
 
  private:
   // The user folders' files of `kind`, sorted within each folder, a name once (the first).

@@ -34,6 +34,11 @@
 //                                bandwidth curve) and passes after an eviction over settled
 //                                ones (serving costs a decode iteration after a prompt or
 //                                an idle wait with them)
+//   calibration.sequence_overhead   host time per sequence of a pass, optional
+//   calibration.operators: {<op id>: {compute_efficiency, memory_efficiency, overhead}}
+//                                operators measured on their own, each overriding its class
+//   collectives: {source, curves: [{kind, gpus, nodes, points: [[bytes, seconds]...]}...]}
+//                                measured collective times (calibrated method)
 //   provenance: {date, machine, threads, command, ...}    strings, for measured files
 #include "spec/hardware_spec.hpp"
 
@@ -290,18 +295,41 @@ engine::Calibration parse_calibration(MapReader& cal) {
   c.source = cal.string("source", Presence::required).value_or("");
   c.step_overhead_s =
       cal.quantity("step_overhead", Dimension::time, Presence::optional, kOverhead).value_or(0.0);
+  c.sequence_overhead_s =
+      cal.quantity("sequence_overhead", Dimension::time, Presence::optional, kOverhead)
+          .value_or(0.0);
+  const auto read_class = [](MapReader& k) -> std::optional<engine::ClassCalibration> {
+    const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};
+    const auto ce =
+        k.quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
+    const auto me =
+        k.quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
+    const auto oh = k.quantity("overhead", Dimension::time, Presence::required, kOverhead);
+    k.finish();
+    if (ce && me && oh) return engine::ClassCalibration{*ce, *me, *oh};
+    return std::nullopt;
+  };
   for (const char* kind :
        {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
     auto k = cal.map(kind, Presence::optional);
     if (!k) continue;
-    const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};
-    const auto ce =
-        k->quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
-    const auto me =
-        k->quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
-    const auto oh = k->quantity("overhead", Dimension::time, Presence::required, kOverhead);
-    k->finish();
-    if (ce && me && oh) c.classes[kind] = engine::ClassCalibration{*ce, *me, *oh};
+    if (const auto calibration = read_class(*k)) c.classes[kind] = *calibration;
+  }
+  // operators: {<op id>: {compute_efficiency, memory_efficiency, overhead}}: operators measured
+  // on their own, each overriding its class.
+  if (auto ops = cal.map("operators", Presence::optional)) {
+    for (const std::string& key : ops->undeclared_keys()) {
+      const auto id = engine::parse_op_id(key);
+      if (!id) {
+        ops->error_at(key, "not an operator id (the ids of docs/operators.md)");
+        ops->allow(key);
+        continue;
+      }
+      if (auto k = ops->map(key, Presence::required)) {
+        if (const auto calibration = read_class(*k)) c.operators[*id] = *calibration;
+      }
+    }
+    ops->finish();
   }
   cal.finish();
   return c;
@@ -415,6 +443,50 @@ void check_rewarm(MapReader& probe, const std::vector<std::array<double, 3>>& re
   }
 }
 
+constexpr Column kCollectiveColumns[] = {{"bytes", 1, kMaxCapacityBytes, "between 1 and 2^62"},
+                                         {"seconds", 1e-9, 1e6, "between 1e-9 and 1e6"}};
+
+// collectives: {source, curves: [{kind, gpus, nodes, points: [[bytes, seconds]...]}...]}.
+void parse_collectives(MapReader& r, const SpecContext& ctx, engine::Hardware& hw) {
+  hw.collectives_source = r.string("source", Presence::required).value_or("");
+  const auto curves = r.sequence("curves", Presence::required);
+  if (curves) {
+    for (size_t i = 0; i < curves->size(); ++i) {
+      const YAML::Node& node = (*curves)[i];
+      const std::string path = fmt::format("collectives.curves[{}]", i);
+      if (!node.IsMap()) {
+        ctx.error(location_of(node), path, "expected a mapping with kind, gpus, nodes, points");
+        continue;
+      }
+      MapReader c(node, path, ctx);
+      engine::CollectiveCurve curve;
+      const auto kind = c.enumeration<engine::CollectiveKind>("kind", Presence::required);
+      const auto gpus = c.integer("gpus", Presence::required, 2);
+      const auto nodes = c.integer("nodes", Presence::required, 1);
+      read_rows(c, "points", path + ".", kCollectiveColumns, curve.points, ctx);
+      for (size_t j = 1; j < curve.points.size(); ++j) {
+        if (!(curve.points[j][0] > curve.points[j - 1][0])) {
+          c.error_at("points", fmt::format("row {}: bytes must ascend (log-log interpolation)", j));
+          break;
+        }
+      }
+      if (curve.points.empty() && c.has("points")) c.error_at("points", "needs at least one row");
+      c.finish();
+      if (!kind || !gpus || !nodes || curve.points.empty()) continue;
+      if (*nodes > *gpus) c.error_at("nodes", "more nodes than GPUs");
+      if (hw.collective_curve(*kind, *gpus, *nodes)) {
+        ctx.error(location_of(node), path, "a second curve for the same kind, gpus and nodes");
+        continue;
+      }
+      curve.kind = *kind;
+      curve.gpus = *gpus;
+      curve.nodes = *nodes;
+      hw.collectives.push_back(std::move(curve));
+    }
+  }
+  r.finish();
+}
+
 engine::ProbeCurves parse_probe(MapReader& probe, const std::vector<engine::MemoryLevel>& memory,
                                 const SpecContext& ctx) {
   engine::ProbeCurves curves;
@@ -465,6 +537,9 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   if (auto cal = r.map("calibration", Presence::optional)) hw.calibration = parse_calibration(*cal);
   if (auto probe = r.map("probe", Presence::optional)) {
     hw.probe = parse_probe(*probe, hw.memory, ctx);
+  }
+  if (auto collectives = r.map("collectives", Presence::optional)) {
+    parse_collectives(*collectives, ctx, hw);
   }
   if (auto provenance = r.map("provenance", Presence::optional)) {
     for (const std::string& key : provenance->undeclared_keys()) {

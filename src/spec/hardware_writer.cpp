@@ -54,11 +54,29 @@ void write_calibration(std::string& out, const engine::Calibration& cal) {
   if (cal.step_overhead_s > 0) {
     fmt::format_to(o, "  step_overhead: {:.6g} s\n", cal.step_overhead_s);
   }
-  for (const auto& [kind, c] : cal.classes) {
+  if (cal.sequence_overhead_s > 0) {
+    fmt::format_to(o, "  sequence_overhead: {:.6g} s\n", cal.sequence_overhead_s);
+  }
+  const auto line = [&o](std::string_view indent, std::string_view name,
+                         const engine::ClassCalibration& c) {
     fmt::format_to(o,
-                   "  {}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "
+                   "{}{}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "
                    "{:.6g} s}}\n",
-                   kind, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
+                   indent, name, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
+  };
+  for (const auto& [kind, c] : cal.classes) line("  ", kind, c);
+  if (!cal.operators.empty()) fmt::format_to(o, "  operators:\n");
+  for (const auto& [id, c] : cal.operators) line("    ", engine::op_name(id), c);
+}
+
+void write_collectives(std::string& out, const engine::Hardware& hw) {
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "collectives:\n  source: {}\n  curves:  # bytes, seconds\n",
+                 quoted(hw.collectives_source));
+  for (const engine::CollectiveCurve& c : hw.collectives) {
+    fmt::format_to(o, "    - kind: {}\n      gpus: {}\n      nodes: {}\n      points:\n",
+                   enum_name(c.kind), c.gpus, c.nodes);
+    for (const auto& p : c.points) fmt::format_to(o, "        - [{:.0f}, {:.6g}]\n", p[0], p[1]);
   }
 }
 
@@ -144,6 +162,7 @@ std::string hardware_yaml(const engine::Hardware& hw) {
   if (hw.achievable) write_achievable(out, *hw.achievable);
   if (hw.calibration) write_calibration(out, *hw.calibration);
   if (hw.probe) write_probe(out, *hw.probe);
+  if (!hw.collectives.empty()) write_collectives(out, hw);
   return out;
 }
 

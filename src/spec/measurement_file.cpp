@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "spec/csv_record.hpp"
 #include "spec/diagnostics.hpp"
 #include "spec/input_file.hpp"
 #include "spec/quantity.hpp"
@@ -53,49 +54,6 @@ constexpr const char* kMeasurementColumns[] = {"model",
 bool known_column(const std::string& c) {
   return std::find(std::begin(kMeasurementColumns), std::end(kMeasurementColumns), c) !=
          std::end(kMeasurementColumns);
-}
-
-// One CSV record's fields (RFC 4180: a quoted field may hold commas and doubled quotes), with
-// the 1-based column where each starts. false when a quote is left open.
-bool csv_fields(const std::string& line, std::vector<std::string>& fields,
-                std::vector<int>& columns) {
-  fields.clear();
-  columns.clear();
-  std::string cell;
-  bool quoted = false, in_quotes = false;
-  int start = 1;
-  for (size_t i = 0; i <= line.size(); ++i) {
-    const char ch = i < line.size() ? line[i] : ',';
-    if (in_quotes) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cell += '"';
-        ++i;
-      } else if (ch == '"') {
-        in_quotes = false;
-      } else if (i == line.size()) {
-        return false;
-      } else {
-        cell += ch;
-      }
-      continue;
-    }
-    if (ch == '"' && !quoted && cell.find_first_not_of(" \t") == std::string::npos) {
-      quoted = in_quotes = true;
-      cell.clear();
-    } else if (ch == ',') {
-      const size_t a = cell.find_first_not_of(" \t\r");
-      fields.push_back(quoted || a == std::string::npos
-                           ? (quoted ? cell : std::string())
-                           : cell.substr(a, cell.find_last_not_of(" \t\r") - a + 1));
-      columns.push_back(start);
-      cell.clear();
-      quoted = false;
-      start = static_cast<int>(i) + 2;
-    } else {
-      cell += ch;
-    }
-  }
-  return true;
 }
 
 // Checks one run's fields; problems go to `diags` with the field's column.
@@ -324,7 +282,7 @@ std::vector<MeasurementRow> load_measurement_text(const std::string& path, const
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::map<std::string, std::pair<std::string, int>> fields;
     if (csv) {
-      if (!csv_fields(line, cells, columns)) {
+      if (!split_csv_record(line, cells, columns)) {
         diags.push_back({path, number, 0, "", "a quoted field is not closed"});
         continue;
       }

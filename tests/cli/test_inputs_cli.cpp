@@ -16,9 +16,10 @@ TEST_CASE("bad input exits 2 with one clear line") {
     const Run r = run("analyze -m llama2-13b -H h100");
     CHECK(r.exit_code == 2);
     CHECK(r.err.rfind("error: unknown hardware 'h100' (not in ", 0) == 0);
-    CHECK(r.err.find("; did you mean 'h100-sxm' or 'h100-pcie'?\n") != std::string::npos);
+    CHECK(r.err.find("; did you mean 'h100-sxm', 'h100-pcie' or 'h100-sxm-profiled'?\n") !=
+          std::string::npos);
     const Run typo = run("analyze -m llama2-13b -H h100-sx");
-    CHECK(typo.err.find("did you mean 'h100-sxm'?") != std::string::npos);
+    CHECK(typo.err.find("did you mean 'h100-sxm' or 'h100-sxm-profiled'?") != std::string::npos);
     const Run near = run("analyze -m llama2-13b -H h300");  // no prefix: the closest
     CHECK(near.err.find("did you mean 'h200'?") != std::string::npos);
   }

@@ -73,6 +73,13 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       {"charai-hybrid-13b", {{10'944'926'720}, {}}},
       // The lecture's GQA what-if: 13,015,864,320 - 40 * 2 * 5120 * 32 * 128.
       {"llama2-13b-gqa8", {{11'338'142'720}, {}}},
+      // The profiled models (tests/data/profiles), to the published figure's last digit:
+      // Code Llama 34B's model card "33.7B", InternLM's "20B", the Qwen report's "72B" and
+      // phi-2's safetensors metadata "2.78B".
+      {"codellama-34b", {{33.7e9, 0.1e9}, {}}},
+      {"internlm-20b", {{20e9, 1e9}, {}}},
+      {"qwen-72b", {{72e9, 1e9}, {}}},
+      {"phi-2", {{2.78e9, 0.01e9}, {}}},
       {"tiny-test", {{4'868'352}, {}}},
       {"small-test", {{31'990'272}, {}}},
       {"test-1mib", {{426'624}, {}}},  // the derivations are in each file
@@ -134,8 +141,8 @@ TEST_CASE("unknown names get a did-you-mean; paths are taken as paths") {
     (void)catalog.resolve("h100", SpecKind::hardware);
     FAIL("expected CatalogError");
   } catch (const CatalogError& e) {
-    CHECK(std::string(e.what()).find("did you mean 'h100-sxm' or 'h100-pcie'?") !=
-          std::string::npos);
+    CHECK(std::string(e.what()).find(
+              "did you mean 'h100-sxm', 'h100-pcie' or 'h100-sxm-profiled'?") != std::string::npos);
   }
   CHECK(likely_matches("h100", {"h200", "h100-sxm", "h100-pcie"}) ==
         std::vector<std::string>{"h100-sxm", "h100-pcie"});

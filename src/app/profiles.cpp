@@ -1,0 +1,586 @@
+// import-profile, validate --profile and fit --profile.
+#include "app/profiles.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "app/errors.hpp"
+#include "engine/analysis.hpp"
+#include "engine/calibration.hpp"
+#include "engine/roofline.hpp"
+#include "engine/statistics.hpp"
+
+namespace streamspark::app {
+
+namespace {
+
+using spec::ProfileClass;
+using spec::ProfileRow;
+
+bool per_layer(ProfileClass c) {
+  return c == ProfileClass::linear || c == ProfileClass::embedding ||
+         c == ProfileClass::norm_elementwise;
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string provenance_value(const engine::Hardware& hw, const std::string& key) {
+  for (const auto& [k, v] : hw.provenance) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+engine::Precision precision_of(const std::string& dtype) {
+  return engine::Precision::uniform(*parse_enum<engine::DType>(dtype));
+}
+
+// The catalog model each profile model id names, looked up once per id.
+class ModelNames {
+ public:
+  explicit ModelNames(const spec::Catalog& catalog) : catalog_(catalog) {}
+  // The one catalog model citing `id`; "" with `why` set otherwise.
+  std::string of(const std::string& id, std::string* why) {
+    auto it = cache_.find(id);
+    if (it == cache_.end()) it = cache_.emplace(id, catalog_.models_citing(id)).first;
+    const std::vector<std::string>& m = it->second;
+    if (m.size() == 1) return m.front();
+    *why = m.empty() ? fmt::format("no catalog model cites '{}' in its source", id)
+                     : fmt::format("several catalog models cite '{}' ({})", id, joined(m));
+    return "";
+  }
+
+ private:
+  const spec::Catalog& catalog_;
+  std::map<std::string, std::vector<std::string>> cache_;
+};
+
+// Per-operator prefill costs of (model, tp) at a token count, each analyzer built once.
+class PassCosts {
+ public:
+  PassCosts(const spec::Catalog& catalog, const engine::Hardware& hw, engine::Method method)
+      : catalog_(catalog), hw_(hw), method_(method) {}
+
+  // One instance's cost of each op of a prefill pass of `tokens` tokens (one sequence).
+  const std::vector<engine::OpRow>& ops(const std::string& model, int64_t tp,
+                                        const std::string& dtype, int64_t tokens) {
+    const auto key = std::make_tuple(model, tp, dtype, tokens);
+    const auto found = rows_.find(key);
+    if (found != rows_.end()) return found->second;
+    engine::Analyzer& a = analyzer(model, tp, dtype);
+    engine::WorkloadResult r = a.analyze(engine::Workload{1, tokens, 1, 0});
+    return rows_.emplace(key, std::move(r.prefill_ops)).first->second;
+  }
+  const engine::DeviceRates& rates(const std::string& dtype) {
+    auto it = rates_.find(dtype);
+    if (it == rates_.end()) {
+      it = rates_.emplace(dtype, engine::device_rates(hw_, precision_of(dtype), method_)).first;
+    }
+    return it->second;
+  }
+
+ private:
+  engine::Analyzer& analyzer(const std::string& model, int64_t tp, const std::string& dtype) {
+    const auto key = std::make_tuple(model, tp, dtype);
+    auto it = analyzers_.find(key);
+    if (it == analyzers_.end()) {
+      engine::AnalysisOptions o;
+      o.method = method_;
+      o.per_op = true;
+      o.costing.precision = precision_of(dtype);
+      o.costing.parallel.tp = tp;
+      o.costing = engine::costing_on(o.costing, hw_);
+      it =
+          analyzers_.emplace(key, std::make_unique<engine::Analyzer>(catalog_.model(model), hw_, o))
+              .first;
+    }
+    return *it->second;
+  }
+
+  const spec::Catalog& catalog_;
+  const engine::Hardware& hw_;
+  engine::Method method_;
+  std::map<std::tuple<std::string, int64_t, std::string>, std::unique_ptr<engine::Analyzer>>
+      analyzers_;
+  std::map<std::tuple<std::string, int64_t, std::string, int64_t>, std::vector<engine::OpRow>>
+      rows_;
+  std::map<std::string, engine::DeviceRates> rates_;
+};
+
+// Seconds the engine gives a row's engine operators in one pass; nullopt with `why` when the
+// model's inventory lacks one.
+std::optional<double> per_layer_seconds(PassCosts& costs, const ProfileRow& row,
+                                        const std::string& model, std::string* why) {
+  const std::vector<engine::OpRow>& ops = costs.ops(model, row.tp, row.dtype, row.tokens);
+  double total = 0;
+  for (engine::OpId id : row.engine_ops) {
+    const auto it =
+        std::find_if(ops.begin(), ops.end(), [&](const engine::OpRow& r) { return r.op.id == id; });
+    if (it == ops.end()) {
+      *why = fmt::format("{} has no {} operator", model, engine::op_name(id));
+      return std::nullopt;
+    }
+    total += it->cost.time_s;
+  }
+  return total;
+}
+
+engine::CollectiveKind collective_kind(ProfileClass c) {
+  return c == ProfileClass::all_reduce ? engine::CollectiveKind::all_reduce
+                                       : engine::CollectiveKind::send;
+}
+
+double collective_seconds_for(const engine::DeviceRates& rates, const engine::Hardware& hw,
+                              const ProfileRow& row) {
+  const engine::CollectiveKind kind = collective_kind(row.kind);
+  const double bytes = static_cast<double>(row.bytes);
+  if (rates.calibrated) {
+    if (const engine::CollectiveCurve* c = hw.collective_curve(kind, row.gpus, row.nodes)) {
+      return engine::collective_curve_seconds(*c, bytes);
+    }
+  }
+  return engine::collective_seconds(kind, row.gpus, bytes,
+                                    row.nodes > 1 ? rates.inter_node : rates.intra_node);
+}
+
+ProfileClassSummary summarize(const std::string& name, const std::vector<const ProfilePoint*>& ps) {
+  ProfileClassSummary s;
+  s.name = name;
+  s.points = ps.size();
+  if (ps.empty()) return s;
+  std::vector<double> abs, signed_errors;
+  for (const ProfilePoint* p : ps) {
+    const double e = p->error();
+    abs.push_back(std::abs(e));
+    signed_errors.push_back(e);
+    if (std::abs(e) >= s.worst_abs_error) {
+      s.worst_abs_error = std::abs(e);
+      s.worst_where = p->row.source;
+    }
+  }
+  s.median_abs_error = engine::median(abs);
+  s.signed_median_error = engine::median(signed_errors);
+  return s;
+}
+
+// Least squares of the relative residuals (t - a - b x) / t, with a >= 0 and b > 0 (a
+// profile spans three decades of time, and each point should count alike): through the
+// origin when the intercept comes out negative, a constant when the slope does not come out
+// positive.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& t) {
+  double sw = 0, sx = 0, st = 0, sxx = 0, sxt = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double w = 1.0 / (t[i] * t[i]);
+    sw += w;
+    sx += w * x[i];
+    st += w * t[i];
+    sxx += w * x[i] * x[i];
+    sxt += w * x[i] * t[i];
+  }
+  const double det = sw * sxx - sx * sx;
+  double a = 0, b = 0;
+  const bool solvable = x.size() >= 2 && det > 1e-12 * sw * sxx;
+  if (solvable) {
+    b = (sw * sxt - sx * st) / det;
+    a = (st - b * sx) / sw;
+  }
+  if (!solvable || a < 0) {
+    a = 0;
+    b = sxx > 0 ? sxt / sxx : 0;
+  }
+  if (b <= 0) {
+    a = st / sw;
+    b = 0;
+  }
+  return {a, b};
+}
+
+}  // namespace
+
+std::vector<std::string> fitted_models_of(const engine::Hardware& hw) {
+  std::vector<std::string> out;
+  const std::string v = provenance_value(hw, "fitted_models");
+  for (size_t at = 0; !v.empty() && at <= v.size();) {
+    const size_t end = std::min(v.find("; ", at), v.size());
+    out.push_back(v.substr(at, end - at));
+    at = end + 2;
+  }
+  return out;
+}
+
+std::string profile_hardware_of(const engine::Hardware& hw) {
+  return provenance_value(hw, "profile_hardware");
+}
+
+std::vector<ProfileRow> import_profile(const ImportProfileRequest& r, const Context& context) {
+  spec::VidurImportOptions o;
+  for (const auto& [gpu, hw] : r.gpus) {
+    context.catalog.hardware(hw);  // CatalogError when it names nothing
+    o.gpus[gpu] = hw;
+  }
+  o.statistic = r.statistic;
+  o.warn = [&context](const std::string& w) { context.warning(w); };
+  return spec::import_vidur_profile(r.folder, o);
+}
+
+ProfileValidation validate_profile(const ProfileValidateRequest& r, const Context& context) {
+  const std::vector<ProfileRow> rows = spec::load_operator_profile(r.file);
+  const engine::Hardware hw = context.catalog.hardware(r.hardware);
+  ProfileValidation v;
+  v.file = r.file;
+  v.hardware = hw.name;
+  v.method = std::string(enum_name(r.method));
+  v.fitted_models = fitted_models_of(hw);
+  v.held_out_only = r.held_out_only;
+  v.tolerance_percent = r.tolerance_percent;
+  v.profiled_on = !r.profiled_on.empty()             ? r.profiled_on
+                  : !profile_hardware_of(hw).empty() ? profile_hardware_of(hw)
+                                                     : hw.name;
+  if (r.held_out_only && v.fitted_models.empty()) {
+    throw UsageError("--held-out: " + hw.name +
+                     " was not fitted to a profile (its provenance names no fitted_models)");
+  }
+  std::set<std::string> on_file;
+  for (const ProfileRow& row : rows) on_file.insert(row.hardware);
+  if (!on_file.count(v.profiled_on)) {
+    std::vector<std::string> names(on_file.begin(), on_file.end());
+    throw UsageError(fmt::format("--profiled-on: {} has no rows measured on {} (it has {})", r.file,
+                                 v.profiled_on, joined(names)));
+  }
+  ModelNames names(context.catalog);
+  PassCosts costs(context.catalog, hw, r.method);
+  std::map<std::string, std::pair<size_t, std::string>> skipped;  // why -> count, first where
+  const auto skip = [&](const std::string& why, const ProfileRow& row) {
+    auto& s = skipped[why];
+    if (s.first++ == 0) s.second = row.where;
+  };
+  for (const ProfileRow& row : rows) {
+    if (row.hardware != v.profiled_on) continue;
+    ProfilePoint p;
+    p.row = row;
+    const bool fitted_model = std::find(v.fitted_models.begin(), v.fitted_models.end(),
+                                        row.model) != v.fitted_models.end();
+    p.held_out = per_layer(row.kind) && !v.fitted_models.empty() && !fitted_model;
+    if (r.held_out_only && !p.held_out) continue;
+    std::string why;
+    if (per_layer(row.kind)) {
+      p.model = names.of(row.model, &why);
+      if (p.model.empty()) {
+        skip(why, row);
+        continue;
+      }
+      const auto t = per_layer_seconds(costs, row, p.model, &why);
+      if (!t) {
+        skip(why, row);
+        continue;
+      }
+      p.predicted_s = *t;
+    } else if (row.kind == ProfileClass::all_reduce || row.kind == ProfileClass::send_recv) {
+      const engine::DeviceRates& rates = costs.rates(row.dtype);
+      const engine::Link& link = row.nodes > 1 ? rates.inter_node : rates.intra_node;
+      if (link.bandwidth <= 0 &&
+          !(rates.calibrated &&
+            hw.collective_curve(collective_kind(row.kind), row.gpus, row.nodes))) {
+        skip(fmt::format("{} has no {} link", hw.name, row.nodes > 1 ? "inter_node" : "intra_node"),
+             row);
+        continue;
+      }
+      p.predicted_s = collective_seconds_for(rates, hw, row);
+    } else if (row.kind == ProfileClass::host) {
+      p.model = names.of(row.model, &why);
+      const engine::DeviceRates& rates = costs.rates(row.dtype);
+      p.predicted_s =
+          rates.step_overhead_s + static_cast<double>(row.batch) * rates.sequence_overhead_s;
+    }
+    v.points.push_back(std::move(p));
+  }
+  for (const auto& [why, s] : skipped) {
+    v.notes.push_back(fmt::format("{} row{} not predicted: {} (first: {})", s.first,
+                                  s.first == 1 ? "" : "s", why, s.second));
+  }
+  if (v.points.empty()) {
+    throw UsageError(fmt::format("{}: no row of {} could be predicted{}", r.file, v.profiled_on,
+                                 v.notes.empty() ? "" : "; " + v.notes.front()));
+  }
+  std::vector<const ProfilePoint*> all;
+  for (const ProfilePoint& p : v.points) all.push_back(&p);
+  for (const auto& e : enum_names(ProfileClass{})) {
+    std::vector<const ProfilePoint*> of;
+    for (const ProfilePoint* p : all) {
+      if (p->row.kind == e.value) of.push_back(p);
+    }
+    if (!of.empty()) v.by_class.push_back(summarize(std::string(e.name), of));
+  }
+  v.by_class.push_back(summarize("all", all));
+  if (r.tolerance_percent) {
+    std::vector<std::string> failed;
+    for (const ProfileClassSummary& s : v.by_class) {
+      if (s.name != "all" && s.median_abs_error * 100 > *r.tolerance_percent) {
+        failed.push_back(
+            fmt::format("{} median |error| {:.1f}%", s.name, s.median_abs_error * 100));
+      }
+    }
+    if (!failed.empty()) {
+      v.failure =
+          fmt::format("validate: {} above the {:g}% tolerance ({} of {} classes failed)",
+                      joined(failed), *r.tolerance_percent, failed.size(), v.by_class.size() - 1);
+    }
+  }
+  return v;
+}
+
+ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context) {
+  const std::vector<ProfileRow> rows = spec::load_operator_profile(r.file);
+  const engine::Hardware target = context.catalog.hardware(r.hardware);
+  ProfileFitReport rep;
+  rep.file = r.file;
+  rep.hardware = target.name;
+  rep.output = r.output;
+  rep.profiled_on = r.profiled_on.empty() ? target.name : r.profiled_on;
+  rep.host_from = r.host_from.empty() ? rep.profiled_on : r.host_from;
+  rep.fit_models = r.fit_models;
+  if (r.fit_models.empty()) throw UsageError("--fit-models: name at least one model");
+  if (!target.achievable) {
+    throw UsageError("--hardware: " + target.name +
+                     " has no achievable fractions, which the classes no profile row measures "
+                     "(attention, kv_write, scan, sampling) take");
+  }
+  const engine::Hardware source_hw =
+      rep.profiled_on == target.name ? target : context.catalog.hardware(rep.profiled_on);
+  const bool carried = source_hw.name != target.name;
+  const auto fit_model = [&](const std::string& m) {
+    return std::find(r.fit_models.begin(), r.fit_models.end(), m) != r.fit_models.end();
+  };
+  // Only these rows are read: the fit models' per-layer rows, the profiled GPU's collectives,
+  // the host rows of the fit models on host_from.
+  std::vector<const ProfileRow*> layer, network, host;
+  for (const ProfileRow& row : rows) {
+    if (per_layer(row.kind) && row.hardware == rep.profiled_on) {
+      if (fit_model(row.model)) {
+        layer.push_back(&row);
+      } else {
+        ++rep.held_out_rows;
+      }
+    } else if ((row.kind == ProfileClass::all_reduce || row.kind == ProfileClass::send_recv) &&
+               row.hardware == rep.profiled_on && !carried) {
+      network.push_back(&row);
+    } else if (row.kind == ProfileClass::host && row.hardware == rep.host_from &&
+               fit_model(row.model)) {
+      host.push_back(&row);
+    }
+  }
+  rep.fitted_rows = layer.size();
+  if (layer.empty()) {
+    throw UsageError(fmt::format("--fit-models: {} has no per-layer rows of {} measured on {}",
+                                 r.file, joined(r.fit_models), rep.profiled_on));
+  }
+  for (const auto* set : {&layer, &network, &host}) {
+    for (const ProfileRow* row : *set) rep.used_sources.push_back(row->source);
+  }
+  ModelNames names(context.catalog);
+  // The datasheet roofline of each row's operators on the profiled GPU (and on the target).
+  PassCosts source_roofline(context.catalog, source_hw, engine::Method::roofline);
+  PassCosts target_roofline(context.catalog, target, engine::Method::roofline);
+  const std::string dtype = layer.front()->dtype;
+
+  // GEMMs: every measured shape, its median time where measured more than once; carried to
+  // another GPU at the same fraction of its roofline.
+  std::map<std::array<int64_t, 3>, std::vector<double>> shapes;
+  for (const ProfileRow* row : layer) {
+    if (row->kind != ProfileClass::linear) continue;
+    if (row->dtype != dtype) {
+      throw UsageError(
+          fmt::format("{}: the fit rows mix {} and {}", row->where, dtype, row->dtype));
+    }
+    double t = row->time_s;
+    if (carried) {
+      const engine::Op op = engine::gemm_op(row->m, row->n, row->k, precision_of(dtype));
+      t *= engine::roofline_cost(op, target_roofline.rates(dtype)).time_s /
+           engine::roofline_cost(op, source_roofline.rates(dtype)).time_s;
+    }
+    shapes[{row->m, row->n, row->k}].push_back(t);
+  }
+  engine::GemmCurve curve;
+  curve.working_set = static_cast<double>(target.device_memory().capacity_bytes);
+  for (const auto& [shape, times] : shapes) {
+    curve.points.push_back({static_cast<double>(shape[0]), static_cast<double>(shape[1]),
+                            static_cast<double>(shape[2]), engine::median(times)});
+  }
+  rep.gemm_points = curve.points.size();
+
+  // Small operators: t = launches * overhead + roofline / efficiency, per engine operator,
+  // and pooled per class for the operators of that class nothing measured.
+  struct Samples {
+    std::vector<double> roofline, time;
+    int64_t launches = 1;
+  };
+  std::map<engine::OpId, Samples> by_op;
+  std::map<engine::OpKind, Samples> by_kind;
+  for (const ProfileRow* row : layer) {
+    if (row->kind == ProfileClass::linear) continue;
+    if (row->engine_ops.size() != 1) {
+      rep.notes.push_back(fmt::format("{}: {} times {} engine operators together; not fitted",
+                                      row->source, row->op, row->engine_ops.size()));
+      continue;
+    }
+    std::string why;
+    const std::string model = names.of(row->model, &why);
+    if (model.empty()) throw UsageError(row->where + ": " + why);
+    const auto& ops = source_roofline.ops(model, row->tp, row->dtype, row->tokens);
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const engine::OpRow& o) {
+      return o.op.id == row->engine_ops.front();
+    });
+    if (it == ops.end()) {
+      throw UsageError(fmt::format("{}: {} has no {} operator", row->where, model,
+                                   engine::op_name(row->engine_ops.front())));
+    }
+    const double roof = std::max(it->cost.compute_s, it->cost.memory_s);
+    for (Samples* s : {&by_op[it->op.id], &by_kind[it->op.kind]}) {
+      s->roofline.push_back(roof);
+      s->time.push_back(row->time_s);
+      s->launches = std::max<int64_t>(1, it->op.launches);
+    }
+  }
+  const auto calibration_of = [](const Samples& s, OperatorFit& f) {
+    const auto [a, b] = fit_line(s.roofline, s.time);
+    f.points = s.time.size();
+    f.efficiency =
+        b > 0 ? std::clamp(1.0 / b, 1e-6, engine::kMaxEfficiency) : engine::kMaxEfficiency;
+    f.overhead_s = std::min(a / static_cast<double>(s.launches), 1.0);
+    return engine::ClassCalibration{f.efficiency, f.efficiency, f.overhead_s};
+  };
+  engine::Calibration cal;
+  const engine::AchievableFractions& ach = *target.achievable;
+  const double launch = ach.kernel_overhead_s.value_or(target.kernel_overhead_s);
+  for (int k = 0; k < engine::kOpKindCount; ++k) {
+    const auto kind = static_cast<engine::OpKind>(k);
+    if (kind == engine::OpKind::communication) continue;
+    const auto it = by_kind.find(kind);
+    OperatorFit f;
+    f.op = std::string(enum_name(kind));
+    if (it != by_kind.end()) {
+      cal.classes[f.op] = calibration_of(it->second, f);
+      f.from = "fitted (pooled over the class's operators)";
+    } else {
+      cal.classes[f.op] = engine::ClassCalibration{ach.compute, ach.memory, launch};
+      f.efficiency = ach.compute;
+      f.overhead_s = launch;
+      f.from = kind == engine::OpKind::gemm ? "achievable (products the GEMM table does not cost)"
+                                            : "achievable (not profiled)";
+    }
+    rep.operators.push_back(f);
+  }
+  for (const auto& [id, s] : by_op) {
+    OperatorFit f;
+    f.op = std::string(engine::op_name(id));
+    cal.operators[id] = calibration_of(s, f);
+    f.from = "fitted";
+    rep.operators.push_back(f);
+  }
+  // The same kernel at the same shape as an operator the profile timed.
+  for (const auto& [copy, of] : {std::pair{engine::OpId::attn_residual, engine::OpId::mlp_residual},
+                                 std::pair{engine::OpId::final_norm, engine::OpId::attn_norm}}) {
+    if (cal.operators.count(of) && !cal.operators.count(copy)) {
+      cal.operators[copy] = cal.operators[of];
+      const auto c = cal.operators[of];
+      rep.operators.push_back({std::string(engine::op_name(copy)), 0, c.memory_efficiency,
+                               c.overhead_s,
+                               std::string("copies ") + std::string(engine::op_name(of)) +
+                                   " (the same kernel at the same shape)"});
+    }
+  }
+
+  // Collectives: each kind, GPU count and node count's curve, medians where a size repeats.
+  std::map<std::tuple<int, int64_t, int64_t>, std::map<int64_t, std::vector<double>>> curves;
+  for (const ProfileRow* row : network) {
+    curves[{static_cast<int>(collective_kind(row->kind)), row->gpus, row->nodes}][row->bytes]
+        .push_back(row->time_s);
+  }
+  engine::Hardware out = target;
+  out.collectives.clear();
+  for (const auto& [key, points] : curves) {
+    engine::CollectiveCurve c;
+    c.kind = static_cast<engine::CollectiveKind>(std::get<0>(key));
+    c.gpus = std::get<1>(key);
+    c.nodes = std::get<2>(key);
+    for (const auto& [bytes, times] : points) {
+      c.points.push_back({static_cast<double>(bytes), engine::median(times)});
+    }
+    rep.collectives.push_back({c.kind, c.gpus, c.nodes, c.points.size()});
+    out.collectives.push_back(std::move(c));
+  }
+  if (carried) {
+    rep.notes.push_back(
+        fmt::format("collectives: {}'s curves do not carry to {}'s links; the "
+                    "ring formula on its topology",
+                    source_hw.name, target.name));
+  } else if (network.empty()) {
+    rep.notes.push_back("collectives: the profile has none for " + rep.profiled_on +
+                        "; the ring formula on its topology");
+  }
+
+  // Host: t = step + batch * sequence, over the fit models' host rows.
+  rep.host_points = host.size();
+  if (!host.empty()) {
+    std::vector<double> batch, time;
+    for (const ProfileRow* row : host) {
+      batch.push_back(static_cast<double>(row->batch));
+      time.push_back(row->time_s);
+    }
+    const auto [a, b] = fit_line(batch, time);
+    rep.host_step_s = std::min(a, 1.0);
+    rep.host_sequence_s = std::min(b, 1.0);
+    if (rep.host_from != rep.profiled_on) {
+      rep.notes.push_back(
+          fmt::format("host: {}'s host rows (no host profile of {}): the "
+                      "serving stack's host code, not the GPU",
+                      rep.host_from, rep.profiled_on));
+    }
+  } else {
+    rep.host_step_s = ach.step_overhead_s;
+    rep.notes.push_back(
+        fmt::format("host: no host rows of {} on {}; step overhead {:g} s from "
+                    "the achievable fractions",
+                    joined(r.fit_models), rep.host_from, ach.step_overhead_s));
+  }
+  cal.step_overhead_s = rep.host_step_s;
+  cal.sequence_overhead_s = rep.host_sequence_s;
+  rep.notes.push_back(
+      "attention, kv_write, scan, sampling: not in the profile; the achievable "
+      "fractions");
+  cal.source =
+      fmt::format("fitted by streamspark fit --profile to {} rows of {} measured on {}{}",
+                  layer.size() + network.size() + host.size(), joined(r.fit_models),
+                  rep.profiled_on, carried ? ", carried as fractions of the roofline" : "");
+  out.calibration = cal;
+  engine::ProbeCurves probe;
+  probe.gemm_dtype = dtype;
+  probe.gemm.push_back(std::move(curve));
+  out.probe = probe;
+  out.name = r.name.empty() ? target.name + "-profiled" : r.name;
+  out.source = target.source + "; operator costs fitted to a published profile (provenance)";
+  out.collectives_source =
+      fmt::format("{} of {}{}", rep.profiled_on, r.file,
+                  r.profile_source.empty() ? "" : " (" + r.profile_source + ")");
+  out.provenance = {{"profile_hardware", target.name},
+                    {"fitted_on", rep.profiled_on},
+                    {"fitted_models", joined(r.fit_models, "; ")},
+                    {"profile", r.file},
+                    {"statistic", std::string(enum_name(layer.front()->statistic))},
+                    {"host_from", rep.host_from}};
+  if (!r.profile_source.empty()) out.provenance.emplace_back("profile_source", r.profile_source);
+  if (!context.command_line.empty()) out.provenance.emplace_back("command", context.command_line);
+  rep.fitted = std::move(out);
+  return rep;
+}
+
+}  // namespace streamspark::app

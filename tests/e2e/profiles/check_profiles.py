@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The profiled GPU files and the imported profile table are what their commands write, and the
+fit protocol holds: each file is fitted to Llama-2-7B's rows (every TP), the network and the host
+rows only.
+
+    check_profiles.py --binary build/streamspark [--source DIR] [--update]
+
+Checks, from the repository root:
+  1. `import-profile tests/data/profiles/vidur` writes tests/data/profiles/vidur-operators.csv
+     byte for byte;
+  2. each FIT command writes its committed hardware file byte for byte;
+  3. held-out rule: the same fit on the table without any held-out model's row writes the
+     same file, and every row the fit reports reading (its JSON's used_sources) is a
+     Llama-2-7B, network or host row;
+  4. the profiled files load (`check`).
+--update rewrites the committed files instead of comparing them (a deliberate change)."""
+import argparse
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TABLE = "tests/data/profiles/vidur-operators.csv"
+FOLDER = "tests/data/profiles/vidur"
+SOURCE = ("github.com/microsoft/vidur data/profiling: compute and network at 7d47513, "
+          "a100/cpu_overheads.csv at 6d98aa8 (tests/data/profiles/README.md)")
+FIT_MODEL = "meta-llama/Llama-2-7b-hf"
+FITS = [  # (output, extra fit arguments)
+    ("hardware/a100-80gb-profiled.yaml", ["-H", "a100-80gb"]),
+    ("hardware/h100-sxm-profiled.yaml", ["-H", "h100-sxm", "--host-from", "a100-80gb"]),
+]
+
+
+def run(binary, args, cwd, env):
+    p = subprocess.run([binary] + args, cwd=cwd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"check_profiles: `streamspark {' '.join(args)}` exited {p.returncode}:\n"
+                 f"{p.stderr}")
+    return p.stdout
+
+
+def fit_args(extra, output):
+    return ["fit", "--profile", TABLE] + extra + ["--profile-source", SOURCE, "-o", output]
+
+
+def workspace(tmp, name, table_text):
+    """A folder holding the table at its committed path and an empty hardware/ for the fits'
+    outputs: the fit commands run there exactly as committed (their provenance records them)."""
+    d = os.path.join(tmp, name)
+    os.makedirs(os.path.join(d, os.path.dirname(TABLE)))
+    os.makedirs(os.path.join(d, "hardware"))
+    with open(os.path.join(d, TABLE), "w") as f:
+        f.write(table_text)
+    return d
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--source", default=os.getcwd())
+    ap.add_argument("--update", action="store_true")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.binary)
+    root = os.path.abspath(a.source)
+    env = dict(os.environ, STREAMSPARK_DATA=root)
+    env.pop("STREAMSPARK_CATALOG", None)
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1. the table
+        table_text = run(binary, ["import-profile", FOLDER], root, env)
+        committed = os.path.join(root, TABLE)
+        if a.update:
+            with open(committed, "w") as f:
+                f.write(table_text)
+        elif open(committed).read() != table_text:
+            failures.append(f"{TABLE} is not what `streamspark import-profile {FOLDER}` writes")
+        # The same table without any held-out model's per-layer row.
+        rows = list(csv.DictReader(io.StringIO(table_text)))
+        per_layer = {"linear", "embedding", "norm_elementwise"}
+        kept = [r for r in rows if r["class"] not in per_layer or r["model"] == FIT_MODEL]
+        held_out = len(rows) - len(kept)
+        if held_out == 0:
+            failures.append("the table has no held-out rows")
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        w.writerows(kept)
+        full = workspace(tmp, "full", table_text)
+        reduced = workspace(tmp, "reduced", buf.getvalue())
+        for output, extra in FITS:
+            # 2. the committed file is the fit's output
+            run(binary, fit_args(extra, output), full, env)
+            with open(os.path.join(full, output)) as f:
+                fitted = f.read()
+            target = os.path.join(root, output)
+            if a.update:
+                with open(target, "w") as f:
+                    f.write(fitted)
+            elif open(target).read() != fitted:
+                failures.append(f"{output} is not what `streamspark "
+                                f"{' '.join(fit_args(extra, output))}` writes")
+            # 3. held-out rule: the rows the fit reports reading, and the fit without them
+            report = json.loads(run(binary, ["fit", "--profile", TABLE] + extra +
+                                    ["--format", "json"], full, env))
+            for source in report["used_sources"]:
+                if source.startswith("compute/") and "/Llama-2-7b-hf/" not in source:
+                    failures.append(f"{output}: the fit read the held-out row {source}")
+            if report["held_out_rows"] == 0:
+                failures.append(f"{output}: the fit reports no held-out rows")
+            run(binary, fit_args(extra, output), reduced, env)
+            with open(os.path.join(reduced, output)) as f:
+                if f.read() != fitted:
+                    failures.append(f"{output}: the fit changes when the held-out rows are "
+                                    "removed from the table")
+            # 4. it loads
+            run(binary, ["check", os.path.join(full, output)], root, env)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        return 1
+    print(f"profiles: the table, {len(FITS)} profiled files and the held-out rule hold "
+          f"({held_out} held-out rows left out of the second fit)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

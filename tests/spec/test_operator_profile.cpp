@@ -1,0 +1,254 @@
+// Published operator profiles: Vidur's rows converted by hand, the importer's and the table
+// loader's diagnostics, the hardware file's profile keys, the collective-curve interpolation.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "engine/hardware.hpp"
+#include "spec/diagnostics.hpp"
+#include "spec/hardware_spec.hpp"
+#include "spec/hardware_writer.hpp"
+#include "spec/operator_profile.hpp"
+
+namespace fs = std::filesystem;
+using namespace streamspark;
+using namespace streamspark::spec;
+
+namespace {
+
+const fs::path kVidur = fs::path(STREAMSPARK_SOURCE_DIR) / "tests/data/profiles/vidur";
+
+const ProfileRow& find_row(const std::vector<ProfileRow>& rows, const std::string& source,
+                           const std::string& op) {
+  const auto it = std::find_if(rows.begin(), rows.end(), [&](const ProfileRow& r) {
+    return r.source == source && r.op == op;
+  });
+  REQUIRE(it != rows.end());
+  return *it;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("streamspark-profile-" + std::to_string(getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kMlpHeader =
+    "time_stats.attn_pre_proj.median,time_stats.add.median,n_head,n_kv_head,n_embd,"
+    "n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n";
+
+}  // namespace
+
+TEST_CASE("Vidur rows become measured operators as derived by hand") {
+  std::vector<std::string> warnings;
+  VidurImportOptions o;
+  o.warn = [&](const std::string& w) { warnings.push_back(w); };
+  const std::vector<ProfileRow> rows = import_vidur_profile(kVidur.string(), o);
+  CHECK(warnings.empty());
+  // compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv line 2: num_tokens 4096, TP 1, n_head 32,
+  // n_kv_head 32, n_embd 4096, n_expanded_embd 11008, gated.
+  const std::string line2 = "compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv:2";
+  const ProfileRow& qkv = find_row(rows, line2, "attn_pre_proj");
+  CHECK(qkv.hardware == "h100-sxm");
+  CHECK(qkv.model == "meta-llama/Llama-2-7b-hf");
+  CHECK(qkv.kind == ProfileClass::linear);
+  CHECK(qkv.engine_ops == std::vector<engine::OpId>{engine::OpId::qkv_proj});
+  // m = tokens; n = (32 + 2 * 32) heads * 128 = 12288; k = 4096. Median 0.584 ms.
+  CHECK(qkv.m == 4096);
+  CHECK(qkv.n == 12288);
+  CHECK(qkv.k == 4096);
+  CHECK(qkv.time_s == doctest::Approx(0.584e-3).epsilon(1e-12));
+  // The fused gate and up projection: n = 2 * 11008; median 0.987 ms.
+  const ProfileRow& up = find_row(rows, line2, "mlp_up_proj");
+  CHECK(up.engine_ops == std::vector<engine::OpId>{engine::OpId::mlp_gate, engine::OpId::mlp_up});
+  CHECK(up.n == 22016);
+  CHECK(up.time_s == doctest::Approx(0.987e-3));
+  // The row-parallel down projection at TP 4: k = 11008 / 4 = 2752.
+  const auto down_tp4 = std::find_if(rows.begin(), rows.end(), [](const ProfileRow& r) {
+    return r.model == "meta-llama/Llama-2-7b-hf" && r.hardware == "h100-sxm" &&
+           r.op == "mlp_down_proj" && r.tp == 4;
+  });
+  REQUIRE(down_tp4 != rows.end());
+  CHECK(down_tp4->n == 4096);
+  CHECK(down_tp4->k == 2752);
+  // phi-2 has no post_attention_layernorm: a parallel block, whose one add the engine counts
+  // as its two residual adds; its MLP is not gated (n = 10240).
+  const std::string phi = "compute/h100/microsoft/phi-2/mlp.csv:2";
+  CHECK(find_row(rows, phi, "add").engine_ops ==
+        std::vector<engine::OpId>{engine::OpId::attn_residual, engine::OpId::mlp_residual});
+  CHECK(find_row(rows, phi, "mlp_up_proj").n == 10240);
+  // network/h100_dgx/all_reduce.csv line 2: 8 workers, 8 per node, 2048 bytes, median 0.037 ms.
+  const ProfileRow& ar = find_row(rows, "network/h100_dgx/all_reduce.csv:2", "all_reduce");
+  CHECK(ar.kind == ProfileClass::all_reduce);
+  CHECK(ar.gpus == 8);
+  CHECK(ar.nodes == 1);
+  CHECK(ar.bytes == 2048);
+  CHECK(ar.time_s == doctest::Approx(0.037e-3));
+  // network/a100_dgx/all_reduce.csv line 2: 2 workers, 1 per node: two nodes.
+  CHECK(find_row(rows, "network/a100_dgx/all_reduce.csv:2", "all_reduce").nodes == 2);
+  // a100/cpu_overheads.csv line 2 (CodeLlama-34B, TP 2, batch 8): the medians of schedule
+  // 0.19969, sampler_e2e 0.58802, prepare_inputs_e2e 0.77492, process_model_outputs 0.22696
+  // ms sum to 1.78957 ms.
+  const ProfileRow& host = find_row(rows, "a100/cpu_overheads.csv:2", "host_iteration");
+  CHECK(host.batch == 8);
+  CHECK(host.tp == 2);
+  CHECK(host.model == "codellama/CodeLlama-34b-Instruct-hf");
+  CHECK(host.time_s == doctest::Approx((0.1996876192952873 + 0.5880162608257326 +
+                                        0.7749160446348289 + 0.22695557299492955) *
+                                       1e-3));
+  // The table reads back what it wrote.
+  const fs::path table = scratch("roundtrip") / "t.csv";
+  write(table, operator_profile_csv(rows));
+  const std::vector<ProfileRow> back = load_operator_profile(table.string());
+  REQUIRE(back.size() == rows.size());
+  CHECK(back[7].op == rows[7].op);
+  CHECK(back[7].time_s == doctest::Approx(rows[7].time_s).epsilon(1e-9));
+  CHECK(back[7].engine_ops == rows[7].engine_ops);
+}
+
+TEST_CASE("the Vidur importer names what it cannot read") {
+  const fs::path dir = scratch("bad");
+  const fs::path mlp = dir / "compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv";
+  // An operator without an engine operator is an error at its header column, never dropped.
+  write(mlp, std::string("time_stats.attn_prefill_magic.median,") + kMlpHeader +
+                 "1,1,1,32,32,4096,11008,32000,True,16,1\n");
+  CHECK(error_of([&] { import_vidur_profile(dir.string(), {}); }) ==
+        mlp.string() +
+            ":1:1: time_stats.attn_prefill_magic.median: operator 'attn_prefill_magic' has no "
+            "engine operator (the importer knows emb, input_layernorm, attn_pre_proj, attn_rope, "
+            "attn_post_proj, post_attention_layernorm, mlp_up_proj, mlp_act, mlp_down_proj, add)");
+  // A number not in decimal: file:line:column.
+  write(mlp, std::string(kMlpHeader) + "0x10,1,32,32,4096,11008,32000,True,16,1\n");
+  CHECK(error_of([&] { import_vidur_profile(dir.string(), {}); }) ==
+        mlp.string() +
+            ":2:1: time_stats.attn_pre_proj.median: expected a decimal number, got "
+            "'0x10'");
+  // TP that does not divide the projections.
+  write(mlp, std::string(kMlpHeader) + "1,1,32,32,4096,11008,32000,True,16,3\n");
+  CHECK(
+      error_of([&] {
+        import_vidur_profile(dir.string(), {});
+      }).find(":2:36: num_tensor_parallel_workers: 3 GPUs do not divide the projections evenly") !=
+      std::string::npos);
+  // Files it does not read are skipped with a warning naming each; an unmapped GPU too.
+  write(mlp, std::string(kMlpHeader) + "1,1,32,32,4096,11008,32000,True,16,1\n");
+  write(dir / "compute/a40/x/y/mlp.csv", kMlpHeader);
+  write(dir / "compute/h100/x/y/attention.csv", "a\n");
+  write(dir / "network/h100_pairwise_nvlink/all_reduce.csv", "a\n");
+  std::vector<std::string> warnings;
+  VidurImportOptions o;
+  o.warn = [&](const std::string& w) { warnings.push_back(w); };
+  const auto rows = import_vidur_profile(dir.string(), o);
+  CHECK(rows.size() == 2);  // attn_pre_proj and add of the one row
+  REQUIRE(warnings.size() == 3);
+  CHECK(warnings[0] ==
+        "compute/a40/x/y/mlp.csv: skipped: GPU 'a40' has no catalog hardware (--gpu a40=HARDWARE "
+        "maps it)");
+  CHECK(warnings[1] ==
+        "compute/h100/x/y/attention.csv: skipped: attention profiles are not "
+        "imported yet");
+  CHECK(warnings[2].find("topology 'pairwise_nvlink' is not the catalog hardware's") !=
+        std::string::npos);
+  CHECK(error_of([&] { import_vidur_profile((dir / "none").string(), {}); }).find("not a folder") !=
+        std::string::npos);
+}
+
+TEST_CASE("the measured-operator table refuses what it cannot read") {
+  const fs::path dir = scratch("table");
+  const std::string header =
+      "hardware,model,operator,class,engine_ops,tokens,m,n,k,tp,gpus,nodes,bytes,batch,dtype,"
+      "statistic,time_s,source\n";
+  const auto load = [&](const std::string& text) {
+    write(dir / "t.csv", text);
+    return error_of([&] { load_operator_profile((dir / "t.csv").string()); });
+  };
+  const std::string p = (dir / "t.csv").string();
+  CHECK(load(header + "h,m,op,lineal,qkv_proj,16,16,16,16,1,,,,,fp16,median,1e-5,x\n") ==
+        p + ":2:8: class: unknown class 'lineal' (linear, attention_prefill, attention_decode, "
+            "norm_elementwise, embedding, all_reduce, send_recv, host)");
+  CHECK(load(header + "h,m,op,linear,qkv_projection,16,16,16,16,1,,,,,fp16,median,1e-5,x\n") ==
+        p + ":2:15: engine_ops: 'qkv_projection' is not an engine operator");
+  CHECK(load(header + "h,m,op,linear,qkv_proj,16,16,16,16,1,,,,,fp16,median,0,x\n") ==
+        p + ":2:54: time_s: must be between 1e-09 and 1e+06, got 0");
+  CHECK(load(header + "h,,all_reduce,all_reduce,,,,,,1,8,9,1024,,fp16,median,1e-5,x\n") ==
+        p + ":2:33: gpus: a collective needs gpus, nodes (at most gpus) and bytes");
+  CHECK(load("hardware,hardware\n").find(":1:10: hardware: the column is given twice") !=
+        std::string::npos);
+}
+
+TEST_CASE("hardware files keep operator calibrations, host costs and collective curves") {
+  const fs::path dir = scratch("hw");
+  const std::string yaml = R"(name: g
+source: test
+peak_flops: {fp32: 1 TFLOP/s, bf16: 100 TFLOP/s}
+memory: [{name: hbm, capacity: 80 GB, bandwidth: 2 TB/s}]
+calibration:
+  source: test
+  step_overhead: 800 us
+  sequence_overhead: 40 us
+  norm: {compute_efficiency: 0.5, memory_efficiency: 0.5, overhead: 2 us}
+  operators:
+    attn_norm: {compute_efficiency: 0.35, memory_efficiency: 0.35, overhead: 1.8 us}
+collectives:
+  source: test
+  curves:
+    - {kind: all-reduce, gpus: 8, nodes: 1, points: [[1000, 1e-5], [100000, 2e-5], [1e7, 1e-3]]}
+)";
+  write(dir / "g.yaml", yaml);
+  const engine::Hardware hw = load_hardware((dir / "g.yaml").string());
+  REQUIRE(hw.calibration);
+  CHECK(hw.calibration->sequence_overhead_s == doctest::Approx(40e-6));
+  CHECK(hw.calibration->operators.at(engine::OpId::attn_norm).memory_efficiency ==
+        doctest::Approx(0.35));
+  const engine::CollectiveCurve* c = hw.collective_curve(engine::CollectiveKind::all_reduce, 8, 1);
+  REQUIRE(c);
+  CHECK(!hw.collective_curve(engine::CollectiveKind::all_reduce, 4, 1));
+  // Golden: log-log between (1e3 B, 10 us) and (1e5 B, 20 us), at 1e4 B the geometric mean
+  // sqrt(10 * 20) = 14.142 us; below the first point its time (the latency floor); beyond the
+  // last at its bandwidth, 1 ms * 1e8 / 1e7 = 10 ms.
+  CHECK(engine::collective_curve_seconds(*c, 1e4) == doctest::Approx(14.142135e-6));
+  CHECK(engine::collective_curve_seconds(*c, 10) == doctest::Approx(1e-5));
+  CHECK(engine::collective_curve_seconds(*c, 1e8) == doctest::Approx(1e-2));
+  // Written and read back the same.
+  write(dir / "g2.yaml", hardware_yaml(hw));
+  const engine::Hardware back = load_hardware((dir / "g2.yaml").string());
+  CHECK(back.calibration->operators.size() == 1);
+  CHECK(back.calibration->sequence_overhead_s == doctest::Approx(40e-6));
+  REQUIRE(back.collectives.size() == 1);
+  CHECK(back.collectives[0].points.size() == 3);
+  // Bad keys are located.
+  std::string bad = yaml;
+  bad.replace(bad.find("attn_norm:"), 10, "attn_nrm: ");
+  write(dir / "g3.yaml", bad);
+  CHECK(error_of([&] {
+          load_hardware((dir / "g3.yaml").string());
+        }).find("calibration.operators.attn_nrm: not an operator id") != std::string::npos);
+  bad = yaml;
+  bad.replace(bad.find("[100000, 2e-5]"), 14, "[100, 2e-5]   ");
+  write(dir / "g4.yaml", bad);
+  CHECK(error_of([&] {
+          load_hardware((dir / "g4.yaml").string());
+        }).find("row 1: bytes must ascend") != std::string::npos);
+}

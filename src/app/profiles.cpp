@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -416,6 +417,40 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
                             static_cast<double>(shape[2]), engine::median(times)});
   }
   rep.gemm_points = curve.points.size();
+  rep.gemm_model = r.gemm_model;
+  std::optional<engine::ClassCalibration> gemm_class;
+  if (r.gemm_model == GemmModel::roofline) {
+    // time = overhead + max(FLOPs / (ce * peak), bytes / (me * bandwidth)) on the target's
+    // datasheet: ce and me on a grid of 0.01 steps, the overhead the median residual, the
+    // triple with the smallest median relative error over the measured shapes.
+    std::vector<std::array<double, 3>> points;  // compute s, memory s, measured s
+    for (const auto& p : curve.points) {
+      const engine::Op op = engine::gemm_op(static_cast<int64_t>(p[0]), static_cast<int64_t>(p[1]),
+                                            static_cast<int64_t>(p[2]), precision_of(dtype));
+      const engine::OpCost c = engine::roofline_cost(op, target_roofline.rates(dtype));
+      points.push_back({c.compute_s, c.memory_s, p[3]});
+    }
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<double> residual(points.size()), relative(points.size());
+    for (int ci = 30; ci <= 100; ++ci) {
+      for (int mi = 30; mi <= 100; ++mi) {
+        const double ce = ci / 100.0, me = mi / 100.0;
+        for (size_t i = 0; i < points.size(); ++i) {
+          residual[i] = points[i][2] - std::max(points[i][0] / ce, points[i][1] / me);
+        }
+        const double o = std::clamp(engine::median(residual), 0.0, 1.0);
+        for (size_t i = 0; i < points.size(); ++i) {
+          relative[i] = std::abs(o - residual[i]) / points[i][2];
+        }
+        const double e = engine::median(relative);
+        if (e < best) {
+          best = e;
+          gemm_class = engine::ClassCalibration{ce, me, o};
+        }
+      }
+    }
+    rep.gemm_in_sample_error = best;
+  }
 
   // Small operators: t = launches * overhead + roofline / efficiency, per engine operator,
   // and pooled per class for the operators of that class nothing measured.
@@ -467,7 +502,14 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     const auto it = by_kind.find(kind);
     OperatorFit f;
     f.op = std::string(enum_name(kind));
-    if (it != by_kind.end()) {
+    if (kind == engine::OpKind::gemm && gemm_class) {
+      cal.classes[f.op] = *gemm_class;
+      f.points = curve.points.size();
+      f.efficiency = gemm_class->compute_efficiency;
+      f.overhead_s = gemm_class->overhead_s;
+      f.from = fmt::format("fitted: compute {:.2f}, memory {:.2f} of the datasheet roofline",
+                           gemm_class->compute_efficiency, gemm_class->memory_efficiency);
+    } else if (it != by_kind.end()) {
       cal.classes[f.op] = calibration_of(it->second, f);
       f.from = "fitted (pooled over the class's operators)";
     } else {
@@ -562,10 +604,14 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
                   layer.size() + network.size() + host.size(), joined(r.fit_models),
                   rep.profiled_on, carried ? ", carried as fractions of the roofline" : "");
   out.calibration = cal;
-  engine::ProbeCurves probe;
-  probe.gemm_dtype = dtype;
-  probe.gemm.push_back(std::move(curve));
-  out.probe = probe;
+  if (r.gemm_model == GemmModel::table) {
+    engine::ProbeCurves probe;
+    probe.gemm_dtype = dtype;
+    probe.gemm.push_back(std::move(curve));
+    out.probe = probe;
+  } else {
+    out.probe.reset();
+  }
   out.name = r.name.empty() ? target.name + "-profiled" : r.name;
   out.source = target.source + "; operator costs fitted to a published profile (provenance)";
   out.collectives_source =

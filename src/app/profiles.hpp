@@ -80,6 +80,14 @@ struct ProfileValidation {
 
 ProfileValidation validate_profile(const ProfileValidateRequest& request, const Context& context);
 
+// How fit --profile costs GEMMs: roofline, one line per format (time = overhead +
+// max(FLOPs / (ce * peak), bytes / (me * bandwidth)), ce, me and the overhead fitted to every
+// measured shape), which carries to shapes larger than the fit model's; table, the measured
+// times themselves (probe.gemm), interpolated between shapes and clamped at the measured ones'
+// edges.
+#define STREAMSPARK_GEMM_MODELS(X) X(roofline, "roofline") X(table, "table")
+STREAMSPARK_ENUM(GemmModel, STREAMSPARK_GEMM_MODELS)
+
 struct ProfileFitRequest {
   std::string file;
   std::string hardware;     // the hardware the file is for (catalog name or file)
@@ -88,7 +96,8 @@ struct ProfileFitRequest {
   // The models whose rows are fitted (Hugging Face ids as the profile names them); every other
   // model's rows are held out.
   std::vector<std::string> fit_models{"meta-llama/Llama-2-7b-hf"};
-  std::string host_from;       // whose host rows (default: profiled_on)
+  std::string host_from;  // whose host rows (default: profiled_on)
+  GemmModel gemm_model = GemmModel::roofline;
   std::string name;            // the written file's name (default: <hardware>-profiled)
   std::string profile_source;  // where the profile comes from, for provenance
   std::string output;          // where the caller writes the file (for the report)
@@ -118,7 +127,9 @@ struct ProfileFitReport {
   std::vector<std::string> fit_models;
   size_t fitted_rows = 0;    // per-layer rows of the fit models
   size_t held_out_rows = 0;  // per-layer rows of every other model, never read by the fit
-  size_t gemm_points = 0;    // distinct shapes in the GEMM table
+  size_t gemm_points = 0;    // distinct shapes measured
+  GemmModel gemm_model = GemmModel::roofline;
+  double gemm_in_sample_error = 0;  // roofline: median |error| over the shapes it was fitted to
   std::vector<OperatorFit> operators;
   std::vector<CollectiveFit> collectives;
   size_t host_points = 0;

@@ -26,8 +26,8 @@ struct FitCli {
   OutputOptions report{report::Format::table, "-"};
 };
 
-constexpr const char* kProfileOnly[] = {"--profiled-on", "--fit-models", "--host-from", "--name",
-                                        "--profile-source"};
+constexpr const char* kProfileOnly[] = {"--profiled-on", "--fit-models",     "--host-from",
+                                        "--name",        "--profile-source", "--gemm"};
 
 // The fitted hardware file and the report, written together.
 int write_fit(const FitCli& s, const std::string& output, const engine::Hardware& fitted,
@@ -88,6 +88,10 @@ Command add_fit_command(CLI::App& root, const app::Context& context) {
   b.text("--host-from", s->p.host_from,
          "with --profile: the hardware whose host rows give the host overhead (default: "
          "--profiled-on's)");
+  b.choice("--gemm", s->p.gemm_model, "GEMM model",
+           "with --profile: roofline (efficiencies and a launch cost fitted to every measured "
+           "shape) or table (the measured times, interpolated between shapes)",
+           OptionBinder::expected_got);
   b.text("--name", s->p.name,
          "with --profile: the written file's name (default: <hardware>-profiled)");
   b.text("--profile-source", s->p.profile_source,

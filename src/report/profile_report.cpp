@@ -168,8 +168,15 @@ std::string profile_fit_table(const app::ProfileFitReport& r) {
       "fit of {} to {}: {} rows of {} measured on {} (held out, never read: {} rows of the "
       "other models)\n",
       r.hardware, r.file, r.fitted_rows, models, r.profiled_on, r.held_out_rows);
-  out += fmt::format("GEMM table: {} measured shapes (m, n, k), interpolated as probe anchors\n",
-                     r.gemm_points);
+  out += r.gemm_model == app::GemmModel::table
+             ? fmt::format(
+                   "GEMMs: a table of {} measured shapes (m, n, k), interpolated as "
+                   "probe anchors\n",
+                   r.gemm_points)
+             : fmt::format(
+                   "GEMMs: one roofline line fitted to {} measured shapes (m, n, k), "
+                   "{:.1f}% median |error| over them\n",
+                   r.gemm_points, r.gemm_in_sample_error * 100);
   Table t;
   t.add_column("operator", Align::left);
   t.add_column("points");
@@ -220,6 +227,8 @@ nlohmann::json profile_fit_json(const app::ProfileFitReport& r) {
           {"fitted_rows", r.fitted_rows},
           {"held_out_rows", r.held_out_rows},
           {"gemm_points", r.gemm_points},
+          {"gemm_model", enum_name(r.gemm_model)},
+          {"gemm_in_sample_error", r.gemm_in_sample_error},
           {"operators", ops},
           {"collectives", collectives},
           {"host",

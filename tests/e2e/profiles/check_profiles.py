@@ -12,7 +12,10 @@ Checks, from the repository root:
   3. held-out rule: the same fit on the table without any held-out model's row writes the
      same file, and every row the fit reports reading (its JSON's used_sources) is a
      Llama-2-7B, network or host row;
-  4. the profiled files load (`check`).
+  4. the profiled files load (`check`);
+  5. accuracy floor (a regression guard, not the goal): on the held-out models' rows the
+     profiled files stay within LIMITS per class (median |error|), and collective curves fitted
+     to every other measured size predict the sizes left out within 10%.
 --update rewrites the committed files instead of comparing them (a deliberate change)."""
 import argparse
 import csv
@@ -28,6 +31,9 @@ FOLDER = "tests/data/profiles/vidur"
 SOURCE = ("github.com/microsoft/vidur data/profiling: compute and network at 7d47513, "
           "a100/cpu_overheads.csv at 6d98aa8 (tests/data/profiles/README.md)")
 FIT_MODEL = "meta-llama/Llama-2-7b-hf"
+# Held-out median |error| each class must stay within (measured when the files were committed:
+# A100 linear 6.5%, norm_elementwise 15.4%, embedding 16.1%; H100 6.9%, 16.6%, 16.2%).
+LIMITS = {"linear": 0.08, "norm_elementwise": 0.20, "embedding": 0.20}
 FITS = [  # (output, extra fit arguments)
     ("hardware/a100-80gb-profiled.yaml", ["-H", "a100-80gb"]),
     ("hardware/h100-sxm-profiled.yaml", ["-H", "h100-sxm", "--host-from", "a100-80gb"]),
@@ -117,6 +123,39 @@ def main():
                                     "removed from the table")
             # 4. it loads
             run(binary, ["check", os.path.join(full, output)], root, env)
+            # 5. held-out accuracy
+            v = json.loads(run(binary, ["validate", "--profile", TABLE, "-H", output,
+                                        "--held-out", "--format", "json"], full, env))
+            for c in v["summary"]:
+                limit = LIMITS.get(c["class"])
+                if limit is not None and c["median_abs_error"] > limit:
+                    failures.append(f"{output}: held-out {c['class']} median |error| "
+                                    f"{100 * c['median_abs_error']:.1f}% above {100 * limit:g}%")
+        # 5. collective curves on sizes they were not fitted to: every other size kept.
+        seen = {}
+        halves = []
+        for r in rows:
+            if r["class"] in ("all_reduce", "send_recv"):
+                key = (r["hardware"], r["class"], r["gpus"], r["nodes"])
+                seen[key] = seen.get(key, -1) + 1
+                r = dict(r, _left_out=seen[key] % 2 == 1)
+            halves.append(r)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n",
+                           extrasaction="ignore")
+        w.writeheader()
+        w.writerows(r for r in halves if not r.get("_left_out"))
+        even = workspace(tmp, "even", buf.getvalue())
+        left_out = {r["source"] for r in halves if r.get("_left_out")}
+        for output, extra in FITS:
+            run(binary, fit_args(extra, output), even, env)
+            v = json.loads(run(binary, ["validate", "--profile", os.path.join(full, TABLE), "-H",
+                                        output, "--format", "json"], even, env))
+            errors = sorted(abs(p["error"]) for p in v["points"] if p["source"] in left_out)
+            median = errors[len(errors) // 2] if errors else None
+            if median is None or median > 0.10:
+                failures.append(f"{output}: collectives on left-out sizes: median |error| "
+                                f"{median} above 10%")
     for f in failures:
         print("FAIL:", f)
     if failures:

@@ -270,7 +270,8 @@ ProfileValidation validate_profile(const ProfileValidateRequest& r, const Contex
     p.row = row;
     const bool fitted_model = std::find(v.fitted_models.begin(), v.fitted_models.end(),
                                         row.model) != v.fitted_models.end();
-    p.held_out = per_layer(row.kind) && !v.fitted_models.empty() && !fitted_model;
+    p.held_out = (per_layer(row.kind) || row.kind == ProfileClass::host) &&
+                 !v.fitted_models.empty() && !fitted_model;
     if (r.held_out_only && !p.held_out) continue;
     std::string why;
     if (per_layer(row.kind)) {

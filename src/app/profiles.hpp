@@ -51,7 +51,7 @@ struct ProfilePoint {
   spec::ProfileRow row;
   std::string model;  // the catalog model (per-layer and host rows)
   double predicted_s = 0;
-  bool held_out = false;  // a per-layer row of a model the hardware was not fitted to
+  bool held_out = false;  // a per-layer or host row of a model the hardware was not fitted to
   double error() const { return (predicted_s - row.time_s) / row.time_s; }  // signed
 };
 

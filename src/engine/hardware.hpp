@@ -158,9 +158,9 @@ struct Hardware {
   std::vector<CollectiveCurve> collectives;  // measured collective times (calibrated method)
   std::string collectives_source;
   // The curve for a collective of this kind over `group` GPUs on `nodes` nodes; null if none.
-  const CollectiveCurve* collective_curve(CollectiveKind kind, int64_t group, int64_t nodes) const {
+  const CollectiveCurve* collective_curve(CollectiveKind of, int64_t group, int64_t nodes) const {
     for (const CollectiveCurve& c : collectives) {
-      if (c.kind == kind && c.gpus == group && c.nodes == nodes) return &c;
+      if (c.kind == of && c.gpus == group && c.nodes == nodes) return &c;
     }
     return nullptr;
   }

@@ -144,9 +144,8 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
       }
     }
     // The probe's GEMM curves time the runtime's kernels in one format: they cost products
-    // computed in that format only.
-    // bf16 and fp16 products run at one rate where the datasheet gives both one peak (A100,
-    // H100): curves timed in one of them cost products in the other.
+    // computed in that format only, or in the other 16-bit float format where the datasheet
+    // gives both one peak (A100, H100: bf16 and fp16 products run at one rate).
     const std::optional<DType> curves =
         hw.probe ? parse_enum<DType>(hw.probe->gemm_dtype) : std::nullopt;
     const auto as_curves = [&](DType d) {
@@ -328,10 +327,10 @@ double DeviceRates::collective_time(const Collective& x) const {
   if (calibrated && working_set_model && !working_set_model->hardware.collectives.empty()) {
     const Hardware& hw = working_set_model->hardware;
     const int64_t per_node = hw.topology ? std::max<int64_t>(1, hw.topology->gpus_per_node) : 1;
-    const int64_t nodes = x.inter_node ? (x.group + per_node - 1) / per_node : 1;
-    const int64_t gpus = x.kind == CollectiveKind::send ? 2 : x.group;
-    if (const CollectiveCurve* curve =
-            hw.collective_curve(x.kind, gpus, std::max<int64_t>(nodes, 1))) {
+    // Across nodes: the nodes the group spans, two at least (a pipeline send to the next node).
+    const int64_t nodes =
+        x.inter_node ? std::max<int64_t>(2, (x.group + per_node - 1) / per_node) : 1;
+    if (const CollectiveCurve* curve = hw.collective_curve(x.kind, x.group, nodes)) {
       return collective_curve_seconds(*curve, bytes);
     }
   }

@@ -141,9 +141,12 @@ struct DeviceRates {
 
   // The calibration an op runs with: its own (Calibration::operators) or its class's.
   const ClassCalibration& calibration_of(const Op& op) const {
-    const auto& own = working_set_model ? working_set_model->operators[static_cast<size_t>(op.id)]
-                                        : std::optional<ClassCalibration>{};
-    return own ? *own : classes[static_cast<size_t>(op.kind)];
+    if (working_set_model) {
+      const std::optional<ClassCalibration>& own =
+          working_set_model->operators[static_cast<size_t>(op.id)];
+      if (own) return *own;
+    }
+    return classes[static_cast<size_t>(op.kind)];
   }
   // Seconds of a collective: calibrated with a measured curve for its kind, group and node
   // count (Hardware::collectives), that curve; else the ring formula on its link.

@@ -264,3 +264,36 @@ TEST_CASE("collective costs: the ring formulas") {
   CHECK(collective_seconds(CollectiveKind::send, 2, 1e6, link) == doctest::Approx(12e-6));
   CHECK(collective_seconds(CollectiveKind::all_reduce, 1, 1e6, link) == 0);
 }
+
+TEST_CASE("measured collective curves replace the ring formula for their kind, group and nodes") {
+  Hardware hw = test::h100_lecture();
+  Topology t;
+  t.gpus_per_node = 8;
+  t.intra_node = NodeLink{"nvlink", 450e9, 1.8e-6};
+  t.inter_node = NodeLink{"ib", 50e9, 5.4e-6};
+  hw.topology = t;
+  hw.achievable = AchievableFractions{0.8, 0.8, 1e-6, 0, "test"};
+  hw.collectives = {
+      {CollectiveKind::all_reduce, 8, 1, {{1e3, 10e-6}, {1e5, 20e-6}, {1e7, 1e-3}}},
+      {CollectiveKind::send, 2, 2, {{1e3, 15e-6}, {1e7, 500e-6}}},
+  };
+  const Precision bf16 = Precision::uniform(DType::bf16);
+  const DeviceRates calibrated = device_rates(hw, bf16, Method::calibrated);
+  const DeviceRates roofline = device_rates(hw, bf16, Method::roofline);
+  // An 8-GPU all-reduce on one node: the curve, log-log between (1e3, 10 us) and (1e5, 20 us)
+  // at 1e4 bytes: sqrt(10 * 20) = 14.142 us.
+  Collective ar{CollectiveKind::all_reduce, 8, 10000, false, false};
+  CHECK(calibrated.collective_time(ar) == doctest::Approx(14.142135e-6));
+  // The roofline method keeps the ring: 2 * 7/8 * 1e4 / 450e9 + 14 * 1.8 us.
+  CHECK(roofline.collective_time(ar) == doctest::Approx(2 * 7.0 / 8 * 1e4 / 450e9 + 14 * 1.8e-6));
+  // A 4-GPU all-reduce has no curve: the ring on NVLink.
+  Collective ar4{CollectiveKind::all_reduce, 4, 10000, false, false};
+  CHECK(calibrated.collective_time(ar4) == doctest::Approx(2 * 3.0 / 4 * 1e4 / 450e9 + 6 * 1.8e-6));
+  // A pipeline send to the next node spans two nodes: the (send, 2 GPUs, 2 nodes) curve, at
+  // 1e5 bytes log-log between (1e3, 15 us) and (1e7, 500 us): 15 us * (500/15)^(1/2) = 86.6 us.
+  Collective send{CollectiveKind::send, 2, 100000, true, false};
+  CHECK(calibrated.collective_time(send) == doctest::Approx(15e-6 * std::sqrt(500.0 / 15)));
+  // Within a node the same send has no curve: bytes / bandwidth + latency.
+  Collective near{CollectiveKind::send, 2, 100000, false, false};
+  CHECK(calibrated.collective_time(near) == doctest::Approx(1e5 / 450e9 + 1.8e-6));
+}

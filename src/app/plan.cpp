@@ -163,6 +163,7 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   for (const engine::Model& m : in.models) max_context = std::max(max_context, m.max_context);
   in.scheduler = serving_options(r.scheduler, max_context).scheduler;
   in.scheduler.max_output = 0;  // each model's max_context (paged KV does not use it)
+  for (const engine::Model& m : in.models) check_prefix_context(m, r.workload);
   plan_workload(r, in, out);
   return in;
 }

@@ -31,6 +31,7 @@ ServeBenchOutcome serve_bench(const ServeBenchRequest& r, const Context& context
   const engine::Hardware hardware = context.catalog.hardware(r.hardware);
   runtime::check_supported(model);
   std::string workload;
+  check_prefix_context(model, r.workload);
   const auto requests = workload_requests(r.workload, &workload);
   check_requests_context(requests, model, r.workload);
   plan.options = serving_options(r.scheduler, model.max_context);

@@ -75,6 +75,7 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   const engine::Model model = context.catalog.model(r.model);
   const engine::Hardware hardware = context.catalog.hardware(r.hardware);
   std::string workload;
+  check_prefix_context(model, r.workload);
   const auto requests = workload_requests(r.workload, &workload);
   check_requests_context(requests, model, r.workload);
   engine::ServingOptions options = serving_options(r.scheduler, model.max_context);

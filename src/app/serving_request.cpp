@@ -48,13 +48,17 @@ std::vector<engine::Request> workload_requests(const WorkloadRequest& w, std::st
   return engine::generate_requests(g);
 }
 
-void check_requests_context(const std::vector<engine::Request>& requests,
-                            const engine::Model& model, const WorkloadRequest& w) {
-  const bool trace = !w.trace.empty();
-  if (!trace && w.generated.prefix_tokens >= model.max_context) {
+void check_prefix_context(const engine::Model& model, const WorkloadRequest& w) {
+  if (w.trace.empty() && w.generated.prefix_tokens >= model.max_context) {
     throw UsageError(fmt::format("--prefix-tokens: {} is not below {}'s max_context {}",
                                  w.generated.prefix_tokens, model.name, model.max_context));
   }
+}
+
+void check_requests_context(const std::vector<engine::Request>& requests,
+                            const engine::Model& model, const WorkloadRequest& w) {
+  const bool trace = !w.trace.empty();
+  check_prefix_context(model, w);
   for (size_t i = 0; i < requests.size(); ++i) {
     const engine::Request& r = requests[i];
     if (r.prompt > model.max_context || r.output - 1 > model.max_context - r.prompt) {

@@ -62,6 +62,10 @@ std::string describe_workload(const engine::WorkloadSpec& w, const std::string& 
 // and its prefix and its lengths' caps are checked against the context too.
 void check_requests_context(const std::vector<engine::Request>& requests,
                             const engine::Model& model, const WorkloadRequest& w);
+// UsageError when a generated workload's --prefix-tokens is not below the model's max_context;
+// checked before the requests are generated (a prefix added to every prompt must not
+// overflow it).
+void check_prefix_context(const engine::Model& model, const WorkloadRequest& w);
 // Scheduler and objective settings (KV capacity left 0 for the caller); max_context from the
 // model. UsageError for settings that contradict each other (paged KV with static batching,
 // swap preemption without a host link).

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/memory.hpp"
+#include "engine/overflow.hpp"
 #include "engine/random.hpp"
 #include "engine/speculative.hpp"
 
@@ -76,7 +77,7 @@ std::vector<Request> generate_requests(const WorkloadSpec& spec) {
     r.output = sample_length(spec.output, rng);
     if (spec.prefix_tokens > 0 && rng.uniform() < spec.shared_prefix_fraction) {
       r.shared_prefix = spec.prefix_tokens;
-      r.prompt += spec.prefix_tokens;
+      r.prompt = checked_add(r.prompt, spec.prefix_tokens);
     }
     out.push_back(r);
   }

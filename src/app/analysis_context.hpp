@@ -2,6 +2,9 @@
 // model's figures and the device rates (the header of analyze, compare and sweep output).
 #pragma once
 
+#include <optional>
+
+#include "app/serving_stack.hpp"
 #include "engine/analysis.hpp"
 
 namespace streamspark::app {
@@ -12,12 +15,13 @@ struct AnalysisContext {
   engine::AnalysisOptions options;
   engine::ModelFigures figures;
   engine::DeviceRates rates;
+  std::optional<StackInUse> stack;  // analyze --stack
 };
 
 // Refers to the analyzer's model and hardware: keep the analyzer alive while it is used.
 inline AnalysisContext analysis_context(const engine::Analyzer& analyzer) {
-  return AnalysisContext{&analyzer.model(), &analyzer.hardware(), analyzer.options(),
-                         analyzer.model_figures(), analyzer.rates()};
+  return AnalysisContext{&analyzer.model(),        &analyzer.hardware(), analyzer.options(),
+                         analyzer.model_figures(), analyzer.rates(),     std::nullopt};
 }
 
 }  // namespace streamspark::app

@@ -1,6 +1,8 @@
 // The analyze service: one Analyzer over the workloads asked, then speculative decoding.
 #include "app/analyze.hpp"
 
+#include "app/serving_stack.hpp"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -38,13 +40,15 @@ SpeculativeAnalysis analyze_speculative(const AnalyzeRequest& r, const Context& 
 
 AnalyzeResult analyze(const AnalyzeRequest& r, const Context& context) {
   engine::AnalysisOptions options;
-  options.method = r.method;
   options.costing.precision = precision_of(r.formats);
   options.costing.parallel = r.parallel;
   options.per_op = r.operators;
   options.naive_sampling = r.naive_sampling;
+  const std::optional<engine::ServingStack> stack = load_serving_stack(r.stack, context);
+  options.stack = execution_of(stack ? &*stack : nullptr);
   const engine::Model model = context.catalog.model(r.model);
   const engine::Hardware hardware = context.catalog.hardware(r.hardware);
+  options.method = engine::method_for(r.method, hardware);
   apply_generation(r.generation, model, options);
   if (!r.allow_beyond_context) {
     for (int64_t p : r.prompts) {
@@ -67,6 +71,10 @@ AnalyzeResult analyze(const AnalyzeRequest& r, const Context& context) {
     }
   }
   out.context = analysis_context(*analyzer);
+  if (stack) {
+    out.context.stack = stack_in_use(*stack, stack->memory_fraction, {hardware},
+                                     options.costing.precision, options.method);
+  }
   if (r.speculative) out.speculative = analyze_speculative(r, context, *analyzer, out.results);
   out.analyzer = std::move(analyzer);
   return out;

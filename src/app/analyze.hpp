@@ -26,12 +26,15 @@ struct AnalyzeRequest {
   FormatRequest formats;
   GenerationRequest generation;
   engine::ParallelLayout parallel;
-  engine::Method method = engine::Method::roofline;
-  bool operators = false;      // keep every operator of each phase in the results
-  bool naive_sampling = true;  // also cost sampling without a KV cache
-  int64_t prefill_batch = 0;   // sequences per prefill pass; 0: the whole batch
+  std::optional<engine::Method> method;  // unset: the hardware's engine::default_method
+  bool operators = false;                // keep every operator of each phase in the results
+  bool naive_sampling = true;            // also cost sampling without a KV cache
+  int64_t prefill_batch = 0;             // sequences per prefill pass; 0: the whole batch
   bool allow_beyond_context = false;
   std::optional<SpeculativeRequest> speculative;  // acceptance rates required
+  // A serving-stack preset: its host costs per pass and sequence (unless the hardware file's
+  // calibration measured them) and its per-request cost in TTFT.
+  std::optional<std::string> stack;
 };
 
 // Speculative decoding of the same workloads, and per (prompt, generate) the batch from which

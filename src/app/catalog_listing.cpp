@@ -4,6 +4,7 @@
 #include "spec/diagnostics.hpp"
 #include "spec/hardware_spec.hpp"
 #include "spec/model_spec.hpp"
+#include "spec/stack_spec.hpp"
 
 namespace streamspark::app {
 
@@ -39,8 +40,11 @@ std::vector<CheckedFile> check_specs(const std::vector<std::string>& paths) {
     CheckedFile f;
     f.path = path;
     try {
-      if (spec::detect_spec_kind(path) == spec::SpecKind::model) {
+      const spec::SpecKind kind = spec::detect_spec_kind(path);
+      if (kind == spec::SpecKind::model) {
         f.summary = "model " + spec::load_model(path).name;
+      } else if (kind == spec::SpecKind::stack) {
+        f.summary = "stack " + spec::load_stack(path).name;
       } else {
         f.summary = "hardware " + spec::load_hardware(path).name;
       }

@@ -11,10 +11,10 @@ namespace streamspark::app {
 CompareResult compare(const CompareRequest& r, const Context& context) {
   if (r.models.size() < 2) throw UsageError("--models: give at least two models to compare");
   engine::AnalysisOptions base;
-  base.method = r.method;
   base.costing.precision = precision_of(r.formats);
   base.costing.parallel = r.parallel;
   const engine::Hardware hardware = context.catalog.hardware(r.hardware);
+  base.method = engine::method_for(r.method, hardware);
   CompareResult out;
   std::vector<std::shared_ptr<engine::Analyzer>> analyzers;
   for (const std::string& name : r.models) {

@@ -23,7 +23,7 @@ struct CompareRequest {
   FormatRequest formats;
   GenerationRequest generation;
   engine::ParallelLayout parallel;
-  engine::Method method = engine::Method::roofline;
+  std::optional<engine::Method> method;  // unset: the hardware's engine::default_method
   int64_t prefill_batch = 0;
   bool allow_beyond_context = false;
 };

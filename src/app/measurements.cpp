@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "app/errors.hpp"
+#include "app/serving_stack.hpp"
 #include "engine/parallel.hpp"
 #include "spec/diagnostics.hpp"
 
@@ -157,12 +158,24 @@ engine::Hardware fitted_hardware(const engine::Hardware& hw, const FitReport& re
 
 std::vector<engine::MeasuredRun> resolve_measurements(
     const std::vector<spec::MeasurementRow>& rows, const spec::Catalog& catalog,
-    const std::vector<engine::Hardware>& hardware_files) {
+    const std::vector<engine::Hardware>& hardware_files, const std::optional<std::string>& stack) {
   std::vector<spec::Diagnostic> diags;
   std::vector<engine::MeasuredRun> out;
+  const std::vector<engine::ServingStack> presets =
+      stack ? std::vector<engine::ServingStack>{catalog.stack(*stack)} : catalog.stacks();
   for (const spec::MeasurementRow& row : rows) {
     Resolved r = resolve_row(row, catalog, hardware_files);
     if (r.run) {
+      const engine::ServingStack* preset =
+          stack ? &presets.front() : stack_for_row(presets, row.stack);
+      if (preset) {
+        engine::MeasuredRun& run = *r.run;
+        run.preset = *preset;
+        if (!row.memory_fraction) run.memory_fraction = preset->memory_fraction;
+        if (!row.max_batched_tokens) {
+          run.max_batched_tokens = engine::stack_limits(*preset, run.model.max_context).max_tokens;
+        }
+      }
       out.push_back(std::move(*r.run));
       continue;
     }
@@ -288,8 +301,8 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
     }
     rows = spec::load_measurement_text(v.file, text, kind);
   }
-  v.runs =
-      resolve_measurements(rows, context.catalog, load_hardware_files(context.catalog, r.hardware));
+  v.runs = resolve_measurements(rows, context.catalog,
+                                load_hardware_files(context.catalog, r.hardware), r.stack);
   for (const engine::MeasuredRun& run : v.runs) {
     v.comparisons.push_back(engine::compare(run, predict_row(run, r.method)));
   }
@@ -304,7 +317,7 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
 FitReport fit(const FitRequest& r, const Context& context) {
   const engine::Hardware hw = context.catalog.hardware(r.hardware);
   const std::vector<engine::MeasuredRun> runs =
-      resolve_measurements(spec::load_measurements(r.file), context.catalog, {hw});
+      resolve_measurements(spec::load_measurements(r.file), context.catalog, {hw}, r.stack);
   std::vector<engine::MeasuredRun> used;
   std::set<std::string> hardware_names;
   for (const engine::MeasuredRun& run : runs) {

@@ -15,11 +15,15 @@
 namespace streamspark::app {
 
 // Each row's model and hardware from the catalog (a hardware in `hardware_files` with the
-// row's hardware name replaces the catalog's), its formats and layout checked. Throws
-// spec::SpecError naming file, line, column and key for every row that cannot be predicted.
+// row's hardware name replaces the catalog's), its formats and layout checked, and its serving
+// stack: `stack` for every row when given, else the catalog's preset its stack and version
+// columns match (none: vLLM's scheduler defaults, no host costs). A preset sets what the row
+// leaves out (memory_fraction, max_batched_tokens). Throws spec::SpecError naming file, line,
+// column and key for every row that cannot be predicted.
 std::vector<engine::MeasuredRun> resolve_measurements(
     const std::vector<spec::MeasurementRow>& rows, const spec::Catalog& catalog,
-    const std::vector<engine::Hardware>& hardware_files);
+    const std::vector<engine::Hardware>& hardware_files,
+    const std::optional<std::string>& stack = std::nullopt);
 
 // The metrics a measured run compares (engine::compare), in report order.
 inline constexpr const char* kMeasuredMetrics[] = {"ttft", "tpot", "e2e", "output_tok_s"};
@@ -45,6 +49,7 @@ struct MeasuredValidateRequest {
   // (the first of `hardware`, required for a result).
   std::string model;
   engine::Method method = engine::Method::calibrated;
+  std::optional<std::string> stack;  // every row's preset; unset: each row's stack column's
   MetricTolerances tolerances;
   GateMode mode = GateMode::median;
 };
@@ -86,6 +91,7 @@ struct FitRequest {
   std::string hardware;              // the hardware to fit (catalog name or file)
   FitRows rows = FitRows::hardware;  // hardware: the rows measured on it; all: every row
   std::string output;                // where the caller writes the fitted file (for the report)
+  std::optional<std::string> stack;  // every row's preset; unset: each row's stack column's
 };
 
 struct FitReport {

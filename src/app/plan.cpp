@@ -117,10 +117,23 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
                     "resolves), got {:g}",
                     kMinRateTolerance, r.rate_tolerance));
   }
+  const std::optional<engine::ServingStack> stack = load_serving_stack(r.stack, context);
+  const engine::ServingStack* preset = stack ? &*stack : nullptr;
+  engine::PlanGrid grid = r.grid;
+  if (r.max_batch) {
+    grid.max_batch = *r.max_batch;
+  } else if (preset) {
+    grid.max_batch = {preset->max_sequences};
+  }
+  if (r.chunked_prefill) {
+    grid.chunked_prefill = *r.chunked_prefill;
+  } else if (preset) {
+    grid.chunked_prefill = {preset->chunked_prefill};
+  }
   double configurations = 1;  // a double: eight lists of up to 1e7 values each
   for (size_t n : {r.models.size(), std::max<size_t>(r.hardware.size(), 1), r.dtypes.size(),
-                   r.grid.tp.size(), r.grid.pp.size(), r.grid.expert_parallel.size(),
-                   r.grid.max_batch.size(), r.grid.chunked_prefill.size()}) {
+                   grid.tp.size(), grid.pp.size(), grid.expert_parallel.size(),
+                   grid.max_batch.size(), grid.chunked_prefill.size()}) {
     configurations *= static_cast<double>(n);
   }
   if (configurations > static_cast<double>(r.max_configurations)) {
@@ -141,14 +154,17 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   in.min_headroom = r.min_headroom;
   in.whole_nodes = r.whole_nodes;
   in.prune = r.prune;
-  in.memory_fraction = r.memory_fraction;
+  in.memory_fraction = memory_fraction_of(r.memory_fraction, preset);
+  in.memory_basis = memory_basis_of(preset);
+  in.stack = execution_of(preset);
+  if (preset && !r.scheduler.max_tokens) in.budget_from = *preset;
   in.objectives = r.objectives;
   if (!in.objectives.bounds_queueing()) {
     throw UsageError(
         "plan needs --slo-ttft-p90, --slo-ttft-p99 or --slo-e2e: an objective that includes "
         "queueing, which grows without end once a replica is overloaded");
   }
-  in.grid = r.grid;
+  in.grid = grid;
   for (const NamedFormat& d : r.dtypes) {
     if (std::any_of(in.formats.begin(), in.formats.end(),
                     [&](const engine::PlanFormat& f) { return f.name == d.name; })) {
@@ -161,7 +177,7 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   apply_prices(r.prices, in.hardware);
   int64_t max_context = 0;
   for (const engine::Model& m : in.models) max_context = std::max(max_context, m.max_context);
-  in.scheduler = serving_options(r.scheduler, max_context).scheduler;
+  in.scheduler = serving_options(r.scheduler, max_context, preset).scheduler;
   in.scheduler.max_output = 0;  // each model's max_context (paged KV does not use it)
   for (const engine::Model& m : in.models) check_prefix_context(m, r.workload);
   plan_workload(r, in, out);
@@ -267,6 +283,11 @@ PlanOutcome plan(const PlanRequest& r, const Context& context,
                    ? fmt::format("the highest rate on a fleet of {} GPUs", out.inputs.fleet_gpus)
                    : fmt::format("{:.4g} requests/s", out.inputs.target_rate);
   out.command_line = context.command_line;
+  if (const auto stack = load_serving_stack(r.stack, context)) {
+    out.stack = stack_in_use(*stack, out.inputs.memory_fraction, out.inputs.hardware,
+                             out.inputs.formats.front().precision,
+                             out.inputs.method.value_or(engine::Method::calibrated));
+  }
   return out;
 }
 

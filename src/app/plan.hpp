@@ -14,6 +14,7 @@
 #include "app/context.hpp"
 #include "app/formats.hpp"
 #include "app/serving_request.hpp"
+#include "app/serving_stack.hpp"
 #include "engine/planner.hpp"
 
 namespace streamspark::app {
@@ -36,10 +37,16 @@ struct PlanRequest {
   std::vector<std::string> hardware;  // empty: every GPU in the catalog
   std::vector<NamedFormat> dtypes{{"bf16", engine::DType::bf16}};  // base formats of `formats`
   FormatRequest formats;                                           // its dtype unused
-  engine::Method method = engine::Method::roofline;
+  std::optional<engine::Method> method;  // unset: each hardware's engine::default_method
   engine::PlanGrid grid;
   SchedulerRequest scheduler;  // token budget and block size; the grid gives the rest
-  double memory_fraction = 0.9;
+  // Unset: the stack's, else kDefaultMemoryFraction.
+  std::optional<double> memory_fraction;
+  // A serving-stack preset: its limits, KV accounting, CUDA graphs and host costs for every
+  // candidate; its max_sequences and chunked prefill are the grid's unless these are given.
+  std::optional<std::string> stack;
+  std::optional<std::vector<int64_t>> max_batch;     // the grid's --max-batch
+  std::optional<std::vector<bool>> chunked_prefill;  // the grid's --chunked-prefill
   WorkloadRequest workload;  // its rate is the target (with a trace: default the trace's own)
   engine::ServiceObjectives objectives;
   engine::PlanGoal goal = engine::PlanGoal::min_cost;
@@ -75,7 +82,8 @@ struct PlanOutcome {
   engine::PlanResult result;
   std::string workload;  // one line: the requests each simulation replays
   std::string target;    // one line: "30 requests/s" or "the highest rate on a fleet of 16 GPUs"
-  std::string command_line;  // as typed (the HTML report shows it)
+  std::string command_line;         // as typed (the HTML report shows it)
+  std::optional<StackInUse> stack;  // --stack
   // With several seeds: every sample's plan, and which one `result` is (the sample whose best
   // deployment costs most, needs most GPUs or, maximizing the rate, serves least; one that
   // found nothing first).

@@ -9,6 +9,7 @@
 
 #include "app/configuration.hpp"
 #include "app/errors.hpp"
+#include "app/serving_stack.hpp"
 #include "engine/random.hpp"
 
 namespace streamspark::app {
@@ -34,10 +35,12 @@ void check_kv_capacity(const engine::SchedulerOptions& s, double bytes, int64_t 
 }
 
 // The KV bytes of one GPU: the request's, or what the usable memory fraction leaves.
-double kv_bytes(const ServeSimRequest& r, engine::IterationCost& cost, int64_t max_tokens) {
+double kv_bytes(const ServeSimRequest& r, engine::IterationCost& cost, int64_t max_tokens,
+                const engine::ServingStack* stack) {
   if (r.kv_memory_bytes) return *r.kv_memory_bytes;
   try {
-    return cost.kv_bytes_available(r.memory_fraction, max_tokens);
+    return cost.kv_bytes_available(memory_fraction_of(r.memory_fraction, stack), max_tokens,
+                                   memory_basis_of(stack));
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string(e.what()) + "; pass --kv-memory");
   }
@@ -68,17 +71,20 @@ std::unique_ptr<engine::SpeculativeIterationCost> make_speculative_cost(
 }  // namespace
 
 ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
+  const std::optional<engine::ServingStack> stack = load_serving_stack(r.stack, context);
+  const engine::ServingStack* preset = stack ? &*stack : nullptr;
   engine::AnalysisOptions analysis;
-  analysis.method = r.method;
   analysis.costing.precision = precision_of(r.formats);
   analysis.costing.parallel = r.parallel;
+  analysis.stack = execution_of(preset);
   const engine::Model model = context.catalog.model(r.model);
   const engine::Hardware hardware = context.catalog.hardware(r.hardware);
+  analysis.method = engine::method_for(r.method, hardware);
   std::string workload;
   check_prefix_context(model, r.workload);
   const auto requests = workload_requests(r.workload, &workload);
   check_requests_context(requests, model, r.workload);
-  engine::ServingOptions options = serving_options(r.scheduler, model.max_context);
+  engine::ServingOptions options = serving_options(r.scheduler, model.max_context, preset);
   std::unique_ptr<engine::SpeculativeIterationCost> spec_cost;
   std::unique_ptr<engine::IterationCost> plain_cost;
   if (r.speculative) {
@@ -90,12 +96,13 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   engine::IterationCost* cost = spec_cost ? &spec_cost->target() : plain_cost.get();
   engine::IterationTimer& timer =
       spec_cost ? static_cast<engine::IterationTimer&>(*spec_cost) : *plain_cost;
-  const double bytes = kv_bytes(r, *cost, options.scheduler.max_tokens);
+  const double bytes = kv_bytes(r, *cost, options.scheduler.max_tokens, preset);
+  const double fraction = memory_fraction_of(r.memory_fraction, preset);
   const std::string source =
       r.kv_memory_bytes
           ? fmt::format("--kv-memory ({:.4g} bytes)", bytes)
           : fmt::format("--memory-fraction {} ({:.4g} bytes for the KV cache; pass --kv-memory)",
-                        r.memory_fraction, bytes);
+                        fraction, bytes);
   check_kv_capacity(options.scheduler, bytes, cost->kv_bytes_per_token(), source);
   try {
     if (spec_cost) {
@@ -118,6 +125,10 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
                         workload, options, result);
   out.run.layout = analysis.costing.parallel;
   out.run.objectives = r.objectives;
+  if (stack) {
+    out.run.stack =
+        stack_in_use(*stack, fraction, {hardware}, analysis.costing.precision, analysis.method);
+  }
   if (spec_cost) {
     out.run.speculative =
         SpeculativeServing{speculative_draft_name(*r.speculative), spec_cost->config(),

@@ -20,9 +20,11 @@ struct ServeSimRequest {
   std::string hardware;
   FormatRequest formats;
   engine::ParallelLayout parallel;
-  engine::Method method = engine::Method::roofline;
+  std::optional<engine::Method> method;   // unset: the hardware's engine::default_method
   std::optional<double> kv_memory_bytes;  // per GPU; unset: what memory_fraction leaves
-  double memory_fraction = 0.9;
+  // Unset: the stack's, else kDefaultMemoryFraction (serving_stack.hpp).
+  std::optional<double> memory_fraction;
+  std::optional<std::string> stack;  // a serving-stack preset (stacks/<name>.yaml) or its path
   WorkloadRequest workload;
   SchedulerRequest scheduler;
   std::optional<SpeculativeRequest> speculative;  // acceptance rates required

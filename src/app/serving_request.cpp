@@ -79,7 +79,8 @@ void check_requests_context(const std::vector<engine::Request>& requests,
   }
 }
 
-engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context) {
+engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context,
+                                       const engine::ServingStack* stack) {
   engine::ServingOptions out;
   engine::SchedulerOptions& c = out.scheduler;
   c.policy = s.policy;
@@ -88,10 +89,16 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   if (c.kv == engine::KvLayout::paged && !continuous) {
     throw UsageError("--kv paged: static batching reserves contiguous KV per batch");
   }
-  c.max_batch = s.max_batch;
-  c.max_tokens = s.max_tokens;
-  c.chunked_prefill = s.chunked_prefill;
-  c.block_size = s.block_size;
+  engine::StackLimits limits{kDefaultMaxBatch, kDefaultMaxTokens, false};
+  if (stack) limits = engine::stack_limits(*stack, max_context, s.chunked_prefill);
+  c.chunked_prefill = s.chunked_prefill.value_or(limits.chunked_prefill);
+  c.max_batch = s.max_batch.value_or(limits.max_sequences);
+  c.max_tokens = s.max_tokens.value_or(limits.max_tokens);
+  c.block_size = s.block_size.value_or(stack ? stack->block_size : kDefaultBlockSize);
+  if (stack) {
+    c.prompt_batching = stack->prompt_batching;
+    out.request_overhead_s = stack->execution.request_s;
+  }
   if (s.max_output > max_context) {
     throw UsageError(fmt::format("--max-output: {} is beyond the model's max_context {}",
                                  s.max_output, max_context));

@@ -9,6 +9,7 @@
 
 #include "engine/model.hpp"
 #include "engine/serving.hpp"
+#include "engine/stack.hpp"
 
 namespace streamspark::app {
 
@@ -37,13 +38,20 @@ void check_request_count(const WorkloadRequest& w, int64_t count, const std::str
 // UsageError naming --rate when a rate > 0 lies outside [kMinRequestRate, kMaxRequestRate].
 void check_request_rate(double rate, const std::string& what);
 
+// What a scheduler setting left unset becomes without a serving stack (vLLM's defaults:
+// max_num_seqs 256, block size 16; chunked prefill off).
+inline constexpr int64_t kDefaultMaxBatch = 256;
+inline constexpr int64_t kDefaultMaxTokens = 8192;
+inline constexpr int64_t kDefaultBlockSize = 16;
+
 struct SchedulerRequest {
   engine::BatchingPolicy policy = engine::BatchingPolicy::continuous;
   std::optional<engine::KvLayout> kv;  // unset: paged for continuous batching, else contiguous
-  int64_t max_batch = 256;
-  int64_t max_tokens = 8192;
-  bool chunked_prefill = false;
-  int64_t block_size = 16;
+  // Unset: the serving stack's (--stack), else the defaults above (prompts and decodes mixed).
+  std::optional<int64_t> max_batch;
+  std::optional<int64_t> max_tokens;
+  std::optional<bool> chunked_prefill;
+  std::optional<int64_t> block_size;
   int64_t max_output = 0;  // contiguous KV reserves prompt + this; 0: up to max_context
   engine::Preemption preemption = engine::Preemption::recompute;
   std::optional<double> host_bandwidth;  // bytes/s of the device-host link (swap preemption)
@@ -67,8 +75,11 @@ void check_requests_context(const std::vector<engine::Request>& requests,
 // overflow it).
 void check_prefix_context(const engine::Model& model, const WorkloadRequest& w);
 // Scheduler and objective settings (KV capacity left 0 for the caller); max_context from the
-// model. UsageError for settings that contradict each other (paged KV with static batching,
-// swap preemption without a host link).
-engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context);
+// model; what the request leaves unset from `stack` when there is one (its limits, chunked
+// prefill and budget, how prompts are batched, block size, per-request host cost). UsageError
+// for settings that contradict each other (paged KV with static batching, swap preemption
+// without a host link).
+engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context,
+                                       const engine::ServingStack* stack = nullptr);
 
 }  // namespace streamspark::app

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "app/serving_stack.hpp"
 #include "engine/planner.hpp"
 #include "engine/serving.hpp"
 #include "engine/speculative.hpp"
@@ -37,6 +38,7 @@ struct ServingRun {
   std::optional<SpeculativeServing> speculative;
   // plan's percentile objectives (--slo-ttft-p90 ...), each reported met or missed.
   engine::ServiceObjectives objectives;
+  std::optional<StackInUse> stack;  // --stack
 };
 
 // Each objective given, with the run's value: ("p90 TTFT", value, limit), in plan's order.

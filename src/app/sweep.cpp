@@ -89,7 +89,7 @@ SweepGrid::SweepGrid(SweepAxes axes) : axes_(std::move(axes)) {
       for (const auto& p : axes_.precisions) {
         for (const auto& layout : axes_.layouts) {
           engine::AnalysisOptions options;
-          options.method = axes_.method;
+          options.method = engine::method_for(axes_.method, hw);
           options.costing.precision = p;
           options.costing.parallel = layout;
           try {
@@ -173,10 +173,11 @@ class SweepWorker {
     const engine::Workload& w = p.workload;
     const bool speculative = axes_.speculative.has_value();
     auto skip = [&](const std::string& reason) {
-      writer_.skipped(out,
-                      SkippedPoint{&model.name, &hardware.name, axes_.method,
-                                   &precision_of(p.combo), &layout_of(p.combo), w, &reason},
-                      speculative);
+      writer_.skipped(
+          out,
+          SkippedPoint{&model.name, &hardware.name, engine::method_for(axes_.method, hardware),
+                       &precision_of(p.combo), &layout_of(p.combo), w, &reason},
+          speculative);
       count_reason(reasons, reason);
       return false;
     };
@@ -245,7 +246,7 @@ class SweepWorker {
     Combo& c = combos_[index];
     if (!c.analyzer) {
       engine::AnalysisOptions options;
-      options.method = axes_.method;
+      options.method = engine::method_for(axes_.method, hardware_of(index));
       options.costing.precision = precision_of(index);
       options.costing.parallel = layout_of(index);
       c.analyzer = std::make_unique<engine::Analyzer>(model_of(index), hardware_of(index), options);

@@ -39,7 +39,7 @@ struct SweepRequest {
   std::vector<int64_t> batches{1};
   std::vector<int64_t> prompts{1024};
   std::vector<int64_t> generates{256};
-  engine::Method method = engine::Method::roofline;
+  std::optional<engine::Method> method;  // unset: each hardware's engine::default_method
   int64_t prefill_batch = 0;
   // Points whose prompt + generate - 1 exceed the model's max_context are evaluated too.
   bool allow_beyond_context = false;
@@ -58,7 +58,7 @@ struct SweepAxes {
   std::vector<int64_t> batches;
   std::vector<int64_t> prompts;
   std::vector<int64_t> generates;
-  engine::Method method = engine::Method::roofline;
+  std::optional<engine::Method> method;  // unset: each hardware's engine::default_method
   int64_t prefill_batch = 0;
   bool allow_beyond_context = false;
   bool strict = false;

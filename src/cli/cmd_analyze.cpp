@@ -58,6 +58,7 @@ Command add_analyze_command(CLI::App& root, const app::Context& context) {
               "roofline (per-op max of compute and memory time), bandwidth (the lecture's "
               "first-order model) or calibrated (the roofline with measured efficiencies: a "
               "probed hardware file, or its achievable fractions)");
+  bind_stack(b, s->r.stack);
   b.flag("--per-op", s->per_op, "also list every operator of each phase");
   b.flag("--no-naive", s->no_naive,
          "skip the cost of sampling without a KV cache (it steps through every token)");

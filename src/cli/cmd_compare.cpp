@@ -42,7 +42,9 @@ Command add_compare_command(CLI::App& root, const app::Context& context) {
   b.text("--hardware,-H", s->r.hardware, "hardware name in hardware/ or a YAML path")->required();
   bind_workload_grid(b, s->r.batches, s->r.prompts, s->r.generates, s->r.prefill_batch);
   bind_costing(b, s->r.formats, s->r.generation, s->r.parallel);
-  bind_method(b, s->r.method, "roofline, bandwidth, or calibrated (needs a probed hardware file)");
+  bind_method(
+      b, s->r.method,
+      "roofline, bandwidth, or calibrated (a probed hardware file, or its achievable fractions)");
   b.flag("--allow-beyond-context", s->r.allow_beyond_context,
          "compare beyond a model's max_context");
   bind_output(b, s->out, FormatChoice::any(), "table, json or csv");

@@ -97,10 +97,11 @@ Command add_fit_command(CLI::App& root, const app::Context& context) {
   b.text("--profile-source", s->p.profile_source,
          "with --profile: where the profile comes from (repository, commit, path), for the "
          "written file's provenance");
+  bind_stack(b, s->r.stack);
   b.text("--output,-o", s->r.output, "hardware YAML to write with the fit (atomically)");
   bind_format(b, s->report.format, FormatChoice::without_csv(), "report: table or json");
   b.text("--report", s->report.path, "report file (written atomically); - for stdout");
-  b.conflicts("--profile", {"--measured", "--rows"},
+  b.conflicts("--profile", {"--measured", "--rows", "--stack"},
               "the profile's rows are operators, not serving runs");
   return Command{app, [s, &context] { return run_fit(*s, context); }};
 }

@@ -27,16 +27,17 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   bind_model_and_hardware(b, s->r.model, s->r.hardware);
   bind_formats(b, s->r.formats);
   bind_parallel(b, s->r.parallel);
-  bind_method(b, s->r.method, "iteration cost: roofline, bandwidth or calibrated (see analyze)");
+  bind_method(b, s->r.method, "iteration cost: roofline, bandwidth or calibrated, as in analyze");
   b.quantity("--kv-memory", s->r.kv_memory_bytes, spec::Dimension::bytes,
              "bytes for the KV cache of each GPU, e.g. '40 GB' (default: see --memory-fraction)");
   b.fraction("--memory-fraction", s->r.memory_fraction, FractionRange::above_zero_to_one,
-             "usable fraction of device memory; the KV cache gets it minus weights and "
-             "activations");
+             "usable fraction of device memory (default 0.9, or the --stack preset's); the KV "
+             "cache gets it minus weights and activations (or as the preset accounts it)");
   b.conflicts("--kv-memory", {"--memory-fraction"},
               "give the KV cache's bytes or the memory fraction it is derived from, not both");
   bind_workload(b, s->r.workload, "arrivals per second (0: all at time 0)");
   bind_scheduler(b, s->r.scheduler);
+  bind_stack(b, s->r.stack);
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),
               "table or json");
   b.text("--requests-csv", s->requests_csv, "also write one CSV row per request");

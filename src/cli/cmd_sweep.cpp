@@ -58,7 +58,9 @@ Command add_sweep_command(CLI::App& root, const app::Context& context) {
   bind_workload_grid(b, s->r.batches, s->r.prompts, s->r.generates, s->r.prefill_batch);
   bind_format_list(b, s->r.dtypes, s->r.formats);
   bind_layout_grid(b, s->r.layouts);
-  bind_method(b, s->r.method, "roofline, bandwidth, or calibrated (needs a probed hardware file)");
+  bind_method(
+      b, s->r.method,
+      "roofline, bandwidth, or calibrated (a probed hardware file, or its achievable fractions)");
   bind_output(b, s->out, FormatChoice::without_table(), "csv or json (JSON lines)");
   bind_threads(b, s->r.threads, "worker threads (0: all cores)");
   b.flag("--allow-beyond-context", s->r.allow_beyond_context,

@@ -225,6 +225,16 @@ CLI::Option* OptionBinder::flag(const std::string& names, bool& field, const std
   return app_->add_flag(names, field, help);
 }
 
+void OptionBinder::switch_pair(const std::string& on, const std::string& off,
+                               std::optional<bool>& field, const std::string& on_help,
+                               const std::string& off_help) {
+  app_->add_flag_callback(
+      on, [&field] { field = true; }, on_help);
+  app_->add_flag_callback(
+      off, [&field] { field = false; }, off_help);
+  conflicts(on, {off}, "give one");
+}
+
 CLI::Option* OptionBinder::negated_flag(const std::string& names, bool& field,
                                         const std::string& help) {
   return app_->add_flag_callback(

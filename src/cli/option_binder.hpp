@@ -61,6 +61,10 @@ class OptionBinder {
   CLI::Option* quantity(const std::string& names, double& field, spec::Dimension d,
                         const std::string& help, const std::string& default_text);
   CLI::Option* flag(const std::string& names, bool& field, const std::string& help);
+  // Two flags for a setting that may be left unset: `on` sets it true, `off` false; given
+  // together they are refused.
+  void switch_pair(const std::string& on, const std::string& off, std::optional<bool>& field,
+                   const std::string& on_help, const std::string& off_help);
   // A flag that turns `field` off ("--no-graphs" for graphs = true).
   CLI::Option* negated_flag(const std::string& names, bool& field, const std::string& help);
 

@@ -225,6 +225,19 @@ void bind_method(OptionBinder& b, engine::Method& m, const std::string& help) {
   b.choice("--method", m, "method", help);
 }
 
+void bind_method(OptionBinder& b, std::optional<engine::Method>& m, const std::string& help) {
+  b.custom<std::optional<engine::Method>>(
+      "--method", m, "",
+      [](const std::string& text, const std::string& option) -> std::optional<engine::Method> {
+        if (const auto v = parse_enum<engine::Method>(text)) return *v;
+        throw UsageError(option + ": unknown method '" + text + "'; expected " +
+                         enum_choices<engine::Method>());
+      },
+      help +
+          "; default: calibrated where the hardware file has calibration or achievable "
+          "data, else roofline");
+}
+
 void bind_threads(OptionBinder& b, int64_t& threads, const std::string& help) {
   b.custom<int64_t>(
       "--threads,-j", threads, std::to_string(threads),
@@ -341,11 +354,18 @@ void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o) {
 
 void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {
   b.choice("--policy", s.policy, "policy", "continuous or static", OptionBinder::use_instead);
+  // Unset fields take the --stack preset's value, else the default named.
+  const auto preset = [](const std::optional<int64_t>& field, int64_t fallback) {
+    return field ? std::string() : fmt::format("; default {}, or the --stack preset's", fallback);
+  };
   b.integer("--max-batch", s.max_batch, 1,
-            "sequences per iteration (static: the batch it waits for)");
-  b.integer("--max-tokens", s.max_tokens, 1, "tokens per iteration");
-  b.flag("--chunked-prefill", s.chunked_prefill,
-         "split prompts over iterations to fill the token budget");
+            "sequences per iteration (static: the batch it waits for)" +
+                preset(s.max_batch, app::kDefaultMaxBatch));
+  b.integer("--max-tokens", s.max_tokens, 1,
+            "tokens per iteration" + preset(s.max_tokens, app::kDefaultMaxTokens));
+  b.switch_pair("--chunked-prefill", "--no-chunked-prefill", s.chunked_prefill,
+                "split prompts over iterations to fill the token budget",
+                "whole prompts in one iteration (the default, unless a --stack preset chunks)");
   b.custom<std::optional<engine::KvLayout>>(
       "--kv", s.kv, s.kv ? std::string(enum_name(*s.kv)) : "auto",
       [](const std::string& text, const std::string& option) -> std::optional<engine::KvLayout> {
@@ -354,7 +374,8 @@ void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {
         throw UsageError(option + ": use paged, contiguous or auto, not '" + text + "'");
       },
       "paged or contiguous (auto: paged for continuous batching)");
-  b.integer("--block-size", s.block_size, 1, "paged KV: tokens per block");
+  b.integer("--block-size", s.block_size, 1,
+            "paged KV: tokens per block" + preset(s.block_size, app::kDefaultBlockSize));
   b.integer("--max-output", s.max_output, 0,
             "contiguous KV reserves prompt + this many tokens (0: up to max_context)");
   b.choice("--preemption", s.preemption, "preemption",
@@ -365,6 +386,17 @@ void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {
              "TTFT objective for goodput, e.g. '500 ms'");
   b.quantity("--slo-tpot", s.slo_tpot_s, spec::Dimension::time,
              "TPOT objective for goodput, e.g. '50 ms'");
+}
+
+void bind_stack(OptionBinder& b, std::optional<std::string>& stack) {
+  b.custom<std::optional<std::string>>(
+      "--stack", stack, "",
+      [](const std::string& text, const std::string& option) -> std::optional<std::string> {
+        if (text.empty()) throw UsageError(option + ": empty; name a preset, e.g. vllm-0.6");
+        return text;
+      },
+      "serving-stack preset (stacks/NAME.yaml, or a path): its scheduler limits, KV memory "
+      "accounting, CUDA-graph sizes and host costs, unless set here");
 }
 
 void bind_backend(OptionBinder& b, app::BackendSelection& s, bool graphs) {

@@ -80,6 +80,8 @@ void bind_workload_grid(OptionBinder& b, std::vector<int64_t>& batches,
 
 // --method with the command's help.
 void bind_method(OptionBinder& b, engine::Method& m, const std::string& help);
+// Optional: unset means each hardware file's default (engine::default_method).
+void bind_method(OptionBinder& b, std::optional<engine::Method>& m, const std::string& help);
 
 // --threads,-j (0: all cores; at most app::kMaxThreads).
 void bind_threads(OptionBinder& b, int64_t& threads, const std::string& help);
@@ -93,6 +95,8 @@ void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o);
 // The scheduler and goodput objectives: --policy, --max-batch, --max-tokens, --chunked-prefill,
 // --kv, --block-size, --max-output, --preemption, --host-bandwidth, --slo-ttft, --slo-tpot.
 void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s);
+// --stack NAME: a serving-stack preset.
+void bind_stack(OptionBinder& b, std::optional<std::string>& stack);
 
 // --backend, --threads,-j and, for commands that run decode steps, --no-graphs.
 void bind_backend(OptionBinder& b, app::BackendSelection& s, bool graphs);

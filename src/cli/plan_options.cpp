@@ -1,6 +1,8 @@
 // plan's options.
 #include "cli/plan_options.hpp"
 
+#include "cli/option_groups.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -43,16 +45,31 @@ void bind_grid(OptionBinder& b, app::PlanRequest& r) {
                               parse_switch_list,
                               "mixture-of-experts models: experts spread over the TP GPUs (on), "
                               "or not (off), or both");
-  b.custom<std::vector<int64_t>>("--max-batch", g.max_batch,
-                                 fmt::format("{}", fmt::join(g.max_batch, ",")), parse_int_list,
-                                 "scheduler's sequences per iteration, a list");
-  b.custom<std::vector<bool>>("--chunked-prefill", g.chunked_prefill,
-                              switch_text(g.chunked_prefill), parse_switch_list,
-                              "off, on, or off,on");
-  b.integer("--max-tokens", r.scheduler.max_tokens, 1, "tokens per iteration");
-  b.integer("--block-size", r.scheduler.block_size, 1, "paged KV: tokens per block");
+  b.custom<std::optional<std::vector<int64_t>>>(
+      "--max-batch", r.max_batch, "",
+      [](const std::string& text, const std::string& option) {
+        return std::optional<std::vector<int64_t>>(parse_int_list(text, option));
+      },
+      fmt::format("scheduler's sequences per iteration, a list (default {}, or the --stack "
+                  "preset's)",
+                  fmt::join(g.max_batch, ",")));
+  b.custom<std::optional<std::vector<bool>>>(
+      "--chunked-prefill", r.chunked_prefill, "",
+      [](const std::string& text, const std::string& option) {
+        return std::optional<std::vector<bool>>(parse_switch_list(text, option));
+      },
+      fmt::format("off, on, or off,on (default {}, or the --stack preset's)",
+                  switch_text(g.chunked_prefill)));
+  b.integer("--max-tokens", r.scheduler.max_tokens, 1,
+            fmt::format("tokens per iteration (default {}, or the --stack preset's)",
+                        app::kDefaultMaxTokens));
+  b.integer("--block-size", r.scheduler.block_size, 1,
+            fmt::format("paged KV: tokens per block (default {}, or the --stack preset's)",
+                        app::kDefaultBlockSize));
   b.fraction("--memory-fraction", r.memory_fraction, FractionRange::above_zero_to_one,
-             "usable fraction of device memory (KV gets it minus weights and activations)");
+             "usable fraction of device memory (default 0.9, or the --stack preset's; KV gets it "
+             "minus weights and activations, or as the preset accounts it)");
+  bind_stack(b, r.stack);
 }
 
 // NAME=USD, each a price per GPU-hour.

@@ -105,11 +105,19 @@ void bind_validate_options(ValidateCli& s) {
          "refuse (exit 2) a hardware file whose kind or probe provenance does not match the "
          "backend and machine (default: warn)");
   bind_output(b, s.out, FormatChoice::any(), "table or json (csv: with --profile)");
+  b.custom<std::optional<std::string>>(
+      "--stack", s.stack, "",
+      [](const std::string& text, const std::string& option) -> std::optional<std::string> {
+        if (text.empty()) throw UsageError(option + ": empty; name a preset, e.g. vllm-0.6");
+        return text;
+      },
+      "with --measured: every row's serving-stack preset (default: the preset each row's "
+      "stack and stack_version columns match, if any)");
   b.conflicts("--profile",
               {"--measured", "--batch", "--prompt", "--generate", "--repeats", "--seed",
                "--speculative", "--warmup-steps", "--backend", "--threads", "--temperature",
                "--per-op", "--allow-beyond-context", "--strict-hardware", "--model", "--per-row",
-               "--junit", "--phases-only"},
+               "--junit", "--phases-only", "--stack"},
               "the table gives each point's operator and shape, and nothing runs on this machine");
   b.conflicts("--measured",
               {"--batch", "--prompt", "--generate", "--repeats", "--seed", "--speculative",
@@ -139,8 +147,11 @@ void check_form(const ValidateCli& s) {
                                  "not with ") +
                      (s.measured.empty() ? "--speculative" : "--measured"));
   }
-  if (s.measured.empty() && (s.per_row || !s.junit.empty())) {
-    throw UsageError(std::string(s.per_row ? "--per-row" : "--junit") + ": for --measured");
+  if (s.measured.empty() && (s.per_row || !s.junit.empty() || s.stack)) {
+    throw UsageError(std::string(s.per_row ? "--per-row"
+                                 : s.stack ? "--stack"
+                                           : "--junit") +
+                     ": for --measured");
   }
   if (s.measured.empty() && (s.r.model.empty() || s.r.hardware.empty())) {
     throw UsageError("validate needs --model and --hardware (or --measured FILE)");
@@ -153,6 +164,7 @@ app::MeasuredValidateRequest measured_request(const ValidateCli& s) {
   m.model = s.r.model;  // a benchmark result's; a measurement file refuses it
   if (!s.r.hardware.empty()) m.hardware = parse_name_list(s.r.hardware, "--hardware");
   m.method = s.r.method;
+  m.stack = s.stack;
   m.tolerances = s.tolerances;
   m.mode = s.per_row ? app::GateMode::per_row : app::GateMode::median;
   if (s.per_row && s.tolerances.empty()) {

@@ -29,6 +29,7 @@ struct ValidateCli {
   app::MetricTolerances tolerances;  // --tolerance
   bool per_row = false;              // --measured: each row against the tolerances
   std::string junit;                 // --measured: the checks as JUnit XML, here
+  std::optional<std::string> stack;  // --measured: every row's serving-stack preset
   OutputOptions out;
   std::string json_output;  // also the JSON report, here
 };

@@ -35,11 +35,22 @@ void for_each_segment(const std::vector<int64_t>& starts, int64_t first, int64_t
 }
 }  // namespace
 
+bool stack_host_costs_apply(const DeviceRates& rates) {
+  return rates.step_overhead_s == 0 && rates.sequence_overhead_s == 0;
+}
+
+void apply_stack_host_costs(DeviceRates& rates, const StackExecution& stack) {
+  if (!stack_host_costs_apply(rates)) return;
+  rates.step_overhead_s += stack.iteration_s;
+  rates.sequence_overhead_s += stack.sequence_s;
+}
+
 Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options)
     : inventory_(model, costing_on(options.costing, hardware)),
       hardware_(hardware),
       options_(options),
       rates_(device_rates(hardware, options.costing.precision, options.method)) {
+  apply_stack_host_costs(rates_, options_.stack);
   const Model& m = inventory_.model();
   const Precision& p = options_.costing.precision;
   figures_.params = total_params(m);
@@ -411,7 +422,8 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   }
   r.prefill = st.prefill;
   r.decode = st.decode;
-  r.ttft_s = r.prefill.time_s;
+  // A stack's per-request host cost (tokenization, the API) comes before the first token.
+  r.ttft_s = r.prefill.time_s + options_.stack.request_s;
   // A step's time is that of one micro-batch through the pipeline (the whole batch on one
   // stage): the time between two tokens of a sequence.
   r.tpot_s = steps == 0 ? r.decode.time_s

@@ -18,6 +18,7 @@
 #include "engine/ops.hpp"
 #include "engine/quantization.hpp"
 #include "engine/roofline.hpp"
+#include "engine/stack.hpp"
 
 namespace streamspark::engine {
 
@@ -46,7 +47,17 @@ struct AnalysisOptions {
   bool per_op = false;          // keep the per-operator rows
   bool naive_sampling = false;  // also cost sampling without a KV cache
   std::optional<DiffusionOptions> diffusion;  // cost diffusion generation too
+  // A serving stack's host costs (added to every pass unless the hardware file's calibration
+  // measured them: stack_host_costs), its per-request cost (in TTFT) and CUDA-graph sizes.
+  StackExecution stack;
 };
+
+// Whether a stack's iteration and sequence host costs are added to `rates`: not when the rates
+// already carry measured ones (a calibration's step or sequence overhead, from a profile or a
+// fit of that stack's runs), which would count them twice.
+bool stack_host_costs_apply(const DeviceRates& rates);
+// Adds them where they apply.
+void apply_stack_host_costs(DeviceRates& rates, const StackExecution& stack);
 
 struct PhaseResult {
   int64_t flops = 0;  // whole step, all layers

@@ -43,6 +43,8 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   }
   check_calibration_covers(inventory_, rates_, hardware_);
   check_links(inventory_, rates_, hardware_);
+  apply_stack_host_costs(rates_, options.stack);
+  stack_ = options.stack;
   rewarm_ =
       options.method == Method::calibrated && hardware_.probe && !hardware_.probe->rewarm.empty();
   const Precision& p = inventory_.precision();
@@ -131,10 +133,13 @@ double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
 double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   const size_t slot = slot_for(resident_kv_tokens);
   const auto slot_bits = static_cast<uint64_t>(slot) << 52;  // kMaxSlots = 2^12
-  int64_t tokens = 0, logits = 0;
+  int64_t tokens = 0, logits = 0, longest = 0;
+  bool decode_only = true;
   double per_sequence = 0, overhead = 0;
   for (const IterationItem& item : it.items) {
     tokens += item.new_tokens;
+    longest = std::max(longest, item.past + item.new_tokens);
+    decode_only = decode_only && item.new_tokens == 1 && item.draft_tokens == 0;
     // A verification scores every position (the acceptance test of each draft token and the
     // token after the accepted ones).
     logits += item.draft_tokens > 0 ? item.new_tokens : (item.emits_token || item.padding) ? 1 : 0;
@@ -167,6 +172,13 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
     overhead = s.per_sequence_overhead_s;  // one launch per op for all sequences
   }
   if (tokens == 0) return 0;
+  if (decode_only && !stack_.graph_batch_sizes.empty()) {
+    // The captured graph of the next size up runs: its padding slots go through every
+    // token-proportional operator (their attention reads no context).
+    const int64_t padded = graph_batch(stack_, static_cast<int64_t>(it.items.size()), longest);
+    logits += padded - tokens;
+    tokens = padded;
+  }
   double shared = 0;
   if (tokens < (int64_t{1} << 26) && logits < (int64_t{1} << 26)) {
     const uint64_t key =
@@ -222,23 +234,33 @@ int64_t IterationCost::activation_bytes(int64_t tokens) {
                                                  stored_activations(inventory_.precision())));
 }
 
-double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tokens) {
+double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tokens,
+                                         KvMemoryBasis basis) {
   if (!(memory_fraction > 0 && memory_fraction <= 1)) {
     throw std::invalid_argument("the usable memory fraction must be in (0, 1]");
   }
-  const double usable =
-      memory_fraction * static_cast<double>(hardware_.device_memory().capacity_bytes);
-  const double taken =
-      static_cast<double>(weight_bytes()) + static_cast<double>(activation_bytes(max_tokens));
-  if (usable - taken <= 0) {
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "%.4g GB of weights and activations leave no room for the KV cache in %.4g GB "
-                  "(%g of %s)",
-                  taken / 1e9, usable / 1e9, memory_fraction, hardware_.name.c_str());
+  const auto device = static_cast<double>(hardware_.device_memory().capacity_bytes);
+  const auto weights = static_cast<double>(weight_bytes());
+  const auto activations = static_cast<double>(activation_bytes(max_tokens));
+  const double kv = kv_budget_bytes(basis, memory_fraction, device, weights, activations);
+  if (kv <= 0) {
+    char text[320];
+    if (basis == KvMemoryBasis::total) {
+      std::snprintf(text, sizeof text,
+                    "%.4g GB of weights and activations leave no room for the KV cache in %.4g GB "
+                    "(%g of %s)",
+                    (weights + activations) / 1e9, memory_fraction * device / 1e9, memory_fraction,
+                    hardware_.name.c_str());
+    } else {
+      std::snprintf(text, sizeof text,
+                    "%.4g GB of weights and %.4g GB of activations leave no room for the KV "
+                    "cache in %.4g GB of %s (KV = %s, fraction %g)",
+                    weights / 1e9, activations / 1e9, device / 1e9, hardware_.name.c_str(),
+                    describe(basis).c_str(), memory_fraction);
+    }
     throw std::invalid_argument(text);
   }
-  return usable - taken;
+  return kv;
 }
 
 void IterationCost::configure(SchedulerOptions& s, double kv_bytes) const {

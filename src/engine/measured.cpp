@@ -49,11 +49,16 @@ AnalysisOptions options_for(const MeasuredRun& run, Method method) {
   o.method = method;
   o.costing.precision = run.precision;
   o.costing.parallel = run.layout;
+  if (run.preset) o.stack = run.preset->execution;
   return o;
 }
 
-// vLLM's max_num_seqs default: the most sequences one iteration runs.
+// vLLM's max_num_seqs default: the most sequences one iteration runs (without a preset).
 constexpr int64_t kStackMaxSequences = 256;
+
+int64_t max_sequences(const MeasuredRun& run) {
+  return run.preset ? run.preset->max_sequences : kStackMaxSequences;
+}
 
 // The scheduler the run's stack runs: vLLM's (max_num_seqs 256, paged blocks of 16, the
 // row's token budget), the batch capped by the run's concurrency, the KV cache what the row's
@@ -63,7 +68,17 @@ ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_
   o.scheduler.max_batch = max_batch;
   o.scheduler.max_tokens = run.max_batched_tokens;
   o.scheduler.max_context = run.model.max_context;
-  cost.configure(o.scheduler, cost.kv_bytes_available(run.memory_fraction, o.scheduler.max_tokens));
+  KvMemoryBasis basis = KvMemoryBasis::total;
+  if (run.preset) {
+    const ServingStack& p = *run.preset;
+    o.scheduler.chunked_prefill = stack_limits(p, run.model.max_context).chunked_prefill;
+    o.scheduler.prompt_batching = p.prompt_batching;
+    o.scheduler.block_size = p.block_size;
+    o.request_overhead_s = p.execution.request_s;
+    basis = p.memory_basis;
+  }
+  cost.configure(o.scheduler,
+                 cost.kv_bytes_available(run.memory_fraction, o.scheduler.max_tokens, basis));
   return o;
 }
 
@@ -85,7 +100,7 @@ bool static_batch_fits(const MeasuredRun& run) {
   IterationCost cost(run.model, run.hardware, options_for(run, Method::roofline));
   SchedulerOptions s;
   try {
-    s = stack_options(run, cost, std::min(run.batch, kStackMaxSequences)).scheduler;
+    s = stack_options(run, cost, std::min(run.batch, max_sequences(run))).scheduler;
   } catch (const std::invalid_argument&) {
     return false;  // not even one sequence fits beside the weights: predict() says why
   }
@@ -116,7 +131,7 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
     return m;
   }
   const SimulationResult s =
-      simulate_run(run, method, run.batch, 0, std::min(run.batch, kStackMaxSequences));
+      simulate_run(run, method, run.batch, 0, std::min(run.batch, max_sequences(run)));
   m.ttft_s = s.metrics.ttft_s.mean;
   m.tpot_s = s.metrics.tpot_s.mean;
   m.e2e_s = s.metrics.duration_s;
@@ -127,7 +142,7 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
 MeasuredMetrics predict_serving(const MeasuredRun& run, Method method) {
   const SimulationResult r =
       simulate_run(run, method, run.requests, run.request_rate,
-                   run.batch > 0 ? std::min(run.batch, kStackMaxSequences) : kStackMaxSequences);
+                   run.batch > 0 ? std::min(run.batch, max_sequences(run)) : max_sequences(run));
   MeasuredMetrics m;
   m.ttft_s = r.metrics.ttft_s.p50;
   m.tpot_s = r.metrics.tpot_s.p50;

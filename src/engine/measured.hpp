@@ -11,6 +11,7 @@
 
 #include "engine/analysis.hpp"
 #include "engine/serving.hpp"
+#include "engine/stack.hpp"
 
 namespace streamspark::engine {
 
@@ -54,6 +55,10 @@ struct MeasuredRun {
   int64_t max_batched_tokens = 8192;
   MeasuredMetrics measured;
   std::string stack;  // "vLLM 0.6.0"
+  // The serving-stack preset the run is predicted with (its scheduler, KV accounting, CUDA
+  // graphs and host costs; the row's memory_fraction and max_batched_tokens, set above, win);
+  // none: vLLM's scheduler defaults and no host costs.
+  std::optional<ServingStack> preset;
   std::string source;
 };
 

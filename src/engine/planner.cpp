@@ -40,10 +40,11 @@ bool has_moe(const Model& m) {
 
 AnalysisOptions options_of(const PlanInputs& in, const PlanCandidate& c) {
   AnalysisOptions o;
-  o.method = in.method;
+  o.method = method_for(in.method, in.hardware[c.hardware]);
   o.costing.precision = in.formats[c.format].precision;
   o.costing.parallel = c.layout;
   o.costing.parallel.replicas = 1;
+  o.stack = in.stack;
   return o;
 }
 
@@ -55,6 +56,9 @@ SchedulerOptions scheduler_of(const PlanInputs& in, const PlanCandidate& c) {
   s.chunked_prefill = c.chunked_prefill;
   s.max_context = in.models[c.model].max_context;
   if (s.max_output <= 0) s.max_output = s.max_context;
+  if (in.budget_from) {
+    s.max_tokens = stack_limits(*in.budget_from, s.max_context, c.chunked_prefill).max_tokens;
+  }
   return s;
 }
 
@@ -124,7 +128,7 @@ bool fits_node(const PlanInputs& in, PlanCandidate& c) {
 bool fits_memory(const PlanInputs& in, const WorkloadFigures& w, IterationCost& cost,
                  SchedulerOptions& s, PlanCandidate& c) {
   try {
-    const double bytes = cost.kv_bytes_available(in.memory_fraction, s.max_tokens);
+    const double bytes = cost.kv_bytes_available(in.memory_fraction, s.max_tokens, in.memory_basis);
     cost.configure(s, bytes);
   } catch (const std::invalid_argument& e) {
     reject(c, RejectKind::does_not_fit, e.what());
@@ -151,14 +155,15 @@ bool fits_memory(const PlanInputs& in, const WorkloadFigures& w, IterationCost& 
 // of the weights' memory level. Sharing an iteration, splitting a prompt or a larger working
 // set only adds time, so each request's TTFT, TPOT and e2e are at least these, and so are
 // their percentiles.
-ServingMetrics latencies_alone(const std::vector<Request>& requests, IterationCost& cost) {
+ServingMetrics latencies_alone(const std::vector<Request>& requests, IterationCost& cost,
+                               double request_overhead_s) {
   std::vector<double> ttft, tpot, e2e;
   ttft.reserve(requests.size());
   Iteration it;
   it.items.resize(1);
   for (const Request& r : requests) {
     it.items[0] = IterationItem{0, r.prompt - r.shared_prefix, r.shared_prefix, true, false};
-    const double prefill = cost.seconds(it, 0);
+    const double prefill = request_overhead_s + cost.seconds(it, 0);
     it.items[0] = IterationItem{0, 1, r.prompt, true, false};
     const double step = cost.seconds(it, 0);
     ttft.push_back(prefill);
@@ -219,7 +224,8 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   }
   SchedulerOptions s = scheduler_of(in, c);
   if (!fits_memory(in, w, *cost, s, c)) return;
-  if (const auto miss = worst_miss(latencies_alone(in.unit_requests, *cost), in.objectives)) {
+  if (const auto miss =
+          worst_miss(latencies_alone(in.unit_requests, *cost, in.stack.request_s), in.objectives)) {
     c.miss = miss;
     c.miss_rate = 0;
     reject(c, kind_of(*miss),
@@ -488,8 +494,10 @@ ReplicaSimulator::ReplicaSimulator(const PlanInputs& in, const std::vector<Reque
       cost_(in.models[c.model], in.hardware[c.hardware], options_of(in, c)),
       one_(c.layout) {
   options_.scheduler = scheduler_of(in, c);
-  cost_.configure(options_.scheduler,
-                  cost_.kv_bytes_available(in.memory_fraction, options_.scheduler.max_tokens));
+  options_.request_overhead_s = in.stack.request_s;
+  cost_.configure(
+      options_.scheduler,
+      cost_.kv_bytes_available(in.memory_fraction, options_.scheduler.max_tokens, in.memory_basis));
   one_.replicas = 1;
 }
 

@@ -78,12 +78,19 @@ struct PlanInputs {
   std::vector<Model> models;
   std::vector<Hardware> hardware;  // price_per_hour: USD per GPU-hour, when known
   std::vector<PlanFormat> formats;
-  Method method = Method::roofline;
+  std::optional<Method> method;  // unset: each hardware's default_method
   PlanGrid grid;
   // Policy, token budget, block size, preemption; max_batch and chunked_prefill come from the
   // grid, the KV capacity from memory_fraction (as serve-sim's --memory-fraction).
   SchedulerOptions scheduler;
   double memory_fraction = 0.9;
+  KvMemoryBasis memory_basis = KvMemoryBasis::total;  // what memory_fraction is a fraction of
+  // A serving stack's host costs and CUDA-graph sizes (every candidate's iteration cost) and
+  // its per-request host cost (every simulated request's).
+  StackExecution stack;
+  // The preset whose token budget each candidate takes (for its model's max_context and its
+  // chunked-prefill setting: stack_limits); none: scheduler.max_tokens for all.
+  std::optional<ServingStack> budget_from;
   // The workload with arrivals at a mean of 1 request per second; every simulation replays all
   // of it at the replica's rate.
   std::vector<Request> unit_requests;

@@ -85,6 +85,14 @@ double WorkingSetModel::gemm_seconds(double log_ws, int64_t m, int64_t n, int64_
   return flops / std::exp(lo + t * (hi - lo));
 }
 
+Method default_method(const Hardware& hw) {
+  return hw.calibration || hw.achievable ? Method::calibrated : Method::roofline;
+}
+
+Method method_for(const std::optional<Method>& asked, const Hardware& hw) {
+  return asked ? *asked : default_method(hw);
+}
+
 std::string achievable_fraction_note(const Hardware& hw, DType activations, Method method) {
   const auto matrix = matrix_peak_class(activations);
   if (method != Method::calibrated || hw.calibration || !hw.achievable || !matrix) return "";

@@ -31,6 +31,14 @@ namespace streamspark::engine {
 // clang-format on
 STREAMSPARK_ENUM(Method, STREAMSPARK_METHODS)
 
+struct Hardware;
+// The method a command uses when none is asked for: calibrated where the hardware file can
+// serve it (a calibration from a probe, a profile or a fit, or achievable fractions), else
+// roofline, the ideal bound.
+Method default_method(const Hardware& hw);
+// The method asked for, or the hardware's default.
+Method method_for(const std::optional<Method>& asked, const Hardware& hw);
+
 // communication: a collective's time on the layout's links.
 // clang-format off
 #define STREAMSPARK_BOUNDS(X)                                                                    \

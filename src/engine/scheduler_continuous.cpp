@@ -20,6 +20,13 @@ namespace streamspark::engine {
 void Scheduler::next_continuous(Iteration& it) {
   int64_t budget = options_.max_tokens;
   bool any_prefill = false;
+  // Prefill first (vLLM without chunked prefill, SGLang): an iteration that can admit prompts
+  // runs them alone; the running sequences decode in the next one that cannot.
+  if (options_.prompt_batching == PromptBatching::prefill_first && !options_.chunked_prefill &&
+      swapped_.empty()) {
+    admit_waiting(it, budget, any_prefill);
+    if (!it.items.empty()) return;
+  }
   // Running sequences first, in admission order; when the cache is full, the most recently
   // admitted one is preempted (vLLM's policy).
   for (size_t r = 0; r < running_.size() && budget > 0; ++r) {
@@ -83,7 +90,12 @@ void Scheduler::next_continuous(Iteration& it) {
     running_.push_back(i);
   }
   if (!swapped_.empty()) return;
-  // New requests, first come first served.
+  admit_waiting(it, budget, any_prefill);
+}
+
+// New requests, first come first served, while the batch, the token budget and the KV cache
+// allow.
+void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) {
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch &&
          budget > 0) {
     const int64_t i = waiting_.front();

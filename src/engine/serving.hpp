@@ -18,6 +18,7 @@
 #include "engine/analysis.hpp"
 #include "engine/kv_blocks.hpp"
 #include "engine/random.hpp"
+#include "engine/stack.hpp"
 #include "engine/statistics.hpp"
 
 namespace streamspark::engine {
@@ -99,6 +100,8 @@ struct SchedulerOptions {
   int64_t max_batch = 256;    // sequences per iteration; static batching: the batch it waits for
   int64_t max_tokens = 8192;  // tokens per iteration (prefill chunks + decode tokens)
   bool chunked_prefill = false;
+  // Without chunked prefill: whether an iteration that admits prompts also runs the decodes.
+  PromptBatching prompt_batching = PromptBatching::mixed;
   KvLayout kv = KvLayout::paged;
   int64_t block_size = 16;
   int64_t kv_capacity_tokens = 0;  // KV slots the cache holds (paged: whole blocks of them)
@@ -206,6 +209,9 @@ class Scheduler {
   // iteration's batch.
   void next_continuous(Iteration& it);
   void next_static(Iteration& it);
+  // Continuous batching: admits waiting requests into `it` within `budget` (reduced by what
+  // they take); `any_prefill`: the iteration already feeds a prompt.
+  void admit_waiting(Iteration& it, int64_t& budget, bool any_prefill);
   // Allocates KV for `tokens` more tokens of sequence i; false when the cache is full.
   bool grow_kv(int64_t i, int64_t tokens);
   bool admit_kv(int64_t i);           // a waiting request's first KV (shared prefix, reservation)
@@ -323,10 +329,12 @@ class IterationCost final : public IterationTimer {
   double token_seconds(int64_t tokens, int64_t logits);
   // Peak activation bytes of an iteration of `tokens` concatenated tokens.
   int64_t activation_bytes(int64_t tokens);
-  // Bytes left for the KV cache: `memory_fraction` of the device memory minus the weights and
-  // the activations of an iteration of `max_tokens` tokens (vLLM's gpu_memory_utilization
-  // accounting). Throws std::invalid_argument when nothing is left.
-  double kv_bytes_available(double memory_fraction, int64_t max_tokens);
+  // Bytes left for the KV cache: by default `memory_fraction` of the device memory minus the
+  // weights and the activations of an iteration of `max_tokens` tokens (vLLM's
+  // gpu_memory_utilization accounting). Throws std::invalid_argument when nothing is left.
+  // `basis` says what the fraction is a fraction of (stack.hpp; vLLM's by default).
+  double kv_bytes_available(double memory_fraction, int64_t max_tokens,
+                            KvMemoryBasis basis = KvMemoryBasis::total);
   // Whole tokens of KV cache in `bytes`. Throws std::invalid_argument below one token.
   int64_t kv_tokens_in(double bytes) const;
 
@@ -366,7 +374,8 @@ class IterationCost final : public IterationTimer {
   std::unordered_map<uint64_t, Split> sequence_memo_;
   std::vector<Slot> slots_;
   size_t last_slot_ = 0;
-  bool rewarm_ = false;  // calibrated, with the file's rewarm rows
+  bool rewarm_ = false;   // calibrated, with the file's rewarm rows
+  StackExecution stack_;  // CUDA-graph sizes (host costs are in rates_)
   // Iterations without prompt tokens since the last idle wait or prompt (0: none yet; a new
   // simulation starts as after an idle wait).
   int64_t passes_since_eviction_ = 0;
@@ -379,6 +388,9 @@ struct ServingOptions {
   double host_bandwidth = 0;  // bytes/s between device and host memory: swap preemption
   double slo_ttft_s = 0;      // goodput: requests meeting both SLOs (0: that SLO is not set)
   double slo_tpot_s = 0;
+  // Host time before a request reaches the scheduler (a stack's tokenization and API cost):
+  // it arrives there this much after its arrival, and its TTFT and e2e include it.
+  double request_overhead_s = 0;
 };
 
 struct RequestOutcome {

@@ -149,6 +149,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
           ? static_cast<double>(cost.kv_bytes_per_token()) / options.host_bandwidth
           : 0.0;
   size_t next = 0;
+  // A request reaches the scheduler after the stack's per-request host work.
+  const double delay = options.request_overhead_s;
   const bool real_time = cost.real_time();
   cost.prepare(scheduler);
   cost.idle();  // nothing ran before the first arrival
@@ -156,7 +158,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   int64_t iterations = 0;
   Iteration it;
   while (!scheduler.all_finished()) {
-    while (next < requests.size() && requests[next].arrival_s <= now) {
+    while (next < requests.size() && requests[next].arrival_s + delay <= now) {
       scheduler.arrive(static_cast<int64_t>(next++));
     }
     if (next == requests.size()) scheduler.no_more_arrivals();
@@ -165,10 +167,10 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
       if (next < requests.size()) {
         cost.idle();
         if (real_time) {
-          cost.wait_until(requests[next].arrival_s);
+          cost.wait_until(requests[next].arrival_s + delay);
           now = cost.now();
         } else {
-          now = std::max(now, requests[next].arrival_s);
+          now = std::max(now, requests[next].arrival_s + delay);
         }
         continue;
       }

@@ -1,6 +1,8 @@
 // Rendering of analysis results as table, JSON and CSV.
 #include "report/analysis_report.hpp"
 
+#include "report/serving_report.hpp"
+
 #include <iterator>
 
 #include <fmt/compile.h>
@@ -185,6 +187,7 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
     j["hardware"]["compute_fraction_note"] = ctx.rates.compute_fraction_note;
   }
   j["method"] = str(enum_name(ctx.options.method));
+  if (ctx.stack) j["stack"] = stack_json(*ctx.stack);
   j["precision"] = precision_json(ctx.options.costing.precision);
   j["parallel"] = parallel_json(ctx.options.costing.parallel);
   json rs = json::array();
@@ -239,6 +242,7 @@ std::string analysis_header(const AnalysisContext& ctx) {
   const engine::Precision& p = ctx.options.costing.precision;
   fmt::format_to(o, "{} on {} · method {} · {}\n", m.name, hw.name, enum_name(ctx.options.method),
                  engine::describe(p));
+  if (ctx.stack) out += stack_line(*ctx.stack);
   const std::string active =
       ctx.figures.active_params != ctx.figures.params
           ? fmt::format(" ({} active)",

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include <algorithm>
 #include <cmath>
 
@@ -90,9 +92,33 @@ std::string loo_text(const char* by, const engine::LeaveOneOut& l) {
 
 }  // namespace
 
+// "stack presets: vllm-0.6 on 17 rows; 79 rows without one (vLLM's scheduler defaults, no host
+// costs)", or nothing when no row has one.
+std::string presets_line(const MeasuredValidation& v) {
+  std::map<std::string, int64_t> by;
+  int64_t none = 0;
+  for (const engine::MeasuredRun& r : v.runs) {
+    if (r.preset) {
+      ++by[r.preset->name];
+    } else {
+      ++none;
+    }
+  }
+  if (by.empty()) return "";
+  std::string out;
+  for (const auto& [name, n] : by) {
+    out += fmt::format("{}{} on {} row{}", out.empty() ? "" : ", ", name, n, n == 1 ? "" : "s");
+  }
+  if (none > 0) {
+    out += fmt::format("; {} row{} without one (vLLM's scheduler defaults, no host costs)", none,
+                       none == 1 ? "" : "s");
+  }
+  return "stack presets: " + out + "\n";
+}
+
 std::string measured_validation_table(const MeasuredValidation& v) {
-  std::string out =
-      fmt::format("{} measured runs from {} · method {}\n\n", v.runs.size(), v.file, v.method);
+  std::string out = fmt::format("{} measured runs from {} · method {}\n{}\n", v.runs.size(), v.file,
+                                v.method, presets_line(v));
   Table t;
   t.add_column("row", Align::left);
   t.add_column("model", Align::left);
@@ -125,20 +151,20 @@ std::string measured_validation_table(const MeasuredValidation& v) {
                                       [](const GateCheck& c) { return !c.passed(); });
     out += fmt::format("\ncheck ({}): {} of {} passed\n", enum_name(v.mode),
                        static_cast<int64_t>(v.checks.size()) - failed, v.checks.size());
-    Table t;
+    Table checks;
     size_t shown = 0;
-    t.add_column("metric", Align::left);
-    t.add_column("where", Align::left);
-    t.add_column("|error|");
-    t.add_column("tolerance");
-    t.add_column("", Align::left);
+    checks.add_column("metric", Align::left);
+    checks.add_column("where", Align::left);
+    checks.add_column("|error|");
+    checks.add_column("tolerance");
+    checks.add_column("", Align::left);
     for (const GateCheck& c : v.checks) {
       if (v.mode == GateMode::per_row && c.passed()) continue;  // the failures only
       ++shown;
-      t.add_row({c.metric, c.where, abs_percent(c.abs_error),
-                 fmt::format("{}%", c.tolerance_percent), c.passed() ? "pass" : "FAIL"});
+      checks.add_row({c.metric, c.where, abs_percent(c.abs_error),
+                      fmt::format("{}%", c.tolerance_percent), c.passed() ? "pass" : "FAIL"});
     }
-    if (shown > 0) out += t.render();
+    if (shown > 0) out += checks.render();
   }
   return out;
 }
@@ -246,6 +272,7 @@ json measured_validation_json(const MeasuredValidation& v) {
          {"stack", r.stack},
          {"source", r.source},
          {"metrics", metrics}});
+    if (r.preset) rows.back()["preset"] = r.preset->name;
   }
   json out = {
       {"file", v.file}, {"method", v.method}, {"rows", rows}, {"summary", summary_json(v.summary)}};

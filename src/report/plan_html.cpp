@@ -235,11 +235,11 @@ std::string html_assumptions(const PlanReport& r) {
            "operator inventory for one GPU of the layout (selective batching: weights read once "
            "per iteration, attention per sequence at its own context; tensor-parallel "
            "all-reduces and pipeline sends on the hardware topology's links).",
-           enum_name(in.method))) +
+           method_text(in))) +
        "</li>\n";
   for (const engine::Hardware& hw : in.hardware) {
     std::string eff = "datasheet peaks, no measured efficiency (the ideal roofline)";
-    if (in.method == engine::Method::calibrated) {
+    if (engine::method_for(in.method, hw) == engine::Method::calibrated) {
       if (hw.calibration) {
         eff = "probe calibration: " + hw.calibration->source;
       } else if (hw.achievable) {
@@ -254,13 +254,21 @@ std::string html_assumptions(const PlanReport& r) {
     }
     h += "<li>" + e(fmt::format("{}: {}; price {}.", hw.name, eff, price)) + "</li>\n";
   }
+  if (r.stack) {
+    std::string line = stack_line(*r.stack);
+    line.pop_back();  // its newline
+    h += "<li>" + e("Serving " + line + ".") + "</li>\n";
+  }
   h += "<li>" +
        e(fmt::format(
            "Serving: continuous batching, paged KV cache ({}-token blocks), at most {} tokens per "
            "iteration, {} of device memory usable (the KV cache gets it minus the weights and "
-           "the activations of a full iteration); pipeline stages run pp micro-batch schedulers "
-           "at once.",
-           in.scheduler.block_size, in.scheduler.max_tokens, in.memory_fraction)) +
+           "the activations of a full iteration{}); pipeline stages run pp micro-batch "
+           "schedulers at once.",
+           in.scheduler.block_size, in.scheduler.max_tokens, in.memory_fraction,
+           in.memory_basis == engine::KvMemoryBasis::total
+               ? ""
+               : ", accounted as " + engine::describe(in.memory_basis))) +
        "</li>\n";
   h += "<li>" +
        e(fmt::format(

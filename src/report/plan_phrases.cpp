@@ -2,6 +2,7 @@
 #include "report/plan_phrases.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -59,6 +60,47 @@ double usd_per_million(const PlanCandidate& c, double tokens_per_request) {
 
 bool verified(const PlanCandidate& c) {
   return c.sustainable_rate > 0;
+}
+
+std::string method_text(const engine::PlanInputs& in) {
+  if (in.method) return std::string(enum_name(*in.method));
+  std::vector<std::string> roofline;
+  for (const engine::Hardware& h : in.hardware) {
+    if (engine::default_method(h) == engine::Method::roofline) roofline.push_back(h.name);
+  }
+  if (roofline.empty()) return "calibrated";
+  if (roofline.size() == in.hardware.size()) {
+    return "roofline (no hardware file has calibration or achievable data)";
+  }
+  return fmt::format("calibrated (roofline on {}: no calibration or achievable data)",
+                     fmt::join(roofline, ", "));
+}
+
+std::string mixed_method_note(const PlanReport& r) {
+  const engine::PlanInputs& in = in_of(r);
+  const engine::PlanResult& res = res_of(r);
+  if (in.method) return "";
+  bool calibrated_shown = false;
+  std::vector<std::string> roofline_shown;
+  const size_t shown =
+      std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
+  for (size_t k = 0; k < shown; ++k) {
+    const engine::Hardware& h = in.hardware[res.candidates[res.ranking[k]].hardware];
+    if (engine::default_method(h) != engine::Method::roofline) {
+      calibrated_shown = true;
+    } else if (std::find(roofline_shown.begin(), roofline_shown.end(), h.name) ==
+               roofline_shown.end()) {
+      roofline_shown.push_back(h.name);
+    }
+  }
+  if (!calibrated_shown || roofline_shown.empty()) return "";
+  return fmt::format(
+      "note: {} {} costed at the datasheet roofline (no calibration or achievable data), an ideal "
+      "bound the calibrated rows do not share: {} figures are optimistic beside theirs. "
+      "--method roofline ranks every GPU on the same footing; a fitted or profiled file "
+      "calibrates one.",
+      fmt::join(roofline_shown, ", "), roofline_shown.size() == 1 ? "is" : "are",
+      roofline_shown.size() == 1 ? "its" : "their");
 }
 
 std::string goal_text(const engine::PlanInputs& in) {

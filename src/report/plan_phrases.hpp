@@ -42,6 +42,13 @@ bool verified(const PlanCandidate& c);
 bool same_size(const PlanCandidate& a, const PlanCandidate& b);
 
 std::string goal_text(const engine::PlanInputs& in);
+// The cost method: the one asked for, or each hardware file's default ("calibrated", or
+// "calibrated (roofline on b200, l40s: no calibration or achievable data)").
+std::string method_text(const engine::PlanInputs& in);
+// Under the default method with GPUs costed both ways: the shown rows on GPUs that fell back to
+// the roofline, named, as an ideal bound not comparable with the calibrated rows; empty
+// otherwise.
+std::string mixed_method_note(const PlanReport& r);
 
 std::string objectives_text(const engine::ServiceObjectives& o);
 

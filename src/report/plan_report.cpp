@@ -82,7 +82,8 @@ std::vector<std::string> fraction_notes(const PlanReport& r) {
   const engine::PlanInputs& in = in_of(r);
   for (const engine::Hardware& h : in.hardware) {
     for (const engine::PlanFormat& f : in.formats) {
-      std::string note = engine::achievable_fraction_note(h, f.precision.activations, in.method);
+      std::string note = engine::achievable_fraction_note(h, f.precision.activations,
+                                                          engine::method_for(in.method, h));
       if (!note.empty() && std::find(out.begin(), out.end(), note) == out.end()) {
         out.push_back(std::move(note));
       }
@@ -210,11 +211,12 @@ std::string plan_table(const PlanReport& r) {
   const engine::PlanInputs& in = in_of(r);
   const engine::PlanResult& res = res_of(r);
   std::string out = fmt::format("plan: {} · {} · {} · method {}\n", models_text(in), r.target,
-                                goal_text(in), enum_name(in.method));
+                                goal_text(in), method_text(in));
   out += fmt::format("workload: {} · mean prompt {} tokens, mean output {} tokens\n", r.workload,
                      significant(res.mean_prompt), significant(res.mean_output));
   out += fmt::format("objectives: {}\n", objectives_text(in.objectives));
   out += "grid: " + grid_text(r) + "\n";
+  if (r.stack) out += stack_line(*r.stack);
   std::string prices;
   for (const engine::Hardware& h : in.hardware) {
     prices += (prices.empty() ? "" : ", ") +
@@ -235,6 +237,7 @@ std::string plan_table(const PlanReport& r) {
         "whole cost). headroom: replicas x the highest rate a replica sustains / the rate - 1.\n",
         "TTFT, TPOT, e2e: p90", in.goal == PlanGoal::max_rate ? "the rate" : "the target rate");
     if (const std::string note = capped_note(r); !note.empty()) out += note + "\n";
+    if (const std::string note = mixed_method_note(r); !note.empty()) out += note + "\n";
     const size_t shown =
         std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
     for (size_t k = 1; k < shown; ++k) {
@@ -267,7 +270,7 @@ nlohmann::json plan_json(const PlanReport& r) {
   for (const engine::Model& m : in.models) models.push_back(m.name);
   json hardware = json::array();
   for (const engine::Hardware& h : in.hardware) {
-    json j{{"name", h.name}};
+    json j{{"name", h.name}, {"method", enum_name(engine::method_for(in.method, h))}};
     if (h.price_per_hour) {
       j["price_per_hour"] = *h.price_per_hour;
       j["price_source"] = h.price_source;
@@ -299,7 +302,7 @@ nlohmann::json plan_json(const PlanReport& r) {
            {"goal", std::string(enum_name(in.goal))},
            {"ranked_by", ranked_by(r)},
            {"unpriced", res.unpriced},
-           {"method", std::string(enum_name(in.method))},
+           {"method", method_text(in)},
            {"workload", json{{"description", r.workload},
                              {"requests", res.requests_per_simulation},
                              {"mean_prompt_tokens", res.mean_prompt},
@@ -327,6 +330,7 @@ nlohmann::json plan_json(const PlanReport& r) {
                            {"prune", in.prune}}},
            {"plans", plans},
            {"candidates", candidates}};
+  if (r.stack) out["stack"] = stack_json(*r.stack);
   if (in.goal == PlanGoal::max_rate) {
     out["limits"]["fleet_gpus"] = in.fleet_gpus;
   } else {

@@ -2,6 +2,7 @@
 #include "report/serving_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <utility>
@@ -117,6 +118,46 @@ json speculative_serving_json(const SpeculativeServing& sp, const engine::Specul
 
 }  // namespace
 
+std::string stack_line(const app::StackInUse& s) {
+  const engine::StackExecution& e = s.execution;
+  std::string graphs = "no CUDA graphs";
+  if (!e.graph_batch_sizes.empty()) {
+    graphs =
+        fmt::format("CUDA graphs at {} decode batch sizes {}..{}{}", e.graph_batch_sizes.size(),
+                    e.graph_batch_sizes.front(), e.graph_batch_sizes.back(),
+                    e.graph_max_context > 0 ? fmt::format(" (context <= {})", e.graph_max_context)
+                                            : std::string());
+  }
+  std::string basis = engine::describe(s.memory_basis);
+  const size_t at = basis.find("fraction");
+  if (at != std::string::npos) basis.replace(at, 8, significant(s.memory_fraction, 3));
+  std::string host = fmt::format("host {}/iteration, {}/sequence", format_time(e.iteration_s),
+                                 format_time(e.sequence_s));
+  if (!s.host_from_calibration.empty()) {
+    host += fmt::format(" (on {}: the calibration's measured ones instead)",
+                        fmt::join(s.host_from_calibration, ", "));
+  }
+  return fmt::format("stack: {} ({} {}) · {} · KV = {} · {} · {} · {}/request\n", s.name, s.stack,
+                     s.version, enum_name(s.prompt_batching), basis, graphs, host,
+                     format_time(e.request_s));
+}
+
+nlohmann::json stack_json(const app::StackInUse& s) {
+  const engine::StackExecution& e = s.execution;
+  return json{{"name", s.name},
+              {"stack", s.stack},
+              {"version", s.version},
+              {"prompt_batching", enum_name(s.prompt_batching)},
+              {"memory_fraction", s.memory_fraction},
+              {"memory_basis", enum_name(s.memory_basis)},
+              {"graph_batch_sizes", e.graph_batch_sizes},
+              {"graph_max_context", e.graph_max_context},
+              {"host_iteration_s", e.iteration_s},
+              {"host_sequence_s", e.sequence_s},
+              {"host_request_s", e.request_s},
+              {"host_from_calibration", s.host_from_calibration}};
+}
+
 nlohmann::json percentiles_json(const engine::Percentiles& p) {
   return nlohmann::json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
 }
@@ -127,6 +168,7 @@ std::string serving_table(const ServingRun& r) {
                                 r.layout.gpus() > 1 ? " · " + engine::describe(r.layout) : "",
                                 r.method == "measured" ? "measured" : "method " + r.method,
                                 setup_line(r), r.workload);
+  if (r.stack) out.insert(out.size() - 1, stack_line(*r.stack));
   Table t;
   t.add_column("", Align::left);
   for (const char* h : {"p50", "p90", "p99", "mean"}) t.add_column(h);
@@ -225,6 +267,7 @@ json serving_json(const ServingRun& r) {
   if (r.speculative) {
     j["speculative"] = speculative_serving_json(*r.speculative, r.metrics.speculative);
   }
+  if (r.stack) j["stack"] = stack_json(*r.stack);
   return j;
 }
 

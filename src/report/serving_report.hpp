@@ -22,6 +22,10 @@ using app::ServingRun;
 using app::SpeculativeServing;
 
 std::string serving_table(const ServingRun& run);
+// "stack: vllm-0.6 (vLLM v0.6.3) · prefill-first · KV = 0.9 x memory - weights - activations ·
+// CUDA graphs at batch 1..256 (context <= 8192) · host 0 s/iteration, 0 s/sequence, 0 s/request"
+std::string stack_line(const app::StackInUse& s);
+nlohmann::json stack_json(const app::StackInUse& s);
 nlohmann::json serving_json(const ServingRun& run);
 // {"p50", "p90", "p99", "mean"} of one latency metric, in seconds.
 nlohmann::json percentiles_json(const engine::Percentiles& p);

@@ -11,6 +11,7 @@
 
 #include "spec/hardware_spec.hpp"
 #include "spec/model_spec.hpp"
+#include "spec/stack_spec.hpp"
 #include "spec/yaml_reader.hpp"
 
 namespace streamspark::spec {
@@ -19,10 +20,10 @@ namespace fs = std::filesystem;
 
 namespace {
 const char* folder_name(SpecKind kind) {
-  return kind == SpecKind::model ? "model_zoo" : "hardware";
+  return kind == SpecKind::model ? "model_zoo" : kind == SpecKind::hardware ? "hardware" : "stacks";
 }
 const char* kind_word(SpecKind kind) {
-  return kind == SpecKind::model ? "model" : "hardware";
+  return kind == SpecKind::model ? "model" : kind == SpecKind::hardware ? "hardware" : "stack";
 }
 
 bool looks_like_path(const std::string& s) {
@@ -61,6 +62,7 @@ std::vector<std::string> user_catalog_folders() {
 
 std::vector<std::string> Catalog::user_files(SpecKind kind) const {
   std::vector<std::string> out, stems;
+  if (kind == SpecKind::stack) return out;
   for (const std::string& folder : user_folders_) {
     std::error_code ec;
     std::vector<std::string> here;
@@ -161,6 +163,33 @@ engine::Hardware Catalog::hardware(const std::string& name_or_path) const {
   return load_hardware(resolve(name_or_path, SpecKind::hardware));
 }
 
+engine::ServingStack Catalog::stack(const std::string& name_or_path) const {
+  if (!looks_like_path(name_or_path)) {
+    const std::vector<std::string> files = list(SpecKind::stack);
+    std::vector<std::string> names;
+    for (const std::string& p : files) {
+      if (fs::path(p).stem().string() == name_or_path) return load_stack(p);
+      names.push_back(fs::path(p).stem().string());
+    }
+    throw CatalogError(fmt::format("unknown stack '{}'; the presets are {}", name_or_path,
+                                   names.empty() ? std::string("none (no stacks/ folder found)")
+                                                 : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  return load_stack(resolve(name_or_path, SpecKind::stack));
+}
+
+std::vector<engine::ServingStack> Catalog::stacks() const {
+  std::vector<engine::ServingStack> out;
+  for (const std::string& p : list(SpecKind::stack)) {
+    try {
+      out.push_back(load_stack(p));
+    } catch (const std::exception&) {
+      continue;
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> Catalog::models_citing(const std::string& id) const {
   std::vector<std::string> matches;
   if (id.empty()) return matches;
@@ -194,9 +223,11 @@ SpecKind detect_spec_kind(const std::string& path) {
   const YAML::Node& r = *root;
   if (r["d_model"] || r["attention"] || r["derive_from"] || r["layers"]) return SpecKind::model;
   if (r["peak_flops"] || r["memory"]) return SpecKind::hardware;
+  if (r["scheduler"] || r["kv_cache"]) return SpecKind::stack;
   ctx.error({1, 1}, "",
             "cannot tell a model from a hardware file: a model has d_model and attention, "
-            "hardware has peak_flops and memory");
+            "hardware has peak_flops and memory (a serving-stack preset has scheduler and "
+            "kv_cache)");
   throw SpecError(diagnostics.items());
 }
 

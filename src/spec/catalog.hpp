@@ -8,10 +8,12 @@
 
 #include "engine/hardware.hpp"
 #include "engine/model.hpp"
+#include "engine/stack.hpp"
 
 namespace streamspark::spec {
 
-enum class SpecKind { model, hardware };
+// stack: serving-stack presets (stacks/<name>.yaml), shipped ones only (not in user folders).
+enum class SpecKind { model, hardware, stack };
 
 // A name that is not in the catalog and not a file.
 class CatalogError : public std::runtime_error {
@@ -47,6 +49,11 @@ class Catalog {
 
   engine::Model model(const std::string& name_or_path) const;
   engine::Hardware hardware(const std::string& name_or_path) const;
+  // A serving-stack preset by name ("vllm-0.6") or path. An unknown name throws CatalogError
+  // listing every preset.
+  engine::ServingStack stack(const std::string& name_or_path) const;
+  // Every preset, in name order (those that do not load are skipped: check reports them).
+  std::vector<engine::ServingStack> stacks() const;
   // Names of the models whose source cites `id` (a Hugging Face id such as
   // meta-llama/Llama-2-7b-hf) as a whole word, in list order; files that do not load are
   // skipped (check reports them).

@@ -285,8 +285,8 @@ std::optional<engine::AchievableFractions> parse_achievable(MapReader& ach) {
   }
   ach.finish();
   if (!compute || !memory || !ach_source) return std::nullopt;
-  engine::AchievableFractions a{*compute, *memory, kernel, step.value_or(0.0), *ach_source};
-  a.compute_by_format = std::move(by_format);
+  engine::AchievableFractions a{*compute,           *memory,     kernel,
+                                step.value_or(0.0), *ach_source, std::move(by_format)};
   return a;
 }
 

@@ -316,7 +316,11 @@ TEST_CASE("plan: the README's worked example is current") {
     }
   }
   CHECK(checked == 7);
-  CHECK(r.out.find("best: 6 x h200 (fp8, tp 2, pp 1, max batch 256), 3 replicas · $27.54/hour") !=
+  // The default method is calibrated (h100-sxm, h200 and a100-80gb have achievable data).
+  CHECK(r.out.find("method calibrated (roofline on l40s: no calibration or achievable data)") !=
+        std::string::npos);
+  CHECK(r.out.find(
+            "best: 10 x h100-sxm (fp8, tp 2, pp 1, max batch 256), 5 replicas · $34.90/hour") !=
         std::string::npos);
 }
 
@@ -355,4 +359,25 @@ TEST_CASE("plan: a trace's own rate, and the highest rate of a fixed fleet") {
     CHECK(p["served_rate"].get<double>() <= previous);  // best first
     previous = p["served_rate"];
   }
+}
+
+TEST_CASE("plan: rows on a GPU costed at the roofline beside calibrated ones carry a note") {
+  // b200 has no achievable section, so the default method falls back to the roofline there:
+  // its rows are an ideal bound beside h100-sxm's calibrated ones, and the table says so.
+  const std::string q =
+      "plan -m llama3-70b -H b200,h100-sxm --rate 20 --requests 200 --slo-ttft-p90 '1 s' "
+      "--slo-tpot-p90 '50 ms' --threads 2";
+  const Run mixed = run(q);
+  REQUIRE(mixed.exit_code == 0);
+  CHECK(mixed.out.find("note: b200 is costed at the datasheet roofline (no calibration or "
+                       "achievable data)") != std::string::npos);
+  // One method for every GPU: no note.
+  const Run roofline = run(q + " --method roofline");
+  REQUIRE(roofline.exit_code == 0);
+  CHECK(roofline.out.find("costed at the datasheet roofline") == std::string::npos);
+  const Run calibrated_only =
+      run("plan -m llama3-70b -H h100-sxm,h200 --rate 20 --requests 200 --slo-ttft-p90 '1 s' "
+          "--slo-tpot-p90 '50 ms' --threads 2");
+  REQUIRE(calibrated_only.exit_code == 0);
+  CHECK(calibrated_only.out.find("costed at the datasheet roofline") == std::string::npos);
 }

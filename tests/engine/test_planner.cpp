@@ -109,7 +109,7 @@ PlanInputs small_grid() {
 // the objectives at, by simulation alone; 0 when none does.
 int64_t brute_force_replicas(const PlanInputs& in, const PlanCandidate& c) {
   AnalysisOptions o;
-  o.method = in.method;
+  o.method = method_for(in.method, in.hardware[c.hardware]);
   o.costing.precision = in.formats[c.format].precision;
   o.costing.parallel = c.layout;
   o.costing.parallel.replicas = 1;

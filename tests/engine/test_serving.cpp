@@ -161,6 +161,35 @@ TEST_CASE("two requests, by hand: continuous against static batching") {
   }
 }
 
+TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait") {
+  // The requests of the test above. [0,1] A's prefill -> A token 1 at 1. [1,2] B (arrived 0.5)
+  // prefills alone, A waits -> B token 1 at 2. [2,3] both decode -> A token 2, B token 2 (B
+  // done at 3). [3,4] A token 3 -> A done at 4 (mixed batching: both done at 3).
+  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  const auto r = simulate(requests, o, timer);
+  CHECK(r.outcomes[0].first_token_s == 1.0);
+  CHECK(r.outcomes[1].first_token_s == 2.0);
+  CHECK(r.outcomes[1].finish_s == 3.0);
+  CHECK(r.outcomes[0].finish_s == 4.0);
+  CHECK(r.metrics.iterations == 4);
+}
+
+TEST_CASE("a fixed per-request cost delays every request's entry into the scheduler") {
+  // The requests above with 0.25 s of tokenization and API work each: A enters at 0.25, B at
+  // 0.75. [0.25,1.25] A's prefill; [1.25,2.25] A decodes, B prefills; [2.25,3.25] both decode.
+  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.request_overhead_s = 0.25;
+  const auto r = simulate(requests, o, timer);
+  CHECK(r.outcomes[0].ttft_s() == doctest::Approx(1.25));  // from its arrival at 0
+  CHECK(r.outcomes[1].ttft_s() == doctest::Approx(1.75));  // from 0.5
+  CHECK(r.outcomes[0].finish_s == doctest::Approx(3.25));
+}
+
 TEST_CASE("the token budget and chunked prefill") {
   // One request, prompt 10, budget 4 tokens per iteration. Chunked: 4 + 4 + 2 -> first token
   // after 3 iterations. Unchunked: the whole prompt in one (over-budget) iteration.

@@ -1,0 +1,109 @@
+// Serving stacks: what a stack (vLLM, SGLang, TensorRT-LLM at a version) does that changes an
+// iteration's cost or a request's latency beyond the operators it runs. A preset file
+// (stacks/*.yaml, read by spec/stack_spec) holds one stack's values, each cited to its docs or
+// source; the engine applies them:
+//   - the scheduler's limits and how prompts are batched (SchedulerOptions),
+//   - what its memory fraction is a fraction of (kv_budget_bytes),
+//   - CUDA-graph capture sizes: a decode-only iteration runs the graph of the next captured
+//     batch size at or above its batch, so its token-proportional operators cost the padded
+//     batch (IterationCost),
+//   - host costs per iteration, per sequence in it and per request (tokenization and the API
+//     before the request reaches the scheduler).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/enum_names.hpp"
+
+namespace streamspark::engine {
+
+// What a stack's memory fraction f is a fraction of, for a device of M bytes holding W bytes of
+// weights and A bytes of the activations of its largest iteration:
+//   total:         KV = f M - W - A   (vLLM gpu_memory_utilization: the engine's whole share,
+//                                      KV what the profiling run's peak leaves)
+//   static:        KV = f M - W       (SGLang mem_fraction_static: weights and KV pool;
+//                                      activations live in the rest)
+//   free:          KV = f (M - W - A) (TensorRT-LLM free_gpu_memory_fraction: of what is free
+//                                      once the engine and its buffers are loaded)
+// clang-format off
+#define STREAMSPARK_KV_MEMORY_BASES(X) X(total, "total") X(static_pool, "static") X(free, "free")
+// clang-format on
+STREAMSPARK_ENUM(KvMemoryBasis, STREAMSPARK_KV_MEMORY_BASES)
+
+// KV bytes of one device under `basis`; <= 0 when nothing is left (the caller refuses).
+double kv_budget_bytes(KvMemoryBasis basis, double fraction, double device_bytes,
+                       double weight_bytes, double activation_bytes);
+// The formula as text, for messages and reports ("0.9 x 80 GB - weights - activations").
+std::string describe(KvMemoryBasis basis);
+
+// How an iteration's prompts and decodes share it (continuous batching):
+//   mixed:         running sequences' decode tokens first, then new prompts in the token budget
+//                  left (Sarathi, TensorRT-LLM in-flight batching, vLLM with chunked prefill)
+//   prefill_first: when new prompts can be admitted, the iteration runs only prompts and the
+//                  decodes wait (vLLM's default scheduler without chunked prefill, SGLang's)
+// clang-format off
+#define STREAMSPARK_PROMPT_BATCHINGS(X) X(mixed, "mixed") X(prefill_first, "prefill-first")
+// clang-format on
+STREAMSPARK_ENUM(PromptBatching, STREAMSPARK_PROMPT_BATCHINGS)
+
+// A stack's costs outside the operators, applied by the Analyzer and the serving iteration
+// cost whatever the method.
+struct StackExecution {
+  // Decode batch sizes with a captured CUDA graph, ascending; empty: every iteration eager.
+  std::vector<int64_t> graph_batch_sizes;
+  // Graphs are used only while every sequence's context is at most this (0: any context).
+  int64_t graph_max_context = 0;
+  double iteration_s = 0;  // host: scheduling and input preparation, once per iteration
+  double sequence_s = 0;   // host: sampling and detokenization, per sequence in an iteration
+  double request_s = 0;    // host: per request before scheduling (tokenization, the API)
+  // Where the hardware file's calibration already holds measured host costs (a profiled or
+  // fitted file), the iteration and sequence costs are not added a second time
+  // (stack_host_costs_apply in analysis.hpp).
+};
+
+// The batch a decode-only iteration of `batch` sequences runs at: the smallest captured size
+// >= batch when one exists and the longest context allows graphs, else `batch`.
+int64_t graph_batch(const StackExecution& e, int64_t batch, int64_t longest_context);
+
+// One stack at one version, as its preset file states it.
+struct ServingStack {
+  std::string name;     // the preset's name: "vllm-0.6"
+  std::string stack;    // "vLLM"
+  std::string version;  // "0.6.3": the version its values were read at
+  // Measurement rows of this stack whose version starts with one of these take the preset.
+  std::vector<std::string> versions;
+  int64_t max_sequences = 256;
+  int64_t max_batched_tokens = 8192;  // per iteration (without chunked prefill: per prompt pass)
+  // Without chunked prefill the budget is at least the model's max_context (vLLM: a whole
+  // prompt must fit one iteration).
+  bool budget_covers_context = false;
+  bool chunked_prefill = false;
+  // Chunked prefill is turned on for models whose max_context exceeds this (0: never).
+  int64_t chunked_above_context = 0;
+  int64_t chunk_tokens = 0;  // with chunked prefill, the token budget (0: max_batched_tokens)
+  PromptBatching prompt_batching = PromptBatching::mixed;
+  int64_t block_size = 16;
+  double memory_fraction = 0.9;
+  KvMemoryBasis memory_basis = KvMemoryBasis::total;
+  StackExecution execution;
+  // key -> citation ("https://github.com/vllm-project/vllm/blob/<tag>/vllm/config.py#L..."),
+  // for every value above the file states.
+  std::map<std::string, std::string> sources;
+  std::string file;  // where it was read from
+};
+
+// What the stack's scheduler runs a model of `max_context` with.
+struct StackLimits {
+  int64_t max_sequences = 0;
+  int64_t max_tokens = 0;  // the iteration's token budget
+  bool chunked_prefill = false;
+};
+// `chunked`: the request's choice, when it made one.
+StackLimits stack_limits(const ServingStack& s, int64_t max_context,
+                         std::optional<bool> chunked = std::nullopt);
+
+}  // namespace streamspark::engine

@@ -1,0 +1,27 @@
+// Serving-stack preset files (stacks/<name>.yaml): what a stack at a version does that changes
+// cost, every value cited. Schema (docs/file-formats.md, "Serving-stack presets"):
+//   name, stack, version, source    strings, required (version: the one the values were read at)
+//   matches: [prefix, ...]          versions of measurement rows (stack_version) that take it
+//   scheduler: {max_sequences, max_batched_tokens, budget_covers_context, chunked_prefill,
+//               chunked_above_context, chunk_tokens, prompt_batching}
+//                                   prompt_batching: mixed | prefill-first
+//   kv_cache: {block_size, memory_fraction, memory_basis}    total | static | free
+//   cuda_graphs: {batch_sizes: [ascending integers], max_context}   optional
+//   host: {iteration, sequence, request}    times per iteration, per sequence in one, per
+//                                           request
+//   sources: {<section>.<key>: citation}    one for every value above, and none for a key
+//                                           that is not there
+#pragma once
+
+#include <string>
+
+#include "engine/stack.hpp"
+#include "spec/yaml_reader.hpp"
+
+namespace streamspark::spec {
+
+std::optional<engine::ServingStack> parse_stack(const YAML::Node& root, const SpecContext& ctx);
+// Throws SpecError with every problem (file:line:column: key: message).
+engine::ServingStack load_stack(const std::string& path);
+
+}  // namespace streamspark::spec

@@ -104,6 +104,7 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   run.output_len = row.output_len;
   run.measured = row.measured;
   run.stack = row.stack;
+  run.stack_name = row.stack_name;
   run.source = row.source;
   return {std::move(run), nullptr, ""};
 }
@@ -311,6 +312,19 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
   v.mode = r.mode;
   v.checks = gate_checks(v);
   v.failure = failure_text(v.checks);
+  if (r.intervals) {
+    std::vector<engine::ClassifiedError> errors;
+    for (size_t i = 0; i < v.runs.size(); ++i) {
+      const engine::MeasuredRun& run = v.runs[i];
+      for (const engine::MetricComparison& c : v.comparisons[i]) {
+        errors.push_back(
+            {{run.stack_name.empty() ? "(no stack)" : run.stack_name, run.hardware_name, c.metric},
+             c.error(),
+             c.where});
+      }
+    }
+    v.bands = engine::error_bands(errors);
+  }
   return v;
 }
 

@@ -10,6 +10,7 @@
 
 #include "app/context.hpp"
 #include "engine/measured.hpp"
+#include "engine/prediction_interval.hpp"
 #include "spec/measurement_file.hpp"
 
 namespace streamspark::app {
@@ -52,6 +53,9 @@ struct MeasuredValidateRequest {
   std::optional<std::string> stack;  // every row's preset; unset: each row's stack column's
   MetricTolerances tolerances;
   GateMode mode = GateMode::median;
+  // --intervals: each (stack, hardware, metric) class's p10-p90 error band and its
+  // leave-one-out coverage (engine/prediction_interval.hpp).
+  bool intervals = false;
 };
 
 // One comparison the gate made: a metric's median over the rows (where: "median of N") or one
@@ -73,7 +77,8 @@ struct MeasuredValidation {
   std::vector<engine::MetricSummary> summary;                      // by metric, then "all"
   MetricTolerances tolerances;
   GateMode mode = GateMode::median;
-  std::vector<GateCheck> checks;  // empty without tolerances
+  std::vector<GateCheck> checks;                        // empty without tolerances
+  std::optional<std::vector<engine::ErrorBand>> bands;  // --intervals
   // "validate: ttft median |error| 21.6% above the 15% tolerance" for the first failed check
   // (and how many more failed); empty when none failed or none was set.
   std::string failure;

@@ -87,6 +87,9 @@ void bind_validate_options(ValidateCli& s) {
       "--measured also per metric: ttft=20%,tpot=10%,e2e=..,output_tok_s=..");
   b.flag("--per-row", s.per_row,
          "with --measured: every row's metric against the tolerance, not the metrics' medians");
+  b.flag("--intervals", s.intervals,
+         "with --measured: each stack, hardware and metric's p10-p90 error band and its "
+         "leave-one-out coverage");
   b.text("--junit", s.junit,
          "with --measured: also write the checks as JUnit XML to this file (for CI dashboards)");
   CLI::Option* per_op = b.flag("--per-op", s.per_op, "print every operator (JSON always has them)");
@@ -114,10 +117,26 @@ void bind_validate_options(ValidateCli& s) {
       "with --measured: every row's serving-stack preset (default: the preset each row's "
       "stack and stack_version columns match, if any)");
   b.conflicts("--profile",
-              {"--measured", "--batch", "--prompt", "--generate", "--repeats", "--seed",
-               "--speculative", "--warmup-steps", "--backend", "--threads", "--temperature",
-               "--per-op", "--allow-beyond-context", "--strict-hardware", "--model", "--per-row",
-               "--junit", "--phases-only", "--stack"},
+              {"--measured",
+               "--batch",
+               "--prompt",
+               "--generate",
+               "--repeats",
+               "--seed",
+               "--speculative",
+               "--warmup-steps",
+               "--backend",
+               "--threads",
+               "--temperature",
+               "--per-op",
+               "--allow-beyond-context",
+               "--strict-hardware",
+               "--model",
+               "--per-row",
+               "--junit",
+               "--phases-only",
+               "--stack",
+               "--intervals"},
               "the table gives each point's operator and shape, and nothing runs on this machine");
   b.conflicts("--measured",
               {"--batch", "--prompt", "--generate", "--repeats", "--seed", "--speculative",
@@ -147,10 +166,11 @@ void check_form(const ValidateCli& s) {
                                  "not with ") +
                      (s.measured.empty() ? "--speculative" : "--measured"));
   }
-  if (s.measured.empty() && (s.per_row || !s.junit.empty() || s.stack)) {
-    throw UsageError(std::string(s.per_row ? "--per-row"
-                                 : s.stack ? "--stack"
-                                           : "--junit") +
+  if (s.measured.empty() && (s.per_row || !s.junit.empty() || s.stack || s.intervals)) {
+    throw UsageError(std::string(s.per_row     ? "--per-row"
+                                 : s.stack     ? "--stack"
+                                 : s.intervals ? "--intervals"
+                                               : "--junit") +
                      ": for --measured");
   }
   if (s.measured.empty() && (s.r.model.empty() || s.r.hardware.empty())) {
@@ -167,6 +187,7 @@ app::MeasuredValidateRequest measured_request(const ValidateCli& s) {
   m.stack = s.stack;
   m.tolerances = s.tolerances;
   m.mode = s.per_row ? app::GateMode::per_row : app::GateMode::median;
+  m.intervals = s.intervals;
   if (s.per_row && s.tolerances.empty()) {
     throw UsageError("--per-row: gates each row against --tolerance; give --tolerance");
   }

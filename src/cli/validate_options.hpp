@@ -28,6 +28,7 @@ struct ValidateCli {
   bool phases_only = false;
   app::MetricTolerances tolerances;  // --tolerance
   bool per_row = false;              // --measured: each row against the tolerances
+  bool intervals = false;            // --measured: error bands and their coverage
   std::string junit;                 // --measured: the checks as JUnit XML, here
   std::optional<std::string> stack;  // --measured: every row's serving-stack preset
   OutputOptions out;

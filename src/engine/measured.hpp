@@ -54,7 +54,8 @@ struct MeasuredRun {
   double memory_fraction = 0.9;
   int64_t max_batched_tokens = 8192;
   MeasuredMetrics measured;
-  std::string stack;  // "vLLM 0.6.0"
+  std::string stack;       // "vLLM 0.6.0"
+  std::string stack_name;  // "vLLM": the stack without its version (prediction-interval classes)
   // The serving-stack preset the run is predicted with (its scheduler, KV accounting, CUDA
   // graphs and host costs; the row's memory_fraction and max_batched_tokens, set above, win);
   // none: vLLM's scheduler defaults and no host costs.

@@ -31,6 +31,13 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
+double nearest_rank(std::vector<double> v, double q) {
+  if (v.empty()) throw std::invalid_argument("quantile of no values");
+  std::sort(v.begin(), v.end());
+  const auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(std::max<size_t>(k, 1), v.size()) - 1];
+}
+
 double relative_error(double predicted, double measured) {
   if (!(measured > 0) || !std::isfinite(measured) || !std::isfinite(predicted)) {
     throw std::invalid_argument("relative error against a measurement of " +

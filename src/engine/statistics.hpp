@@ -17,6 +17,9 @@ struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0;
 };
 Percentiles percentiles(std::vector<double> values);
+// One nearest-rank quantile, q in (0, 1], as percentiles() takes them. Throws
+// std::invalid_argument when empty.
+double nearest_rank(std::vector<double> values, double q);
 
 // (predicted - measured) / measured: positive when the prediction is too high. Throws
 // std::invalid_argument unless measured > 0 (nothing measured is never a 0 % error).

@@ -92,6 +92,81 @@ std::string loo_text(const char* by, const engine::LeaveOneOut& l) {
 
 }  // namespace
 
+namespace {
+
+// The measured value's range for a prediction P, as factors of P ("0.87 to 1.2"), by a band.
+std::string band_factors(const engine::ErrorBand& b) {
+  if (!(b.p10_error > -1) || !(b.p90_error > -1)) return "unbounded (an error of -100% or below)";
+  const engine::MeasuredRange r = engine::measured_range(1.0, b);
+  return fmt::format("{} to {} x P", significant(r.low, 3), significant(r.high, 3));
+}
+
+std::string intervals_text(const std::vector<engine::ErrorBand>& bands) {
+  std::string out =
+      "\nprediction intervals: p10 and p90 of the signed error per stack, hardware and metric; a "
+      "prediction P then means a measurement in [P / (1 + p90), P / (1 + p10)]\n";
+  Table t;
+  t.add_column("stack", Align::left);
+  t.add_column("hardware", Align::left);
+  t.add_column("metric", Align::left);
+  t.add_column("rows");
+  t.add_column("p10 error");
+  t.add_column("p90 error");
+  t.add_column("measured", Align::left);
+  t.add_column("held out");
+  t.add_column("inside");
+  for (const engine::ErrorBand& b : bands) {
+    if (!b.has_band) {
+      t.add_row({b.cls.stack, b.cls.hardware, b.cls.metric, std::to_string(b.rows), "-", "-",
+                 fmt::format("no band: {} rows, a band needs {}", b.rows, engine::kMinIntervalRows),
+                 "-", "-"});
+      continue;
+    }
+    t.add_row({b.cls.stack, b.cls.hardware, b.cls.metric, std::to_string(b.rows),
+               format_signed_percent(b.p10_error), format_signed_percent(b.p90_error),
+               band_factors(b), b.held_out ? std::to_string(b.held_out) : "-",
+               b.held_out ? std::to_string(b.inside) : "-"});
+  }
+  out += t.render();
+  const engine::IntervalCoverage c = engine::coverage(bands);
+  if (c.held_out == 0) {
+    out += fmt::format(
+        "leave-one-out coverage: no class has more than {} rows, so no row could be held out\n",
+        engine::kMinIntervalRows);
+  } else {
+    out += fmt::format(
+        "leave-one-out coverage: {} of {} held-out rows inside the band of their class's other "
+        "rows ({}; a p10-p90 band aims at about 80%)\n",
+        c.inside, c.held_out, abs_percent(c.share()));
+  }
+  return out;
+}
+
+json intervals_json(const std::vector<engine::ErrorBand>& bands) {
+  json classes = json::array();
+  for (const engine::ErrorBand& b : bands) {
+    json j = {{"stack", b.cls.stack}, {"hardware", b.cls.hardware}, {"metric", b.cls.metric},
+              {"rows", b.rows},       {"has_band", b.has_band},     {"held_out", b.held_out},
+              {"inside", b.inside}};
+    if (b.has_band) {
+      j["p10_error"] = b.p10_error;
+      j["p90_error"] = b.p90_error;
+      if (b.p10_error > -1 && b.p90_error > -1) {
+        const engine::MeasuredRange r = engine::measured_range(1.0, b);
+        j["measured_low_factor"] = r.low;
+        j["measured_high_factor"] = r.high;
+      }
+    }
+    classes.push_back(std::move(j));
+  }
+  const engine::IntervalCoverage c = engine::coverage(bands);
+  return {{"min_rows", engine::kMinIntervalRows},
+          {"classes", classes},
+          {"coverage", {{"held_out", c.held_out}, {"inside", c.inside}, {"share", c.share()}}}};
+}
+
+}  // namespace
+
 // "stack presets: vllm-0.6 on 17 rows; 79 rows without one (vLLM's scheduler defaults, no host
 // costs)", or nothing when no row has one.
 std::string presets_line(const MeasuredValidation& v) {
@@ -146,6 +221,7 @@ std::string measured_validation_table(const MeasuredValidation& v) {
   out +=
       "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
       "TTFT of the batch, TPOT the mean decode step; serving runs: the simulator's medians.\n";
+  if (v.bands) out += intervals_text(*v.bands);
   if (!v.checks.empty()) {
     const auto failed = std::count_if(v.checks.begin(), v.checks.end(),
                                       [](const GateCheck& c) { return !c.passed(); });
@@ -278,6 +354,7 @@ json measured_validation_json(const MeasuredValidation& v) {
       {"file", v.file}, {"method", v.method}, {"rows", rows}, {"summary", summary_json(v.summary)}};
   if (!v.imported.empty()) out["imported"] = v.imported;
   if (!v.tolerances.empty()) out["check"] = check_json(v);
+  if (v.bands) out["intervals"] = intervals_json(*v.bands);
   return out;
 }
 

@@ -190,7 +190,7 @@ struct MeasurementRowReader {
     if (r.stat != "mean" && r.stat != "median") {
       error("stat", "expected mean or median, got '" + r.stat + "'");
     }
-    r.stack = text("stack").value_or("");
+    r.stack = r.stack_name = text("stack").value_or("");
     if (const auto v = text("stack_version")) r.stack += " " + *v;
     r.source = text("source").value_or("");
     if (diags.size() == before) out.push_back(std::move(r));
@@ -443,6 +443,7 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
     r.mode = engine::MeasurementMode::serving;
     r.source = path;
     r.stack = format == BenchmarkFormat::vllm ? "vLLM benchmark_serving" : "SGLang bench_serving";
+    r.stack_name = format == BenchmarkFormat::vllm ? "vLLM" : "SGLang";
     const auto completed = num("completed");
     const auto prompts = num("num_prompts");
     r.requests = static_cast<int64_t>(prompts ? *prompts : completed.value_or(0));

@@ -61,7 +61,8 @@ struct MeasurementRow {
   int64_t output_len = 0;
   std::string stat = "median";
   engine::MeasuredMetrics measured;
-  std::string stack;
+  std::string stack;       // "vLLM 0.6.3": the stack column, then stack_version
+  std::string stack_name;  // "vLLM": the stack column alone
   std::string source;
 };
 

@@ -112,3 +112,36 @@ TEST_CASE("import-benchmark: a vLLM result as one row; a row that cannot be pred
   r.defaults.model = "no-such-model";
   CHECK_THROWS_AS(app::import_benchmark(r, s.context), spec::SpecError);
 }
+
+TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric; coverage") {
+  test::ServiceContext s;
+  app::MeasuredValidateRequest r;
+  r.file = kData + "published.csv";
+  CHECK_FALSE(app::validate_measured(r, s.context).bands.has_value());
+  r.intervals = true;
+  const app::MeasuredValidation v = app::validate_measured(r, s.context);
+  REQUIRE(v.bands.has_value());
+  // LMDeploy on A100 (ttft, tpot, output_tok_s: 60 rows each), vLLM on H100 (17 e2e rows),
+  // vLLM ROCm on MI300X (19 e2e rows): every class has a band and every row is held out once.
+  REQUIRE(v.bands->size() == 5);
+  int64_t rows = 0;
+  for (const engine::ErrorBand& b : *v.bands) {
+    CAPTURE(b.cls.stack);
+    CAPTURE(b.cls.metric);
+    CHECK(b.has_band);
+    CHECK(b.p10_error <= b.p90_error);
+    CHECK(b.held_out == b.rows);
+    rows += b.rows;
+  }
+  CHECK(rows == 216);
+  // vLLM's e2e on the H100: p10 and p90 of its 17 errors, the 2nd and 16th smallest
+  // (ceil(1.7) = 2, ceil(15.3) = 16), as docs/serving-stacks.md quotes them.
+  const engine::ErrorBand& vllm = (*v.bands)[3];
+  CHECK(vllm.cls == engine::IntervalClass{"vLLM", "h100-sxm", "e2e"});
+  CHECK(vllm.p10_error == doctest::Approx(-0.167).epsilon(0.01));
+  CHECK(vllm.p90_error == doctest::Approx(0.150).epsilon(0.01));
+  // Leave-one-out coverage of the p10-p90 bands over the 216 metrics: 172 inside (79.6%).
+  const engine::IntervalCoverage c = engine::coverage(*v.bands);
+  CHECK(c.held_out == 216);
+  CHECK(c.inside == 172);
+}

@@ -1,0 +1,76 @@
+// Prediction intervals: a class's p10-p90 error band, the measured range it gives a
+// prediction, and leave-one-out coverage, each against hand-derived values.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "engine/prediction_interval.hpp"
+
+using namespace streamspark::engine;
+
+TEST_CASE("band_of: nearest-rank p10 and p90, and each row against the others' band") {
+  // Ten errors -0.30, -0.20, ..., +0.60 (step 0.10). Nearest rank over 10: p10 is the 1st
+  // value (ceil(1.0) = 1), p90 the 9th (ceil(9.0) = 9): -0.30 and +0.50.
+  std::vector<double> e;
+  for (int i = 0; i < 10; ++i) e.push_back(-0.30 + 0.10 * i);
+  const ErrorBand b = band_of(e);
+  CHECK(b.rows == 10);
+  CHECK(b.has_band);
+  CHECK(b.p10_error == doctest::Approx(-0.30));
+  CHECK(b.p90_error == doctest::Approx(0.50));
+  // Leave one out: 9 others; p10 = 1st of them (ceil(0.9) = 1), p90 = 9th (ceil(8.1) = 9), so
+  // each row's band is [min, max] of the other nine. The smallest (-0.30) and the largest
+  // (+0.60) lie outside theirs; the 8 rows between lie inside: 8 of 10.
+  CHECK(b.held_out == 10);
+  CHECK(b.inside == 8);
+}
+
+TEST_CASE("band_of: too few rows say so; exactly the minimum gives a band but no held-out rows") {
+  const ErrorBand few = band_of({0.1, 0.2, 0.3});
+  CHECK_FALSE(few.has_band);
+  CHECK(few.rows == 3);
+  const ErrorBand eight = band_of({0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7});
+  CHECK(eight.has_band);
+  CHECK(eight.p10_error == doctest::Approx(0));    // ceil(0.8) = 1st
+  CHECK(eight.p90_error == doctest::Approx(0.7));  // ceil(7.2) = 8th
+  CHECK(eight.held_out == 0);                      // 7 others are below kMinIntervalRows
+}
+
+TEST_CASE("measured_range: a prediction that runs 20% high means a measurement of P / 1.2") {
+  ErrorBand b;
+  b.has_band = true;
+  b.p10_error = -0.2;  // predicted 20% low at worst: measured up to P / 0.8
+  b.p90_error = 0.25;  // 25% high: measured down to P / 1.25
+  const MeasuredRange r = measured_range(100.0, b);
+  CHECK(r.low == doctest::Approx(80.0));
+  CHECK(r.high == doctest::Approx(125.0));
+  b.p10_error = -1.0;
+  CHECK_THROWS_AS(measured_range(100.0, b), std::invalid_argument);
+  CHECK_THROWS_AS(measured_range(100.0, ErrorBand{}), std::invalid_argument);
+}
+
+TEST_CASE("error_bands: one band per (stack, hardware, metric), coverage summed over them") {
+  // A fixture of two classes: vLLM e2e on h100-sxm, the ten errors above (8 of 10 inside), and
+  // vLLM ttft on a100-80gb, nine errors 0.01 ... 0.09 (each row's band is [min, max] of the
+  // other eight, so again the two extremes fall outside: 7 of 9), and one LMDeploy row (too
+  // few for a band). Coverage: 15 of 19 held-out rows, 78.9%.
+  std::vector<ClassifiedError> rows;
+  for (int i = 0; i < 10; ++i) rows.push_back({{"vLLM", "h100-sxm", "e2e"}, -0.30 + 0.10 * i, ""});
+  for (int i = 1; i <= 9; ++i) rows.push_back({{"vLLM", "a100-80gb", "ttft"}, 0.01 * i, ""});
+  rows.push_back({{"LMDeploy", "a100-80gb", "tpot"}, 0.5, ""});
+  const std::vector<ErrorBand> bands = error_bands(rows);
+  REQUIRE(bands.size() == 3);
+  CHECK(bands[0].cls == IntervalClass{"LMDeploy", "a100-80gb", "tpot"});
+  CHECK_FALSE(bands[0].has_band);
+  CHECK(bands[1].cls == IntervalClass{"vLLM", "a100-80gb", "ttft"});
+  CHECK(bands[1].p10_error == doctest::Approx(0.01));  // ceil(0.9) = 1st
+  CHECK(bands[1].p90_error == doctest::Approx(0.09));  // ceil(8.1) = 9th
+  CHECK(bands[1].inside == 7);
+  CHECK(bands[2].cls == IntervalClass{"vLLM", "h100-sxm", "e2e"});
+  CHECK(bands[2].inside == 8);
+  const IntervalCoverage c = coverage(bands);
+  CHECK(c.held_out == 19);
+  CHECK(c.inside == 15);
+  CHECK(c.share() == doctest::Approx(15.0 / 19));
+}

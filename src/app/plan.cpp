@@ -128,7 +128,12 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   if (r.chunked_prefill) {
     grid.chunked_prefill = *r.chunked_prefill;
   } else if (preset) {
-    grid.chunked_prefill = {preset->chunked_prefill};
+    // The preset's choice for the longest context among the models (vLLM chunks beyond 32K).
+    int64_t longest = 0;
+    for (const std::string& m : r.models) {
+      longest = std::max(longest, context.catalog.model(m).max_context);
+    }
+    grid.chunked_prefill = {engine::stack_limits(*preset, longest).chunked_prefill};
   }
   double configurations = 1;  // a double: eight lists of up to 1e7 values each
   for (size_t n : {r.models.size(), std::max<size_t>(r.hardware.size(), 1), r.dtypes.size(),
@@ -158,6 +163,7 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   in.memory_basis = memory_basis_of(preset);
   in.stack = execution_of(preset);
   if (preset && !r.scheduler.max_tokens) in.budget_from = *preset;
+  if (preset) in.batching_from = *preset;
   in.objectives = r.objectives;
   if (!in.objectives.bounds_queueing()) {
     throw UsageError(

@@ -89,14 +89,15 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   if (c.kv == engine::KvLayout::paged && !continuous) {
     throw UsageError("--kv paged: static batching reserves contiguous KV per batch");
   }
-  engine::StackLimits limits{kDefaultMaxBatch, kDefaultMaxTokens, false};
+  engine::StackLimits limits{kDefaultMaxBatch, kDefaultMaxTokens, false,
+                             engine::PromptBatching::mixed};
   if (stack) limits = engine::stack_limits(*stack, max_context, s.chunked_prefill);
   c.chunked_prefill = s.chunked_prefill.value_or(limits.chunked_prefill);
   c.max_batch = s.max_batch.value_or(limits.max_sequences);
   c.max_tokens = s.max_tokens.value_or(limits.max_tokens);
   c.block_size = s.block_size.value_or(stack ? stack->block_size : kDefaultBlockSize);
   if (stack) {
-    c.prompt_batching = stack->prompt_batching;
+    c.prompt_batching = limits.prompt_batching;
     out.request_overhead_s = stack->execution.request_s;
   }
   if (s.max_output > max_context) {

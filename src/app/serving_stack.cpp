@@ -69,6 +69,7 @@ StackInUse stack_in_use(const engine::ServingStack& s, double memory_fraction,
   u.stack = s.stack;
   u.version = s.version;
   u.prompt_batching = s.prompt_batching;
+  u.chunked_prompt_batching = s.chunked_prompt_batching;
   u.memory_fraction = memory_fraction;
   u.memory_basis = s.memory_basis;
   u.execution = s.execution;

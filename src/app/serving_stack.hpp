@@ -30,7 +30,7 @@ engine::StackExecution execution_of(const engine::ServingStack* stack);
 const engine::ServingStack* stack_for_row(const std::vector<engine::ServingStack>& presets,
                                           const std::string& row_stack);
 
-// One line for reports: "vllm-0.6 (vLLM v0.6.3)".
+// One line for reports: "vllm-0.6 (vLLM 0.6)".
 std::string describe_stack(const engine::ServingStack& s);
 
 // A stack as a run used it, for reports.
@@ -39,6 +39,7 @@ struct StackInUse {
   std::string stack;    // "vLLM"
   std::string version;  // "v0.6.3"
   engine::PromptBatching prompt_batching = engine::PromptBatching::mixed;
+  engine::PromptBatching chunked_prompt_batching = engine::PromptBatching::mixed;
   double memory_fraction = 0;  // as used (the request's, or the preset's)
   engine::KvMemoryBasis memory_basis = engine::KvMemoryBasis::total;
   engine::StackExecution execution;

@@ -66,7 +66,7 @@ Command add_serve_bench_command(CLI::App& root, const app::Context& context) {
   b.negated_flag("--no-verify", s->r.verify_tokens,
                  "skip re-running each request alone on a contiguous KV cache to compare tokens");
   bind_workload(b, s->r.workload, "arrivals per second (0: all at time 0)");
-  bind_scheduler(b, s->r.scheduler);
+  bind_scheduler(b, s->r.scheduler, /*with_stack=*/false);
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),
               "table or json");
   b.text("--requests-csv", s->requests_csv, "also write one measured CSV row per request");

@@ -36,7 +36,7 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   b.conflicts("--kv-memory", {"--memory-fraction"},
               "give the KV cache's bytes or the memory fraction it is derived from, not both");
   bind_workload(b, s->r.workload, "arrivals per second (0: all at time 0)");
-  bind_scheduler(b, s->r.scheduler);
+  bind_scheduler(b, s->r.scheduler, /*with_stack=*/true);
   bind_stack(b, s->r.stack);
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),
               "table or json");

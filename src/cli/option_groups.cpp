@@ -352,11 +352,13 @@ void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o) {
   }
 }
 
-void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {
+void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s, bool with_stack) {
   b.choice("--policy", s.policy, "policy", "continuous or static", OptionBinder::use_instead);
-  // Unset fields take the --stack preset's value, else the default named.
-  const auto preset = [](const std::optional<int64_t>& field, int64_t fallback) {
-    return field ? std::string() : fmt::format("; default {}, or the --stack preset's", fallback);
+  // Unset fields take the --stack preset's value (where the command takes one), else the
+  // default named.
+  const auto preset = [with_stack](const std::optional<int64_t>& field, int64_t fallback) {
+    if (field) return std::string();
+    return fmt::format("; default {}{}", fallback, with_stack ? ", or the --stack preset's" : "");
   };
   b.integer("--max-batch", s.max_batch, 1,
             "sequences per iteration (static: the batch it waits for)" +
@@ -365,7 +367,9 @@ void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s) {
             "tokens per iteration" + preset(s.max_tokens, app::kDefaultMaxTokens));
   b.switch_pair("--chunked-prefill", "--no-chunked-prefill", s.chunked_prefill,
                 "split prompts over iterations to fill the token budget",
-                "whole prompts in one iteration (the default, unless a --stack preset chunks)");
+                with_stack ? "whole prompts in one iteration (the default, unless a --stack "
+                             "preset chunks)"
+                           : "whole prompts in one iteration (the default)");
   b.custom<std::optional<engine::KvLayout>>(
       "--kv", s.kv, s.kv ? std::string(enum_name(*s.kv)) : "auto",
       [](const std::string& text, const std::string& option) -> std::optional<engine::KvLayout> {
@@ -396,7 +400,7 @@ void bind_stack(OptionBinder& b, std::optional<std::string>& stack) {
         return text;
       },
       "serving-stack preset (stacks/NAME.yaml, or a path): its scheduler limits, KV memory "
-      "accounting, CUDA-graph sizes and host costs, unless set here");
+      "accounting, host costs and (in serving simulations) CUDA-graph sizes, unless set here");
 }
 
 void bind_backend(OptionBinder& b, app::BackendSelection& s, bool graphs) {

@@ -94,7 +94,8 @@ void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& 
 void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o);
 // The scheduler and goodput objectives: --policy, --max-batch, --max-tokens, --chunked-prefill,
 // --kv, --block-size, --max-output, --preemption, --host-bandwidth, --slo-ttft, --slo-tpot.
-void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s);
+// with_stack: the command takes --stack, whose preset fills what is left unset.
+void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s, bool with_stack);
 // --stack NAME: a serving-stack preset.
 void bind_stack(OptionBinder& b, std::optional<std::string>& stack);
 

@@ -48,7 +48,8 @@ struct AnalysisOptions {
   bool naive_sampling = false;  // also cost sampling without a KV cache
   std::optional<DiffusionOptions> diffusion;  // cost diffusion generation too
   // A serving stack's host costs (added to every pass unless the hardware file's calibration
-  // measured them: stack_host_costs), its per-request cost (in TTFT) and CUDA-graph sizes.
+  // measured them: stack_host_costs) and its per-request cost (in TTFT). The Analyzer costs the
+  // batch it is given: CUDA-graph padding applies in the serving iteration cost only.
   StackExecution stack;
 };
 

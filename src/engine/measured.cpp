@@ -60,9 +60,10 @@ int64_t max_sequences(const MeasuredRun& run) {
   return run.preset ? run.preset->max_sequences : kStackMaxSequences;
 }
 
-// The scheduler the run's stack runs: vLLM's (max_num_seqs 256, paged blocks of 16, the
-// row's token budget), the batch capped by the run's concurrency, the KV cache what the row's
-// memory fraction leaves after weights and activations.
+// The scheduler the run's stack runs: its preset's (limits, block size, prompt batching, CUDA
+// graphs, host costs), else vLLM's defaults (max_num_seqs 256, paged blocks of 16); the row's
+// token budget; the batch capped by the run's concurrency; the KV cache what the row's memory
+// fraction leaves under the preset's basis (without one: after weights and activations).
 ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_t max_batch) {
   ServingOptions o;
   o.scheduler.max_batch = max_batch;
@@ -71,8 +72,9 @@ ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_
   KvMemoryBasis basis = KvMemoryBasis::total;
   if (run.preset) {
     const ServingStack& p = *run.preset;
-    o.scheduler.chunked_prefill = stack_limits(p, run.model.max_context).chunked_prefill;
-    o.scheduler.prompt_batching = p.prompt_batching;
+    const StackLimits limits = stack_limits(p, run.model.max_context);
+    o.scheduler.chunked_prefill = limits.chunked_prefill;
+    o.scheduler.prompt_batching = limits.prompt_batching;
     o.scheduler.block_size = p.block_size;
     o.request_overhead_s = p.execution.request_s;
     basis = p.memory_basis;

@@ -59,6 +59,10 @@ SchedulerOptions scheduler_of(const PlanInputs& in, const PlanCandidate& c) {
   if (in.budget_from) {
     s.max_tokens = stack_limits(*in.budget_from, s.max_context, c.chunked_prefill).max_tokens;
   }
+  if (in.batching_from) {
+    s.prompt_batching =
+        stack_limits(*in.batching_from, s.max_context, c.chunked_prefill).prompt_batching;
+  }
   return s;
 }
 

@@ -91,6 +91,9 @@ struct PlanInputs {
   // The preset whose token budget each candidate takes (for its model's max_context and its
   // chunked-prefill setting: stack_limits); none: scheduler.max_tokens for all.
   std::optional<ServingStack> budget_from;
+  // The serving-stack preset whose prompt batching each candidate takes, as its chunked
+  // prefill is on or off (none: in.scheduler's).
+  std::optional<ServingStack> batching_from;
   // The workload with arrivals at a mean of 1 request per second; every simulation replays all
   // of it at the replica's rate.
   std::vector<Request> unit_requests;

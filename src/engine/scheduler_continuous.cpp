@@ -20,10 +20,22 @@ namespace streamspark::engine {
 void Scheduler::next_continuous(Iteration& it) {
   int64_t budget = options_.max_tokens;
   bool any_prefill = false;
-  // Prefill first (vLLM without chunked prefill, SGLang): an iteration that can admit prompts
-  // runs them alone; the running sequences decode in the next one that cannot.
-  if (options_.prompt_batching == PromptBatching::prefill_first && !options_.chunked_prefill &&
-      swapped_.empty()) {
+  // Prefill first (vLLM without chunked prefill; SGLang, whose chunked prefill batches are
+  // never mixed with decodes): an iteration that has prompt tokens to run (the next chunks of
+  // prompts in flight, then new prompts) runs them alone; the running sequences decode in the
+  // next one that has none.
+  if (options_.prompt_batching == PromptBatching::prefill_first && swapped_.empty()) {
+    for (size_t r = 0; r < running_.size() && budget > 0; ++r) {
+      const int64_t i = running_[r];
+      Sequence& s = sequences_[static_cast<size_t>(i)];
+      const int64_t remaining = known(i) - s.cached;
+      if (remaining <= 1) continue;  // decoding: waits
+      const int64_t tokens = std::min(remaining, budget);
+      if (!grow_kv(i, tokens)) break;  // a full cache: the general pass below preempts
+      it.items.push_back({i, tokens, s.cached, s.cached + tokens >= known(i), false});
+      any_prefill = true;
+      budget -= tokens;
+    }
     admit_waiting(it, budget, any_prefill);
     if (!it.items.empty()) return;
   }

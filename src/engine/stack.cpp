@@ -42,6 +42,7 @@ StackLimits stack_limits(const ServingStack& s, int64_t max_context, std::option
   l.max_sequences = s.max_sequences;
   l.chunked_prefill = chunked.value_or(
       s.chunked_prefill || (s.chunked_above_context > 0 && max_context > s.chunked_above_context));
+  l.prompt_batching = l.chunked_prefill ? s.chunked_prompt_batching : s.prompt_batching;
   if (l.chunked_prefill) {
     l.max_tokens = s.chunk_tokens > 0 ? s.chunk_tokens : s.max_batched_tokens;
   } else {

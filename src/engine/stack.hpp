@@ -86,6 +86,9 @@ struct ServingStack {
   int64_t chunked_above_context = 0;
   int64_t chunk_tokens = 0;  // with chunked prefill, the token budget (0: max_batched_tokens)
   PromptBatching prompt_batching = PromptBatching::mixed;
+  // With chunked prefill on (vLLM 0.6's chunked scheduler mixes decodes and chunks; SGLang's
+  // keeps them apart): the file's chunked_prompt_batching, else prompt_batching.
+  PromptBatching chunked_prompt_batching = PromptBatching::mixed;
   int64_t block_size = 16;
   double memory_fraction = 0.9;
   KvMemoryBasis memory_basis = KvMemoryBasis::total;
@@ -101,6 +104,7 @@ struct StackLimits {
   int64_t max_sequences = 0;
   int64_t max_tokens = 0;  // the iteration's token budget
   bool chunked_prefill = false;
+  PromptBatching prompt_batching = PromptBatching::mixed;  // as chunked prefill is on or off
 };
 // `chunked`: the request's choice, when it made one.
 StackLimits stack_limits(const ServingStack& s, int64_t max_context,

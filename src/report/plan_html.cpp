@@ -262,13 +262,10 @@ std::string html_assumptions(const PlanReport& r) {
   h += "<li>" +
        e(fmt::format(
            "Serving: continuous batching, paged KV cache ({}-token blocks), at most {} tokens per "
-           "iteration, {} of device memory usable (the KV cache gets it minus the weights and "
-           "the activations of a full iteration{}); pipeline stages run pp micro-batch "
-           "schedulers at once.",
+           "iteration, a memory fraction of {} (the KV cache gets {}); pipeline stages run pp "
+           "micro-batch schedulers at once.",
            in.scheduler.block_size, in.scheduler.max_tokens, in.memory_fraction,
-           in.memory_basis == engine::KvMemoryBasis::total
-               ? ""
-               : ", accounted as " + engine::describe(in.memory_basis))) +
+           engine::describe(in.memory_basis))) +
        "</li>\n";
   h += "<li>" +
        e(fmt::format(

@@ -62,12 +62,23 @@ bool verified(const PlanCandidate& c) {
   return c.sustainable_rate > 0;
 }
 
-std::string method_text(const engine::PlanInputs& in) {
-  if (in.method) return std::string(enum_name(*in.method));
+std::vector<std::string> roofline_fallback(const engine::PlanInputs& in) {
   std::vector<std::string> roofline;
+  if (in.method) return roofline;
   for (const engine::Hardware& h : in.hardware) {
     if (engine::default_method(h) == engine::Method::roofline) roofline.push_back(h.name);
   }
+  return roofline;
+}
+
+std::string method_name(const engine::PlanInputs& in) {
+  if (in.method) return std::string(enum_name(*in.method));
+  return roofline_fallback(in).size() == in.hardware.size() ? "roofline" : "calibrated";
+}
+
+std::string method_text(const engine::PlanInputs& in) {
+  if (in.method) return std::string(enum_name(*in.method));
+  const std::vector<std::string> roofline = roofline_fallback(in);
   if (roofline.empty()) return "calibrated";
   if (roofline.size() == in.hardware.size()) {
     return "roofline (no hardware file has calibration or achievable data)";
@@ -80,23 +91,25 @@ std::string mixed_method_note(const PlanReport& r) {
   const engine::PlanInputs& in = in_of(r);
   const engine::PlanResult& res = res_of(r);
   if (in.method) return "";
-  bool calibrated_shown = false;
+  // Roofline GPUs among the rows shown, ranked against calibrated ones anywhere in the ranking
+  // (with --top 1 the calibrated rows it outranked are not shown).
+  bool calibrated_ranked = false;
   std::vector<std::string> roofline_shown;
   const size_t shown =
       std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
-  for (size_t k = 0; k < shown; ++k) {
+  for (size_t k = 0; k < res.ranking.size(); ++k) {
     const engine::Hardware& h = in.hardware[res.candidates[res.ranking[k]].hardware];
     if (engine::default_method(h) != engine::Method::roofline) {
-      calibrated_shown = true;
-    } else if (std::find(roofline_shown.begin(), roofline_shown.end(), h.name) ==
-               roofline_shown.end()) {
+      calibrated_ranked = true;
+    } else if (k < shown && std::find(roofline_shown.begin(), roofline_shown.end(), h.name) ==
+                                roofline_shown.end()) {
       roofline_shown.push_back(h.name);
     }
   }
-  if (!calibrated_shown || roofline_shown.empty()) return "";
+  if (!calibrated_ranked || roofline_shown.empty()) return "";
   return fmt::format(
       "note: {} {} costed at the datasheet roofline (no calibration or achievable data), an ideal "
-      "bound the calibrated rows do not share: {} figures are optimistic beside theirs. "
+      "bound the calibrated ones do not share: {} figures are optimistic beside theirs. "
       "--method roofline ranks every GPU on the same footing; a fitted or profiled file "
       "calibrates one.",
       fmt::join(roofline_shown, ", "), roofline_shown.size() == 1 ? "is" : "are",

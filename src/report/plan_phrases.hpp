@@ -41,12 +41,16 @@ bool verified(const PlanCandidate& c);
 // Two deployments of one size: the same model, hardware, format, GPUs and cost (layouts differ).
 bool same_size(const PlanCandidate& a, const PlanCandidate& b);
 
+// The method's name for JSON: --method's, else "calibrated" (or "roofline" when no hardware
+// file can be calibrated); the GPUs that fell back to the roofline under the default.
+std::string method_name(const engine::PlanInputs& in);
+std::vector<std::string> roofline_fallback(const engine::PlanInputs& in);
 std::string goal_text(const engine::PlanInputs& in);
 // The cost method: the one asked for, or each hardware file's default ("calibrated", or
 // "calibrated (roofline on b200, l40s: no calibration or achievable data)").
 std::string method_text(const engine::PlanInputs& in);
-// Under the default method with GPUs costed both ways: the shown rows on GPUs that fell back to
-// the roofline, named, as an ideal bound not comparable with the calibrated rows; empty
+// Under the default method with GPUs costed both ways: the GPUs of shown rows that fell back to
+// the roofline, named, as an ideal bound not comparable with the calibrated rows ranked; empty
 // otherwise.
 std::string mixed_method_note(const PlanReport& r);
 

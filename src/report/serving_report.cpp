@@ -137,9 +137,12 @@ std::string stack_line(const app::StackInUse& s) {
     host += fmt::format(" (on {}: the calibration's measured ones instead)",
                         fmt::join(s.host_from_calibration, ", "));
   }
+  std::string batching(enum_name(s.prompt_batching));
+  if (s.chunked_prompt_batching != s.prompt_batching) {
+    batching += fmt::format(" ({} with chunked prefill)", enum_name(s.chunked_prompt_batching));
+  }
   return fmt::format("stack: {} ({} {}) · {} · KV = {} · {} · {} · {}/request\n", s.name, s.stack,
-                     s.version, enum_name(s.prompt_batching), basis, graphs, host,
-                     format_time(e.request_s));
+                     s.version, batching, basis, graphs, host, format_time(e.request_s));
 }
 
 nlohmann::json stack_json(const app::StackInUse& s) {
@@ -148,6 +151,7 @@ nlohmann::json stack_json(const app::StackInUse& s) {
               {"stack", s.stack},
               {"version", s.version},
               {"prompt_batching", enum_name(s.prompt_batching)},
+              {"chunked_prompt_batching", enum_name(s.chunked_prompt_batching)},
               {"memory_fraction", s.memory_fraction},
               {"memory_basis", enum_name(s.memory_basis)},
               {"graph_batch_sizes", e.graph_batch_sizes},

@@ -22,8 +22,9 @@ using app::ServingRun;
 using app::SpeculativeServing;
 
 std::string serving_table(const ServingRun& run);
-// "stack: vllm-0.6 (vLLM v0.6.3) · prefill-first · KV = 0.9 x memory - weights - activations ·
-// CUDA graphs at batch 1..256 (context <= 8192) · host 0 s/iteration, 0 s/sequence, 0 s/request"
+// "stack: vllm-0.6 (vLLM 0.6) · prefill-first · KV = 0.9 x memory - weights - activations ·
+// CUDA graphs at 35 decode batch sizes 1..256 (context <= 8192) · host 830 us/iteration,
+// 42 us/sequence · 0 s/request"
 std::string stack_line(const app::StackInUse& s);
 nlohmann::json stack_json(const app::StackInUse& s);
 nlohmann::json serving_json(const ServingRun& run);

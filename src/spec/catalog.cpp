@@ -180,13 +180,8 @@ engine::ServingStack Catalog::stack(const std::string& name_or_path) const {
 
 std::vector<engine::ServingStack> Catalog::stacks() const {
   std::vector<engine::ServingStack> out;
-  for (const std::string& p : list(SpecKind::stack)) {
-    try {
-      out.push_back(load_stack(p));
-    } catch (const std::exception&) {
-      continue;
-    }
-  }
+  // A broken preset is an error (SpecError naming it), never a preset silently missing.
+  for (const std::string& p : list(SpecKind::stack)) out.push_back(load_stack(p));
   return out;
 }
 

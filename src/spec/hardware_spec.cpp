@@ -559,12 +559,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
 }
 
 engine::Hardware load_hardware(const std::string& path) {
-  Diagnostics diagnostics;
-  const SpecContext ctx{path, &diagnostics};
-  std::optional<engine::Hardware> hw;
-  if (const auto root = load_yaml_mapping(path, ctx)) hw = parse_hardware(*root, ctx);
-  if (!hw) throw SpecError(diagnostics.items());
-  return *hw;
+  return load_spec_file(path, parse_hardware);
 }
 
 }  // namespace streamspark::spec

@@ -781,12 +781,9 @@ std::optional<engine::Model> parse_model(const YAML::Node& root, const SpecConte
 }
 
 engine::Model load_model(const std::string& path) {
-  Diagnostics diagnostics;
-  const SpecContext ctx{path, &diagnostics};
-  std::optional<engine::Model> model;
-  if (const auto root = load_yaml_mapping(path, ctx)) model = parse_model_at(*root, ctx, path, {});
-  if (!model) throw SpecError(diagnostics.items());
-  return *model;
+  return load_spec_file(path, [&path](const YAML::Node& root, const SpecContext& ctx) {
+    return parse_model_at(root, ctx, path, {});
+  });
 }
 
 }  // namespace streamspark::spec

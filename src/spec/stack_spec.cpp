@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <set>
 #include <vector>
@@ -39,6 +41,8 @@ bool parse_scheduler(MapReader& r, engine::ServingStack& s) {
   const auto above = bounded(r, "chunked_above_context", Presence::optional, kMaxTokens);
   const auto batching =
       r.enumeration<engine::PromptBatching>("prompt_batching", Presence::required);
+  const auto chunked_batching =
+      r.enumeration<engine::PromptBatching>("chunked_prompt_batching", Presence::optional);
   if (chunk && chunked && !*chunked && !above) {
     r.error_at("chunk_tokens",
                "given with chunked_prefill false and no chunked_above_context: the budget of no "
@@ -56,7 +60,9 @@ bool parse_scheduler(MapReader& r, engine::ServingStack& s) {
   s.max_batched_tokens = *tokens;
   s.chunked_prefill = *chunked;
   s.chunk_tokens = chunk.value_or(0);
+  if (r.has("chunked_prompt_batching") && !chunked_batching) return false;
   s.prompt_batching = *batching;
+  s.chunked_prompt_batching = chunked_batching.value_or(*batching);
   return true;
 }
 
@@ -85,8 +91,8 @@ bool parse_graphs(MapReader& r, engine::StackExecution& e, const SpecContext& ct
       const std::string path = fmt::format("{}[{}]", r.path_of("batch_sizes"), i);
       const std::optional<double> v =
           n.IsScalar() ? parse_decimal(n.Scalar()) : std::optional<double>();
-      if (!v || *v != static_cast<double>(static_cast<int64_t>(*v)) || *v < 1 ||
-          *v > kMaxSequences) {
+      // The range first: casting a double beyond int64_t's range is undefined.
+      if (!v || !(*v >= 1 && *v <= static_cast<double>(kMaxSequences)) || *v != std::floor(*v)) {
         ctx.error(location_of(n), path,
                   fmt::format("expected an integer from 1 to {}", kMaxSequences));
         ok = false;
@@ -204,13 +210,9 @@ std::optional<engine::ServingStack> parse_stack(const YAML::Node& root, const Sp
 }
 
 engine::ServingStack load_stack(const std::string& path) {
-  Diagnostics diagnostics;
-  const SpecContext ctx{path, &diagnostics};
-  std::optional<engine::ServingStack> s;
-  if (const auto root = load_yaml_mapping(path, ctx)) s = parse_stack(*root, ctx);
-  if (!s) throw SpecError(diagnostics.items());
-  s->file = path;
-  return *s;
+  engine::ServingStack s = load_spec_file(path, parse_stack);
+  s.file = path;
+  return s;
 }
 
 }  // namespace streamspark::spec

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/enum_names.hpp"
@@ -46,6 +48,21 @@ inline constexpr int64_t kMaxSpecValues = 100'000;
 std::optional<YAML::Node> load_yaml_mapping(const std::string& path, const SpecContext& ctx);
 // Same, from text already in memory (its size unchecked: the caller's).
 std::optional<YAML::Node> parse_yaml_mapping(const std::string& text, const SpecContext& ctx);
+
+// One spec file read and parsed: `parse(root, ctx)` returns the value, or nullopt with its
+// diagnostics recorded. No value (the file unreadable or malformed, or `parse` refusing it)
+// throws SpecError with every diagnostic; `parse` returns nullopt whenever it records one.
+template <typename Parse>
+auto load_spec_file(const std::string& path, Parse parse)
+    -> std::remove_reference_t<decltype(*parse(std::declval<const YAML::Node&>(),
+                                               std::declval<const SpecContext&>()))> {
+  Diagnostics diagnostics;
+  const SpecContext ctx{path, &diagnostics};
+  decltype(parse(std::declval<const YAML::Node&>(), ctx)) value;
+  if (const auto root = load_yaml_mapping(path, ctx)) value = parse(*root, ctx);
+  if (!value) throw SpecError(diagnostics.items());
+  return *value;
+}
 
 enum class Presence { required, optional };
 

@@ -371,6 +371,10 @@ TEST_CASE("plan: rows on a GPU costed at the roofline beside calibrated ones car
   REQUIRE(mixed.exit_code == 0);
   CHECK(mixed.out.find("note: b200 is costed at the datasheet roofline (no calibration or "
                        "achievable data)") != std::string::npos);
+  // --top 1 shows only the B200 row; the calibrated rows it outranked still call for the note.
+  const Run top1 = run(q + " --top 1");
+  REQUIRE(top1.exit_code == 0);
+  CHECK(top1.out.find("note: b200 is costed at the datasheet roofline") != std::string::npos);
   // One method for every GPU: no note.
   const Run roofline = run(q + " --method roofline");
   REQUIRE(roofline.exit_code == 0);

@@ -177,6 +177,27 @@ TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait"
   CHECK(r.metrics.iterations == 4);
 }
 
+TEST_CASE("prefill-first with chunked prefill: prompt chunks run alone, decodes wait (SGLang)") {
+  // A: prompt 4, output 3 at 0; B: prompt 6, output 2 at 0.5; 4 tokens per iteration, chunked.
+  // [0,1] A's prompt -> A token 1 at 1. [1,2] B's first chunk of 4, A waits. [2,3] B's last 2
+  // prompt tokens, A waits -> B token 1 at 3. [3,4] both decode -> B done at 4. [4,5] A token
+  // 3 -> A done at 5. (Mixed batching would decode A beside B's chunks.)
+  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 6, 2, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.max_tokens = 4;
+  o.scheduler.chunked_prefill = true;
+  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  const auto r = simulate(requests, o, timer);
+  CHECK(r.outcomes[0].first_token_s == 1.0);
+  CHECK(r.outcomes[1].first_token_s == 3.0);
+  CHECK(r.outcomes[1].finish_s == 4.0);
+  CHECK(r.outcomes[0].finish_s == 5.0);
+  CHECK(r.metrics.iterations == 5);
+  o.scheduler.prompt_batching = PromptBatching::mixed;
+  CHECK(simulate(requests, o, timer).outcomes[0].finish_s < 5.0);
+}
+
 TEST_CASE("a fixed per-request cost delays every request's entry into the scheduler") {
   // The requests above with 0.25 s of tokenization and API work each: A enters at 0.25, B at
   // 0.75. [0.25,1.25] A's prefill; [1.25,2.25] A decodes, B prefills; [2.25,3.25] both decode.

@@ -76,6 +76,7 @@ AnalyzeResult analyze(const AnalyzeRequest& r, const Context& context) {
                                      options.costing.precision, options.method);
   }
   if (r.speculative) out.speculative = analyze_speculative(r, context, *analyzer, out.results);
+  out.bands = prediction_bands(r.bands, options.method, stack, {hardware}, context);
   out.analyzer = std::move(analyzer);
   return out;
 }

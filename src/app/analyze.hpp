@@ -13,6 +13,7 @@
 #include "app/configuration.hpp"
 #include "app/context.hpp"
 #include "app/formats.hpp"
+#include "app/prediction_bands.hpp"
 #include "app/speculative_request.hpp"
 
 namespace streamspark::app {
@@ -35,6 +36,8 @@ struct AnalyzeRequest {
   // A serving-stack preset: its host costs per pass and sequence (unless the hardware file's
   // calibration measured them) and its per-request cost in TTFT.
   std::optional<std::string> stack;
+  // The p10-p90 band beside each TTFT, TPOT and e2e (app/prediction_bands.hpp).
+  BandsRequest bands;
 };
 
 // Speculative decoding of the same workloads, and per (prompt, generate) the batch from which
@@ -57,6 +60,7 @@ struct AnalyzeResult {
   // Prompt-major, then generate, then batch, as given.
   std::vector<engine::WorkloadResult> results;
   std::optional<SpeculativeAnalysis> speculative;
+  std::optional<engine::PredictionBands> bands;  // unless disabled
 };
 
 AnalyzeResult analyze(const AnalyzeRequest& request, const Context& context);

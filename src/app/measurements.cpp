@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "app/errors.hpp"
+#include "app/prediction_bands.hpp"
 #include "app/serving_stack.hpp"
 #include "engine/parallel.hpp"
 #include "spec/diagnostics.hpp"
@@ -109,17 +110,6 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   return {std::move(run), nullptr, ""};
 }
 
-// The engine's prediction of a row; a row it cannot predict (no room for a KV cache, say) is a
-// usage error naming the row.
-engine::MeasuredMetrics predict_row(const engine::MeasuredRun& run, engine::Method method) {
-  try {
-    return engine::predict(run, method);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(
-        fmt::format("{}: {} on {}: {}", run.where, run.model_name, run.hardware_name, e.what()));
-  }
-}
-
 std::vector<engine::Hardware> load_hardware_files(const spec::Catalog& catalog,
                                                   const std::vector<std::string>& names) {
   std::vector<engine::Hardware> out;
@@ -156,6 +146,15 @@ engine::Hardware fitted_hardware(const engine::Hardware& hw, const FitReport& re
 }
 
 }  // namespace
+
+engine::MeasuredMetrics predict_row(const engine::MeasuredRun& run, engine::Method method) {
+  try {
+    return engine::predict(run, method);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(
+        fmt::format("{}: {} on {}: {}", run.where, run.model_name, run.hardware_name, e.what()));
+  }
+}
 
 std::vector<engine::MeasuredRun> resolve_measurements(
     const std::vector<spec::MeasurementRow>& rows, const spec::Catalog& catalog,
@@ -318,7 +317,7 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
       const engine::MeasuredRun& run = v.runs[i];
       for (const engine::MetricComparison& c : v.comparisons[i]) {
         errors.push_back(
-            {{run.stack_name.empty() ? "(no stack)" : run.stack_name, run.hardware_name, c.metric},
+            {{interval_stack(run.preset, run.stack_name), run.hardware_name, c.metric},
              c.error(),
              c.where});
       }

@@ -26,6 +26,10 @@ std::vector<engine::MeasuredRun> resolve_measurements(
     const std::vector<engine::Hardware>& hardware_files,
     const std::optional<std::string>& stack = std::nullopt);
 
+// The engine's prediction of a row; a row it cannot predict (no room for a KV cache, say)
+// throws UsageError naming the row.
+engine::MeasuredMetrics predict_row(const engine::MeasuredRun& run, engine::Method method);
+
 // The metrics a measured run compares (engine::compare), in report order.
 inline constexpr const char* kMeasuredMetrics[] = {"ttft", "tpot", "e2e", "output_tok_s"};
 

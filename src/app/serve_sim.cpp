@@ -134,6 +134,16 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
         SpeculativeServing{speculative_draft_name(*r.speculative), spec_cost->config(),
                            spec_cost->draft_weight_bytes(), spec_cost->draft_kv_bytes_per_token()};
   }
+  if (spec_cost) {
+    if (r.bands.enabled) {
+      out.run.bands.emplace();
+      out.run.bands->unavailable =
+          "speculative decoding: the validation sets have no speculative run to take errors from";
+    }
+  } else {
+    out.run.bands =
+        prediction_bands(r.bands, analysis.method, stack, {hardware}, context);
+  }
   out.outcomes = result.outcomes;
   return out;
 }

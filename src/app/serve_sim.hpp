@@ -9,6 +9,7 @@
 
 #include "app/context.hpp"
 #include "app/formats.hpp"
+#include "app/prediction_bands.hpp"
 #include "app/serving_request.hpp"
 #include "app/serving_run.hpp"
 #include "app/speculative_request.hpp"
@@ -29,6 +30,7 @@ struct ServeSimRequest {
   SchedulerRequest scheduler;
   std::optional<SpeculativeRequest> speculative;  // acceptance rates required
   engine::ServiceObjectives objectives;           // plan's percentile objectives, reported
+  BandsRequest bands;  // beside the medians and the throughput (app/prediction_bands.hpp)
 };
 
 struct ServeSimResult {

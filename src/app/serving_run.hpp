@@ -11,6 +11,7 @@
 
 #include "app/serving_stack.hpp"
 #include "engine/planner.hpp"
+#include "engine/prediction_interval.hpp"
 #include "engine/serving.hpp"
 #include "engine/speculative.hpp"
 
@@ -39,6 +40,9 @@ struct ServingRun {
   // plan's percentile objectives (--slo-ttft-p90 ...), each reported met or missed.
   engine::ServiceObjectives objectives;
   std::optional<StackInUse> stack;  // --stack
+  // serve-sim: the p10-p90 band beside the median TTFT, TPOT, e2e and the throughput (the
+  // statistics serving measurement rows compare); unset for measured runs and --no-bands.
+  std::optional<engine::PredictionBands> bands;
 };
 
 // Each objective given, with the run's value: ("p90 TTFT", value, limit), in plan's order.

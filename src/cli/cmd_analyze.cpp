@@ -59,6 +59,7 @@ Command add_analyze_command(CLI::App& root, const app::Context& context) {
               "first-order model) or calibrated (the roofline with measured efficiencies: a "
               "probed hardware file, or its achievable fractions)");
   bind_stack(b, s->r.stack);
+  bind_bands(b, s->r.bands);
   b.flag("--per-op", s->per_op, "also list every operator of each phase");
   b.flag("--no-naive", s->no_naive,
          "skip the cost of sampling without a KV cache (it steps through every token)");

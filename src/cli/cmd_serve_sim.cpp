@@ -38,6 +38,7 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   bind_workload(b, s->r.workload, "arrivals per second (0: all at time 0)");
   bind_scheduler(b, s->r.scheduler, /*with_stack=*/true);
   bind_stack(b, s->r.stack);
+  bind_bands(b, s->r.bands);
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),
               "table or json");
   b.text("--requests-csv", s->requests_csv, "also write one CSV row per request");

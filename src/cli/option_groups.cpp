@@ -403,6 +403,16 @@ void bind_stack(OptionBinder& b, std::optional<std::string>& stack) {
       "accounting, host costs and (in serving simulations) CUDA-graph sizes, unless set here");
 }
 
+void bind_bands(OptionBinder& b, app::BandsRequest& bands) {
+  b.names("--bands-from", bands.files,
+          "measurement files (CSV or JSON lines, as validate --measured reads) whose rows' "
+          "errors give the p10-p90 band beside each prediction (default: every CSV of the "
+          "catalog's measurements/ folder)");
+  b.negated_flag("--no-bands", bands.enabled,
+                 "print no prediction band (the validation rows are not predicted)");
+  b.conflicts("--no-bands", {"--bands-from"}, "--no-bands prints no band to take rows from");
+}
+
 void bind_backend(OptionBinder& b, app::BackendSelection& s, bool graphs) {
   std::string names;
   for (const runtime::BackendEntry& e : runtime::backend_registry()) {

@@ -12,6 +12,7 @@
 #include "app/configuration.hpp"
 #include "app/formats.hpp"
 #include "app/plan.hpp"
+#include "app/prediction_bands.hpp"
 #include "app/runtime_setup.hpp"
 #include "app/serving_request.hpp"
 #include "app/speculative_request.hpp"
@@ -98,6 +99,8 @@ void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o);
 void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s, bool with_stack);
 // --stack NAME: a serving-stack preset.
 void bind_stack(OptionBinder& b, std::optional<std::string>& stack);
+// --bands-from FILE[,FILE] and --no-bands (app/prediction_bands.hpp).
+void bind_bands(OptionBinder& b, app::BandsRequest& bands);
 
 // --backend, --threads,-j and, for commands that run decode steps, --no-graphs.
 void bind_backend(OptionBinder& b, app::BackendSelection& s, bool graphs);

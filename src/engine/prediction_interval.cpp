@@ -1,5 +1,6 @@
 #include "engine/prediction_interval.hpp"
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -19,6 +20,7 @@ bool IntervalClass::operator==(const IntervalClass& o) const {
 ErrorBand band_of(std::vector<double> errors) {
   ErrorBand b;
   b.rows = static_cast<int64_t>(errors.size());
+  b.errors = errors;
   if (b.rows < kMinIntervalRows) return b;
   b.has_band = true;
   b.p10_error = nearest_rank(errors, 0.10);
@@ -58,6 +60,24 @@ MeasuredRange measured_range(double predicted, const ErrorBand& band) {
     throw std::invalid_argument("measured_range: an error of -100% or below has no inverse");
   }
   return {predicted / (1 + band.p90_error), predicted / (1 + band.p10_error)};
+}
+
+double pessimistic_error(const ErrorBand& band, double confidence) {
+  if (!band.has_band) throw std::invalid_argument("pessimistic_error: the class has no band");
+  if (!(confidence >= 0.5 && confidence < 1)) {
+    throw std::invalid_argument("pessimistic_error: confidence must be in [0.5, 1)");
+  }
+  // 1 - 0.7 is 0.30000000000000004 in binary: rounded to 1e-9, so that the rank of ten
+  // rows is 3, not 4.
+  return nearest_rank(band.errors, std::round((1 - confidence) * 1e9) / 1e9);
+}
+
+const ErrorBand* PredictionBands::find(const std::string& hardware,
+                                       const std::string& metric) const {
+  for (const ErrorBand& b : bands) {
+    if (b.cls.stack == stack && b.cls.hardware == hardware && b.cls.metric == metric) return &b;
+  }
+  return nullptr;
 }
 
 IntervalCoverage coverage(const std::vector<ErrorBand>& bands) {

@@ -48,6 +48,7 @@ struct ErrorBand {
   // them those whose error lies inside it. 0 when the class has kMinIntervalRows rows or fewer.
   int64_t held_out = 0;
   int64_t inside = 0;
+  std::vector<double> errors;  // the class's errors, in row order
 };
 
 // The band of every class, in class order (stack, hardware, metric).
@@ -72,5 +73,29 @@ struct IntervalCoverage {
   }
 };
 IntervalCoverage coverage(const std::vector<ErrorBand>& bands);
+
+// The error a prediction is taken to have when it must hold at `confidence` (in [0.5, 1)): the
+// nearest-rank (1 - confidence) quantile of the class's errors, so that a latency predicted P
+// is measured above P / (1 + e) in about 1 - confidence of the class's rows (0.9: the band's
+// p10 edge). A latency objective L is then met at that confidence when P <= L x (1 + e).
+// Requires has_band.
+double pessimistic_error(const ErrorBand& band, double confidence);
+
+// The bands predictions are shown with: every class's band over a set of validation rows, and
+// the class stack of the predictions (the preset they are made with: its name, "vllm-0.6";
+// none: kNoStack), so that a prediction of hardware H's metric M takes the band of (stack, H, M).
+inline constexpr const char* kNoStack = "(no stack)";
+struct PredictionBands {
+  std::vector<std::string> sources;  // the files the rows come from
+  std::string stack = kNoStack;
+  std::vector<ErrorBand> bands;
+  int64_t rows = 0;  // validation rows read
+  // Why no prediction of this run can take a band (e.g. speculative decoding, which no
+  // validation row ran); empty when the classes decide.
+  std::string unavailable;
+  // The class of the predictions' stack on `hardware` for `metric`: its band, or its rows when
+  // too few for one (has_band false); nullptr when no row is of that class.
+  const ErrorBand* find(const std::string& hardware, const std::string& metric) const;
+};
 
 }  // namespace streamspark::engine

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include "report/analysis_report.hpp"
+#include "report/band_report.hpp"
 #include "report/speculative_report.hpp"
+#include "report/table.hpp"
 
 namespace streamspark::report {
 
@@ -32,6 +34,49 @@ nlohmann::json no_gain_json(const app::SpeculativeAnalysis& s) {
   return out;
 }
 
+// The metrics analyze predicts as measurement rows compare them (a static batch's TTFT, mean
+// TPOT and whole-batch e2e); its tokens/s is B / TPOT, not the rows' output_tok_s.
+const std::vector<std::string> kBandMetrics = {"ttft", "tpot", "e2e"};
+
+double metric_of(const engine::WorkloadResult& w, const std::string& metric) {
+  return metric == "ttft" ? w.ttft_s : metric == "tpot" ? w.tpot_s : w.e2e_s;
+}
+
+std::string bands_table(const app::AnalyzeResult& r) {
+  const engine::PredictionBands& b = *r.bands;
+  const std::string& hw = r.context.hardware->name;
+  std::string out = "\n" + bands_header(b);
+  if (!any_band(b, hw, kBandMetrics)) return out + no_band_line(b, hw, kBandMetrics);
+  Table t;
+  for (const char* c : {"batch", "prompt", "gen"}) t.add_column(c);
+  for (const char* c : {"TTFT band", "TPOT band", "e2e band"}) t.add_column(c, Align::left);
+  for (const engine::WorkloadResult& w : r.results) {
+    std::vector<std::string> row = {std::to_string(w.workload.batch),
+                                    std::to_string(w.workload.prompt),
+                                    std::to_string(w.workload.generate)};
+    for (const std::string& m : kBandMetrics) row.push_back(band_cell(b, hw, m, metric_of(w, m)));
+    t.add_row(row);
+  }
+  return out + t.render();
+}
+
+nlohmann::json bands_json(const app::AnalyzeResult& r) {
+  const engine::PredictionBands& b = *r.bands;
+  const std::string& hw = r.context.hardware->name;
+  nlohmann::json j = bands_source_json(b);
+  j["hardware"] = hw;
+  j["results"] = nlohmann::json::array();
+  for (const engine::WorkloadResult& w : r.results) {
+    nlohmann::json metrics = nlohmann::json::array();
+    for (const std::string& m : kBandMetrics) metrics.push_back(band_json(b, hw, m, metric_of(w, m)));
+    j["results"].push_back({{"batch", w.workload.batch},
+                            {"prompt", w.workload.prompt},
+                            {"generate", w.workload.generate},
+                            {"metrics", metrics}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string analyze_output(const app::AnalyzeResult& r, Format format, bool per_op) {
@@ -39,11 +84,13 @@ std::string analyze_output(const app::AnalyzeResult& r, Format format, bool per_
   switch (format) {
     case Format::table: {
       std::string text = analysis_table(r.context, r.results, per_op);
+      if (r.bands) text += bands_table(r);
       if (s) text += speculative_table(s->draft, s->config, s->results) + "\n" + no_gain_notes(*s);
       return text;
     }
     case Format::json: {
       nlohmann::json j = analysis_json(r.context, r.results);
+      if (r.bands) j["bands"] = bands_json(r);
       if (s) {
         j["speculative"] = speculative_json(s->draft, s->config, s->results);
         j["speculative"]["no_gain"] = no_gain_json(*s);

@@ -5,9 +5,12 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "report/analysis_report.hpp"
+#include "report/band_report.hpp"
 #include "report/speculative_report.hpp"
 #include "report/table.hpp"
 #include "report/units.hpp"
@@ -166,6 +169,49 @@ nlohmann::json percentiles_json(const engine::Percentiles& p) {
   return nlohmann::json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
 }
 
+namespace {
+
+// What serving measurement rows compare (engine::predict_serving): the medians and the
+// throughput; label and predicted value.
+std::vector<std::tuple<std::string, std::string, double>> band_metrics(const ServingRun& r) {
+  const ServingMetrics& m = r.metrics;
+  return {{"ttft", "TTFT p50", m.ttft_s.p50},
+          {"tpot", "TPOT p50", m.tpot_s.p50},
+          {"e2e", "e2e p50", m.e2e_s.p50},
+          {"output_tok_s", "output tokens/s", m.throughput_tok_s}};
+}
+
+std::string serving_bands_table(const ServingRun& r) {
+  const engine::PredictionBands& b = *r.bands;
+  std::string out = "\n" + bands_header(b);
+  if (!b.unavailable.empty()) return out;
+  std::vector<std::string> metrics;
+  for (const auto& [metric, label, value] : band_metrics(r)) metrics.push_back(metric);
+  if (!any_band(b, r.hardware, metrics)) return out + no_band_line(b, r.hardware, metrics);
+  Table t;
+  t.add_column("metric", Align::left);
+  t.add_column("predicted");
+  t.add_column("band", Align::left);
+  for (const auto& [metric, label, value] : band_metrics(r)) {
+    t.add_row({label,
+               metric == "output_tok_s" ? significant(value) : format_time(value),
+               band_cell(b, r.hardware, metric, value)});
+  }
+  return out + t.render();
+}
+
+json serving_bands_json(const ServingRun& r) {
+  json j = bands_source_json(*r.bands);
+  j["hardware"] = r.hardware;
+  j["metrics"] = json::array();
+  for (const auto& [metric, label, value] : band_metrics(r)) {
+    j["metrics"].push_back(band_json(*r.bands, r.hardware, metric, value));
+  }
+  return j;
+}
+
+}  // namespace
+
 std::string serving_table(const ServingRun& r) {
   const ServingMetrics& m = r.metrics;
   std::string out = fmt::format("{} on {}{} · {}\n{}\nworkload: {}\n\n", r.model, r.hardware,
@@ -211,6 +257,7 @@ std::string serving_table(const ServingRun& r) {
   }
   out += fmt::format(" · {} preemptions\n", m.preemptions);
   if (r.speculative) out += speculative_line(*r.speculative, m.speculative);
+  if (r.bands) out += serving_bands_table(r);
   return out;
 }
 
@@ -272,6 +319,7 @@ json serving_json(const ServingRun& r) {
     j["speculative"] = speculative_serving_json(*r.speculative, r.metrics.speculative);
   }
   if (r.stack) j["stack"] = stack_json(*r.stack);
+  if (r.bands) j["bands"] = serving_bands_json(r);
   return j;
 }
 

@@ -98,6 +98,21 @@ std::string Catalog::folder(SpecKind kind) const {
   return "";
 }
 
+std::vector<std::string> Catalog::measurement_sets() const {
+  for (const std::string& root : roots_) {
+    const fs::path dir = fs::path(root) / "measurements";
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<std::string> out;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".csv" && e.is_regular_file(ec)) out.push_back(e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  return {};
+}
+
 std::vector<std::string> Catalog::list(SpecKind kind) const {
   std::vector<std::string> out = user_files(kind);
   std::vector<std::string> replaced;

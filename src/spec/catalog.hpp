@@ -54,6 +54,9 @@ class Catalog {
   engine::ServingStack stack(const std::string& name_or_path) const;
   // Every preset, in name order (those that do not load are skipped: check reports them).
   std::vector<engine::ServingStack> stacks() const;
+  // The validation sets: every .csv of the first root's measurements/ folder, sorted (empty
+  // when no root has one). The bands analyze, serve-sim and plan print come from them.
+  std::vector<std::string> measurement_sets() const;
   // Names of the models whose source cites `id` (a Hugging Face id such as
   // meta-llama/Llama-2-7b-hf) as a whole word, in list order; files that do not load are
   // skipped (check reports them).

@@ -13,6 +13,8 @@ using namespace streamspark;
 
 namespace {
 const std::string kData = std::string(STREAMSPARK_TEST_DATA_DIR) + "/measurements/";
+// The catalog's validation sets (measurements/ beside model_zoo/ and hardware/).
+const std::string kSets = std::string(STREAMSPARK_SOURCE_DIR) + "/measurements/";
 
 const engine::MetricSummary& metric(const app::MeasuredValidation& v, const std::string& name) {
   for (const auto& m : v.summary) {
@@ -26,7 +28,7 @@ const engine::MetricSummary& metric(const app::MeasuredValidation& v, const std:
 TEST_CASE("validate --measured: every row predicted; the medians of docs/accuracy.md") {
   test::ServiceContext s;
   app::MeasuredValidateRequest r;
-  r.file = kData + "published.csv";
+  r.file = kSets + "published.csv";
   const app::MeasuredValidation v = app::validate_measured(r, s.context);
   CHECK(v.runs.size() == 96);
   CHECK(metric(v, "all").count == 216);
@@ -42,7 +44,7 @@ TEST_CASE("validate --measured: every row predicted; the medians of docs/accurac
 TEST_CASE("validate --measured: per-metric tolerances, per-row checks and their failures") {
   test::ServiceContext s;
   app::MeasuredValidateRequest r;
-  r.file = kData + "published.csv";
+  r.file = kSets + "published.csv";
   r.tolerances.per_metric = {{"ttft", 22}, {"tpot", 14}};  // 21.6 % passes, 14.8 % fails
   app::MeasuredValidation v = app::validate_measured(r, s.context);
   REQUIRE(v.checks.size() == 2);  // the metrics not named are not gated
@@ -82,7 +84,7 @@ TEST_CASE("validate --measured reads benchmark results: vLLM's model_id names th
 TEST_CASE("fit: the vLLM CI runs, parameters, leave-one-out and the fitted file's provenance") {
   test::ServiceContext s;
   app::FitRequest r;
-  r.file = kData + "vllm-ci-latency.csv";
+  r.file = kSets + "vllm-ci-latency.csv";
   r.hardware = "h100-sxm";
   r.rows = app::FitRows::all;
   const app::FitReport f = app::fit(r, s.context);
@@ -116,7 +118,7 @@ TEST_CASE("import-benchmark: a vLLM result as one row; a row that cannot be pred
 TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric; coverage") {
   test::ServiceContext s;
   app::MeasuredValidateRequest r;
-  r.file = kData + "published.csv";
+  r.file = kSets + "published.csv";
   CHECK_FALSE(app::validate_measured(r, s.context).bands.has_value());
   r.intervals = true;
   const app::MeasuredValidation v = app::validate_measured(r, s.context);

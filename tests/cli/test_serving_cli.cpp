@@ -133,10 +133,11 @@ TEST_CASE(
 TEST_CASE(
     "measurements: validate --measured, fit, import-benchmark; bad files name line and column") {
   const std::string data = std::string(STREAMSPARK_TEST_DATA_DIR) + "/measurements/";
+  const std::string sets = std::string(STREAMSPARK_SOURCE_DIR) + "/measurements/";
   const fs::path dir = scratch_dir() / "measured";
   fs::create_directories(dir);
   // The published set against the catalog's achievable defaults: no runtime involved.
-  const Run v = run("validate --measured '" + data + "published.csv' --format json");
+  const Run v = run("validate --measured '" + sets + "published.csv' --format json");
   REQUIRE(v.exit_code == 0);
   const json j = json::parse(v.out);
   CHECK(j["method"] == "calibrated");
@@ -159,18 +160,18 @@ TEST_CASE(
   // One stack on three GPUs (vLLM's CI latency tests): a fit on two GPUs' runs predicts the
   // third's within 10 % (median over the held-out runs).
   const Run same_stack =
-      run("fit --measured '" + data + "vllm-ci-latency.csv' -H h100-sxm --rows all -o '" +
+      run("fit --measured '" + sets + "vllm-ci-latency.csv' -H h100-sxm --rows all -o '" +
           (dir / "vllm-ci-fitted.yaml").string() + "' --format json");
   REQUIRE(same_stack.exit_code == 0);
   const json ci = json::parse(same_stack.out);
   CHECK(ci["leave_one_hardware_out"]["groups"].size() == 3);
   CHECK(ci["leave_one_hardware_out"]["median_abs_error"].get<double>() <= 0.10);
   // The gate: exit 4 beyond the tolerance, 0 within it.
-  CHECK(run("validate --measured '" + data + "published.csv' --tolerance 1").exit_code == 4);
-  CHECK(run("validate --measured '" + data + "published.csv' --tolerance 99 -o '" +
+  CHECK(run("validate --measured '" + sets + "published.csv' --tolerance 1").exit_code == 4);
+  CHECK(run("validate --measured '" + sets + "published.csv' --tolerance 99 -o '" +
             (dir / "v.txt").string() + "'")
             .exit_code == 0);
-  CHECK(run("validate --measured '" + data + "published.csv' -m llama2-7b").exit_code == 2);
+  CHECK(run("validate --measured '" + sets + "published.csv' -m llama2-7b").exit_code == 2);
   // The independent check loads and runs (its errors are reported, never asserted or tuned
   // to); the L40S rows only by the roofline, the catalog's l40s having no achievable section.
   const Run independent =
@@ -186,7 +187,7 @@ TEST_CASE(
   // fit writes a hardware file the calibrated method reads; validating with it is the
   // in-sample error the fit reports.
   const fs::path fitted = dir / "a100-fitted.yaml";
-  const Run fit = run("fit --measured '" + data + "published.csv' -H a100-80gb -o '" +
+  const Run fit = run("fit --measured '" + sets + "published.csv' -H a100-80gb -o '" +
                       fitted.string() + "' --format json");
   REQUIRE(fit.exit_code == 0);
   const json f = json::parse(fit.out);
@@ -199,7 +200,7 @@ TEST_CASE(
   CHECK(text.find("fitted by streamspark fit") != std::string::npos);
   CHECK(run("analyze -m llama2-7b -H '" + fitted.string() + "' --method calibrated").exit_code ==
         0);
-  const Run again = run("validate --measured '" + data + "published.csv' -H '" + fitted.string() +
+  const Run again = run("validate --measured '" + sets + "published.csv' -H '" + fitted.string() +
                         "' --format json");
   REQUIRE(again.exit_code == 0);
   // Fewer rows than parameters: refused; no row of that hardware: refused with the hint.

@@ -1,0 +1,49 @@
+#include "app/prediction_bands.hpp"
+
+#include <set>
+
+#include "app/measurements.hpp"
+#include "engine/measured.hpp"
+#include "engine/roofline.hpp"
+#include "spec/measurement_file.hpp"
+
+namespace streamspark::app {
+
+std::string interval_stack(const std::optional<engine::ServingStack>& preset,
+                           const std::string& stack_name) {
+  if (preset) return preset->name;
+  return stack_name.empty() ? engine::kNoStack : stack_name;
+}
+
+std::optional<engine::PredictionBands> prediction_bands(
+    const BandsRequest& r, const std::optional<engine::Method>& method,
+    const std::optional<engine::ServingStack>& preset,
+    const std::vector<engine::Hardware>& hardware, const Context& context) {
+  if (!r.enabled) return std::nullopt;
+  engine::PredictionBands out;
+  out.stack = interval_stack(preset, "");
+  out.sources = r.files.empty() ? context.catalog.measurement_sets() : r.files;
+  std::set<std::string> names;
+  for (const engine::Hardware& hw : hardware) names.insert(hw.name);
+  std::vector<engine::ClassifiedError> errors;
+  for (const std::string& file : out.sources) {
+    const std::vector<engine::MeasuredRun> runs =
+        resolve_measurements(spec::load_measurements(file), context.catalog, hardware);
+    for (const engine::MeasuredRun& run : runs) {
+      if (!names.count(run.hardware_name)) continue;
+      ++out.rows;
+      const engine::Method m = method.value_or(engine::default_method(run.hardware));
+      for (const engine::MetricComparison& c :
+           engine::compare(run, predict_row(run, m))) {
+        errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name,
+                           c.metric},
+                          c.error(),
+                          c.where});
+      }
+    }
+  }
+  out.bands = engine::error_bands(errors);
+  return out;
+}
+
+}  // namespace streamspark::app

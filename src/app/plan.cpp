@@ -6,7 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -101,6 +104,87 @@ void plan_workload(const PlanRequest& r, engine::PlanInputs& in, PlanOutcome& ou
   for (const engine::Model& m : in.models) check_requests_context(in.unit_requests, m, w);
 }
 
+// The metric whose band an objective takes.
+const char* objective_metric(int k) { return k < 2 ? "ttft" : k < 4 ? "tpot" : "e2e"; }
+
+std::array<double*, 5> objective_limits(engine::ServiceObjectives& o) {
+  return {&o.ttft_p90_s, &o.ttft_p99_s, &o.tpot_p90_s, &o.tpot_p99_s, &o.e2e_p90_s};
+}
+
+// The bands of the plan's predictions, and with --confidence each hardware's scaled objectives
+// (hardware without a band for an objective's metric left out).
+void apply_bands(const PlanRequest& r, const Context& context,
+                 const std::optional<engine::ServingStack>& stack, engine::PlanInputs& in,
+                 PlanOutcome& out) {
+  if (r.confidence) {
+    const double c = *r.confidence;
+    if (!(c >= 0.5 && c < 1)) {
+      throw UsageError(fmt::format("--confidence: a probability in [0.5, 1), got {:g}", c));
+    }
+    if (!r.bands.enabled) {
+      throw UsageError("--confidence takes its margins from the bands; drop --no-bands");
+    }
+  }
+  out.bands = prediction_bands(r.bands, r.method, stack, in.hardware, context);
+  if (!r.confidence) return;
+  out.confidence = r.confidence;
+  const engine::PredictionBands& b = *out.bands;
+  std::vector<engine::Hardware> kept;
+  for (const engine::Hardware& hw : in.hardware) {
+    ConfidenceObjectives co{hw.name, in.objectives, {}};
+    std::string missing;
+    const auto limits = objective_limits(co.objectives);
+    for (int k = 0; k < 5; ++k) {
+      if (!(*limits[k] > 0)) continue;
+      const std::string metric = objective_metric(k);
+      const engine::ErrorBand* band = b.find(hw.name, metric);
+      if (!band || !band->has_band) {
+        if (missing.find(metric + ":") == std::string::npos) {
+          missing += fmt::format("{}{}: {}", missing.empty() ? "" : ", ", metric,
+                                 band ? fmt::format("{} rows (< {})", band->rows,
+                                                    engine::kMinIntervalRows)
+                                      : std::string("no rows"));
+        }
+        continue;
+      }
+      const double e = engine::pessimistic_error(*band, *r.confidence);
+      if (!(e > -1)) {
+        missing += fmt::format("{}{}: an error of -100% or below", missing.empty() ? "" : ", ",
+                               metric);
+        continue;
+      }
+      *limits[k] *= 1 + e;
+      if (std::none_of(co.errors.begin(), co.errors.end(),
+                       [&](const auto& t) { return std::get<0>(t) == metric; })) {
+        co.errors.emplace_back(metric, e, band->rows);
+      }
+    }
+    if (!missing.empty()) {
+      out.without_band.push_back(hw.name + " (" + missing + ")");
+      continue;
+    }
+    kept.push_back(hw);
+    in.hardware_objectives.push_back(co.objectives);
+    out.confidence_objectives.push_back(std::move(co));
+  }
+  if (kept.empty()) {
+    std::string have;
+    for (const engine::ErrorBand& band : b.bands) {
+      if (band.has_band && band.cls.stack == b.stack) {
+        have += fmt::format("{}{} {}", have.empty() ? "" : ", ", band.cls.hardware,
+                            band.cls.metric);
+      }
+    }
+    throw UsageError(fmt::format(
+        "--confidence {:g}: no hardware has a band for every objective's metric of {} "
+        "predictions: {}; bands of that stack exist for {} (--bands-from FILE adds validation "
+        "rows, --stack NAME picks a preset)",
+        *r.confidence, b.stack, fmt::join(out.without_band, "; "),
+        have.empty() ? std::string("none") : have));
+  }
+  in.hardware = std::move(kept);
+}
+
 engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, PlanOutcome& out) {
   if (r.goal == engine::PlanGoal::max_rate && r.fleet_gpus < 1) {
     throw UsageError("--maximize rate needs --gpus N, the fleet's GPUs");
@@ -187,6 +271,7 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   in.scheduler.max_output = 0;  // each model's max_context (paged KV does not use it)
   for (const engine::Model& m : in.models) check_prefix_context(m, r.workload);
   plan_workload(r, in, out);
+  apply_bands(r, context, stack, in, out);
   return in;
 }
 
@@ -279,6 +364,10 @@ PlanOutcome plan(const PlanRequest& r, const Context& context,
         out.shown_sample = k;
         out.inputs = sample.inputs;
         out.workload = sample.workload;
+        out.bands = sample.bands;
+        out.confidence = sample.confidence;
+        out.confidence_objectives = sample.confidence_objectives;
+        out.without_band = sample.without_band;
       }
       out.samples.push_back({r.seeds[k], std::move(sample.result)});
     }

@@ -8,11 +8,13 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "app/context.hpp"
 #include "app/formats.hpp"
+#include "app/prediction_bands.hpp"
 #include "app/serving_request.hpp"
 #include "app/serving_stack.hpp"
 #include "engine/planner.hpp"
@@ -68,6 +70,21 @@ struct PlanRequest {
   // demanding sample's plan shown with every sample's answer and the spread of its capacity.
   // Empty: one sample, workload.generated.seed.
   std::vector<uint64_t> seeds;
+  // The p10-p90 band beside each ranked deployment's p90 TTFT, TPOT and e2e.
+  BandsRequest bands;
+  // --confidence C in [0.5, 1): each hardware's candidates must meet every objective at the
+  // pessimistic end of its band: limit x (1 + e), e the (1 - C) quantile of the (stack,
+  // hardware, metric) class's errors (engine::pessimistic_error). Hardware whose classes have
+  // no band are left out of the search (PlanOutcome::without_band); none left: UsageError.
+  std::optional<double> confidence;
+};
+
+// plan --confidence: what one hardware's candidates had to meet.
+struct ConfidenceObjectives {
+  std::string hardware;
+  engine::ServiceObjectives objectives;  // the scaled limits
+  // (metric, pessimistic error, rows of its class), for each metric an objective is set on
+  std::vector<std::tuple<std::string, double, int64_t>> errors;
 };
 
 // One workload sample's plan (PlanRequest::seeds).
@@ -89,6 +106,11 @@ struct PlanOutcome {
   // found nothing first).
   std::vector<PlanSample> samples;
   size_t shown_sample = 0;
+  std::optional<engine::PredictionBands> bands;  // unless --no-bands
+  std::optional<double> confidence;
+  std::vector<ConfidenceObjectives> confidence_objectives;  // by inputs.hardware
+  // --confidence: hardware left out, each with why ("b200: ttft: no rows, tpot: no rows").
+  std::vector<std::string> without_band;
   bool found() const { return !result.ranking.empty(); }
 };
 

@@ -70,6 +70,11 @@ void bind_grid(OptionBinder& b, app::PlanRequest& r) {
              "usable fraction of device memory (default 0.9, or the --stack preset's; KV gets it "
              "minus weights and activations, or as the preset accounts it)");
   bind_stack(b, r.stack);
+  bind_bands(b, r.bands);
+  b.fraction("--confidence", r.confidence, FractionRange::above_zero_to_one,
+             "plan so that each objective holds at this probability by the validation bands "
+             "(0.9: every limit x (1 + the p10 error of its stack, GPU and metric class); "
+             "in [0.5, 1); GPUs without a band are left out)");
 }
 
 // NAME=USD, each a price per GPU-hour.

@@ -3,6 +3,7 @@
 #include "engine/planner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -229,7 +230,8 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   SchedulerOptions s = scheduler_of(in, c);
   if (!fits_memory(in, w, *cost, s, c)) return;
   if (const auto miss =
-          worst_miss(latencies_alone(in.unit_requests, *cost, in.stack.request_s), in.objectives)) {
+          worst_miss(latencies_alone(in.unit_requests, *cost, in.stack.request_s),
+                     objectives_for(in, c))) {
     c.miss = miss;
     c.miss_rate = 0;
     reject(c, kind_of(*miss),
@@ -284,7 +286,7 @@ bool search_rate(const PlanInputs& in, ReplicaSimulator& sim, PlanCandidate& c, 
   // Halve until a rate passes (at most 2^-12 of the bound), then bisect in log space.
   halve_until_met(sim, c, b);
   if (b.lo == 0) {
-    c.miss = worst_miss(b.hi_metrics, in.objectives);
+    c.miss = worst_miss(b.hi_metrics, objectives_for(in, c));
     c.miss_rate = b.hi;
     reject(c, kind_of(*c.miss),
            miss_text(*c.miss) + " at " + number_text(b.hi) + " requests/s per replica");
@@ -317,6 +319,21 @@ void check_plan_inputs(const PlanInputs& in, const PlanGoalStrategy& goal) {
     throw std::invalid_argument(
         "plan needs a TTFT or end-to-end objective: it bounds the queueing delay, which grows "
         "without end once a replica is overloaded (a TPOT objective alone does not see that)");
+  }
+  if (!in.hardware_objectives.empty()) {
+    if (in.hardware_objectives.size() != in.hardware.size()) {
+      throw std::invalid_argument("plan: hardware_objectives must have one entry per hardware");
+    }
+    for (const ServiceObjectives& o : in.hardware_objectives) {
+      const auto set = [](const ServiceObjectives& x) {
+        return std::array<bool, 5>{x.ttft_p90_s > 0, x.ttft_p99_s > 0, x.tpot_p90_s > 0,
+                                   x.tpot_p99_s > 0, x.e2e_p90_s > 0};
+      };
+      if (set(o) != set(in.objectives)) {
+        throw std::invalid_argument(
+            "plan: each hardware's objectives must set the objectives the plan sets");
+      }
+    }
   }
   goal.check_inputs(in);
   if (!(in.rate_tolerance > 0) || !(in.memory_fraction > 0 && in.memory_fraction <= 1)) {
@@ -511,10 +528,14 @@ ServingMetrics ReplicaSimulator::at(double rate) {
 }
 
 bool ReplicaSimulator::meets(const ServingMetrics& m) const {
-  return !worst_miss(m, in_.objectives);
+  return !worst_miss(m, objectives_for(in_, c_));
 }
 
 }  // namespace planner_detail
+
+const ServiceObjectives& objectives_for(const PlanInputs& in, const PlanCandidate& c) {
+  return in.hardware_objectives.empty() ? in.objectives : in.hardware_objectives.at(c.hardware);
+}
 
 std::optional<ObjectiveMiss> worst_miss(const ServingMetrics& m, const ServiceObjectives& o) {
   std::optional<ObjectiveMiss> worst;

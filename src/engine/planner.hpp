@@ -99,6 +99,10 @@ struct PlanInputs {
   std::vector<Request> unit_requests;
   double target_rate = 0;  // requests/s of the whole deployment (min_cost, min_gpus)
   ServiceObjectives objectives;
+  // Per hardware (by index), the objectives its candidates' predictions must meet instead of
+  // `objectives` (plan --confidence: each limit scaled by the hardware's pessimistic error);
+  // empty: `objectives` for all. Each sets the same objectives as `objectives`.
+  std::vector<ServiceObjectives> hardware_objectives;
   PlanGoal goal = PlanGoal::min_cost;
   int64_t fleet_gpus = 0;         // max_rate: the GPUs of the fleet
   int64_t max_gpus = 0;           // 0: no limit
@@ -188,6 +192,10 @@ struct PlanResult {
 using ParallelRunner = std::function<void(size_t count, const std::function<void(size_t)>& task)>;
 // Called after each batch of verifications: candidates verified, and to verify at most.
 using PlanProgress = std::function<void(int64_t verified, int64_t to_verify)>;
+
+// The objectives candidate `c`'s predictions must meet: hardware_objectives[c.hardware], else
+// objectives.
+const ServiceObjectives& objectives_for(const PlanInputs& in, const PlanCandidate& c);
 
 // The whole search. Throws std::invalid_argument for inputs it cannot search (no objective that
 // bounds queueing, no requests, a target rate <= 0 for min_cost and min_gpus, no fleet for

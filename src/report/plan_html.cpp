@@ -177,6 +177,7 @@ std::string html_inputs(const PlanReport& r) {
   input_row("workload", fmt::format("{}; mean prompt {} tokens, mean output {} tokens", r.workload,
                                     significant(res.mean_prompt), significant(res.mean_output)));
   input_row("objectives", objectives_text(in.objectives));
+  for (const std::string& line : confidence_lines(r)) input_row("confidence", line);
   input_row("grid", grid_text(r));
   input_row("limits", fmt::format("max GPUs {}, max GPUs per node {}",
                                   in.max_gpus > 0 ? std::to_string(in.max_gpus) : "no limit",
@@ -209,6 +210,11 @@ std::string html_ranked(const PlanReport& r) {
       h += "</tr>\n";
     }
     h += "</table>\n";
+    if (const auto lines = bands_lines(r); !lines.empty()) {
+      h += "<h3>Prediction bands</h3>\n<pre>";
+      for (const std::string& line : lines) h += e(line) + "\n";
+      h += "</pre>\n";
+    }
     h += "<p>" +
          e("TTFT, TPOT, e2e: p90 of one replica simulated at the rate / replicas. $/M out: "
            "$/hour over the output tokens served in an hour; $/M in: the same over prompt "

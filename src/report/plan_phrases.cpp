@@ -11,6 +11,7 @@
 #include <set>
 
 #include "report/analysis_report.hpp"
+#include "report/band_report.hpp"
 #include "report/plan_phrases.hpp"
 #include "report/serving_report.hpp"
 #include "report/svg.hpp"
@@ -297,6 +298,131 @@ std::string answer_line(const PlanReport& r) {
 bool same_size(const PlanCandidate& a, const PlanCandidate& b) {
   return a.model == b.model && a.hardware == b.hardware && a.format == b.format &&
          a.gpus == b.gpus && a.usd_per_hour == b.usd_per_hour;
+}
+
+namespace {
+
+const std::vector<std::string> kPlanBandMetrics = {"ttft", "tpot", "e2e"};
+
+double p90_of(const engine::PlanCandidate& c, const std::string& metric) {
+  const engine::ServingMetrics& m = c.at_target;
+  return metric == "ttft" ? m.ttft_s.p90 : metric == "tpot" ? m.tpot_s.p90 : m.e2e_s.p90;
+}
+
+std::vector<size_t> shown_ranking(const PlanReport& r) {
+  const engine::PlanResult& res = res_of(r);
+  const size_t shown =
+      std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in_of(r).top, 1)));
+  return {res.ranking.begin(), res.ranking.begin() + static_cast<std::ptrdiff_t>(shown)};
+}
+
+}  // namespace
+
+Rows bands_rows(const PlanReport& r) {
+  Rows t;
+  t.headers = {"rank", "hardware", "TTFT p90 band", "TPOT p90 band", "e2e p90 band"};
+  t.left = {false, true, true, true, true};
+  const std::vector<size_t> shown = shown_ranking(r);
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const engine::PlanCandidate& c = res_of(r).candidates[shown[k]];
+    const std::string& hw = in_of(r).hardware[c.hardware].name;
+    std::vector<std::string> row = {std::to_string(k + 1), hw};
+    for (const std::string& m : kPlanBandMetrics) {
+      row.push_back(band_cell(*r.bands, hw, m, p90_of(c, m)));
+    }
+    t.cells.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::vector<std::string> bands_lines(const PlanReport& r) {
+  if (!r.bands || res_of(r).ranking.empty()) return {};
+  const engine::PredictionBands& b = *r.bands;
+  std::string header = bands_header(b);
+  header.pop_back();
+  std::vector<std::string> out = {header};
+  std::vector<std::string> hardware;
+  bool any = false;
+  for (size_t i : shown_ranking(r)) {
+    const std::string& hw = in_of(r).hardware[res_of(r).candidates[i].hardware].name;
+    if (std::find(hardware.begin(), hardware.end(), hw) == hardware.end()) hardware.push_back(hw);
+    any = any || any_band(b, hw, kPlanBandMetrics);
+  }
+  if (!any) {
+    for (const std::string& hw : hardware) {
+      std::string line = no_band_line(b, hw, kPlanBandMetrics);
+      if (!line.empty()) line.pop_back();
+      if (!line.empty()) out.push_back(line);
+    }
+    return out;
+  }
+  const Rows rows = bands_rows(r);
+  Table t;
+  for (size_t i = 0; i < rows.headers.size(); ++i) {
+    t.add_column(rows.headers[i], rows.left[i] ? Align::left : Align::right);
+  }
+  for (const auto& row : rows.cells) t.add_row(row);
+  std::string text = t.render();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  out.push_back(text);
+  out.push_back(
+      "The bands are those of the validation rows' errors (medians and static-batch means), "
+      "applied to the p90s.");
+  return out;
+}
+
+std::vector<std::string> confidence_lines(const PlanReport& r) {
+  if (!r.confidence) return {};
+  std::vector<std::string> out;
+  for (const app::ConfidenceObjectives& co : r.confidence_objectives) {
+    std::vector<std::string> errors;
+    for (const auto& [metric, e, rows] : co.errors) {
+      errors.push_back(fmt::format("{} x {} ({} rows)", metric, significant(1 + e, 3), rows));
+    }
+    out.push_back(fmt::format("confidence {:g} on {}: limits scaled by 1 + the {:g} quantile of "
+                              "its errors, {}: {}",
+                              *r.confidence, co.hardware, 1 - *r.confidence,
+                              fmt::join(errors, ", "), objectives_text(co.objectives)));
+  }
+  if (!r.without_band.empty()) {
+    out.push_back(fmt::format("confidence {:g}: left out, no band for an objective's metric: {}",
+                              *r.confidence, fmt::join(r.without_band, "; ")));
+  }
+  return out;
+}
+
+nlohmann::json plan_bands_json(const PlanReport& r) {
+  nlohmann::json j = bands_source_json(*r.bands);
+  if (r.confidence) {
+    j["confidence"] = *r.confidence;
+    nlohmann::json hw = nlohmann::json::array();
+    for (const app::ConfidenceObjectives& co : r.confidence_objectives) {
+      nlohmann::json errors = nlohmann::json::array();
+      for (const auto& [metric, e, rows] : co.errors) {
+        errors.push_back({{"metric", metric}, {"pessimistic_error", e}, {"rows", rows}});
+      }
+      nlohmann::json limits = nlohmann::json::object();
+      const engine::ServiceObjectives& o = co.objectives;
+      for (const auto& [key, v] : {std::pair{"ttft_p90_s", o.ttft_p90_s},
+                                   {"ttft_p99_s", o.ttft_p99_s},
+                                   {"tpot_p90_s", o.tpot_p90_s},
+                                   {"tpot_p99_s", o.tpot_p99_s},
+                                   {"e2e_p90_s", o.e2e_p90_s}}) {
+        if (v > 0) limits[key] = v;
+      }
+      hw.push_back({{"hardware", co.hardware}, {"errors", errors}, {"objectives", limits}});
+    }
+    j["hardware_objectives"] = hw;
+    j["without_band"] = r.without_band;
+  }
+  return j;
+}
+
+nlohmann::json candidate_bands_json(const PlanReport& r, const engine::PlanCandidate& c) {
+  nlohmann::json out = nlohmann::json::array();
+  const std::string& hw = in_of(r).hardware[c.hardware].name;
+  for (const std::string& m : kPlanBandMetrics) out.push_back(band_json(*r.bands, hw, m, p90_of(c, m)));
+  return out;
 }
 
 Rows ranked_rows(const PlanReport& r) {

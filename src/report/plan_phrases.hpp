@@ -93,6 +93,19 @@ struct Rows {
 
 Rows ranked_rows(const PlanReport& r);
 
+// Prediction bands of the shown ranked rows (p90 TTFT, TPOT, e2e at the target): the header
+// line, then a table (rank, hardware, one band per metric), or a line per hardware when none
+// has a band. Empty with --no-bands.
+std::vector<std::string> bands_lines(const PlanReport& r);
+Rows bands_rows(const PlanReport& r);
+// --confidence: the scaled objectives of each hardware and the hardware left out; empty
+// without it.
+std::vector<std::string> confidence_lines(const PlanReport& r);
+// {"stack", "sources", ..., "confidence", "hardware_objectives": [...], "without_band": [...]}.
+nlohmann::json plan_bands_json(const PlanReport& r);
+// A ranked candidate's bands: [band_json of ttft, tpot, e2e at its p90s].
+nlohmann::json candidate_bands_json(const PlanReport& r, const engine::PlanCandidate& c);
+
 std::string ranked_text(const PlanReport& r);
 
 std::string grid_text(const PlanReport& r);

@@ -215,6 +215,7 @@ std::string plan_table(const PlanReport& r) {
   out += fmt::format("workload: {} · mean prompt {} tokens, mean output {} tokens\n", r.workload,
                      significant(res.mean_prompt), significant(res.mean_output));
   out += fmt::format("objectives: {}\n", objectives_text(in.objectives));
+  for (const std::string& line : confidence_lines(r)) out += line + "\n";
   out += "grid: " + grid_text(r) + "\n";
   if (r.stack) out += stack_line(*r.stack);
   std::string prices;
@@ -238,6 +239,10 @@ std::string plan_table(const PlanReport& r) {
         "TTFT, TPOT, e2e: p90", in.goal == PlanGoal::max_rate ? "the rate" : "the target rate");
     if (const std::string note = capped_note(r); !note.empty()) out += note + "\n";
     if (const std::string note = mixed_method_note(r); !note.empty()) out += note + "\n";
+    if (const auto lines = bands_lines(r); !lines.empty()) {
+      out += "\n";
+      for (const std::string& line : lines) out += line + "\n";
+    }
     const size_t shown =
         std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
     for (size_t k = 1; k < shown; ++k) {
@@ -293,6 +298,7 @@ nlohmann::json plan_json(const PlanReport& r) {
   for (size_t k = 0; k < res.ranking.size(); ++k) {
     json j = candidate_json(r, res.candidates[res.ranking[k]]);
     j["rank"] = k + 1;
+    if (r.bands) j["bands"] = candidate_bands_json(r, res.candidates[res.ranking[k]]);
     plans.push_back(std::move(j));
   }
   json candidates = json::array();
@@ -332,6 +338,7 @@ nlohmann::json plan_json(const PlanReport& r) {
            {"plans", plans},
            {"candidates", candidates}};
   if (r.stack) out["stack"] = stack_json(*r.stack);
+  if (r.bands) out["bands"] = plan_bands_json(r);
   if (in.goal == PlanGoal::max_rate) {
     out["limits"]["fleet_gpus"] = in.fleet_gpus;
   } else {

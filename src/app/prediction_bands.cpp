@@ -1,7 +1,9 @@
 #include "app/prediction_bands.hpp"
 
+#include <filesystem>
 #include <set>
 
+#include "app/errors.hpp"
 #include "app/measurements.hpp"
 #include "engine/measured.hpp"
 #include "engine/roofline.hpp"
@@ -22,7 +24,18 @@ std::optional<engine::PredictionBands> prediction_bands(
   if (!r.enabled) return std::nullopt;
   engine::PredictionBands out;
   out.stack = interval_stack(preset, "");
-  out.sources = r.files.empty() ? context.catalog.measurement_sets() : r.files;
+  out.sources = r.files;
+  if (r.files.empty()) {
+    // The catalog's sets, shown relative to the working folder when under it
+    // ("measurements/published.csv" in the repository).
+    std::error_code ec;
+    const std::filesystem::path here = std::filesystem::current_path(ec);
+    for (const std::string& p : context.catalog.measurement_sets()) {
+      const std::filesystem::path rel = std::filesystem::relative(p, here, ec);
+      const bool under = !ec && !rel.empty() && *rel.begin() != "..";
+      out.sources.push_back(under ? rel.string() : p);
+    }
+  }
   std::set<std::string> names;
   for (const engine::Hardware& hw : hardware) names.insert(hw.name);
   std::vector<engine::ClassifiedError> errors;
@@ -31,10 +44,18 @@ std::optional<engine::PredictionBands> prediction_bands(
         resolve_measurements(spec::load_measurements(file), context.catalog, hardware);
     for (const engine::MeasuredRun& run : runs) {
       if (!names.count(run.hardware_name)) continue;
-      ++out.rows;
       const engine::Method m = method.value_or(engine::default_method(run.hardware));
-      for (const engine::MetricComparison& c :
-           engine::compare(run, predict_row(run, m))) {
+      engine::MeasuredMetrics predicted;
+      try {
+        predicted = predict_row(run, m);
+      } catch (const UsageError&) {
+        // The method cannot predict this row (bandwidth: one GPU only): its class gets no
+        // error from it, and the reports say how many were left out.
+        ++out.unpredictable;
+        continue;
+      }
+      ++out.rows;
+      for (const engine::MetricComparison& c : engine::compare(run, predicted)) {
         errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name,
                            c.metric},
                           c.error(),

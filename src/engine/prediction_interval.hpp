@@ -89,7 +89,8 @@ struct PredictionBands {
   std::vector<std::string> sources;  // the files the rows come from
   std::string stack = kNoStack;
   std::vector<ErrorBand> bands;
-  int64_t rows = 0;  // validation rows read
+  int64_t rows = 0;           // validation rows predicted
+  int64_t unpredictable = 0;  // rows the predictions' method cannot predict, left out
   // Why no prediction of this run can take a band (e.g. speculative decoding, which no
   // validation row ran); empty when the classes decide.
   std::string unavailable;

@@ -42,7 +42,12 @@ std::string bands_header(const engine::PredictionBands& b) {
   if (!b.unavailable.empty()) return fmt::format("bands: none: {}\n", b.unavailable);
   const std::string from =
       b.sources.empty() ? "no validation sets (no measurements/ folder; --bands-from FILE)"
-                        : fmt::format("the validation rows of {}", fmt::join(b.sources, ", "));
+                        : fmt::format("the validation rows of {}{}", fmt::join(b.sources, ", "),
+                                      b.unpredictable == 0
+                                          ? std::string()
+                                          : fmt::format(" ({} rows the method cannot predict "
+                                                        "left out)",
+                                                        b.unpredictable));
   return fmt::format(
       "bands: p10-p90 of the errors of {} on {}; a prediction P means a measurement in "
       "[P / (1 + p90), P / (1 + p10)]\n",
@@ -90,6 +95,7 @@ nlohmann::json bands_source_json(const engine::PredictionBands& b) {
   nlohmann::json j = {{"stack", b.stack},
                       {"sources", b.sources},
                       {"rows", b.rows},
+                      {"unpredictable_rows", b.unpredictable},
                       {"min_rows", engine::kMinIntervalRows}};
   if (!b.unavailable.empty()) j["unavailable"] = b.unavailable;
   return j;

@@ -239,10 +239,6 @@ std::string plan_table(const PlanReport& r) {
         "TTFT, TPOT, e2e: p90", in.goal == PlanGoal::max_rate ? "the rate" : "the target rate");
     if (const std::string note = capped_note(r); !note.empty()) out += note + "\n";
     if (const std::string note = mixed_method_note(r); !note.empty()) out += note + "\n";
-    if (const auto lines = bands_lines(r); !lines.empty()) {
-      out += "\n";
-      for (const std::string& line : lines) out += line + "\n";
-    }
     const size_t shown =
         std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
     for (size_t k = 1; k < shown; ++k) {
@@ -252,6 +248,10 @@ std::string plan_table(const PlanReport& r) {
             "(ranked after it by headroom).\n";
         break;
       }
+    }
+    if (const auto lines = bands_lines(r); !lines.empty()) {
+      out += "\n";
+      for (const std::string& line : lines) out += line + "\n";
     }
   } else {
     out += closest_message(r) + "\n";

@@ -6,6 +6,8 @@
 
 #include "app/errors.hpp"
 #include "app/measurements.hpp"
+#include "app/prediction_bands.hpp"
+#include "engine/roofline.hpp"
 #include "service_context.hpp"
 #include "spec/diagnostics.hpp"
 
@@ -123,8 +125,9 @@ TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric
   r.intervals = true;
   const app::MeasuredValidation v = app::validate_measured(r, s.context);
   REQUIRE(v.bands.has_value());
-  // LMDeploy on A100 (ttft, tpot, output_tok_s: 60 rows each), vLLM on H100 (17 e2e rows),
-  // vLLM ROCm on MI300X (19 e2e rows): every class has a band and every row is held out once.
+  // LMDeploy on A100 (ttft, tpot, output_tok_s: 60 rows each), vLLM ROCm on MI300X (19 e2e
+  // rows, no preset: the class is its stack's name), vLLM 0.6.3 on H100 (17 e2e rows, the
+  // class of the preset it takes, vllm-0.6): every class has a band and every row is held out once.
   REQUIRE(v.bands->size() == 5);
   int64_t rows = 0;
   for (const engine::ErrorBand& b : *v.bands) {
@@ -138,12 +141,46 @@ TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric
   CHECK(rows == 216);
   // vLLM's e2e on the H100: p10 and p90 of its 17 errors, the 2nd and 16th smallest
   // (ceil(1.7) = 2, ceil(15.3) = 16), as docs/serving-stacks.md quotes them.
-  const engine::ErrorBand& vllm = (*v.bands)[3];
-  CHECK(vllm.cls == engine::IntervalClass{"vLLM", "h100-sxm", "e2e"});
+  const engine::ErrorBand& vllm = (*v.bands)[4];
+  CHECK(vllm.cls == engine::IntervalClass{"vllm-0.6", "h100-sxm", "e2e"});
   CHECK(vllm.p10_error == doctest::Approx(-0.167).epsilon(0.01));
   CHECK(vllm.p90_error == doctest::Approx(0.150).epsilon(0.01));
   // Leave-one-out coverage of the p10-p90 bands over the 216 metrics: 172 inside (79.6%).
   const engine::IntervalCoverage c = engine::coverage(*v.bands);
   CHECK(c.held_out == 216);
   CHECK(c.inside == 172);
+}
+
+TEST_CASE("prediction_bands: the catalog's sets, the predictions' stack and hardware") {
+  test::ServiceContext s;
+  const engine::Hardware h100 = s.context.catalog.hardware("h100-sxm");
+  const engine::Hardware a100 = s.context.catalog.hardware("a100-80gb");
+  const auto vllm = s.context.catalog.stack("vllm-0.6");
+  app::BandsRequest r;
+  // Default: every CSV of measurements/; only the rows on the predictions' hardware predicted
+  // (published.csv: 17 on H100; vllm-ci-latency.csv: 3 on H100).
+  const auto b = app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context);
+  REQUIRE(b.has_value());
+  CHECK(b->sources.size() == 2);
+  CHECK(b->stack == "vllm-0.6");
+  CHECK(b->rows == 20);
+  // The same band as validate --measured --intervals gives the class.
+  const engine::ErrorBand* e2e = b->find("h100-sxm", "e2e");
+  REQUIRE(e2e != nullptr);
+  CHECK(e2e->rows == 17);
+  CHECK(e2e->p10_error == doctest::Approx(-0.167).epsilon(0.01));
+  CHECK(e2e->p90_error == doctest::Approx(0.150).epsilon(0.01));
+  CHECK(b->find("h100-sxm", "ttft") == nullptr);  // the 405B rows timed whole batches only
+  // Stack-less predictions take no stack's rows; A100 rows are LMDeploy's and vLLM's.
+  const auto none = app::prediction_bands(r, std::nullopt, std::nullopt, {a100}, s.context);
+  REQUIRE(none.has_value());
+  CHECK(none->rows == 63);
+  CHECK(none->find("a100-80gb", "ttft") == nullptr);
+  // --bands-from replaces the sets; --no-bands computes nothing.
+  r.files = {kSets + "vllm-ci-latency.csv"};
+  const auto ci = app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context);
+  CHECK(ci->rows == 3);
+  CHECK(ci->find("h100-sxm", "e2e") == nullptr);  // those rows match no preset
+  r.enabled = false;
+  CHECK_FALSE(app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context).has_value());
 }

@@ -385,3 +385,47 @@ TEST_CASE("plan: rows on a GPU costed at the roofline beside calibrated ones car
   REQUIRE(calibrated_only.exit_code == 0);
   CHECK(calibrated_only.out.find("costed at the datasheet roofline") == std::string::npos);
 }
+
+TEST_CASE("plan --confidence: objectives scaled by each GPU's band, GPUs without one left out") {
+  // Llama 3.1 405B FP8 at TP 8 with vLLM 0.6: the validation sets' 17 e2e rows on the H100
+  // (dstack's benchmark) give the class (vllm-0.6, h100-sxm, e2e) a p10 error of -16.7%, so at
+  // confidence 0.9 the p90 e2e objective of 4.2 s becomes 4.2 x (1 - 0.167) = 3.50 s for the
+  // H100's predictions. MI300X rows are vLLM ROCm's, which takes no preset: no band, left out.
+  const std::string ask =
+      "plan -m llama3.1-405b -H h100-sxm,mi300x --dtype fp8 --tp 8 --rate 4 --requests 200 "
+      "--slo-e2e '4.2 s' --threads 2 --stack vllm-0.6 -f json";
+  const Run plain = run(ask);
+  const Run sure = run(ask + " --confidence 0.9");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(sure.exit_code == 0);
+  const auto p = nlohmann::json::parse(plain.out);
+  const auto c = nlohmann::json::parse(sure.out);
+  CHECK_FALSE(p["bands"].contains("confidence"));
+  CHECK(c["bands"]["confidence"] == 0.9);
+  REQUIRE(c["bands"]["hardware_objectives"].size() == 1);
+  const auto& h = c["bands"]["hardware_objectives"][0];
+  CHECK(h["hardware"] == "h100-sxm");
+  const double e = h["errors"][0]["pessimistic_error"].get<double>();
+  CHECK(e == doctest::Approx(-0.167).epsilon(0.01));
+  CHECK(h["objectives"]["e2e_p90_s"].get<double>() == doctest::Approx(4.2 * (1 + e)));
+  REQUIRE(c["bands"]["without_band"].size() == 1);
+  CHECK(c["bands"]["without_band"][0].get<std::string>().rfind("mi300x (e2e: no rows)", 0) == 0);
+  // The scaled objective holds, and it costs replicas: the chosen deployment's p90 e2e is
+  // under 3.50 s and it needs more replicas than the plan at the objective as given.
+  CHECK(c["chosen"]["hardware"] == "h100-sxm");
+  CHECK(c["chosen"]["at_target"]["e2e_s"]["p90"].get<double>() <= 4.2 * (1 + e));
+  CHECK(c["chosen"]["replicas"].get<int64_t>() > p["chosen"]["replicas"].get<int64_t>());
+  // Each ranked deployment's band: its p90 e2e P means a measurement in
+  // [P / (1 + p90), P / (1 + p10)].
+  const auto& band = c["chosen"]["bands"][2];
+  CHECK(band["metric"] == "e2e");
+  const double P = band["predicted"].get<double>();
+  CHECK(band["band"]["high"].get<double>() == doctest::Approx(P / (1 + e)));
+  // Without a band for any GPU: exit 2 naming what is missing; outside [0.5, 1): exit 2.
+  const Run none = run(
+      "plan -m llama3-8b -H h100-sxm --rate 2 --requests 200 --slo-ttft-p90 '1 s' --confidence 0.9");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("h100-sxm (ttft: no rows)") != std::string::npos);
+  CHECK(run(ask + " --confidence 0.3").exit_code == 2);
+  CHECK(run(ask + " --confidence 0.9 --no-bands").exit_code == 2);
+}

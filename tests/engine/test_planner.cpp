@@ -282,3 +282,46 @@ TEST_CASE("plan: maximize the rate of a fixed fleet") {
   }
   CHECK(r.candidates[r.ranking.front()].served_rate == best);
 }
+
+TEST_CASE("plan: hardware_objectives replace the objectives of that hardware's candidates") {
+  // plan --confidence scales each hardware's limits by its band: here hardware 0's halved,
+  // hardware 1's as given. Each hardware's candidates must then come out as a plan whose
+  // objectives are, for every hardware, that hardware's.
+  const PlanInputs base = small_grid();
+  ServiceObjectives strict = base.objectives;
+  for (double* v : {&strict.ttft_p90_s, &strict.ttft_p99_s, &strict.tpot_p90_s,
+                    &strict.tpot_p99_s, &strict.e2e_p90_s}) {
+    *v *= 0.5;
+  }
+  PlanInputs mixed = base;
+  mixed.prune = false;
+  mixed.hardware_objectives = {strict, base.objectives};
+  PlanInputs all_strict = base;
+  all_strict.prune = false;
+  all_strict.objectives = strict;
+  PlanInputs as_given = base;
+  as_given.prune = false;
+  const PlanResult m = plan(mixed), s = plan(all_strict), g = plan(as_given);
+  REQUIRE(m.candidates.size() == g.candidates.size());
+  int64_t stricter = 0;
+  for (size_t i = 0; i < m.candidates.size(); ++i) {
+    const PlanCandidate& c = m.candidates[i];
+    const PlanCandidate& same = c.hardware == 0 ? s.candidates[i] : g.candidates[i];
+    CAPTURE(i);
+    CHECK(c.status == same.status);
+    CHECK(c.reject == same.reject);
+    CHECK(c.sustainable_rate == same.sustainable_rate);
+    CHECK(c.replicas == same.replicas);
+    if (c.hardware == 0 && g.candidates[i].status == CandidateStatus::ranked &&
+        (c.status != CandidateStatus::ranked ||
+         c.sustainable_rate < g.candidates[i].sustainable_rate)) {
+      ++stricter;
+    }
+  }
+  CHECK(stricter > 0);  // the halved limits bind somewhere
+  PlanInputs wrong = base;
+  wrong.hardware_objectives = {strict};  // one entry for two hardware
+  CHECK_THROWS_AS(plan(wrong), std::invalid_argument);
+  wrong.hardware_objectives = {strict, ServiceObjectives{}};  // sets other objectives
+  CHECK_THROWS_AS(plan(wrong), std::invalid_argument);
+}

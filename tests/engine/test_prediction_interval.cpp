@@ -74,3 +74,40 @@ TEST_CASE("error_bands: one band per (stack, hardware, metric), coverage summed 
   CHECK(c.inside == 15);
   CHECK(c.share() == doctest::Approx(15.0 / 19));
 }
+
+TEST_CASE("pessimistic_error: the (1 - confidence) quantile of the class's errors") {
+  // Ten errors -0.30 .. +0.60 (step 0.10), given out of order. Nearest rank over 10:
+  // confidence 0.9 -> q 0.1 -> ceil(1.0) = 1st = -0.30 (the band's p10 edge);
+  // 0.7 -> q 0.3 -> ceil(3.0) = 3rd = -0.10 (1 - 0.7 is 0.30000000000000004 in binary: the
+  // rank must still be 3, not 4); 0.5 -> q 0.5 -> 5th = +0.10.
+  const ErrorBand b =
+      band_of({0.6, -0.3, 0.0, 0.5, -0.2, 0.1, 0.4, -0.1, 0.3, 0.2});
+  CHECK(pessimistic_error(b, 0.9) == doctest::Approx(b.p10_error));
+  CHECK(pessimistic_error(b, 0.9) == doctest::Approx(-0.30));
+  CHECK(pessimistic_error(b, 0.7) == doctest::Approx(-0.10));
+  CHECK(pessimistic_error(b, 0.5) == doctest::Approx(0.10));
+  // A latency objective of 1 s at confidence 0.9: the prediction must stay under
+  // 1 x (1 - 0.30) = 0.7 s, whose measurement is then at most 0.7 / (1 - 0.30) = 1 s.
+  CHECK(1.0 * (1 + pessimistic_error(b, 0.9)) == doctest::Approx(0.7));
+  CHECK_THROWS_AS(pessimistic_error(b, 0.4), std::invalid_argument);
+  CHECK_THROWS_AS(pessimistic_error(b, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS(pessimistic_error(band_of({0.1, 0.2}), 0.9), std::invalid_argument);
+}
+
+TEST_CASE("PredictionBands::find: the predictions' stack on one hardware and metric") {
+  std::vector<ClassifiedError> errors;
+  for (int i = 0; i < 8; ++i) errors.push_back({{"vllm-0.6", "h100-sxm", "e2e"}, 0.01 * i, ""});
+  errors.push_back({{"vllm-0.6", "a100-80gb", "e2e"}, 0.1, ""});
+  errors.push_back({{"LMDeploy", "h100-sxm", "e2e"}, 0.1, ""});
+  PredictionBands b;
+  b.stack = "vllm-0.6";
+  b.bands = error_bands(errors);
+  REQUIRE(b.find("h100-sxm", "e2e") != nullptr);
+  CHECK(b.find("h100-sxm", "e2e")->has_band);
+  CHECK(b.find("h100-sxm", "e2e")->rows == 8);
+  REQUIRE(b.find("a100-80gb", "e2e") != nullptr);
+  CHECK_FALSE(b.find("a100-80gb", "e2e")->has_band);  // one row: too few
+  CHECK(b.find("h100-sxm", "ttft") == nullptr);
+  b.stack = kNoStack;  // stack-less predictions take no other stack's rows
+  CHECK(b.find("h100-sxm", "e2e") == nullptr);
+}

@@ -105,7 +105,9 @@ void plan_workload(const PlanRequest& r, engine::PlanInputs& in, PlanOutcome& ou
 }
 
 // The metric whose band an objective takes.
-const char* objective_metric(int k) { return k < 2 ? "ttft" : k < 4 ? "tpot" : "e2e"; }
+const char* objective_metric(int k) {
+  return k < 2 ? "ttft" : k < 4 ? "tpot" : "e2e";
+}
 
 std::array<double*, 5> objective_limits(engine::ServiceObjectives& o) {
   return {&o.ttft_p90_s, &o.ttft_p99_s, &o.tpot_p90_s, &o.tpot_p99_s, &o.e2e_p90_s};
@@ -140,17 +142,17 @@ void apply_bands(const PlanRequest& r, const Context& context,
       const engine::ErrorBand* band = b.find(hw.name, metric);
       if (!band || !band->has_band) {
         if (missing.find(metric + ":") == std::string::npos) {
-          missing += fmt::format("{}{}: {}", missing.empty() ? "" : ", ", metric,
-                                 band ? fmt::format("{} rows (< {})", band->rows,
-                                                    engine::kMinIntervalRows)
-                                      : std::string("no rows"));
+          missing +=
+              fmt::format("{}{}: {}", missing.empty() ? "" : ", ", metric,
+                          band ? fmt::format("{} rows (< {})", band->rows, engine::kMinIntervalRows)
+                               : std::string("no rows"));
         }
         continue;
       }
       const double e = engine::pessimistic_error(*band, *r.confidence);
       if (!(e > -1)) {
-        missing += fmt::format("{}{}: an error of -100% or below", missing.empty() ? "" : ", ",
-                               metric);
+        missing +=
+            fmt::format("{}{}: an error of -100% or below", missing.empty() ? "" : ", ", metric);
         continue;
       }
       *limits[k] *= 1 + e;
@@ -171,8 +173,8 @@ void apply_bands(const PlanRequest& r, const Context& context,
     std::string have;
     for (const engine::ErrorBand& band : b.bands) {
       if (band.has_band && band.cls.stack == b.stack) {
-        have += fmt::format("{}{} {}", have.empty() ? "" : ", ", band.cls.hardware,
-                            band.cls.metric);
+        have +=
+            fmt::format("{}{} {}", have.empty() ? "" : ", ", band.cls.hardware, band.cls.metric);
       }
     }
     throw UsageError(fmt::format(

@@ -56,8 +56,7 @@ std::optional<engine::PredictionBands> prediction_bands(
       }
       ++out.rows;
       for (const engine::MetricComparison& c : engine::compare(run, predicted)) {
-        errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name,
-                           c.metric},
+        errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name, c.metric},
                           c.error(),
                           c.where});
       }

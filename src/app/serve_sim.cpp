@@ -141,8 +141,7 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
           "speculative decoding: the validation sets have no speculative run to take errors from";
     }
   } else {
-    out.run.bands =
-        prediction_bands(r.bands, analysis.method, stack, {hardware}, context);
+    out.run.bands = prediction_bands(r.bands, analysis.method, stack, {hardware}, context);
   }
   out.outcomes = result.outcomes;
   return out;

@@ -229,9 +229,8 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   }
   SchedulerOptions s = scheduler_of(in, c);
   if (!fits_memory(in, w, *cost, s, c)) return;
-  if (const auto miss =
-          worst_miss(latencies_alone(in.unit_requests, *cost, in.stack.request_s),
-                     objectives_for(in, c))) {
+  if (const auto miss = worst_miss(latencies_alone(in.unit_requests, *cost, in.stack.request_s),
+                                   objectives_for(in, c))) {
     c.miss = miss;
     c.miss_rate = 0;
     reject(c, kind_of(*miss),

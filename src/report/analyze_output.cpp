@@ -68,7 +68,8 @@ nlohmann::json bands_json(const app::AnalyzeResult& r) {
   j["results"] = nlohmann::json::array();
   for (const engine::WorkloadResult& w : r.results) {
     nlohmann::json metrics = nlohmann::json::array();
-    for (const std::string& m : kBandMetrics) metrics.push_back(band_json(b, hw, m, metric_of(w, m)));
+    for (const std::string& m : kBandMetrics)
+      metrics.push_back(band_json(b, hw, m, metric_of(w, m)));
     j["results"].push_back({{"batch", w.workload.batch},
                             {"prompt", w.workload.prompt},
                             {"generate", w.workload.generate},

@@ -14,7 +14,8 @@ namespace streamspark::report {
 namespace {
 
 std::string show(const std::string& metric, double value) {
-  return metric == "output_tok_s" ? fmt::format("{} tok/s", significant(value)) : format_time(value);
+  return metric == "output_tok_s" ? fmt::format("{} tok/s", significant(value))
+                                  : format_time(value);
 }
 
 // Why (stack, hardware, metric) has no band; empty when it has one.
@@ -41,13 +42,13 @@ std::string predictions_of(const engine::PredictionBands& b) {
 std::string bands_header(const engine::PredictionBands& b) {
   if (!b.unavailable.empty()) return fmt::format("bands: none: {}\n", b.unavailable);
   const std::string from =
-      b.sources.empty() ? "no validation sets (no measurements/ folder; --bands-from FILE)"
-                        : fmt::format("the validation rows of {}{}", fmt::join(b.sources, ", "),
-                                      b.unpredictable == 0
-                                          ? std::string()
-                                          : fmt::format(" ({} rows the method cannot predict "
-                                                        "left out)",
-                                                        b.unpredictable));
+      b.sources.empty()
+          ? "no validation sets (no measurements/ folder; --bands-from FILE)"
+          : fmt::format("the validation rows of {}{}", fmt::join(b.sources, ", "),
+                        b.unpredictable == 0 ? std::string()
+                                             : fmt::format(" ({} rows the method cannot predict "
+                                                           "left out)",
+                                                           b.unpredictable));
   return fmt::format(
       "bands: p10-p90 of the errors of {} on {}; a prediction P means a measurement in "
       "[P / (1 + p90), P / (1 + p10)]\n",
@@ -84,11 +85,10 @@ std::string no_band_line(const engine::PredictionBands& b, const std::string& ha
   }
   std::vector<std::string> listed;
   for (const auto& [stack, rows] : others) listed.push_back(fmt::format("{} ({})", stack, rows));
-  return fmt::format("no band for {} on {} ({}); {}\n", predictions_of(b), hardware,
-                     fmt::join(parts, ", "),
-                     listed.empty()
-                         ? std::string("no validation row is of that GPU")
-                         : fmt::format("its validation rows are of {}", fmt::join(listed, ", ")));
+  return fmt::format(
+      "no band for {} on {} ({}); {}\n", predictions_of(b), hardware, fmt::join(parts, ", "),
+      listed.empty() ? std::string("no validation row is of that GPU")
+                     : fmt::format("its validation rows are of {}", fmt::join(listed, ", ")));
 }
 
 nlohmann::json bands_source_json(const engine::PredictionBands& b) {
@@ -104,9 +104,8 @@ nlohmann::json bands_source_json(const engine::PredictionBands& b) {
 nlohmann::json band_json(const engine::PredictionBands& b, const std::string& hardware,
                          const std::string& metric, double predicted) {
   const engine::ErrorBand* band = b.find(hardware, metric);
-  nlohmann::json j = {{"metric", metric},
-                      {"predicted", predicted},
-                      {"rows", band ? band->rows : 0}};
+  nlohmann::json j = {
+      {"metric", metric}, {"predicted", predicted}, {"rows", band ? band->rows : 0}};
   if (const std::string why = missing(b, hardware, metric); !why.empty()) {
     j["band"] = nullptr;
     j["why"] = why;

@@ -379,10 +379,11 @@ std::vector<std::string> confidence_lines(const PlanReport& r) {
     for (const auto& [metric, e, rows] : co.errors) {
       errors.push_back(fmt::format("{} x {} ({} rows)", metric, significant(1 + e, 3), rows));
     }
-    out.push_back(fmt::format("confidence {:g} on {}: limits scaled by 1 + the {:g} quantile of "
-                              "its errors, {}: {}",
-                              *r.confidence, co.hardware, 1 - *r.confidence,
-                              fmt::join(errors, ", "), objectives_text(co.objectives)));
+    out.push_back(
+        fmt::format("confidence {:g} on {}: limits scaled by 1 + the {:g} quantile of "
+                    "its errors, {}: {}",
+                    *r.confidence, co.hardware, 1 - *r.confidence, fmt::join(errors, ", "),
+                    objectives_text(co.objectives)));
   }
   if (!r.without_band.empty()) {
     out.push_back(fmt::format("confidence {:g}: left out, no band for an objective's metric: {}",
@@ -421,7 +422,8 @@ nlohmann::json plan_bands_json(const PlanReport& r) {
 nlohmann::json candidate_bands_json(const PlanReport& r, const engine::PlanCandidate& c) {
   nlohmann::json out = nlohmann::json::array();
   const std::string& hw = in_of(r).hardware[c.hardware].name;
-  for (const std::string& m : kPlanBandMetrics) out.push_back(band_json(*r.bands, hw, m, p90_of(c, m)));
+  for (const std::string& m : kPlanBandMetrics)
+    out.push_back(band_json(*r.bands, hw, m, p90_of(c, m)));
   return out;
 }
 

@@ -193,8 +193,7 @@ std::string serving_bands_table(const ServingRun& r) {
   t.add_column("predicted");
   t.add_column("band", Align::left);
   for (const auto& [metric, label, value] : band_metrics(r)) {
-    t.add_row({label,
-               metric == "output_tok_s" ? significant(value) : format_time(value),
+    t.add_row({label, metric == "output_tok_s" ? significant(value) : format_time(value),
                band_cell(b, r.hardware, metric, value)});
   }
   return out + t.render();

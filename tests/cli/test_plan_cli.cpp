@@ -422,8 +422,9 @@ TEST_CASE("plan --confidence: objectives scaled by each GPU's band, GPUs without
   const double P = band["predicted"].get<double>();
   CHECK(band["band"]["high"].get<double>() == doctest::Approx(P / (1 + e)));
   // Without a band for any GPU: exit 2 naming what is missing; outside [0.5, 1): exit 2.
-  const Run none = run(
-      "plan -m llama3-8b -H h100-sxm --rate 2 --requests 200 --slo-ttft-p90 '1 s' --confidence 0.9");
+  const Run none =
+      run("plan -m llama3-8b -H h100-sxm --rate 2 --requests 200 --slo-ttft-p90 '1 s' --confidence "
+          "0.9");
   CHECK(none.exit_code == 2);
   CHECK(none.err.find("h100-sxm (ttft: no rows)") != std::string::npos);
   CHECK(run(ask + " --confidence 0.3").exit_code == 2);

@@ -289,8 +289,8 @@ TEST_CASE("plan: hardware_objectives replace the objectives of that hardware's c
   // objectives are, for every hardware, that hardware's.
   const PlanInputs base = small_grid();
   ServiceObjectives strict = base.objectives;
-  for (double* v : {&strict.ttft_p90_s, &strict.ttft_p99_s, &strict.tpot_p90_s,
-                    &strict.tpot_p99_s, &strict.e2e_p90_s}) {
+  for (double* v : {&strict.ttft_p90_s, &strict.ttft_p99_s, &strict.tpot_p90_s, &strict.tpot_p99_s,
+                    &strict.e2e_p90_s}) {
     *v *= 0.5;
   }
   PlanInputs mixed = base;

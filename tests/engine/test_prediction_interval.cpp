@@ -80,8 +80,7 @@ TEST_CASE("pessimistic_error: the (1 - confidence) quantile of the class's error
   // confidence 0.9 -> q 0.1 -> ceil(1.0) = 1st = -0.30 (the band's p10 edge);
   // 0.7 -> q 0.3 -> ceil(3.0) = 3rd = -0.10 (1 - 0.7 is 0.30000000000000004 in binary: the
   // rank must still be 3, not 4); 0.5 -> q 0.5 -> 5th = +0.10.
-  const ErrorBand b =
-      band_of({0.6, -0.3, 0.0, 0.5, -0.2, 0.1, 0.4, -0.1, 0.3, 0.2});
+  const ErrorBand b = band_of({0.6, -0.3, 0.0, 0.5, -0.2, 0.1, 0.4, -0.1, 0.3, 0.2});
   CHECK(pessimistic_error(b, 0.9) == doctest::Approx(b.p10_error));
   CHECK(pessimistic_error(b, 0.9) == doctest::Approx(-0.30));
   CHECK(pessimistic_error(b, 0.7) == doctest::Approx(-0.10));

@@ -9,7 +9,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -104,15 +103,6 @@ void plan_workload(const PlanRequest& r, engine::PlanInputs& in, PlanOutcome& ou
   for (const engine::Model& m : in.models) check_requests_context(in.unit_requests, m, w);
 }
 
-// The metric whose band an objective takes.
-const char* objective_metric(int k) {
-  return k < 2 ? "ttft" : k < 4 ? "tpot" : "e2e";
-}
-
-std::array<double*, 5> objective_limits(engine::ServiceObjectives& o) {
-  return {&o.ttft_p90_s, &o.ttft_p99_s, &o.tpot_p90_s, &o.tpot_p99_s, &o.e2e_p90_s};
-}
-
 // The bands of the plan's predictions, and with --confidence each hardware's scaled objectives
 // (hardware without a band for an objective's metric left out).
 void apply_bands(const PlanRequest& r, const Context& context,
@@ -135,10 +125,9 @@ void apply_bands(const PlanRequest& r, const Context& context,
   for (const engine::Hardware& hw : in.hardware) {
     ConfidenceObjectives co{hw.name, in.objectives, {}};
     std::string missing;
-    const auto limits = objective_limits(co.objectives);
-    for (int k = 0; k < 5; ++k) {
-      if (!(*limits[k] > 0)) continue;
-      const std::string metric = objective_metric(k);
+    for (const engine::ServiceObjectives::Limit& limit : co.objectives.limits()) {
+      if (!(*limit.value > 0)) continue;
+      const std::string metric = limit.metric;
       const engine::ErrorBand* band = b.find(hw.name, metric);
       if (!band || !band->has_band) {
         if (missing.find(metric + ":") == std::string::npos) {
@@ -155,7 +144,7 @@ void apply_bands(const PlanRequest& r, const Context& context,
             fmt::format("{}{}: an error of -100% or below", missing.empty() ? "" : ", ", metric);
         continue;
       }
-      *limits[k] *= 1 + e;
+      *limit.value *= 1 + e;
       if (std::none_of(co.errors.begin(), co.errors.end(),
                        [&](const auto& t) { return std::get<0>(t) == metric; })) {
         co.errors.emplace_back(metric, e, band->rows);

@@ -325,8 +325,9 @@ void check_plan_inputs(const PlanInputs& in, const PlanGoalStrategy& goal) {
     }
     for (const ServiceObjectives& o : in.hardware_objectives) {
       const auto set = [](const ServiceObjectives& x) {
-        return std::array<bool, 5>{x.ttft_p90_s > 0, x.ttft_p99_s > 0, x.tpot_p90_s > 0,
-                                   x.tpot_p99_s > 0, x.e2e_p90_s > 0};
+        std::array<bool, 5> out{};
+        for (size_t k = 0; k < out.size(); ++k) out[k] = *x.limits()[k].value > 0;
+        return out;
       };
       if (set(o) != set(in.objectives)) {
         throw std::invalid_argument(

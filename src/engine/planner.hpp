@@ -8,6 +8,7 @@
 // 2024), and the deployment gets the replicas the target rate needs.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -29,6 +30,19 @@ struct ServiceObjectives {
   // An objective that includes queueing (TTFT or end to end): without one, an overloaded
   // deployment whose queue grows without end would still meet a TPOT objective.
   bool bounds_queueing() const { return ttft_p90_s > 0 || ttft_p99_s > 0 || e2e_p90_s > 0; }
+  // Every limit with its JSON key and the metric it bounds ("ttft_p90_s", "ttft"), in the
+  // order TTFT p90, TTFT p99, TPOT p90, TPOT p99, e2e p90.
+  struct Limit {
+    const char* key;
+    const char* metric;
+    double* value;
+  };
+  std::array<Limit, 5> limits() {
+    return {Limit{"ttft_p90_s", "ttft", &ttft_p90_s}, Limit{"ttft_p99_s", "ttft", &ttft_p99_s},
+            Limit{"tpot_p90_s", "tpot", &tpot_p90_s}, Limit{"tpot_p99_s", "tpot", &tpot_p99_s},
+            Limit{"e2e_p90_s", "e2e", &e2e_p90_s}};
+  }
+  std::array<Limit, 5> limits() const { return const_cast<ServiceObjectives*>(this)->limits(); }
 };
 
 // An objective a configuration misses: "p90 TTFT", its value and its limit (seconds).

@@ -392,6 +392,14 @@ std::vector<std::string> confidence_lines(const PlanReport& r) {
   return out;
 }
 
+nlohmann::json objectives_json(const engine::ServiceObjectives& o) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const engine::ServiceObjectives::Limit& limit : o.limits()) {
+    if (*limit.value > 0) out[limit.key] = *limit.value;
+  }
+  return out;
+}
+
 nlohmann::json plan_bands_json(const PlanReport& r) {
   nlohmann::json j = bands_source_json(*r.bands);
   if (r.confidence) {
@@ -402,16 +410,9 @@ nlohmann::json plan_bands_json(const PlanReport& r) {
       for (const auto& [metric, e, rows] : co.errors) {
         errors.push_back({{"metric", metric}, {"pessimistic_error", e}, {"rows", rows}});
       }
-      nlohmann::json limits = nlohmann::json::object();
-      const engine::ServiceObjectives& o = co.objectives;
-      for (const auto& [key, v] : {std::pair{"ttft_p90_s", o.ttft_p90_s},
-                                   {"ttft_p99_s", o.ttft_p99_s},
-                                   {"tpot_p90_s", o.tpot_p90_s},
-                                   {"tpot_p99_s", o.tpot_p99_s},
-                                   {"e2e_p90_s", o.e2e_p90_s}}) {
-        if (v > 0) limits[key] = v;
-      }
-      hw.push_back({{"hardware", co.hardware}, {"errors", errors}, {"objectives", limits}});
+      hw.push_back({{"hardware", co.hardware},
+                    {"errors", errors},
+                    {"objectives", objectives_json(co.objectives)}});
     }
     j["hardware_objectives"] = hw;
     j["without_band"] = r.without_band;

@@ -93,6 +93,9 @@ struct Rows {
 
 Rows ranked_rows(const PlanReport& r);
 
+// {"ttft_p90_s": 1.0, ...}: the objectives set, by key.
+nlohmann::json objectives_json(const engine::ServiceObjectives& o);
+
 // Prediction bands of the shown ranked rows (p90 TTFT, TPOT, e2e at the target): the header
 // line, then a table (rank, hardware, one band per metric), or a line per hardware when none
 // has a band. Empty with --no-bands.

@@ -283,15 +283,7 @@ nlohmann::json plan_json(const PlanReport& r) {
     }
     hardware.push_back(std::move(j));
   }
-  json objectives = json::object();
-  const engine::ServiceObjectives& o = in.objectives;
-  for (const auto& [key, v] : {std::pair{"ttft_p90_s", o.ttft_p90_s},
-                               {"ttft_p99_s", o.ttft_p99_s},
-                               {"tpot_p90_s", o.tpot_p90_s},
-                               {"tpot_p99_s", o.tpot_p99_s},
-                               {"e2e_p90_s", o.e2e_p90_s}}) {
-    if (v > 0) objectives[key] = v;
-  }
+  const json objectives = objectives_json(in.objectives);
   json formats = json::array();
   for (const engine::PlanFormat& f : in.formats) formats.push_back(f.name);
   json plans = json::array();

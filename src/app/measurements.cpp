@@ -314,12 +314,7 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
   if (r.intervals) {
     std::vector<engine::ClassifiedError> errors;
     for (size_t i = 0; i < v.runs.size(); ++i) {
-      const engine::MeasuredRun& run = v.runs[i];
-      for (const engine::MetricComparison& c : v.comparisons[i]) {
-        errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name, c.metric},
-                          c.error(),
-                          c.where});
-      }
+      append_classified_errors(v.runs[i], v.comparisons[i], errors);
     }
     v.bands = engine::error_bands(errors);
   }

@@ -17,6 +17,16 @@ std::string interval_stack(const std::optional<engine::ServingStack>& preset,
   return stack_name.empty() ? engine::kNoStack : stack_name;
 }
 
+void append_classified_errors(const engine::MeasuredRun& run,
+                              const std::vector<engine::MetricComparison>& comparisons,
+                              std::vector<engine::ClassifiedError>& errors) {
+  for (const engine::MetricComparison& c : comparisons) {
+    errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name, c.metric},
+                      c.error(),
+                      c.where});
+  }
+}
+
 std::optional<engine::PredictionBands> prediction_bands(
     const BandsRequest& r, const std::optional<engine::Method>& method,
     const std::optional<engine::ServingStack>& preset,
@@ -55,11 +65,7 @@ std::optional<engine::PredictionBands> prediction_bands(
         continue;
       }
       ++out.rows;
-      for (const engine::MetricComparison& c : engine::compare(run, predicted)) {
-        errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name, c.metric},
-                          c.error(),
-                          c.where});
-      }
+      append_classified_errors(run, engine::compare(run, predicted), errors);
     }
   }
   out.bands = engine::error_bands(errors);

@@ -14,6 +14,7 @@
 #include "app/context.hpp"
 #include "engine/analysis.hpp"
 #include "engine/hardware.hpp"
+#include "engine/measured.hpp"
 #include "engine/prediction_interval.hpp"
 #include "engine/stack.hpp"
 
@@ -28,6 +29,12 @@ struct BandsRequest {
 // ("LMDeploy TurboMind"), or engine::kNoStack when the row names none.
 std::string interval_stack(const std::optional<engine::ServingStack>& preset,
                            const std::string& stack_name);
+
+// A measured run's comparisons as classified errors (its interval_stack, hardware, metric),
+// appended to `errors`.
+void append_classified_errors(const engine::MeasuredRun& run,
+                              const std::vector<engine::MetricComparison>& comparisons,
+                              std::vector<engine::ClassifiedError>& errors);
 
 // The bands of predictions made with `method` (unset: each row's hardware's default, as the
 // predictions take it) and `preset` on the hardware named in `hardware`: only the rows measured

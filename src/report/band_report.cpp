@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
 #include <map>
 
 #include "report/units.hpp"
@@ -32,12 +31,12 @@ std::string missing(const engine::PredictionBands& b, const std::string& hardwar
   return "";
 }
 
-}  // namespace
-
 std::string predictions_of(const engine::PredictionBands& b) {
   return b.stack == engine::kNoStack ? "stack-less predictions (no --stack)"
                                      : b.stack + "'s predictions";
 }
+
+}  // namespace
 
 std::string bands_header(const engine::PredictionBands& b) {
   if (!b.unavailable.empty()) return fmt::format("bands: none: {}\n", b.unavailable);

@@ -13,8 +13,10 @@
 #include "app/errors.hpp"
 #include "engine/analysis.hpp"
 #include "engine/calibration.hpp"
+#include "engine/overflow.hpp"
 #include "engine/roofline.hpp"
 #include "engine/statistics.hpp"
+#include "spec/quantity.hpp"
 
 namespace streamspark::app {
 
@@ -115,6 +117,90 @@ class PassCosts {
   std::map<std::tuple<std::string, int64_t, std::string, int64_t>, std::vector<engine::OpRow>>
       rows_;
   std::map<std::string, engine::DeviceRates> rates_;
+};
+
+// The engine's attention kernel (attn_scores + attn_values) at a profiled attention row's shape:
+// the one inventory built for a model of that row's heads alone (one attention layer, no MLP),
+// so that a measured kernel lines up with the operators every prediction costs.
+class AttentionCosts {
+ public:
+  struct Roofline {
+    double compute_s = 0, memory_s = 0;  // datasheet times, summed over the kernel's ops
+  };
+
+  // The row's operators at `query_tile` (the hardware's attention_query_tile when nullopt).
+  const std::vector<engine::Op>& ops(const ProfileRow& row, const engine::Hardware& hw,
+                                     std::optional<int64_t> query_tile = std::nullopt) {
+    engine::CostingConfig c;
+    c.precision = precision_of(row.dtype);
+    c.parallel.tp = row.tp;
+    c = engine::costing_on(c, hw);
+    if (query_tile) c.attention_query_tile = *query_tile;
+    const auto key = std::make_tuple(row.q_heads, row.kv_heads, row.head_dim, row.tp, row.dtype,
+                                     c.attention_query_tile);
+    auto it = inventories_.find(key);
+    if (it == inventories_.end()) {
+      it = inventories_
+               .emplace(key, std::make_unique<engine::OpInventory>(model_of(row), std::move(c)))
+               .first;
+    }
+    const engine::StepShape shape{row.kind == ProfileClass::attention_prefill
+                                      ? engine::Phase::prefill
+                                      : engine::Phase::decode,
+                                  row.batch, row.tokens, row.context, 1};
+    it->second->build(shape, scratch_);
+    std::erase_if(scratch_, [&](const engine::Op& op) {
+      return std::find(row.engine_ops.begin(), row.engine_ops.end(), op.id) == row.engine_ops.end();
+    });
+    return scratch_;
+  }
+
+  // Seconds the engine gives the row's kernel with these rates.
+  double seconds(const ProfileRow& row, const engine::Hardware& hw,
+                 const engine::DeviceRates& rates) {
+    double t = 0;
+    for (const engine::Op& op : ops(row, hw)) t += engine::roofline_cost(op, rates).time_s;
+    return t;
+  }
+
+  Roofline roofline(const ProfileRow& row, const engine::Hardware& hw,
+                    const engine::DeviceRates& datasheet, int64_t query_tile) {
+    Roofline r;
+    for (const engine::Op& op : ops(row, hw, query_tile)) {
+      const engine::OpCost c = engine::roofline_cost(op, datasheet);
+      r.compute_s += c.compute_s;
+      r.memory_s += c.memory_s;
+    }
+    return r;
+  }
+
+ private:
+  static engine::Model model_of(const ProfileRow& row) {
+    engine::Model m;
+    m.name = fmt::format("attention of {} query, {} KV heads of {}", row.q_heads, row.kv_heads,
+                         row.head_dim);
+    m.d_model = engine::checked_mul(row.q_heads, row.head_dim);
+    m.vocab_size = engine::checked_mul(1024, row.tp);
+    m.max_context = engine::checked_add(row.context, row.tokens);
+    engine::LayerKind k;
+    k.label = "attention";
+    k.count = 1;
+    k.mixer = engine::MixerKind::attention;
+    k.attention.kind = row.kv_heads == row.q_heads ? engine::AttentionKind::mha
+                       : row.kv_heads == 1         ? engine::AttentionKind::mqa
+                                                   : engine::AttentionKind::gqa;
+    k.attention.n_heads = row.q_heads;
+    k.attention.n_kv_heads = row.kv_heads;
+    k.attention.head_dim = row.head_dim;
+    k.ffn = engine::FfnKind::none;
+    m.layers.push_back(k);
+    return m;
+  }
+
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, std::string, int64_t>,
+           std::unique_ptr<engine::OpInventory>>
+      inventories_;
+  std::vector<engine::Op> scratch_;
 };
 
 // Seconds the engine gives a row's engine operators in one pass; nullopt with `why` when the
@@ -222,6 +308,23 @@ std::string profile_hardware_of(const engine::Hardware& hw) {
   return provenance_value(hw, "profile_hardware");
 }
 
+namespace {
+// The attention fit rule (ProfileFitRequest::attention_fit_stride).
+bool attention_fit_row(const ProfileRow& row, int64_t stride,
+                       const std::vector<std::string>& fit_models) {
+  return stride > 0 && row.context % stride == 0 &&
+         (row.model.empty() ||
+          std::find(fit_models.begin(), fit_models.end(), row.model) != fit_models.end());
+}
+}  // namespace
+
+bool attention_row_fitted(const engine::Hardware& hw, const ProfileRow& row) {
+  if (provenance_value(hw, "attention_from") != row.hardware) return false;
+  const auto stride = spec::parse_decimal(provenance_value(hw, "attention_fit_stride"));
+  return stride && *stride >= 1 &&
+         attention_fit_row(row, static_cast<int64_t>(*stride), fitted_models_of(hw));
+}
+
 std::vector<ProfileRow> import_profile(const ImportProfileRequest& r, const Context& context) {
   spec::VidurImportOptions o;
   for (const auto& [gpu, hw] : r.gpus) {
@@ -259,6 +362,7 @@ ProfileValidation validate_profile(const ProfileValidateRequest& r, const Contex
   }
   ModelNames names(context.catalog);
   PassCosts costs(context.catalog, hw, r.method);
+  AttentionCosts attention;
   std::map<std::string, std::pair<size_t, std::string>> skipped;  // why -> count, first where
   const auto skip = [&](const std::string& why, const ProfileRow& row) {
     auto& s = skipped[why];
@@ -270,8 +374,10 @@ ProfileValidation validate_profile(const ProfileValidateRequest& r, const Contex
     p.row = row;
     const bool fitted_model = std::find(v.fitted_models.begin(), v.fitted_models.end(),
                                         row.model) != v.fitted_models.end();
-    p.held_out = (per_layer(row.kind) || row.kind == ProfileClass::host) &&
-                 !v.fitted_models.empty() && !fitted_model;
+    p.held_out = !v.fitted_models.empty() &&
+                 (spec::is_attention_row(row)
+                      ? !attention_row_fitted(hw, row)
+                      : (per_layer(row.kind) || row.kind == ProfileClass::host) && !fitted_model);
     if (r.held_out_only && !p.held_out) continue;
     std::string why;
     if (per_layer(row.kind)) {
@@ -286,6 +392,9 @@ ProfileValidation validate_profile(const ProfileValidateRequest& r, const Contex
         continue;
       }
       p.predicted_s = *t;
+    } else if (spec::is_attention_row(row)) {
+      if (!row.model.empty()) p.model = names.of(row.model, &why);  // for reports only
+      p.predicted_s = attention.seconds(row, hw, costs.rates(row.dtype));
     } else if (row.kind == ProfileClass::all_reduce || row.kind == ProfileClass::send_recv) {
       const engine::DeviceRates& rates = costs.rates(row.dtype);
       const engine::Link& link = row.nodes > 1 ? rates.inter_node : rates.intra_node;
@@ -364,9 +473,18 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
   };
   // Only these rows are read: the fit models' per-layer rows, the profiled GPU's collectives,
   // the host rows of the fit models on host_from.
-  std::vector<const ProfileRow*> layer, network, host;
+  rep.attention_from = r.attention_from.empty() ? rep.profiled_on : r.attention_from;
+  rep.attention_fit_stride = r.attention_fit_stride;
+  if (r.attention_fit_stride < 1) throw UsageError("--attention-fit-stride: must be at least 1");
+  std::vector<const ProfileRow*> layer, network, host, attention_rows;
   for (const ProfileRow& row : rows) {
-    if (per_layer(row.kind) && row.hardware == rep.profiled_on) {
+    if (spec::is_attention_row(row) && row.hardware == rep.attention_from) {
+      if (attention_fit_row(row, r.attention_fit_stride, r.fit_models)) {
+        attention_rows.push_back(&row);
+      } else {
+        ++rep.attention_held_out_rows;
+      }
+    } else if (per_layer(row.kind) && row.hardware == rep.profiled_on) {
       if (fit_model(row.model)) {
         layer.push_back(&row);
       } else {
@@ -380,12 +498,21 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
       host.push_back(&row);
     }
   }
+  if (!r.attention_from.empty()) {
+    context.catalog.hardware(r.attention_from);  // CatalogError when it names nothing
+    if (attention_rows.empty()) {
+      throw UsageError(fmt::format(
+          "--attention-from: {} has no attention rows measured on {} at a KV context that "
+          "--attention-fit-stride {} divides",
+          r.file, r.attention_from, r.attention_fit_stride));
+    }
+  }
   rep.fitted_rows = layer.size();
   if (layer.empty()) {
     throw UsageError(fmt::format("--fit-models: {} has no per-layer rows of {} measured on {}",
                                  r.file, joined(r.fit_models), rep.profiled_on));
   }
-  for (const auto* set : {&layer, &network, &host}) {
+  for (const auto* set : {&layer, &network, &host, &attention_rows}) {
     for (const ProfileRow* row : *set) rep.used_sources.push_back(row->source);
   }
   ModelNames names(context.catalog);
@@ -542,6 +669,101 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     }
   }
 
+  // Attention: one kernel, prefill and decode alike, costed as the calibrated method does
+  // (overhead + max(FLOPs / (ce * peak), bytes / (me * bandwidth))) with the pairs a query tile
+  // computes (engine computed_attention_pairs). The tile (0, or a power of two up to the longest
+  // chunk), ce and me on 0.01 grids and the overhead (the median residual) with the smallest
+  // mean of the two phases' median relative errors, on the datasheet of the GPU the rows were
+  // measured on; a file for another GPU takes the same fractions of its own roofline, the same
+  // overhead and tile (the kernel's, as the small operators' carry).
+  std::optional<engine::ClassCalibration> attention_class;
+  if (!attention_rows.empty()) {
+    const bool attention_carried = rep.attention_from != target.name;
+    const engine::Hardware attention_hw =
+        attention_carried ? context.catalog.hardware(rep.attention_from) : target;
+    AttentionCosts costs;
+    std::map<std::string, engine::DeviceRates> datasheet;  // by dtype
+    const auto roofline_rates = [&](const std::string& dt) -> const engine::DeviceRates& {
+      auto it = datasheet.find(dt);
+      if (it == datasheet.end()) {
+        it = datasheet
+                 .emplace(dt, engine::device_rates(attention_hw, precision_of(dt),
+                                                   engine::Method::roofline))
+                 .first;
+      }
+      return it->second;
+    };
+    std::vector<double> measured;
+    std::vector<bool> prefill;
+    int64_t longest = 1;
+    for (const ProfileRow* row : attention_rows) {
+      measured.push_back(row->time_s);
+      prefill.push_back(row->kind == ProfileClass::attention_prefill);
+      if (row->kind == ProfileClass::attention_prefill) longest = std::max(longest, row->tokens);
+    }
+    std::vector<int64_t> tiles{0};
+    for (int64_t q = 16; q < 2 * longest && q <= (int64_t{1} << 20); q *= 2) tiles.push_back(q);
+    double best = std::numeric_limits<double>::infinity();
+    const size_t n = attention_rows.size();
+    std::vector<double> compute(n), memory(n), residual(n), prefill_error, decode_error;
+    for (const int64_t tile : tiles) {
+      for (size_t i = 0; i < n; ++i) {
+        const ProfileRow& row = *attention_rows[i];
+        const auto c = costs.roofline(row, attention_hw, roofline_rates(row.dtype), tile);
+        compute[i] = c.compute_s;
+        memory[i] = c.memory_s;
+      }
+      for (int ci = 5; ci <= 100; ++ci) {
+        for (int mi = 30; mi <= 100; ++mi) {
+          const double ce = ci / 100.0, me = mi / 100.0;
+          for (size_t i = 0; i < n; ++i) {
+            residual[i] = measured[i] - std::max(compute[i] / ce, memory[i] / me);
+          }
+          const double o = std::clamp(engine::median(residual), 0.0, 1e-3);
+          prefill_error.clear();
+          decode_error.clear();
+          for (size_t i = 0; i < n; ++i) {
+            (prefill[i] ? prefill_error : decode_error)
+                .push_back(std::abs(residual[i] - o) / measured[i]);
+          }
+          double e = 0;
+          int phases = 0;
+          for (const auto* errors : {&prefill_error, &decode_error}) {
+            if (errors->empty()) continue;
+            e += engine::median(*errors);
+            ++phases;
+          }
+          e /= phases;
+          if (e < best) {  // strictly better: the smallest tile of equal fits
+            best = e;
+            attention_class = engine::ClassCalibration{ce, me, o};
+            rep.attention_query_tile = tile;
+          }
+        }
+      }
+    }
+    rep.attention_rows = n;
+    rep.attention_in_sample_error = best;
+    cal.classes[std::string(enum_name(engine::OpKind::attention))] = *attention_class;
+    for (OperatorFit& f : rep.operators) {
+      if (f.op != enum_name(engine::OpKind::attention)) continue;
+      f.points = n;
+      f.efficiency = attention_class->compute_efficiency;
+      f.overhead_s = attention_class->overhead_s;
+      f.from = fmt::format(
+          "fitted: compute {:.2f}, memory {:.2f} of the datasheet roofline, query tile {}{}",
+          attention_class->compute_efficiency, attention_class->memory_efficiency,
+          rep.attention_query_tile,
+          attention_carried ? ", carried from " + rep.attention_from : "");
+    }
+    if (attention_carried) {
+      rep.notes.push_back(fmt::format(
+          "attention: {}'s attention rows (no attention profile of {}): the same fractions of "
+          "each GPU's datasheet roofline, the same launch overhead and query tile",
+          rep.attention_from, target.name));
+    }
+  }
+
   // Collectives: each kind, GPU count and node count's curve, medians where a size repeats.
   std::map<std::tuple<int, int64_t, int64_t>, std::map<int64_t, std::vector<double>>> curves;
   for (const ProfileRow* row : network) {
@@ -598,12 +820,16 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
   cal.step_overhead_s = rep.host_step_s;
   cal.sequence_overhead_s = rep.host_sequence_s;
   rep.notes.push_back(
-      "attention, kv_write, scan, sampling: not in the profile; the achievable "
-      "fractions");
+      fmt::format("{}kv_write, scan, sampling: not in the profile; the "
+                  "achievable fractions",
+                  attention_class ? "" : "attention, "));
   cal.source =
-      fmt::format("fitted by streamspark fit --profile to {} rows of {} measured on {}{}",
+      fmt::format("fitted by streamspark fit --profile to {} rows of {} measured on {}{}{}",
                   layer.size() + network.size() + host.size(), joined(r.fit_models),
-                  rep.profiled_on, carried ? ", carried as fractions of the roofline" : "");
+                  rep.profiled_on, carried ? ", carried as fractions of the roofline" : "",
+                  attention_class ? fmt::format(", and {} attention rows measured on {}",
+                                                attention_rows.size(), rep.attention_from)
+                                  : "");
   out.calibration = cal;
   if (r.gemm_model == GemmModel::table) {
     engine::ProbeCurves probe;
@@ -613,6 +839,7 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
   } else {
     out.probe.reset();
   }
+  if (attention_class) out.attention_query_tile = rep.attention_query_tile;
   out.name = r.name.empty() ? target.name + "-profiled" : r.name;
   out.source = target.source + "; operator costs fitted to a published profile (provenance)";
   out.collectives_source =
@@ -624,6 +851,10 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
                     {"profile", r.file},
                     {"statistic", std::string(enum_name(layer.front()->statistic))},
                     {"host_from", rep.host_from}};
+  if (attention_class) {
+    out.provenance.emplace_back("attention_from", rep.attention_from);
+    out.provenance.emplace_back("attention_fit_stride", std::to_string(r.attention_fit_stride));
+  }
   if (!r.profile_source.empty()) out.provenance.emplace_back("profile_source", r.profile_source);
   if (!context.command_line.empty()) out.provenance.emplace_back("command", context.command_line);
   rep.fitted = std::move(out);

@@ -38,6 +38,11 @@ std::vector<spec::ProfileRow> import_profile(const ImportProfileRequest& request
 std::vector<std::string> fitted_models_of(const engine::Hardware& hw);
 std::string profile_hardware_of(const engine::Hardware& hw);
 
+// Whether a profiled hardware file's fit read this attention row: its provenance's
+// attention_from names the row's GPU, the row's context is a multiple of attention_fit_stride,
+// and a row that names a model names a fitted one.
+bool attention_row_fitted(const engine::Hardware& hw, const spec::ProfileRow& row);
+
 struct ProfileValidateRequest {
   std::string file;         // a measured-operator table (import-profile's output)
   std::string hardware;     // catalog name or file
@@ -51,7 +56,9 @@ struct ProfilePoint {
   spec::ProfileRow row;
   std::string model;  // the catalog model (per-layer and host rows)
   double predicted_s = 0;
-  bool held_out = false;  // a per-layer or host row of a model the hardware was not fitted to
+  // A per-layer or host row of a model the hardware was not fitted to, or an attention row its
+  // fit did not read (attention_row_fitted).
+  bool held_out = false;
   double error() const { return (predicted_s - row.time_s) / row.time_s; }  // signed
 };
 
@@ -97,6 +104,14 @@ struct ProfileFitRequest {
   // model's rows are held out.
   std::vector<std::string> fit_models{"meta-llama/Llama-2-7b-hf"};
   std::string host_from;  // whose host rows (default: profiled_on)
+  // Whose attention rows (default: profiled_on); another GPU's carry over as fractions of each
+  // GPU's datasheet roofline, as GEMMs do.
+  std::string attention_from;
+  // The attention rows fitted: those whose KV context is a multiple of this many tokens (and
+  // whose model, when the row names one, is a fit model); every other attention row is held
+  // out. Vidur publishes one attention shape per GPU, so the held-out check of attention is
+  // other points of that shape, not another model.
+  int64_t attention_fit_stride = 256;
   GemmModel gemm_model = GemmModel::roofline;
   std::string name;            // the written file's name (default: <hardware>-profiled)
   std::string profile_source;  // where the profile comes from, for provenance
@@ -132,6 +147,12 @@ struct ProfileFitReport {
   double gemm_in_sample_error = 0;  // roofline: median |error| over the shapes it was fitted to
   std::vector<OperatorFit> operators;
   std::vector<CollectiveFit> collectives;
+  std::string attention_from;
+  int64_t attention_fit_stride = 0;
+  size_t attention_rows = 0;           // attention rows fitted
+  size_t attention_held_out_rows = 0;  // attention rows of attention_from never read
+  int64_t attention_query_tile = 0;    // the fitted tile (0: unmasked pairs only)
+  double attention_in_sample_error = 0;
   size_t host_points = 0;
   double host_step_s = 0;
   double host_sequence_s = 0;

@@ -26,8 +26,9 @@ struct FitCli {
   OutputOptions report{report::Format::table, "-"};
 };
 
-constexpr const char* kProfileOnly[] = {"--profiled-on", "--fit-models",     "--host-from",
-                                        "--name",        "--profile-source", "--gemm"};
+constexpr const char* kProfileOnly[] = {
+    "--profiled-on",          "--fit-models", "--host-from",      "--attention-from",
+    "--attention-fit-stride", "--name",       "--profile-source", "--gemm"};
 
 // The fitted hardware file and the report, written together.
 int write_fit(const FitCli& s, const std::string& output, const engine::Hardware& fitted,
@@ -88,6 +89,13 @@ Command add_fit_command(CLI::App& root, const app::Context& context) {
   b.text("--host-from", s->p.host_from,
          "with --profile: the hardware whose host rows give the host overhead (default: "
          "--profiled-on's)");
+  b.text("--attention-from", s->p.attention_from,
+         "with --profile: the hardware whose attention rows give the attention kernel's costs "
+         "(default: --profiled-on's); another GPU's fit carries over as the same fractions of "
+         "the roofline, launch overhead and query tile");
+  b.integer("--attention-fit-stride", s->p.attention_fit_stride, 1,
+            "with --profile: fit the attention rows whose KV context is a multiple of this many "
+            "tokens; the others are held out");
   b.choice("--gemm", s->p.gemm_model, "GEMM model",
            "with --profile: roofline (efficiencies and a launch cost fitted to every measured "
            "shape) or table (the measured times, interpolated between shapes)",

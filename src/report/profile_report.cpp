@@ -23,9 +23,14 @@ std::string joined_ops(const spec::ProfileRow& r) {
   return out;
 }
 
-// "m=4096 n=12288 k=4096", "4096 tokens", "8 GPUs 1 node 2 MB", "batch 32".
+// "m=4096 n=12288 k=4096", "4096 tokens", "8 GPUs 1 node 2 MB", "batch 32",
+// "1 x 512 after 1024, heads 64/8x128".
 std::string shape_text(const spec::ProfileRow& r) {
   switch (r.kind) {
+    case spec::ProfileClass::attention_prefill:
+    case spec::ProfileClass::attention_decode:
+      return fmt::format("{} x {} after {}, heads {}/{}x{}", r.batch, r.tokens, r.context,
+                         r.q_heads, r.kv_heads, r.head_dim);
     case spec::ProfileClass::linear:
       return fmt::format("m={} n={} k={}", r.m, r.n, r.k);
     case spec::ProfileClass::all_reduce:
@@ -48,6 +53,9 @@ std::string header(const app::ProfileValidation& v) {
     out += fmt::format("{} was fitted to {}; {}\n", v.hardware, models,
                        v.held_out_only ? "only the other models' rows (held out) are shown"
                                        : "held-out rows are the other models'");
+    out +=
+        "attention rows are held out unless the fit read them (its attention_from GPU, a "
+        "context the attention_fit_stride divides)\n";
   }
   return out;
 }
@@ -124,6 +132,10 @@ nlohmann::json profile_validation_json(const app::ProfileValidation& v) {
                       {"nodes", r.nodes},
                       {"bytes", r.bytes},
                       {"batch", r.batch},
+                      {"context", r.context},
+                      {"q_heads", r.q_heads},
+                      {"kv_heads", r.kv_heads},
+                      {"head_dim", r.head_dim},
                       {"predicted_s", p.predicted_s},
                       {"measured_s", r.time_s},
                       {"error", p.error()}});
@@ -150,13 +162,14 @@ nlohmann::json profile_validation_json(const app::ProfileValidation& v) {
 std::string profile_validation_csv(const app::ProfileValidation& v) {
   std::string out =
       "source,class,operator,engine_ops,profile_model,model,held_out,tp,tokens,m,n,k,gpus,nodes,"
-      "bytes,batch,predicted_s,measured_s,error\n";
+      "bytes,batch,context,q_heads,kv_heads,head_dim,predicted_s,measured_s,error\n";
   for (const ProfilePoint& p : v.points) {
     const spec::ProfileRow& r = p.row;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g}\n",
-                       r.source, enum_name(r.kind), r.op, joined_ops(r), r.model, p.model,
-                       p.held_out ? "true" : "false", r.tp, r.tokens, r.m, r.n, r.k, r.gpus,
-                       r.nodes, r.bytes, r.batch, p.predicted_s, r.time_s, p.error());
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g}\n",
+        r.source, enum_name(r.kind), r.op, joined_ops(r), r.model, p.model,
+        p.held_out ? "true" : "false", r.tp, r.tokens, r.m, r.n, r.k, r.gpus, r.nodes, r.bytes,
+        r.batch, r.context, r.q_heads, r.kv_heads, r.head_dim, p.predicted_s, r.time_s, p.error());
   }
   return out;
 }
@@ -198,6 +211,13 @@ std::string profile_fit_table(const app::ProfileFitReport& r) {
                          c.nodes, c.nodes == 1 ? "" : "s", c.points);
     }
   }
+  if (r.attention_rows > 0) {
+    out += fmt::format(
+        "\nattention: {} rows of {} (KV context a multiple of {} tokens; held out, never read: "
+        "{} rows), query tile {}, {:.1f}% mean of the phases' median |error| over them\n",
+        r.attention_rows, r.attention_from, r.attention_fit_stride, r.attention_held_out_rows,
+        r.attention_query_tile, r.attention_in_sample_error * 100);
+  }
   out += fmt::format("\nhost overhead: {} per iteration + {} per sequence ({} rows of {})\n",
                      format_time(r.host_step_s), format_time(r.host_sequence_s), r.host_points,
                      r.host_from);
@@ -231,6 +251,13 @@ nlohmann::json profile_fit_json(const app::ProfileFitReport& r) {
           {"gemm_in_sample_error", r.gemm_in_sample_error},
           {"operators", ops},
           {"collectives", collectives},
+          {"attention",
+           {{"from", r.attention_from},
+            {"fit_stride", r.attention_fit_stride},
+            {"rows", r.attention_rows},
+            {"held_out_rows", r.attention_held_out_rows},
+            {"query_tile", r.attention_query_tile},
+            {"in_sample_error", r.attention_in_sample_error}}},
           {"host",
            {{"from", r.host_from},
             {"points", r.host_points},

@@ -25,10 +25,12 @@ constexpr std::uintmax_t kMaxProfileFileBytes = std::uintmax_t{64} << 20;  // 64
 constexpr double kMaxCount = 1099511627776.0;
 constexpr double kMaxBytes = 1125899906842624.0;
 
-constexpr const char* kColumns[] = {"hardware",  "model",  "operator", "class", "engine_ops",
-                                    "tokens",    "m",      "n",        "k",     "tp",
-                                    "gpus",      "nodes",  "bytes",    "batch", "dtype",
-                                    "statistic", "time_s", "source"};
+constexpr const char* kColumns[] = {
+    "hardware", "model",    "operator", "class",     "engine_ops", "tokens", "m",       "n",
+    "k",        "tp",       "gpus",     "nodes",     "bytes",      "batch",  "context", "q_heads",
+    "kv_heads", "head_dim", "dtype",    "statistic", "time_s",     "source"};
+// Columns a table written before attention rows existed lacks; read as empty.
+constexpr const char* kAttentionColumns[] = {"context", "q_heads", "kv_heads", "head_dim"};
 
 std::string csv_cell(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -172,6 +174,20 @@ struct RecordReader {
     return std::nullopt;
   }
 };
+
+// Why an attention shape cannot run on its tensor-parallel degree; "" when it can (query heads
+// a multiple of KV heads, tp dividing the query heads and dividing, or divided by, the KV heads
+// as the engine's attention family requires).
+std::string attention_heads_problem(const ProfileRow& p) {
+  if (p.q_heads % p.kv_heads != 0) {
+    return fmt::format("{} query heads are not a multiple of {} KV heads", p.q_heads, p.kv_heads);
+  }
+  if (p.q_heads % p.tp != 0 || (p.kv_heads % p.tp != 0 && p.tp % p.kv_heads != 0)) {
+    return fmt::format("{} GPUs do not divide {} query and {} KV heads", p.tp, p.q_heads,
+                       p.kv_heads);
+  }
+  return "";
+}
 
 // ---- Vidur -------------------------------------------------------------------------------
 
@@ -450,6 +466,125 @@ void read_vidur_host(const std::string& path, const std::string& rel, const std:
   }
 }
 
+// Vidur's attention kernels (vidur/profiling/attention/attention_wrapper.py at 7d47513; the
+// older single file data/profiling/<gpu>/attention.csv has the same columns): a prefill row
+// runs one sequence's chunk of prefill_chunk_size new tokens after kv_cache_size cached ones
+// (batch_size 1), a decode row batch_size sequences of one new token after kv_cache_size
+// cached ones each; heads are the model's, split over num_tensor_parallel_workers GPUs.
+constexpr const char* kVidurAttentionColumns[] = {"n_embd",
+                                                  "n_q_head",
+                                                  "n_kv_head",
+                                                  "block_size",
+                                                  "num_tensor_parallel_workers",
+                                                  "max_model_len",
+                                                  "batch_size",
+                                                  "prefill_chunk_size",
+                                                  "kv_cache_size",
+                                                  "is_prefill",
+                                                  "attention_backend",
+                                                  "profile_method"};
+// Timers around the kernel that the engine has no operator for: the query/key/value reshapes
+// before it and the output's after it (views in the engine's inventory).
+constexpr const char* kVidurAttentionCopies[] = {"attn_input_reshape", "attn_output_reshape"};
+
+void read_vidur_attention(const std::string& path, const std::string& rel, const std::string& text,
+                          const std::string& hardware, const std::string& model,
+                          const VidurImportOptions& options, std::vector<ProfileRow>& out,
+                          std::vector<Diagnostic>& diags) {
+  const CsvTable t = read_csv(path, text, diags);
+  const auto copy = [](const std::string& op) {
+    return std::any_of(std::begin(kVidurAttentionCopies), std::end(kVidurAttentionCopies),
+                       [&](const char* c) { return op == c; });
+  };
+  const auto known = [&](const std::string& op) {
+    return op == "attn_prefill" || op == "attn_decode" || copy(op);
+  };
+  const auto other = [](const std::string& c) {
+    return std::any_of(std::begin(kVidurAttentionColumns), std::end(kVidurAttentionColumns),
+                       [&](const char* s) { return c == s; });
+  };
+  check_time_header(path, t, diags, known, other,
+                    "attn_prefill, attn_decode; attn_input_reshape and attn_output_reshape are "
+                    "skipped");
+  for (const char* c : {"n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers",
+                        "batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill"}) {
+    if (std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
+      diags.push_back({path, 1, 0, c, "missing column"});
+    }
+  }
+  if (!diags.empty()) return;
+  std::vector<std::string> skipped;
+  for (const std::string& c : t.header) {
+    const auto op = time_column(c);
+    if (op && copy(op->first) &&
+        std::find(skipped.begin(), skipped.end(), op->first) == skipped.end()) {
+      skipped.push_back(op->first);
+    }
+  }
+  if (!skipped.empty() && options.warn) {
+    std::string names;
+    for (const std::string& n : skipped) names += (names.empty() ? "" : " and ") + n;
+    options.warn(fmt::format(
+        "{}: {} not imported: layout copies around the attention kernel, which the engine's "
+        "inventory counts as views (no operator)",
+        rel, names));
+  }
+  const std::string stat(enum_name(options.statistic));
+  for (const CsvTable::Record& rec : t.records) {
+    const RecordReader r{path, t, rec, diags};
+    const auto d = r.count("n_embd", 1);
+    const auto heads = r.count("n_q_head", 1, 1 << 20);
+    const auto kv_heads = r.count("n_kv_head", 1, 1 << 20);
+    const auto tp = r.count("num_tensor_parallel_workers", 1, 1024);
+    const auto batch = r.count("batch_size", 1, 1 << 24);
+    const auto chunk = r.count("prefill_chunk_size", 0);
+    const auto context = r.count("kv_cache_size", 0);
+    const auto prefill = r.boolean("is_prefill");
+    if (!d || !heads || !kv_heads || !tp || !batch || !chunk || !context || !prefill) continue;
+    if (*d % *heads != 0) {
+      r.error("n_embd", fmt::format("{} is not a multiple of n_q_head {}", *d, *heads));
+      continue;
+    }
+    if (*prefill && *chunk == 0) {
+      r.error("prefill_chunk_size", "a prefill row needs a chunk of at least 1 token");
+      continue;
+    }
+    const std::string op = *prefill ? "attn_prefill" : "attn_decode";
+    const std::string key = fmt::format("time_stats.{}.{}", op, stat);
+    if (!r.has(key)) {
+      r.error("is_prefill", "no " + key + " column for this row's phase");
+      continue;
+    }
+    const auto ms = r.number(key, 0, 1e9);
+    if (!ms) continue;
+    if (*ms <= 0) {
+      r.error(key, "a time of 0 is not a measurement");
+      continue;
+    }
+    ProfileRow p;
+    p.hardware = hardware;
+    p.model = model;
+    p.op = op;
+    p.kind = *prefill ? ProfileClass::attention_prefill : ProfileClass::attention_decode;
+    p.engine_ops = {OpId::attn_scores, OpId::attn_values};  // one fused kernel
+    p.tokens = *prefill ? *chunk : 1;
+    p.batch = *batch;
+    p.context = *context;
+    p.tp = *tp;
+    p.q_heads = *heads;
+    p.kv_heads = *kv_heads;
+    p.head_dim = *d / *heads;
+    if (const std::string why = attention_heads_problem(p); !why.empty()) {
+      r.error("num_tensor_parallel_workers", why);
+      continue;
+    }
+    p.statistic = options.statistic;
+    p.time_s = *ms * 1e-3;
+    p.source = fmt::format("{}:{}", rel, rec.line);
+    out.push_back(std::move(p));
+  }
+}
+
 }  // namespace
 
 std::string operator_profile_csv(const std::vector<ProfileRow>& rows) {
@@ -457,11 +592,14 @@ std::string operator_profile_csv(const std::vector<ProfileRow>& rows) {
   for (const char* c : kColumns) out += (out.empty() ? "" : ",") + std::string(c);
   out += '\n';
   for (const ProfileRow& r : rows) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.10g},{}\n",
+    // An attention row's context is written even when 0 (a prefill from an empty cache).
+    const std::string context = is_attention_row(r) ? std::to_string(r.context) : "";
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.10g},{}\n",
                        csv_cell(r.hardware), csv_cell(r.model), csv_cell(r.op), enum_name(r.kind),
                        join_ops(r.engine_ops), count_cell(r.tokens), count_cell(r.m),
                        count_cell(r.n), count_cell(r.k), r.tp, count_cell(r.gpus),
-                       count_cell(r.nodes), count_cell(r.bytes), count_cell(r.batch),
+                       count_cell(r.nodes), count_cell(r.bytes), count_cell(r.batch), context,
+                       count_cell(r.q_heads), count_cell(r.kv_heads), count_cell(r.head_dim),
                        csv_cell(r.dtype), enum_name(r.statistic), r.time_s, csv_cell(r.source));
   }
   return out;
@@ -485,7 +623,10 @@ std::vector<ProfileRow> load_operator_profile_text(const std::string& path,
     }
   }
   for (const char* c : kColumns) {
-    if (!t.header.empty() && std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
+    const bool optional = std::any_of(std::begin(kAttentionColumns), std::end(kAttentionColumns),
+                                      [&](const char* a) { return std::string_view(a) == c; });
+    if (!optional && !t.header.empty() &&
+        std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
       diags.push_back({path, 1, 0, c, "missing column"});
     }
   }
@@ -534,6 +675,10 @@ std::vector<ProfileRow> load_operator_profile_text(const std::string& path,
     p.nodes = opt("nodes", 1, 1 << 20);
     p.bytes = opt("bytes", 1, kMaxBytes);
     p.batch = opt("batch", 1, 1 << 24);
+    p.context = opt("context", 0);
+    p.q_heads = opt("q_heads", 1, 1 << 20);
+    p.kv_heads = opt("kv_heads", 1, 1 << 20);
+    p.head_dim = opt("head_dim", 1, 1 << 20);
     p.dtype = r.text("dtype");
     if (p.dtype != "fp16" && p.dtype != "bf16") {
       r.error("dtype", "expected fp16 or bf16, got '" + p.dtype + "'");
@@ -557,9 +702,18 @@ std::vector<ProfileRow> load_operator_profile_text(const std::string& path,
         r.error("gpus", "a collective needs gpus, nodes (at most gpus) and bytes");
       } else if (p.kind == ProfileClass::host && (p.batch == 0 || p.model.empty())) {
         r.error("batch", "a host row needs model and batch");
-      } else if (p.kind == ProfileClass::attention_prefill ||
-                 p.kind == ProfileClass::attention_decode) {
-        r.error("class", "attention rows are not read yet (no importer writes them)");
+      } else if (is_attention_row(p)) {
+        if (p.tokens == 0 || p.batch == 0 || p.q_heads == 0 || p.kv_heads == 0 || p.head_dim == 0 ||
+            p.engine_ops.empty() || r.text("context").empty()) {
+          r.error("tokens",
+                  "an attention row needs tokens, batch, context, q_heads, kv_heads, head_dim "
+                  "and engine_ops");
+        } else if (const std::string why = attention_heads_problem(p); !why.empty()) {
+          r.error("kv_heads", why);
+        } else if (p.kind == ProfileClass::attention_decode && p.tokens != 1) {
+          r.error("tokens",
+                  fmt::format("a decode row has 1 new token per sequence, got {}", p.tokens));
+        }
       }
     }
     if (diags.size() == before) rows.push_back(std::move(p));
@@ -629,19 +783,25 @@ std::vector<ProfileRow> import_vidur_profile(const std::string& folder,
       if (hw.empty()) continue;
       read_vidur_host(path, rel, read_input_file(path, kMaxProfileFileBytes, "profile files"), hw,
                       options, rows, diags);
-    } else if (name == "attention.csv") {
-      warn(rel + ": skipped: attention profiles are not imported yet");
+    } else if (name == "attention.csv" && n >= 2) {
+      // compute/<gpu>/<org>/<model>/attention.csv, or the older <gpu>/attention.csv (no model).
+      const bool per_model = n >= 4;
+      const std::string hw = hardware_for(parts[per_model ? n - 4 : n - 2], rel);
+      if (hw.empty()) continue;
+      read_vidur_attention(path, rel, read_input_file(path, kMaxProfileFileBytes, "profile files"),
+                           hw, per_model ? parts[n - 3] + "/" + parts[n - 2] : "", options, rows,
+                           diags);
     } else {
       warn(rel +
-           ": skipped: not a profile file this importer reads (mlp.csv, all_reduce.csv, "
-           "send_recv.csv, cpu_overheads.csv)");
+           ": skipped: not a profile file this importer reads (mlp.csv, attention.csv, "
+           "all_reduce.csv, send_recv.csv, cpu_overheads.csv)");
     }
   }
   if (!diags.empty()) throw SpecError(diags);
   if (rows.empty()) {
     throw SpecError({{folder, 0, 0, "",
                       "no profile rows found (expected Vidur's layout: "
-                      "compute/GPU/ORG/MODEL/mlp.csv, network/GPU_dgx/*.csv, "
+                      "compute/GPU/ORG/MODEL/mlp.csv, GPU/attention.csv, network/GPU_dgx/*.csv, "
                       "GPU/cpu_overheads.csv)"}});
   }
   return rows;

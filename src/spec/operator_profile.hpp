@@ -11,12 +11,18 @@
 //                   all_reduce, send_recv, host
 //   engine_ops      the engine operators it times, '+'-joined (mlp_gate+mlp_up); empty for
 //                   collectives and host rows
-//   tokens          tokens of the pass (per-layer operators)
+//   tokens          tokens of the pass (per-layer operators); attention rows: new tokens per
+//                   sequence (the prefill chunk, 1 in decode)
 //   m, n, k         the product's shape (linear rows): m tokens, n outputs, k inputs per GPU
 //   tp              tensor-parallel degree of the pass
 //   gpus, nodes     collectives: GPUs and the nodes they span
 //   bytes           collectives: bytes of the buffer each GPU holds
-//   batch           host rows: sequences of the iteration
+//   batch           host rows: sequences of the iteration; attention rows: sequences of the
+//                   kernel call
+//   context         attention rows: tokens already in each sequence's KV cache (past tokens)
+//   q_heads         attention rows: the model's query heads (all GPUs together)
+//   kv_heads        attention rows: the model's key/value heads
+//   head_dim        attention rows: elements per head
 //   dtype           the format computed in (fp16)
 //   statistic       median, mean, min or max of the profile's repeats
 //   time_s          seconds
@@ -61,6 +67,8 @@ struct ProfileRow {
   int64_t gpus = 0, nodes = 0;
   int64_t bytes = 0;
   int64_t batch = 0;
+  int64_t context = 0;
+  int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
   std::string dtype = "fp16";
   ProfileStatistic statistic = ProfileStatistic::median;
   double time_s = 0;
@@ -83,10 +91,16 @@ std::vector<ProfileRow> load_operator_profile_text(const std::string& path,
 //   network/<gpu>_<topology>/all_reduce.csv     collective times against bytes and GPU count
 //   network/<gpu>_<topology>/send_recv.csv      (topology: dgx, pairwise_nvlink)
 //   <gpu>/cpu_overheads.csv                      per-iteration host costs against batch size
+//   <gpu>/attention.csv, compute/<gpu>/<org>/<model>/attention.csv
+//                                                prefill (one sequence, a chunk after a cached
+//                                                context) and decode (a batch at a context)
+//                                                attention kernels; the older single-file
+//                                                layout names no model, only head counts
 // Times are milliseconds in Vidur's files and seconds in the table. `gpus` maps Vidur's GPU
 // names to catalog hardware (a100 -> a100-80gb, h100 -> h100-sxm by default); files of a GPU
-// it does not map, attention.csv (not read yet) and other files are skipped with a warning
-// naming each. Throws SpecError (file:line:column) for a malformed file and for an operator
+// it does not map and other files are skipped with a warning naming each, as are the
+// attention files' reshape timings (layout copies around the kernel that the engine does not
+// count). Throws SpecError (file:line:column) for a malformed file and for an operator
 // column the mapping to engine operators does not know.
 struct VidurImportOptions {
   std::map<std::string, std::string> gpus{{"a100", "a100-80gb"}, {"h100", "h100-sxm"}};
@@ -101,5 +115,10 @@ std::vector<ProfileRow> import_vidur_profile(const std::string& folder,
 // each end to end (the model's execution is the GPU's and left out).
 inline constexpr const char* kVidurHostComponents[] = {
     "schedule", "sampler_e2e", "prepare_inputs_e2e", "process_model_outputs"};
+
+// Whether a row times an attention kernel (prefill or decode).
+inline bool is_attention_row(const ProfileRow& r) {
+  return r.kind == ProfileClass::attention_prefill || r.kind == ProfileClass::attention_decode;
+}
 
 }  // namespace streamspark::spec

@@ -66,7 +66,12 @@ TEST_CASE("Vidur rows become measured operators as derived by hand") {
   VidurImportOptions o;
   o.warn = [&](const std::string& w) { warnings.push_back(w); };
   const std::vector<ProfileRow> rows = import_vidur_profile(kVidur.string(), o);
-  CHECK(warnings.empty());
+  // The attention file's reshape timers are named, not dropped silently.
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "a100/attention.csv: attn_input_reshape and attn_output_reshape not imported: layout "
+        "copies around the attention kernel, which the engine's inventory counts as views (no "
+        "operator)");
   // compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv line 2: num_tokens 4096, TP 1, n_head 32,
   // n_kv_head 32, n_embd 4096, n_expanded_embd 11008, gated.
   const std::string line2 = "compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv:2";
@@ -118,6 +123,31 @@ TEST_CASE("Vidur rows become measured operators as derived by hand") {
   CHECK(host.time_s == doctest::Approx((0.1996876192952873 + 0.5880162608257326 +
                                         0.7749160446348289 + 0.22695557299492955) *
                                        1e-3));
+  // a100/attention.csv line 235: decode, n_embd 8192, n_q_head 64, n_kv_head 8, TP 2,
+  // batch_size 32, kv_cache_size 2048; attn_decode median 0.108 ms. Head size 8192 / 64 = 128;
+  // one new token per sequence.
+  const ProfileRow& decode = find_row(rows, "a100/attention.csv:235", "attn_decode");
+  CHECK(decode.hardware == "a100-80gb");
+  CHECK(decode.model.empty());  // the single-file layout names no model
+  CHECK(decode.kind == ProfileClass::attention_decode);
+  CHECK(decode.engine_ops ==
+        std::vector<engine::OpId>{engine::OpId::attn_scores, engine::OpId::attn_values});
+  CHECK(decode.tokens == 1);
+  CHECK(decode.batch == 32);
+  CHECK(decode.context == 2048);
+  CHECK(decode.tp == 2);
+  CHECK(decode.q_heads == 64);
+  CHECK(decode.kv_heads == 8);
+  CHECK(decode.head_dim == 128);
+  CHECK(decode.time_s == doctest::Approx(0.108e-3));
+  // Line 744: prefill of a 1024-token chunk after 1024 cached tokens (batch_size 1);
+  // attn_prefill median 0.319 ms.
+  const ProfileRow& prefill = find_row(rows, "a100/attention.csv:744", "attn_prefill");
+  CHECK(prefill.kind == ProfileClass::attention_prefill);
+  CHECK(prefill.tokens == 1024);
+  CHECK(prefill.context == 1024);
+  CHECK(prefill.batch == 1);
+  CHECK(prefill.time_s == doctest::Approx(0.319e-3));
   // The table reads back what it wrote.
   const fs::path table = scratch("roundtrip") / "t.csv";
   write(table, operator_profile_csv(rows));
@@ -126,6 +156,13 @@ TEST_CASE("Vidur rows become measured operators as derived by hand") {
   CHECK(back[7].op == rows[7].op);
   CHECK(back[7].time_s == doctest::Approx(rows[7].time_s).epsilon(1e-9));
   CHECK(back[7].engine_ops == rows[7].engine_ops);
+  const auto back_prefill = std::find_if(back.begin(), back.end(), [](const ProfileRow& r) {
+    return r.source == "a100/attention.csv:450";  // chunk 64 from an empty cache
+  });
+  REQUIRE(back_prefill != back.end());
+  CHECK(back_prefill->context == 0);
+  CHECK(back_prefill->tokens == 64);
+  CHECK(back_prefill->head_dim == 128);
 }
 
 TEST_CASE("the Vidur importer names what it cannot read") {
@@ -155,7 +192,7 @@ TEST_CASE("the Vidur importer names what it cannot read") {
   // Files it does not read are skipped with a warning naming each; an unmapped GPU too.
   write(mlp, std::string(kMlpHeader) + "1,1,32,32,4096,11008,32000,True,16,1\n");
   write(dir / "compute/a40/x/y/mlp.csv", kMlpHeader);
-  write(dir / "compute/h100/x/y/attention.csv", "a\n");
+  write(dir / "compute/h100/x/y/notes.csv", "a\n");
   write(dir / "network/h100_pairwise_nvlink/all_reduce.csv", "a\n");
   std::vector<std::string> warnings;
   VidurImportOptions o;
@@ -167,12 +204,51 @@ TEST_CASE("the Vidur importer names what it cannot read") {
         "compute/a40/x/y/mlp.csv: skipped: GPU 'a40' has no catalog hardware (--gpu a40=HARDWARE "
         "maps it)");
   CHECK(warnings[1] ==
-        "compute/h100/x/y/attention.csv: skipped: attention profiles are not "
-        "imported yet");
+        "compute/h100/x/y/notes.csv: skipped: not a profile file this importer reads (mlp.csv, "
+        "attention.csv, all_reduce.csv, send_recv.csv, cpu_overheads.csv)");
   CHECK(warnings[2].find("topology 'pairwise_nvlink' is not the catalog hardware's") !=
         std::string::npos);
   CHECK(error_of([&] { import_vidur_profile((dir / "none").string(), {}); }).find("not a folder") !=
         std::string::npos);
+}
+
+TEST_CASE("the Vidur attention reader names what it cannot read") {
+  const fs::path dir = scratch("bad-attention");
+  const fs::path f = dir / "compute/a100/meta-llama/Llama-2-7b-hf/attention.csv";
+  const std::string columns =
+      "n_embd,n_q_head,n_kv_head,block_size,num_tensor_parallel_workers,max_model_len,"
+      "batch_size,prefill_chunk_size,kv_cache_size,is_prefill,attention_backend\n";
+  const std::string header =
+      "time_stats.attn_decode.median,time_stats.attn_prefill.median," + columns;
+  // A row of the per-model layout takes its model from the path.
+  write(f, header + "0.02,,4096,32,32,16,1,4096,4,0,512,False,FLASH\n");
+  auto rows = import_vidur_profile(dir.string(), {});
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].model == "meta-llama/Llama-2-7b-hf");
+  CHECK(rows[0].batch == 4);
+  CHECK(rows[0].context == 512);
+  CHECK(rows[0].time_s == doctest::Approx(0.02e-3));
+  // A timer of an operator the importer does not know is an error at its column.
+  write(f, "time_stats.attn_magic.median," + header + "1,0.02,,4096,32,32,16,1,4096,4,0,512," +
+               "False,FLASH\n");
+  CHECK(error_of([&] { import_vidur_profile(dir.string(), {}); }) ==
+        f.string() +
+            ":1:1: time_stats.attn_magic.median: operator 'attn_magic' has no engine operator "
+            "(the importer knows attn_prefill, attn_decode; attn_input_reshape and "
+            "attn_output_reshape are skipped)");
+  // A prefill row without the prefill timer's value; a TP the heads do not divide by.
+  write(f, header + "0.02,,4096,32,32,16,1,4096,1,128,0,True,FLASH\n" +
+               "0.02,,4096,32,32,16,3,4096,4,0,512,False,FLASH\n");
+  const std::string e = error_of([&] { import_vidur_profile(dir.string(), {}); });
+  CHECK(e.find(":2:6: time_stats.attn_prefill.median: missing value") != std::string::npos);
+  CHECK(e.find(":3:") != std::string::npos);
+  CHECK(e.find("num_tensor_parallel_workers: 3 GPUs do not divide 32 query and 32 KV heads") !=
+        std::string::npos);
+  // A missing column is named.
+  write(f, "time_stats.attn_decode.median,n_embd\n0.02,4096\n");
+  CHECK(error_of([&] { import_vidur_profile(dir.string(), {}); })
+            .find(":1: n_q_head: missing "
+                  "column") != std::string::npos);
 }
 
 TEST_CASE("the measured-operator table refuses what it cannot read") {
@@ -195,6 +271,24 @@ TEST_CASE("the measured-operator table refuses what it cannot read") {
   CHECK(load(header + "h,,all_reduce,all_reduce,,,,,,1,8,9,1024,,fp16,median,1e-5,x\n") ==
         p + ":2:33: gpus: a collective needs gpus, nodes (at most gpus) and bytes");
   CHECK(load("hardware,hardware\n").find(":1:10: hardware: the column is given twice") !=
+        std::string::npos);
+  // Attention rows need their shape; a decode row has one new token per sequence.
+  const std::string with_attention =
+      "hardware,model,operator,class,engine_ops,tokens,m,n,k,tp,gpus,nodes,bytes,batch,context,"
+      "q_heads,kv_heads,head_dim,dtype,statistic,time_s,source\n";
+  CHECK(load(with_attention +
+             "h,,attn_decode,attention_decode,attn_scores+attn_values,1,,,,2,,,,8,,64,8,128,fp16,"
+             "median,1e-5,x\n") ==
+        p + ":2:57: tokens: an attention row needs tokens, batch, context, q_heads, kv_heads, "
+            "head_dim and engine_ops");
+  CHECK(load(with_attention +
+             "h,,attn_decode,attention_decode,attn_scores+attn_values,4,,,,2,,,,8,0,64,8,128,fp16,"
+             "median,1e-5,x\n") ==
+        p + ":2:57: tokens: a decode row has 1 new token per sequence, got 4");
+  CHECK(load(with_attention +
+             "h,,attn_decode,attention_decode,attn_scores+attn_values,1,,,,2,,,,8,0,64,6,128,fp16,"
+             "median,1e-5,x\n")
+            .find("kv_heads: 64 query heads are not a multiple of 6 KV heads") !=
         std::string::npos);
 }
 

@@ -8,6 +8,10 @@ Compute (mlp.csv) at commit 7d47513: every model's rows at 21 token counts (powe
 to 4096 and 24, 48, 96, 192, 384, 768, 1536, 3072), all four tensor-parallel degrees.
 Network at 7d47513: the DGX files' rows at about eight sizes per factor of ten in bytes.
 Host (cpu_overheads.csv) at 6d98aa8: the whole A100 file (the last commit that has it).
+Attention (a100/attention.csv) at acb95f6, the one attention file whose contents the published
+history still serves (Llama-2-70B's heads, TP 2, FlashAttention): decode rows at 14 batch sizes
+(1 to 128) and prefill rows at 13 chunk sizes (64 to 4096), both at every KV context that is a
+multiple of 128 tokens (0 included).
 Rows keep their columns and order; the header is the source's."""
 import csv
 import io
@@ -18,6 +22,9 @@ import sys
 
 COMPUTE_COMMIT = "7d47513"
 HOST_COMMIT = "6d98aa8"
+ATTENTION_COMMIT = "acb95f6"
+DECODE_BATCHES = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128}
+PREFILL_CHUNKS = {64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096}
 TOKENS = {1 << i for i in range(13)} | {24, 48, 96, 192, 384, 768, 1536, 3072}
 
 
@@ -79,6 +86,17 @@ def main():
     path = "data/profiling/a100/cpu_overheads.csv"
     text = show(clone, HOST_COMMIT, path)
     header, rows = select(text, lambda r: True)
+    write(out_dir, path[len("data/profiling/"):], header, rows)
+
+    def attention_row(r):
+        if int(r["kv_cache_size"]) % 128 != 0:
+            return False
+        if r["is_prefill"] == "True":
+            return int(r["prefill_chunk_size"]) in PREFILL_CHUNKS
+        return int(r["batch_size"]) in DECODE_BATCHES
+
+    path = "data/profiling/a100/attention.csv"
+    header, rows = select(show(clone, ATTENTION_COMMIT, path), attention_row)
     write(out_dir, path[len("data/profiling/"):], header, rows)
 
 

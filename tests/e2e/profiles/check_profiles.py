@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The profiled GPU files and the imported profile table are what their commands write, and the
 fit protocol holds: each file is fitted to Llama-2-7B's rows (every TP), the network and the host
-rows only.
+rows, and the A100's attention rows at KV contexts that are multiples of 256 tokens only.
 
     check_profiles.py --binary build/streamspark [--source DIR] [--update]
 
@@ -9,9 +9,10 @@ Checks, from the repository root:
   1. `import-profile tests/data/profiles/vidur` writes tests/data/profiles/vidur-operators.csv
      byte for byte;
   2. each FIT command writes its committed hardware file byte for byte;
-  3. held-out rule: the same fit on the table without any held-out model's row writes the
-     same file, and every row the fit reports reading (its JSON's used_sources) is a
-     Llama-2-7B, network or host row;
+  3. held-out rule: the same fit on the table without any held-out row (other models' per-layer
+     rows, attention rows at other contexts) writes the same file, and every row the fit
+     reports reading (its JSON's used_sources) is a Llama-2-7B, network, host or fitted
+     attention row;
   4. the profiled files load (`check`);
   5. accuracy floor (a regression guard, not the goal): on the held-out models' rows the
      profiled files stay within LIMITS per class (median |error|), and collective curves fitted
@@ -29,15 +30,24 @@ import tempfile
 TABLE = "tests/data/profiles/vidur-operators.csv"
 FOLDER = "tests/data/profiles/vidur"
 SOURCE = ("github.com/microsoft/vidur data/profiling: compute and network at 7d47513, "
-          "a100/cpu_overheads.csv at 6d98aa8 (tests/data/profiles/README.md)")
+          "a100/cpu_overheads.csv at 6d98aa8, a100/attention.csv at acb95f6 "
+          "(tests/data/profiles/README.md)")
 FIT_MODEL = "meta-llama/Llama-2-7b-hf"
+ATTENTION_STRIDE = 256  # fit --profile's default --attention-fit-stride
 # Held-out median |error| each class must stay within (measured when the files were committed:
-# A100 linear 6.5%, norm_elementwise 15.4%, embedding 16.1%; H100 6.9%, 16.6%, 16.2%).
-LIMITS = {"linear": 0.08, "norm_elementwise": 0.20, "embedding": 0.20}
+# A100 linear 6.5%, norm_elementwise 15.4%, embedding 16.1%, attention prefill 8.8%, decode
+# 9.5%; H100 6.9%, 16.6%, 16.2%, no attention rows).
+LIMITS = {"linear": 0.08, "norm_elementwise": 0.20, "embedding": 0.20,
+          "attention_prefill": 0.12, "attention_decode": 0.12}
 FITS = [  # (output, extra fit arguments)
     ("hardware/a100-80gb-profiled.yaml", ["-H", "a100-80gb"]),
-    ("hardware/h100-sxm-profiled.yaml", ["-H", "h100-sxm", "--host-from", "a100-80gb"]),
+    ("hardware/h100-sxm-profiled.yaml", ["-H", "h100-sxm", "--host-from", "a100-80gb",
+                                         "--attention-from", "a100-80gb"]),
 ]
+
+
+def attention_fitted(row):
+    return int(row["context"]) % ATTENTION_STRIDE == 0 and row["model"] in ("", FIT_MODEL)
 
 
 def run(binary, args, cwd, env):
@@ -83,10 +93,19 @@ def main():
                 f.write(table_text)
         elif open(committed).read() != table_text:
             failures.append(f"{TABLE} is not what `streamspark import-profile {FOLDER}` writes")
-        # The same table without any held-out model's per-layer row.
+        # The same table without any held-out row: other models' per-layer rows, attention rows
+        # outside the fit's contexts.
         rows = list(csv.DictReader(io.StringIO(table_text)))
         per_layer = {"linear", "embedding", "norm_elementwise"}
-        kept = [r for r in rows if r["class"] not in per_layer or r["model"] == FIT_MODEL]
+        attention = {"attention_prefill", "attention_decode"}
+        kept = [r for r in rows
+                if (r["class"] in attention and attention_fitted(r)) or
+                (r["class"] in per_layer and r["model"] == FIT_MODEL) or
+                r["class"] not in per_layer | attention]
+        attention_sources = {r["source"]: r for r in rows if r["class"] in attention}
+        if not any(r["class"] in attention for r in rows) or \
+                all(attention_fitted(r) for r in attention_sources.values()):
+            failures.append("the table has no held-out attention rows")
         held_out = len(rows) - len(kept)
         if held_out == 0:
             failures.append("the table has no held-out rows")
@@ -114,6 +133,11 @@ def main():
             for source in report["used_sources"]:
                 if source.startswith("compute/") and "/Llama-2-7b-hf/" not in source:
                     failures.append(f"{output}: the fit read the held-out row {source}")
+                row = attention_sources.get(source)
+                if row is not None and not attention_fitted(row):
+                    failures.append(f"{output}: the fit read the held-out attention row {source}")
+            if not any(s in attention_sources for s in report["used_sources"]):
+                failures.append(f"{output}: the fit read no attention row")
             if report["held_out_rows"] == 0:
                 failures.append(f"{output}: the fit reports no held-out rows")
             run(binary, fit_args(extra, output), reduced, env)

@@ -110,9 +110,9 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
       r.communication_counted_s += n * c.time_s;
       r.communication_bytes += n * static_cast<double>(op.collective.bytes);
     } else {
-      // max(compute, memory) + stall, under the op's bound.
+      // max(compute, memory) + stall + overlap shortfall, under the op's bound.
       (c.bound == Bound::compute ? r.compute_bound_s : r.memory_bound_s) +=
-          n * (std::max(c.compute_s, c.memory_s) + c.stall_s);
+          n * (std::max(c.compute_s, c.memory_s) + c.stall_s + c.overlap_s);
     }
     r.overhead_s += n * c.overhead_s;
     if (rows) rows->push_back(OpRow{op, c});
@@ -249,8 +249,10 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
     l.compute_slope = c1.compute_s - c0.compute_s;
     l.memory_s = c0.memory_s;
     l.memory_slope = c1.memory_s - c0.memory_s;
-    l.stall_s = c0.stall_s;
-    l.stall_slope = c1.stall_s - c0.stall_s;
+    // The overlap shortfall (GEMMs of a calibrated class: constant in the context) rides with
+    // the stall outside the max.
+    l.stall_s = c0.stall_s + c0.overlap_s;
+    l.stall_slope = (c1.stall_s + c1.overlap_s) - l.stall_s;
     // A collective's time is a constant of the step (its bytes do not grow with the context).
     l.overhead_s = c0.overhead_s + (at.kind == OpKind::communication ? c0.time_s : 0.0);
     l.flops = at.flops;
@@ -549,7 +551,8 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
         *time_s += repeat * sum_of_max_of_quadratics(t, t, count);
         continue;
       }
-      const auto stall = coefficients(c0.stall_s, c1.stall_s, c2.stall_s);
+      const auto stall = coefficients(c0.stall_s + c0.overlap_s, c1.stall_s + c1.overlap_s,
+                                      c2.stall_s + c2.overlap_s);
       *time_s += repeat * (sum_of_max_of_quadratics(
                                coefficients(c0.compute_s, c1.compute_s, c2.compute_s),
                                coefficients(c0.memory_s, c1.memory_s, c2.memory_s), count) +

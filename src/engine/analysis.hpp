@@ -188,7 +188,7 @@ class Analyzer {
     double compute_slope = 0;
     double memory_s = 0;
     double memory_slope = 0;
-    double stall_s = 0;  // OpCost::stall_s, added outside the max
+    double stall_s = 0;  // OpCost::stall_s + overlap_s, added outside the max
     double stall_slope = 0;
     double overhead_s = 0;
     int64_t flops = 0;

@@ -392,9 +392,24 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
     // queries and outputs are activations, still near.
     c.stall_s = static_cast<double>(op.bytes.kv_read) * rates.attention_stall_s_per_byte;
   }
-  c.time_s = std::max(c.compute_s, c.memory_s) + c.stall_s + c.overhead_s;
+  if (rates.calibrated) {
+    const double overlap = rates.calibration_of(op).overlap;
+    if (overlap > 0) {
+      c.overlap_s =
+          combined_seconds(c.compute_s, c.memory_s, overlap) - std::max(c.compute_s, c.memory_s);
+    }
+  }
+  c.time_s = std::max(c.compute_s, c.memory_s) + c.stall_s + c.overlap_s + c.overhead_s;
   c.bound = c.compute_s > c.memory_s + c.stall_s ? Bound::compute : Bound::memory;
   return c;
+}
+
+double combined_seconds(double compute_s, double memory_s, double overlap) {
+  const double hi = std::max(compute_s, memory_s);
+  if (overlap <= 0 || hi <= 0) return hi;
+  // hi * (1 + (lo / hi)^p)^(1/p): no overflow for tiny or huge times.
+  const double lo = std::min(compute_s, memory_s);
+  return hi * std::pow(1.0 + std::pow(lo / hi, overlap), 1.0 / overlap);
 }
 
 double intensity(int64_t flops, int64_t bytes) {

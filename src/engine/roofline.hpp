@@ -196,7 +196,10 @@ struct OpCost {                // one instance of the op
   // Memory stall on top of max(compute_s, memory_s): calibrated attention on a probe's
   // attention curve (DeviceRates::attention_stall_s_per_byte); else 0.
   double stall_s = 0;
-  // max(compute_s, memory_s) + stall_s + overhead_s; a collective's time unless it is
+  // Time on top of max(compute_s, memory_s) where a calibrated class's compute and memory
+  // overlap less than fully (ClassCalibration::overlap); else 0.
+  double overlap_s = 0;
+  // max(compute_s, memory_s) + stall_s + overlap_s + overhead_s; a collective's time unless it is
   // overlapped
   double time_s = 0;
   Bound bound = Bound::memory;

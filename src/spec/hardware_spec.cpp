@@ -22,7 +22,8 @@
 //                                optional: what serving stacks reach (fractions of peak, a
 //                                cost per kernel launch and per forward pass)
 //   calibration: {source, step_overhead, <op kind>: {compute_efficiency, memory_efficiency,
-//                 overhead}}
+//                 overhead, overlap (optional, 1 to 64: time = (compute^p + memory^p)^(1/p);
+//                 absent: max(compute, memory))}}
 //                                fitted by `streamspark probe`; op kinds gemm, attention,
 //                                norm, elementwise, gather, kv_write, scan, sampling
 //   probe: {gemm_dtype, gemm: [{working_set, level, points: [[m, n, k, seconds]...]}...],
@@ -305,8 +306,11 @@ engine::Calibration parse_calibration(MapReader& cal) {
     const auto me =
         k.quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
     const auto oh = k.quantity("overhead", Dimension::time, Presence::required, kOverhead);
+    // overlap: p >= 1 of (compute^p + memory^p)^(1/p); absent: max(compute, memory).
+    const auto overlap = k.quantity("overlap", Dimension::fraction, Presence::optional,
+                                    Range{1, false, 64, "1", "64"});
     k.finish();
-    if (ce && me && oh) return engine::ClassCalibration{*ce, *me, *oh};
+    if (ce && me && oh) return engine::ClassCalibration{*ce, *me, *oh, overlap.value_or(0.0)};
     return std::nullopt;
   };
   for (const char* kind :

@@ -61,8 +61,9 @@ void write_calibration(std::string& out, const engine::Calibration& cal) {
                          const engine::ClassCalibration& c) {
     fmt::format_to(o,
                    "{}{}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "
-                   "{:.6g} s}}\n",
-                   indent, name, c.compute_efficiency, c.memory_efficiency, c.overhead_s);
+                   "{:.6g} s{}}}\n",
+                   indent, name, c.compute_efficiency, c.memory_efficiency, c.overhead_s,
+                   c.overlap > 0 ? fmt::format(", overlap: {:.6g}", c.overlap) : "");
   };
   for (const auto& [kind, c] : cal.classes) line("  ", kind, c);
   if (!cal.operators.empty()) fmt::format_to(o, "  operators:\n");

@@ -40,6 +40,34 @@ TEST_CASE("op time is max(compute, memory) plus launches times the overhead") {
   CHECK(e.time_s == doctest::Approx(100e-6));
 }
 
+TEST_CASE("a calibrated class's overlap combines compute and memory time as a p-norm") {
+  DeviceRates r;
+  r.matrix_flops = 1e12;
+  r.vector_flops = 1e11;
+  r.bandwidth = 1e9;
+  r.calibrated = true;
+  // gemm: half of each peak, 1 us per launch, overlap p = 2.
+  r.classes[static_cast<size_t>(OpKind::gemm)] = ClassCalibration{0.5, 0.5, 1e-6, 2.0};
+  Op gemm;
+  gemm.kind = OpKind::gemm;
+  gemm.flops = 4'000'000;      // 4 us at 1e12 -> 8 us at half
+  gemm.bytes.weights = 3'000;  // 3 us at 1e9 -> 6 us at half
+  const OpCost c = roofline_cost(gemm, r);
+  CHECK(c.compute_s == doctest::Approx(8e-6));
+  CHECK(c.memory_s == doctest::Approx(6e-6));
+  // sqrt(8^2 + 6^2) = 10 us: 2 us beyond the max, plus the launch.
+  CHECK(c.overlap_s == doctest::Approx(2e-6));
+  CHECK(c.time_s == doctest::Approx(11e-6));
+  CHECK(c.bound == Bound::compute);
+  // Far from the ridge the p-norm is the max: compute 8 us, memory 0.06 us -> 8.0002 us.
+  gemm.bytes.weights = 30;
+  CHECK(roofline_cost(gemm, r).time_s == doctest::Approx(9e-6).epsilon(1e-4));
+  // p = 1 is the sum; no overlap given (0) is the max.
+  CHECK(combined_seconds(3, 4, 1) == doctest::Approx(7));
+  CHECK(combined_seconds(3, 4, 0) == 4);
+  CHECK(combined_seconds(0, 0, 2) == 0);
+}
+
 TEST_CASE("sum of the max of two lines matches brute force") {
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> u(-5, 5);
@@ -114,6 +142,34 @@ TEST_CASE("TPOT in closed form equals stepping through every decode step") {
       }
     }
   }
+}
+
+TEST_CASE("TPOT in closed form equals stepping with GEMMs of a partial overlap") {
+  // Calibrated classes, GEMMs combining compute and memory as a p-norm (p = 1.5): their
+  // overlap shortfall is constant in the context and rides outside the max in the closed form.
+  const Model m = test::tiny_test();
+  Hardware hw = test::h100_lecture(1e-6);
+  Calibration cal;
+  cal.source = "test";
+  for (const char* kind :
+       {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
+    cal.classes[kind] = ClassCalibration{0.7, 0.8, 2e-6};
+  }
+  cal.classes["gemm"].overlap = 1.5;
+  hw.calibration = cal;
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  Analyzer a(m, hw, o);
+  for (int64_t batch : {1, 64}) {
+    CAPTURE(batch);
+    const WorkloadResult r = a.analyze({batch, 100, 300});
+    CHECK(r.tpot_s == doctest::Approx(brute_force_tpot(a, batch, 100, 300)).epsilon(1e-9));
+  }
+  // The shortfall is there: the same file without the overlap is faster.
+  Hardware max_only = hw;
+  max_only.calibration->classes["gemm"].overlap = 0;
+  Analyzer b(m, max_only, o);
+  CHECK(b.analyze({64, 100, 300}).tpot_s < a.analyze({64, 100, 300}).tpot_s);
 }
 
 TEST_CASE("with generate = 1 TPOT is the step at context = prompt") {

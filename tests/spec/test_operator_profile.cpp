@@ -303,6 +303,7 @@ calibration:
   step_overhead: 800 us
   sequence_overhead: 40 us
   norm: {compute_efficiency: 0.5, memory_efficiency: 0.5, overhead: 2 us}
+  gemm: {compute_efficiency: 0.8, memory_efficiency: 0.9, overhead: 5 us, overlap: 1.5}
   operators:
     attn_norm: {compute_efficiency: 0.35, memory_efficiency: 0.35, overhead: 1.8 us}
 collectives:
@@ -329,6 +330,9 @@ collectives:
   write(dir / "g2.yaml", hardware_yaml(hw));
   const engine::Hardware back = load_hardware((dir / "g2.yaml").string());
   CHECK(back.calibration->operators.size() == 1);
+  CHECK(hw.calibration->classes.at("gemm").overlap == doctest::Approx(1.5));
+  CHECK(back.calibration->classes.at("gemm").overlap == doctest::Approx(1.5));
+  CHECK(back.calibration->classes.at("norm").overlap == 0);  // absent: the max
   CHECK(back.calibration->sequence_overhead_s == doctest::Approx(40e-6));
   REQUIRE(back.collectives.size() == 1);
   CHECK(back.collectives[0].points.size() == 3);
@@ -345,4 +349,10 @@ collectives:
   CHECK(error_of([&] {
           load_hardware((dir / "g4.yaml").string());
         }).find("row 1: bytes must ascend") != std::string::npos);
+  bad = yaml;
+  bad.replace(bad.find("overlap: 1.5"), 12, "overlap: 0.5");
+  write(dir / "g5.yaml", bad);
+  CHECK(error_of([&] {
+          load_hardware((dir / "g5.yaml").string());
+        }).find("calibration.gemm.overlap: must be") != std::string::npos);
 }

@@ -479,7 +479,8 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     return std::find(r.fit_models.begin(), r.fit_models.end(), m) != r.fit_models.end();
   };
   // Only these rows are read: the fit models' per-layer rows, the profiled GPU's collectives,
-  // the host rows of the fit models on host_from.
+  // the host rows of the fit models on host_from, and attention_from's attention rows that the
+  // fit rule takes (attention_fit_row).
   rep.attention_from = r.attention_from.empty() ? rep.profiled_on : r.attention_from;
   rep.attention_fit_stride = r.attention_fit_stride;
   if (r.attention_fit_stride < 1) throw UsageError("--attention-fit-stride: must be at least 1");

@@ -166,6 +166,16 @@ struct RecordReader {
     }
     return static_cast<int64_t>(*v);
   }
+  // A profile's time in milliseconds, as seconds; a time of 0 is refused (nullopt, an error).
+  std::optional<double> seconds_of_ms(const std::string& key) const {
+    const auto ms = number(key, 0, 1e9);
+    if (!ms) return std::nullopt;
+    if (*ms <= 0) {
+      error(key, "a time of 0 is not a measurement");
+      return std::nullopt;
+    }
+    return *ms * 1e-3;
+  }
   std::optional<bool> boolean(const std::string& key) const {
     const std::string& t = text(key);
     if (t == "True" || t == "true") return true;
@@ -313,12 +323,8 @@ void read_vidur_mlp(const std::string& path, const std::string& rel, const std::
     for (const VidurOperator& o : vidur_operators()) {
       const std::string key = fmt::format("time_stats.{}.{}", o.name, stat);
       if (!r.has(key) || r.text(key).empty()) continue;  // not measured for this model
-      const auto ms = r.number(key, 0, 1e9);
-      if (!ms) continue;
-      if (*ms <= 0) {
-        r.error(key, "a time of 0 is not a measurement");
-        continue;
-      }
+      const auto seconds = r.seconds_of_ms(key);
+      if (!seconds) continue;
       ProfileRow p;
       p.hardware = hardware;
       p.model = model;
@@ -349,7 +355,7 @@ void read_vidur_mlp(const std::string& path, const std::string& rel, const std::
         }
       }
       p.statistic = options.statistic;
-      p.time_s = *ms * 1e-3;
+      p.time_s = *seconds;
       p.source = fmt::format("{}:{}", rel, rec.line);
       out.push_back(std::move(p));
     }
@@ -389,12 +395,8 @@ void read_vidur_network(const std::string& path, const std::string& rel, const s
     const auto gpus = r.count("num_workers", 2, 1 << 20);
     const auto per_node = r.count("devices_per_node", 1, 1 << 20);
     const auto bytes = r.count("size", 1, kMaxBytes);
-    const auto ms = r.number(key, 0, 1e9);
-    if (!gpus || !per_node || !bytes || !ms) continue;
-    if (*ms <= 0) {
-      r.error(key, "a time of 0 is not a measurement");
-      continue;
-    }
+    const auto seconds = r.seconds_of_ms(key);
+    if (!gpus || !per_node || !bytes || !seconds) continue;
     ProfileRow p;
     p.hardware = hardware;
     p.op = collective;
@@ -404,7 +406,7 @@ void read_vidur_network(const std::string& path, const std::string& rel, const s
     p.bytes = *bytes;
     p.tp = 1;
     p.statistic = options.statistic;
-    p.time_s = *ms * 1e-3;
+    p.time_s = *seconds;
     p.source = fmt::format("{}:{}", rel, rec.line);
     out.push_back(std::move(p));
   }
@@ -555,12 +557,8 @@ void read_vidur_attention(const std::string& path, const std::string& rel, const
       r.error("is_prefill", "no " + key + " column for this row's phase");
       continue;
     }
-    const auto ms = r.number(key, 0, 1e9);
-    if (!ms) continue;
-    if (*ms <= 0) {
-      r.error(key, "a time of 0 is not a measurement");
-      continue;
-    }
+    const auto seconds = r.seconds_of_ms(key);
+    if (!seconds) continue;
     ProfileRow p;
     p.hardware = hardware;
     p.model = model;
@@ -579,7 +577,7 @@ void read_vidur_attention(const std::string& path, const std::string& rel, const
       continue;
     }
     p.statistic = options.statistic;
-    p.time_s = *ms * 1e-3;
+    p.time_s = *seconds;
     p.source = fmt::format("{}:{}", rel, rec.line);
     out.push_back(std::move(p));
   }

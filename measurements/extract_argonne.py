@@ -4,13 +4,17 @@
 
     measurements/extract_argonne.py CLONE_DIR > measurements/argonne-vllm.csv
 
-Rows: `Plots/All_results.csv` at commit 4211f5d, framework vLLM, on the GPUs and models the
-catalog has (HARDWARE, MODELS below); every such line becomes one static-batch row: one
-`generate` call over `Batch Size` prompts of `Input Output Length` random tokens, as many
-tokens out (ignore_eos), fp16; `Latency` is the mean of the timed calls in seconds (the
-repository's vLLM/*/benchmark_throughput.py), the row's `e2e_ms`. The file's `Throughput` is
-batch * (input + output) / latency, the same measurement, and is not kept. Lines repeated in
-the file (the same configuration measured again) are kept, each citing its line."""
+Rows: `Plots/All_results.csv` at commit 4211f5d, framework vLLM, on the GPUs whose catalog file
+the repository identifies (HARDWARE) and the models the catalog has (MODELS); each such line
+becomes one static-batch row: one `generate` call over `Batch Size` prompts of `Input Output
+Length` random tokens and as many tokens out (ignore_eos), fp16, `Latency` the mean of 30 timed
+calls after 10 warm-up calls in seconds (vLLM/H100 and vLLM/MI300X `benchmark_throughput.py`),
+the row's `e2e_ms`. The file's `Throughput` is batch * (input + output) / latency, the same
+measurement, and is not kept. Lines repeated in the file (the same configuration measured
+again) are kept, each citing its line. Left out: the A100 rows (the repository does not say
+which A100 ran them; its job script is Polaris's, whose A100s are 40 GB parts the catalog has
+no file for, and it timed one call after 3 warm-ups), the GH200, MI250 and Intel rows (no
+catalog files), and the Qwen2 and other models the catalog lacks."""
 import csv
 import io
 import subprocess
@@ -19,10 +23,11 @@ import sys
 COMMIT = "4211f5d4e9bc0145ed541b6d372d5d8223b44235"
 PATH = "Plots/All_results.csv"
 URL = f"https://github.com/argonne-lcf/LLM-Inference-Bench/blob/{COMMIT}/{PATH}"
-# The study's GPUs as the catalog names them, and the stack each ran (README of each
-# vLLM/<gpu>/ folder at COMMIT).
+# The study's GPUs as the catalog names them, and the stack each ran. H100: the JLSE node's
+# nvidia-smi output in llama.cpp/H100/README.MD shows four "NVIDIA H100 80GB HBM3" at 700 W
+# (SXM5); vLLM/H100/README.MD installs vLLM with a plain `pip install vllm` (version not
+# stated). MI300X: vLLM/MI300X/README.md builds vLLM v0.6.1 with Dockerfile.rocm.
 HARDWARE = {
-    "Nvidia A100 GPU": ("a100-40gb", "vLLM", "not stated"),
     "Nvidia H100 GPU": ("h100-sxm", "vLLM", "not stated"),
     "AMD MI300X GPU": ("mi300x", "vLLM (ROCm)", "0.6.1"),
 }

@@ -9,8 +9,10 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 #include "app/errors.hpp"
 #include "app/prediction_bands.hpp"
@@ -50,19 +52,44 @@ struct Resolved {
   std::string message;
 };
 
+// A file's rows name a few models and GPUs many times: each is read from the catalog once,
+// its error (the message for the row's key) kept as well.
+template <typename T>
+struct CatalogLookups {
+  std::map<std::string, std::pair<std::optional<T>, std::string>> found;
+  template <typename Load>
+  const std::pair<std::optional<T>, std::string>& get(const std::string& name, Load load) {
+    auto it = found.find(name);
+    if (it != found.end()) return it->second;
+    std::pair<std::optional<T>, std::string> v;
+    try {
+      v.first = load(name);
+    } catch (const spec::CatalogError& e) {
+      v.second = e.what();
+    } catch (const spec::SpecError& e) {
+      v.second = "the " + std::string(std::is_same_v<T, engine::Model> ? "model" : "hardware") +
+                 " file has errors: " + e.diagnostics().front().format();
+    }
+    return found.emplace(name, std::move(v)).first->second;
+  }
+};
+
+struct RowLookups {
+  CatalogLookups<engine::Model> models;
+  CatalogLookups<engine::Hardware> hardware;
+};
+
 Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catalog,
-                     const std::vector<engine::Hardware>& hardware_files) {
+                     const std::vector<engine::Hardware>& hardware_files, RowLookups& lookups) {
   engine::MeasuredRun run;
   run.where = row.where;
   run.model_name = row.model;
   run.hardware_name = row.hardware;
-  try {
-    run.model = catalog.model(row.model);
-  } catch (const spec::CatalogError& e) {
-    return {std::nullopt, "model", e.what()};
-  } catch (const spec::SpecError& e) {
-    return {std::nullopt, "model",
-            "the model file has errors: " + e.diagnostics().front().format()};
+  {
+    const auto& [model, why] =
+        lookups.models.get(row.model, [&](const std::string& n) { return catalog.model(n); });
+    if (!model) return {std::nullopt, "model", why};
+    run.model = *model;
   }
   // A file of the row's hardware name, or a profiled file of that GPU (fit --profile).
   const auto file =
@@ -72,14 +99,10 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   if (file != hardware_files.end()) {
     run.hardware = *file;
   } else {
-    try {
-      run.hardware = catalog.hardware(row.hardware);
-    } catch (const spec::CatalogError& e) {
-      return {std::nullopt, "hardware", e.what()};
-    } catch (const spec::SpecError& e) {
-      return {std::nullopt, "hardware",
-              "the hardware file has errors: " + e.diagnostics().front().format()};
-    }
+    const auto& [hw, why] = lookups.hardware.get(
+        row.hardware, [&](const std::string& n) { return catalog.hardware(n); });
+    if (!hw) return {std::nullopt, "hardware", why};
+    run.hardware = *hw;
   }
   run.precision = row_precision(row);
   if (row.memory_fraction) run.memory_fraction = *row.memory_fraction;
@@ -163,8 +186,9 @@ std::vector<engine::MeasuredRun> resolve_measurements(
   std::vector<engine::MeasuredRun> out;
   const std::vector<engine::ServingStack> presets =
       stack ? std::vector<engine::ServingStack>{catalog.stack(*stack)} : catalog.stacks();
+  RowLookups lookups;
   for (const spec::MeasurementRow& row : rows) {
-    Resolved r = resolve_row(row, catalog, hardware_files);
+    Resolved r = resolve_row(row, catalog, hardware_files, lookups);
     if (r.run) {
       const engine::ServingStack* preset =
           stack ? &presets.front() : stack_for_row(presets, row.stack);

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace streamspark::engine {
@@ -89,8 +91,11 @@ struct PredictionBands {
   std::vector<std::string> sources;  // the files the rows come from
   std::string stack = kNoStack;
   std::vector<ErrorBand> bands;
-  int64_t rows = 0;           // validation rows predicted
+  int64_t rows = 0;           // validation rows predicted (those of the predictions' class)
   int64_t unpredictable = 0;  // rows the predictions' method cannot predict, left out
+  // Rows of other stacks' classes on the predictions' hardware, by (stack, hardware, metric):
+  // counted for the reports (which stacks do have rows there), never predicted.
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> other_rows;
   // Why no prediction of this run can take a band (e.g. speculative decoding, which no
   // validation row ran); empty when the classes decide.
   std::string unavailable;

@@ -77,10 +77,9 @@ std::string no_band_line(const engine::PredictionBands& b, const std::string& ha
   for (const std::string& m : metrics) parts.push_back(m + ": " + missing(b, hardware, m));
   // Which stacks the sets do have rows of on this hardware (the most rows of any metric).
   std::map<std::string, int64_t> others;
-  for (const engine::ErrorBand& band : b.bands) {
-    if (band.cls.hardware == hardware && band.cls.stack != b.stack) {
-      others[band.cls.stack] = std::max(others[band.cls.stack], band.rows);
-    }
+  for (const auto& [cls, rows] : b.other_rows) {
+    const auto& [stack, on, metric] = cls;
+    if (on == hardware) others[stack] = std::max(others[stack], rows);
   }
   std::vector<std::string> listed;
   for (const auto& [stack, rows] : others) listed.push_back(fmt::format("{} ({})", stack, rows));

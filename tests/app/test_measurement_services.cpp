@@ -157,13 +157,18 @@ TEST_CASE("prediction_bands: the catalog's sets, the predictions' stack and hard
   const engine::Hardware a100 = s.context.catalog.hardware("a100-80gb");
   const auto vllm = s.context.catalog.stack("vllm-0.6");
   app::BandsRequest r;
-  // Default: every CSV of measurements/; only the rows on the predictions' hardware predicted
-  // (published.csv: 17 on H100; vllm-ci-latency.csv: 3 on H100).
+  // Default: every CSV of measurements/; only the rows of the predictions' class on their
+  // hardware predicted (published.csv: 17 vllm-0.6 rows on H100); the others counted by class
+  // (vllm-ci-latency.csv: 3 vLLM rows on H100 whose CI builds match no preset; argonne-vllm.csv:
+  // 221 vLLM rows of an unstated version).
   const auto b = app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context);
   REQUIRE(b.has_value());
-  CHECK(b->sources.size() == 2);
+  CHECK(b->sources.size() == 3);
   CHECK(b->stack == "vllm-0.6");
-  CHECK(b->rows == 20);
+  CHECK(b->rows == 17);
+  const auto other = b->other_rows.find({"vLLM", "h100-sxm", "e2e"});
+  REQUIRE(other != b->other_rows.end());
+  CHECK(other->second == 224);
   // The same band as validate --measured --intervals gives the class.
   const engine::ErrorBand* e2e = b->find("h100-sxm", "e2e");
   REQUIRE(e2e != nullptr);
@@ -174,13 +179,15 @@ TEST_CASE("prediction_bands: the catalog's sets, the predictions' stack and hard
   // Stack-less predictions take no stack's rows; A100 rows are LMDeploy's and vLLM's.
   const auto none = app::prediction_bands(r, std::nullopt, std::nullopt, {a100}, s.context);
   REQUIRE(none.has_value());
-  CHECK(none->rows == 63);
+  CHECK(none->rows == 0);  // every A100 row is a stack's
   CHECK(none->find("a100-80gb", "ttft") == nullptr);
+  CHECK(none->other_rows.count({"LMDeploy TurboMind", "a100-80gb", "ttft"}) == 1);
   // --bands-from replaces the sets; --no-bands computes nothing.
   r.files = {kSets + "vllm-ci-latency.csv"};
   const auto ci = app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context);
-  CHECK(ci->rows == 3);
-  CHECK(ci->find("h100-sxm", "e2e") == nullptr);  // those rows match no preset
+  CHECK(ci->rows == 0);  // those rows match no preset: of class vLLM, counted
+  CHECK(ci->other_rows.at({"vLLM", "h100-sxm", "e2e"}) == 3);
+  CHECK(ci->find("h100-sxm", "e2e") == nullptr);
   r.enabled = false;
   CHECK_FALSE(app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context).has_value());
 }

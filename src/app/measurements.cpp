@@ -12,7 +12,6 @@
 #include <map>
 #include <set>
 #include <stdexcept>
-#include <type_traits>
 
 #include "app/errors.hpp"
 #include "app/prediction_bands.hpp"
@@ -56,6 +55,7 @@ struct Resolved {
 // its error (the message for the row's key) kept as well.
 template <typename T>
 struct CatalogLookups {
+  const char* what;  // "model" or "hardware", for the message of a file with errors
   std::map<std::string, std::pair<std::optional<T>, std::string>> found;
   template <typename Load>
   const std::pair<std::optional<T>, std::string>& get(const std::string& name, Load load) {
@@ -67,16 +67,16 @@ struct CatalogLookups {
     } catch (const spec::CatalogError& e) {
       v.second = e.what();
     } catch (const spec::SpecError& e) {
-      v.second = "the " + std::string(std::is_same_v<T, engine::Model> ? "model" : "hardware") +
-                 " file has errors: " + e.diagnostics().front().format();
+      v.second =
+          std::string("the ") + what + " file has errors: " + e.diagnostics().front().format();
     }
     return found.emplace(name, std::move(v)).first->second;
   }
 };
 
 struct RowLookups {
-  CatalogLookups<engine::Model> models;
-  CatalogLookups<engine::Hardware> hardware;
+  CatalogLookups<engine::Model> models{"model", {}};
+  CatalogLookups<engine::Hardware> hardware{"hardware", {}};
 };
 
 Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catalog,

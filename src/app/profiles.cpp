@@ -140,8 +140,8 @@ class AttentionCosts {
     c.parallel.tp = row.tp;
     c = engine::costing_on(c, hw);
     if (query_tile) c.attention_query_tile = *query_tile;
-    const auto key = std::make_tuple(row.q_heads, row.kv_heads, row.head_dim, row.tp, row.dtype,
-                                     c.attention_query_tile);
+    const auto key = std::make_tuple(hw.name, row.q_heads, row.kv_heads, row.head_dim, row.tp,
+                                     row.dtype, c.attention_query_tile);
     auto it = inventories_.find(key);
     if (it == inventories_.end()) {
       it = inventories_
@@ -185,7 +185,7 @@ class AttentionCosts {
                          row.head_dim);
     m.d_model = engine::checked_mul(row.q_heads, row.head_dim);
     m.vocab_size = engine::checked_mul(1024, row.tp);
-    m.max_context = engine::checked_add(row.context, row.tokens);
+    m.max_context = int64_t{1} << 40;  // any row's context (the inventory serves every row)
     engine::LayerKind k;
     k.label = "attention";
     k.count = 1;
@@ -201,11 +201,21 @@ class AttentionCosts {
     return m;
   }
 
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, std::string, int64_t>,
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, std::string, int64_t>,
            std::unique_ptr<engine::OpInventory>>
       inventories_;
   std::vector<engine::Op> scratch_;
 };
+
+// f() for a row, an engine count that overflows 64 bits reported at the row (file:line).
+template <typename F>
+auto with_row_location(const ProfileRow& row, F f) {
+  try {
+    return f();
+  } catch (const engine::OverflowError& e) {
+    throw UsageError(fmt::format("{}: {}", row.where.empty() ? row.source : row.where, e.what()));
+  }
+}
 
 // Seconds the engine gives a row's engine operators in one pass; nullopt with `why` when the
 // model's inventory lacks one. A row's operators are one measured kernel (vLLM's fused gate and
@@ -316,9 +326,9 @@ std::string profile_hardware_of(const engine::Hardware& hw) {
 }
 
 namespace {
-// The attention fit rule (ProfileFitRequest::attention_fit_stride).
-bool attention_fit_row(const ProfileRow& row, int64_t stride,
-                       const std::vector<std::string>& fit_models) {
+// The attention fit rule (ProfileFitRequest::attention_fit_stride): whether a fit reads the row.
+bool in_attention_fit_set(const ProfileRow& row, int64_t stride,
+                          const std::vector<std::string>& fit_models) {
   return stride > 0 && row.context % stride == 0 &&
          (row.model.empty() ||
           std::find(fit_models.begin(), fit_models.end(), row.model) != fit_models.end());
@@ -329,7 +339,7 @@ bool attention_row_fitted(const engine::Hardware& hw, const ProfileRow& row) {
   if (provenance_value(hw, "attention_from") != row.hardware) return false;
   const auto stride = spec::parse_decimal(provenance_value(hw, "attention_fit_stride"));
   return stride && *stride >= 1 &&
-         attention_fit_row(row, static_cast<int64_t>(*stride), fitted_models_of(hw));
+         in_attention_fit_set(row, static_cast<int64_t>(*stride), fitted_models_of(hw));
 }
 
 std::vector<ProfileRow> import_profile(const ImportProfileRequest& r, const Context& context) {
@@ -401,7 +411,8 @@ ProfileValidation validate_profile(const ProfileValidateRequest& r, const Contex
       p.predicted_s = *t;
     } else if (spec::is_attention_row(row)) {
       if (!row.model.empty()) p.model = names.of(row.model, &why);  // for reports only
-      p.predicted_s = attention.seconds(row, hw, costs.rates(row.dtype));
+      p.predicted_s = with_row_location(
+          row, [&] { return attention.seconds(row, hw, costs.rates(row.dtype)); });
     } else if (row.kind == ProfileClass::all_reduce || row.kind == ProfileClass::send_recv) {
       const engine::DeviceRates& rates = costs.rates(row.dtype);
       const engine::Link& link = row.nodes > 1 ? rates.inter_node : rates.intra_node;
@@ -480,14 +491,14 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
   };
   // Only these rows are read: the fit models' per-layer rows, the profiled GPU's collectives,
   // the host rows of the fit models on host_from, and attention_from's attention rows that the
-  // fit rule takes (attention_fit_row).
+  // fit rule takes (in_attention_fit_set).
   rep.attention_from = r.attention_from.empty() ? rep.profiled_on : r.attention_from;
   rep.attention_fit_stride = r.attention_fit_stride;
   if (r.attention_fit_stride < 1) throw UsageError("--attention-fit-stride: must be at least 1");
   std::vector<const ProfileRow*> layer, network, host, attention_rows;
   for (const ProfileRow& row : rows) {
     if (spec::is_attention_row(row) && row.hardware == rep.attention_from) {
-      if (attention_fit_row(row, r.attention_fit_stride, r.fit_models)) {
+      if (in_attention_fit_set(row, r.attention_fit_stride, r.fit_models)) {
         attention_rows.push_back(&row);
       } else {
         ++rep.attention_held_out_rows;
@@ -725,7 +736,9 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     for (const int64_t tile : tiles) {
       for (size_t i = 0; i < n; ++i) {
         const ProfileRow& row = *attention_rows[i];
-        const auto c = costs.roofline(row, attention_hw, roofline_rates(row.dtype), tile);
+        const auto c = with_row_location(row, [&] {
+          return costs.roofline(row, attention_hw, roofline_rates(row.dtype), tile);
+        });
         compute[i] = c.compute_s;
         memory[i] = c.memory_s;
       }

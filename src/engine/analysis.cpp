@@ -249,8 +249,8 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
     l.compute_slope = c1.compute_s - c0.compute_s;
     l.memory_s = c0.memory_s;
     l.memory_slope = c1.memory_s - c0.memory_s;
-    // The overlap shortfall (GEMMs of a calibrated class: constant in the context) rides with
-    // the stall outside the max.
+    // The overlap shortfall (GEMMs only, whose shapes do not depend on the context: constant
+    // within the segment) rides with the stall outside the max.
     l.stall_s = c0.stall_s + c0.overlap_s;
     l.stall_slope = (c1.stall_s + c1.overlap_s) - l.stall_s;
     // A collective's time is a constant of the step (its bytes do not grow with the context).
@@ -551,12 +551,24 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
         *time_s += repeat * sum_of_max_of_quadratics(t, t, count);
         continue;
       }
-      const auto stall = coefficients(c0.stall_s + c0.overlap_s, c1.stall_s + c1.overlap_s,
-                                      c2.stall_s + c2.overlap_s);
-      *time_s += repeat * (sum_of_max_of_quadratics(
-                               coefficients(c0.compute_s, c1.compute_s, c2.compute_s),
-                               coefficients(c0.memory_s, c1.memory_s, c2.memory_s), count) +
-                           n * c0.overhead_s + stall[0] * n + stall[1] * sum_j + stall[2] * sum_j2);
+      const auto stall = coefficients(c0.stall_s, c1.stall_s, c2.stall_s);
+      const auto compute = coefficients(c0.compute_s, c1.compute_s, c2.compute_s);
+      const auto memory = coefficients(c0.memory_s, c1.memory_s, c2.memory_s);
+      double combined = 0;
+      if (c0.overlap_s > 0 || c1.overlap_s > 0 || c2.overlap_s > 0) {
+        // A GEMM class's p-norm of compute and memory time (ClassCalibration::overlap) is no
+        // polynomial in n: summed pass by pass from the two exact quadratics.
+        const double p = rates.calibration_of(o0).overlap;
+        for (int64_t j = 0; j < count; ++j) {
+          const auto x = static_cast<double>(j);
+          combined += combined_seconds(compute[0] + (compute[1] + compute[2] * x) * x,
+                                       memory[0] + (memory[1] + memory[2] * x) * x, p);
+        }
+      } else {
+        combined = sum_of_max_of_quadratics(compute, memory, count);
+      }
+      *time_s += repeat * (combined + n * c0.overhead_s + stall[0] * n + stall[1] * sum_j +
+                           stall[2] * sum_j2);
     }
   }
 }

@@ -62,15 +62,14 @@ struct ClassCalibration {
   double compute_efficiency = 1.0;
   double memory_efficiency = 1.0;
   double overhead_s = 0;  // per kernel launch
-  // How compute and memory time combine: 0, the roofline's max(compute, memory) (they overlap
-  // fully); p >= 1, (compute^p + memory^p)^(1/p), which equals the max far from the ridge and
-  // exceeds it near the ridge, where a kernel overlaps them less (p = 1: their sum). Fitted to
-  // published GEMM timings by `fit --profile`.
+  // GEMMs (the gemm class, or a GEMM operator's own calibration): how compute and memory time
+  // combine. 0, the roofline's max(compute, memory) (they overlap fully); p >= 1, (compute^p +
+  // memory^p)^(1/p), which equals the max far from the ridge and exceeds it near the ridge,
+  // where a kernel overlaps them less (p = 1: their sum). Fitted to published GEMM timings by
+  // `fit --profile`. Other classes always take the max (the closed-form decode sums rely on a
+  // GEMM's shape not depending on the context).
   double overlap = 0;
 };
-
-// Seconds of compute and memory time together under a class's overlap (ClassCalibration).
-double combined_seconds(double compute_s, double memory_s, double overlap);
 
 struct Calibration {
   std::map<std::string, ClassCalibration> classes;  // by op kind name

@@ -392,7 +392,7 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
     // queries and outputs are activations, still near.
     c.stall_s = static_cast<double>(op.bytes.kv_read) * rates.attention_stall_s_per_byte;
   }
-  if (rates.calibrated) {
+  if (rates.calibrated && op.kind == OpKind::gemm) {  // GEMMs only (ClassCalibration::overlap)
     const double overlap = rates.calibration_of(op).overlap;
     if (overlap > 0) {
       c.overlap_s =

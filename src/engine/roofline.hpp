@@ -213,8 +213,13 @@ CostingConfig costing_on(CostingConfig costing, const Hardware& hw);
 // naming the link the inventory's communication ops cross that the hardware file lacks.
 void check_links(const OpInventory& inventory, const DeviceRates& rates, const Hardware& hw);
 
+// Seconds of compute and memory time together under a GEMM class's overlap
+// (ClassCalibration::overlap): their max for 0, else (compute^p + memory^p)^(1/p).
+double combined_seconds(double compute_s, double memory_s, double overlap);
+
 // max(FLOPs / peak, bytes / bandwidth) + launches * overhead; with calibrated rates, each
-// term divided by the op class's efficiency and the class's launch overhead, except GEMMs
+// term divided by the op class's efficiency and the class's launch overhead (a GEMM's max
+// replaced by its class's overlap p-norm, the excess in OpCost::overlap_s), except GEMMs
 // with measured rate tables: their time is the tables' at the rates' working set (the
 // measured call includes its overhead), reported in the term of the roofline's bound.
 OpCost roofline_cost(const Op& op, const DeviceRates& rates);

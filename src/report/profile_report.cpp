@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "report/table.hpp"
 #include "report/units.hpp"
 
@@ -53,9 +55,14 @@ std::string header(const app::ProfileValidation& v) {
     out += fmt::format("{} was fitted to {}; {}\n", v.hardware, models,
                        v.held_out_only ? "only the other models' rows (held out) are shown"
                                        : "held-out rows are the other models'");
-    out +=
-        "attention rows are held out unless the fit read them (its attention_from GPU, a "
-        "context the attention_fit_stride divides)\n";
+    const bool attention = std::any_of(v.points.begin(), v.points.end(), [](const ProfilePoint& p) {
+      return spec::is_attention_row(p.row);
+    });
+    if (attention) {
+      out +=
+          "attention rows are held out unless the fit read them (its attention_from GPU, a "
+          "context the attention_fit_stride divides, no model or a fitted one)\n";
+    }
   }
   return out;
 }

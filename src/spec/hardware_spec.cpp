@@ -22,7 +22,7 @@
 //                                optional: what serving stacks reach (fractions of peak, a
 //                                cost per kernel launch and per forward pass)
 //   calibration: {source, step_overhead, <op kind>: {compute_efficiency, memory_efficiency,
-//                 overhead, overlap (optional, 1 to 64: time = (compute^p + memory^p)^(1/p);
+//                 overhead, overlap (gemm only, optional, 1 to 64: (compute^p + memory^p)^(1/p);
 //                 absent: max(compute, memory))}}
 //                                fitted by `streamspark probe`; op kinds gemm, attention,
 //                                norm, elementwise, gather, kv_write, scan, sampling
@@ -299,7 +299,8 @@ engine::Calibration parse_calibration(MapReader& cal) {
   c.sequence_overhead_s =
       cal.quantity("sequence_overhead", Dimension::time, Presence::optional, kOverhead)
           .value_or(0.0);
-  const auto read_class = [](MapReader& k) -> std::optional<engine::ClassCalibration> {
+  // overlap: the gemm class only (engine ClassCalibration::overlap).
+  const auto read_class = [](MapReader& k, bool gemm) -> std::optional<engine::ClassCalibration> {
     const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};
     const auto ce =
         k.quantity("compute_efficiency", Dimension::fraction, Presence::required, efficiency);
@@ -307,8 +308,14 @@ engine::Calibration parse_calibration(MapReader& cal) {
         k.quantity("memory_efficiency", Dimension::fraction, Presence::required, efficiency);
     const auto oh = k.quantity("overhead", Dimension::time, Presence::required, kOverhead);
     // overlap: p >= 1 of (compute^p + memory^p)^(1/p); absent: max(compute, memory).
-    const auto overlap = k.quantity("overlap", Dimension::fraction, Presence::optional,
-                                    Range{1, false, 64, "1", "64"});
+    std::optional<double> overlap;
+    if (gemm) {
+      overlap = k.quantity("overlap", Dimension::fraction, Presence::optional,
+                           Range{1, false, 64, "1", "64"});
+    } else if (k.has("overlap")) {
+      k.error_at("overlap", "only the gemm class combines compute and memory time as a p-norm");
+      k.allow("overlap");
+    }
     k.finish();
     if (ce && me && oh) return engine::ClassCalibration{*ce, *me, *oh, overlap.value_or(0.0)};
     return std::nullopt;
@@ -317,7 +324,9 @@ engine::Calibration parse_calibration(MapReader& cal) {
        {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
     auto k = cal.map(kind, Presence::optional);
     if (!k) continue;
-    if (const auto calibration = read_class(*k)) c.classes[kind] = *calibration;
+    if (const auto calibration = read_class(*k, std::string_view(kind) == "gemm")) {
+      c.classes[kind] = *calibration;
+    }
   }
   // operators: {<op id>: {compute_efficiency, memory_efficiency, overhead}}: operators measured
   // on their own, each overriding its class.
@@ -330,7 +339,7 @@ engine::Calibration parse_calibration(MapReader& cal) {
         continue;
       }
       if (auto k = ops->map(key, Presence::required)) {
-        if (const auto calibration = read_class(*k)) c.operators[*id] = *calibration;
+        if (const auto calibration = read_class(*k, false)) c.operators[*id] = *calibration;
       }
     }
     ops->finish();

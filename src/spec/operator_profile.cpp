@@ -185,18 +185,31 @@ struct RecordReader {
   }
 };
 
-// Why an attention shape cannot run on its tensor-parallel degree; "" when it can (query heads
-// a multiple of KV heads, tp dividing the query heads and dividing, or divided by, the KV heads
-// as the engine's attention family requires).
-std::string attention_heads_problem(const ProfileRow& p) {
+// Why an attention shape cannot run on its tensor-parallel degree, and whether the heads (not
+// the degree) are at fault; nullopt when it can run (query heads a multiple of KV heads, tp
+// dividing the query heads and dividing, or divided by, the KV heads as the engine's attention
+// family requires).
+struct HeadsProblem {
+  bool heads = false;  // the head counts themselves; else the tensor-parallel degree
+  std::string message;
+};
+std::optional<HeadsProblem> attention_heads_problem(const ProfileRow& p) {
   if (p.q_heads % p.kv_heads != 0) {
-    return fmt::format("{} query heads are not a multiple of {} KV heads", p.q_heads, p.kv_heads);
+    return HeadsProblem{true, fmt::format("{} query heads are not a multiple of {} KV heads",
+                                          p.q_heads, p.kv_heads)};
   }
   if (p.q_heads % p.tp != 0 || (p.kv_heads % p.tp != 0 && p.tp % p.kv_heads != 0)) {
-    return fmt::format("{} GPUs do not divide {} query and {} KV heads", p.tp, p.q_heads,
-                       p.kv_heads);
+    return HeadsProblem{false, fmt::format("{} GPUs do not divide {} query and {} KV heads", p.tp,
+                                           p.q_heads, p.kv_heads)};
   }
-  return "";
+  return std::nullopt;
+}
+
+// The engine operators an attention row may time: the fused kernel's two halves.
+bool attention_core_ops(const std::vector<OpId>& ops) {
+  return !ops.empty() && std::all_of(ops.begin(), ops.end(), [](OpId id) {
+    return id == OpId::attn_scores || id == OpId::attn_values;
+  });
 }
 
 // ---- Vidur -------------------------------------------------------------------------------
@@ -547,6 +560,11 @@ void read_vidur_attention(const std::string& path, const std::string& rel, const
       r.error("n_embd", fmt::format("{} is not a multiple of n_q_head {}", *d, *heads));
       continue;
     }
+    if (*d / *heads > (1 << 20)) {
+      r.error("n_embd", fmt::format("heads of {} elements are beyond any model (at most 1048576)",
+                                    *d / *heads));
+      continue;
+    }
     if (*prefill && *chunk == 0) {
       r.error("prefill_chunk_size", "a prefill row needs a chunk of at least 1 token");
       continue;
@@ -572,8 +590,8 @@ void read_vidur_attention(const std::string& path, const std::string& rel, const
     p.q_heads = *heads;
     p.kv_heads = *kv_heads;
     p.head_dim = *d / *heads;
-    if (const std::string why = attention_heads_problem(p); !why.empty()) {
-      r.error("num_tensor_parallel_workers", why);
+    if (const auto problem = attention_heads_problem(p)) {
+      r.error(problem->heads ? "n_kv_head" : "num_tensor_parallel_workers", problem->message);
       continue;
     }
     p.statistic = options.statistic;
@@ -701,13 +719,24 @@ std::vector<ProfileRow> load_operator_profile_text(const std::string& path,
       } else if (p.kind == ProfileClass::host && (p.batch == 0 || p.model.empty())) {
         r.error("batch", "a host row needs model and batch");
       } else if (is_attention_row(p)) {
-        if (p.tokens == 0 || p.batch == 0 || p.q_heads == 0 || p.kv_heads == 0 || p.head_dim == 0 ||
-            p.engine_ops.empty() || r.text("context").empty()) {
-          r.error("tokens",
-                  "an attention row needs tokens, batch, context, q_heads, kv_heads, head_dim "
-                  "and engine_ops");
-        } else if (const std::string why = attention_heads_problem(p); !why.empty()) {
-          r.error("kv_heads", why);
+        const char* missing = p.tokens == 0               ? "tokens"
+                              : p.batch == 0              ? "batch"
+                              : r.text("context").empty() ? "context"
+                              : p.q_heads == 0            ? "q_heads"
+                              : p.kv_heads == 0           ? "kv_heads"
+                              : p.head_dim == 0           ? "head_dim"
+                                                          : nullptr;
+        if (missing) {
+          r.error(missing,
+                  "an attention row needs tokens, batch, context, q_heads, kv_heads and "
+                  "head_dim");
+        } else if (!attention_core_ops(p.engine_ops)) {
+          r.error("engine_ops",
+                  "an attention row times attn_scores and attn_values (the fused "
+                  "kernel's halves), got '" +
+                      r.text("engine_ops") + "'");
+        } else if (const auto problem = attention_heads_problem(p)) {
+          r.error(problem->heads ? "kv_heads" : "tp", problem->message);
         } else if (p.kind == ProfileClass::attention_decode && p.tokens != 1) {
           r.error("tokens",
                   fmt::format("a decode row has 1 new token per sequence, got {}", p.tokens));
@@ -783,7 +812,7 @@ std::vector<ProfileRow> import_vidur_profile(const std::string& folder,
                       options, rows, diags);
     } else if (name == "attention.csv" && n >= 2) {
       // compute/<gpu>/<org>/<model>/attention.csv, or the older <gpu>/attention.csv (no model).
-      const bool per_model = n >= 4;
+      const bool per_model = n >= 5 && parts[n - 5] == "compute";
       const std::string hw = hardware_for(parts[per_model ? n - 4 : n - 2], rel);
       if (hw.empty()) continue;
       read_vidur_attention(path, rel, read_input_file(path, kMaxProfileFileBytes, "profile files"),

@@ -224,9 +224,13 @@ TEST_CASE("fit --profile recovers a planted attention kernel and reads no held-o
   // decode and 10 prefill rows are fitted.
   CHECK(j["attention"]["rows"] == 22);
   CHECK(j["attention"]["held_out_rows"] == 5);
+  size_t attention_read = 0;
   for (const json& s : j["used_sources"]) {
-    CHECK(std::find(held_out.begin(), held_out.end(), s.get<std::string>()) == held_out.end());
+    const std::string src = s.get<std::string>();
+    CHECK(std::find(held_out.begin(), held_out.end(), src) == held_out.end());
+    if (src.rfind("decode-", 0) == 0 || src.rfind("prefill-", 0) == 0) ++attention_read;
   }
+  CHECK(attention_read == 22);
   // The planted kernel comes back: ce 0.50 and me 0.80 on the 0.01 grids, the overhead, and
   // the smallest tile that covers the longest chunk (512; 256 would split the 384- and
   // 512-token chunks).

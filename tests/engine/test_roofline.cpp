@@ -172,6 +172,35 @@ TEST_CASE("TPOT in closed form equals stepping with GEMMs of a partial overlap")
   CHECK(b.analyze({64, 100, 300}).tpot_s < a.analyze({64, 100, 300}).tpot_s);
 }
 
+TEST_CASE("sampling without a cache in closed form equals its passes with GEMM overlap") {
+  // Naive sampling sums prefill passes of S..S+G-1 tokens in closed form; a GEMM's p-norm of
+  // compute and memory time is no polynomial in the token count, so it is summed pass by pass.
+  // Short prompts put the products near the ridge, where the p-norm differs most from the max.
+  const Model m = test::tiny_test();
+  Hardware hw = test::h100_lecture(1e-6);
+  Calibration cal;
+  cal.source = "test";
+  for (const char* kind :
+       {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
+    cal.classes[kind] = ClassCalibration{0.7, 0.8, 2e-6};
+  }
+  cal.classes["gemm"].overlap = 1.5;
+  hw.calibration = cal;
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  o.naive_sampling = true;
+  Analyzer a(m, hw, o);
+  AnalysisOptions plain_options;
+  plain_options.method = Method::calibrated;
+  Analyzer plain(m, hw, plain_options);
+  const int64_t B = 3, S = 8, G = 400;
+  const WorkloadResult r = a.analyze({B, S, G});
+  REQUIRE(r.sampling.has_value());
+  double stepped = 0;
+  for (int64_t n = S; n <= S + G - 1; ++n) stepped += plain.analyze({B, n, 1}).prefill.time_s;
+  CHECK(r.sampling->naive_time_s == doctest::Approx(stepped).epsilon(1e-9));
+}
+
 TEST_CASE("with generate = 1 TPOT is the step at context = prompt") {
   const Model m = test::tiny_test();
   const Hardware h = test::h100_lecture();

@@ -244,6 +244,15 @@ TEST_CASE("the Vidur attention reader names what it cannot read") {
   CHECK(e.find(":3:") != std::string::npos);
   CHECK(e.find("num_tensor_parallel_workers: 3 GPUs do not divide 32 query and 32 KV heads") !=
         std::string::npos);
+  // The single-file layout under a deeper folder (a clone's data/profiling/a100/attention.csv)
+  // takes its GPU from the file's folder.
+  const fs::path deep = scratch("deep-attention");
+  write(deep / "data/profiling/a100/attention.csv",
+        header + "0.02,,4096,32,32,16,1,4096,4,0,512,False,FLASH\n");
+  const auto deep_rows = import_vidur_profile(deep.string(), {});
+  REQUIRE(deep_rows.size() == 1);
+  CHECK(deep_rows[0].hardware == "a100-80gb");
+  CHECK(deep_rows[0].model.empty());
   // A missing column is named.
   write(f, "time_stats.attn_decode.median,n_embd\n0.02,4096\n");
   CHECK(error_of([&] { import_vidur_profile(dir.string(), {}); })
@@ -279,8 +288,13 @@ TEST_CASE("the measured-operator table refuses what it cannot read") {
   CHECK(load(with_attention +
              "h,,attn_decode,attention_decode,attn_scores+attn_values,1,,,,2,,,,8,,64,8,128,fp16,"
              "median,1e-5,x\n") ==
-        p + ":2:57: tokens: an attention row needs tokens, batch, context, q_heads, kv_heads, "
-            "head_dim and engine_ops");
+        p + ":2:69: context: an attention row needs tokens, batch, context, q_heads, kv_heads "
+            "and head_dim");
+  // Its operators are the fused kernel's halves, nothing else.
+  CHECK(load(with_attention +
+             "h,,attn_decode,attention_decode,mlp_up,1,,,,2,,,,8,0,64,8,128,fp16,median,1e-5,"
+             "x\n") == p + ":2:33: engine_ops: an attention row times attn_scores and "
+                           "attn_values (the fused kernel's halves), got 'mlp_up'");
   CHECK(load(with_attention +
              "h,,attn_decode,attention_decode,attn_scores+attn_values,4,,,,2,,,,8,0,64,8,128,fp16,"
              "median,1e-5,x\n") ==

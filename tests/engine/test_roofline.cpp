@@ -144,10 +144,10 @@ TEST_CASE("TPOT in closed form equals stepping through every decode step") {
   }
 }
 
-TEST_CASE("TPOT in closed form equals stepping with GEMMs of a partial overlap") {
-  // Calibrated classes, GEMMs combining compute and memory as a p-norm (p = 1.5): their
-  // overlap shortfall is constant in the context and rides outside the max in the closed form.
-  const Model m = test::tiny_test();
+namespace {
+// The lecture's H100 calibrated: every class at 0.7 of compute, 0.8 of memory, 2 us a launch;
+// GEMMs combining compute and memory time as a p-norm of this overlap.
+Hardware h100_with_gemm_overlap(double overlap) {
   Hardware hw = test::h100_lecture(1e-6);
   Calibration cal;
   cal.source = "test";
@@ -155,8 +155,17 @@ TEST_CASE("TPOT in closed form equals stepping with GEMMs of a partial overlap")
        {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
     cal.classes[kind] = ClassCalibration{0.7, 0.8, 2e-6};
   }
-  cal.classes["gemm"].overlap = 1.5;
+  cal.classes["gemm"].overlap = overlap;
   hw.calibration = cal;
+  return hw;
+}
+}  // namespace
+
+TEST_CASE("TPOT in closed form equals stepping with GEMMs of a partial overlap") {
+  // Calibrated classes, GEMMs combining compute and memory as a p-norm (p = 1.5): their
+  // overlap shortfall is constant in the context and rides outside the max in the closed form.
+  const Model m = test::tiny_test();
+  const Hardware hw = h100_with_gemm_overlap(1.5);
   AnalysisOptions o;
   o.method = Method::calibrated;
   Analyzer a(m, hw, o);
@@ -177,15 +186,7 @@ TEST_CASE("sampling without a cache in closed form equals its passes with GEMM o
   // compute and memory time is no polynomial in the token count, so it is summed pass by pass.
   // Short prompts put the products near the ridge, where the p-norm differs most from the max.
   const Model m = test::tiny_test();
-  Hardware hw = test::h100_lecture(1e-6);
-  Calibration cal;
-  cal.source = "test";
-  for (const char* kind :
-       {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
-    cal.classes[kind] = ClassCalibration{0.7, 0.8, 2e-6};
-  }
-  cal.classes["gemm"].overlap = 1.5;
-  hw.calibration = cal;
+  const Hardware hw = h100_with_gemm_overlap(1.5);
   AnalysisOptions o;
   o.method = Method::calibrated;
   o.naive_sampling = true;

@@ -72,7 +72,7 @@ AnalyzeResult analyze(const AnalyzeRequest& r, const Context& context) {
   }
   out.context = analysis_context(*analyzer);
   if (stack) {
-    out.context.stack = stack_in_use(*stack, stack->memory_fraction, {hardware},
+    out.context.stack = stack_in_use(*stack, stack->memory_fraction_for(r.parallel.tp), {hardware},
                                      options.costing.precision, options.method);
   }
   if (r.speculative) out.speculative = analyze_speculative(r, context, *analyzer, out.results);

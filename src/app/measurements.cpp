@@ -195,7 +195,7 @@ std::vector<engine::MeasuredRun> resolve_measurements(
       if (preset) {
         engine::MeasuredRun& run = *r.run;
         run.preset = *preset;
-        if (!row.memory_fraction) run.memory_fraction = preset->memory_fraction;
+        if (!row.memory_fraction) run.memory_fraction = preset->memory_fraction_for(run.layout.tp);
         if (!row.max_batched_tokens) {
           run.max_batched_tokens = engine::stack_limits(*preset, run.model.max_context).max_tokens;
         }

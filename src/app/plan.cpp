@@ -234,7 +234,8 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   in.min_headroom = r.min_headroom;
   in.whole_nodes = r.whole_nodes;
   in.prune = r.prune;
-  in.memory_fraction = memory_fraction_of(r.memory_fraction, preset);
+  in.memory_fraction = memory_fraction_of(r.memory_fraction, preset, 1);
+  if (preset && !r.memory_fraction) in.memory_fraction_by_tp = preset->memory_fraction_by_tp;
   in.memory_basis = memory_basis_of(preset);
   in.stack = execution_of(preset);
   if (preset && !r.scheduler.max_tokens) in.budget_from = *preset;
@@ -373,6 +374,7 @@ PlanOutcome plan(const PlanRequest& r, const Context& context,
     out.stack = stack_in_use(*stack, out.inputs.memory_fraction, out.inputs.hardware,
                              out.inputs.formats.front().precision,
                              out.inputs.method.value_or(engine::Method::calibrated));
+    out.stack->memory_fraction_by_tp = out.inputs.memory_fraction_by_tp;
   }
   return out;
 }

@@ -39,8 +39,8 @@ double kv_bytes(const ServeSimRequest& r, engine::IterationCost& cost, int64_t m
                 const engine::ServingStack* stack) {
   if (r.kv_memory_bytes) return *r.kv_memory_bytes;
   try {
-    return cost.kv_bytes_available(memory_fraction_of(r.memory_fraction, stack), max_tokens,
-                                   memory_basis_of(stack));
+    return cost.kv_bytes_available(memory_fraction_of(r.memory_fraction, stack, r.parallel.tp),
+                                   max_tokens, memory_basis_of(stack));
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string(e.what()) + "; pass --kv-memory");
   }
@@ -97,7 +97,7 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   engine::IterationTimer& timer =
       spec_cost ? static_cast<engine::IterationTimer&>(*spec_cost) : *plain_cost;
   const double bytes = kv_bytes(r, *cost, options.scheduler.max_tokens, preset);
-  const double fraction = memory_fraction_of(r.memory_fraction, preset);
+  const double fraction = memory_fraction_of(r.memory_fraction, preset, r.parallel.tp);
   const std::string source =
       r.kv_memory_bytes
           ? fmt::format("--kv-memory ({:.4g} bytes)", bytes)

@@ -14,9 +14,10 @@ std::optional<engine::ServingStack> load_serving_stack(const std::optional<std::
   return context.catalog.stack(*name);
 }
 
-double memory_fraction_of(const std::optional<double>& given, const engine::ServingStack* stack) {
+double memory_fraction_of(const std::optional<double>& given, const engine::ServingStack* stack,
+                          int64_t tp) {
   if (given) return *given;
-  return stack ? stack->memory_fraction : kDefaultMemoryFraction;
+  return stack ? stack->memory_fraction_for(tp) : kDefaultMemoryFraction;
 }
 
 engine::KvMemoryBasis memory_basis_of(const engine::ServingStack* stack) {

@@ -20,8 +20,10 @@ inline constexpr double kDefaultMemoryFraction = 0.9;
 std::optional<engine::ServingStack> load_serving_stack(const std::optional<std::string>& name,
                                                        const Context& context);
 
-// What a request's unset memory fraction, basis and stack costs resolve to.
-double memory_fraction_of(const std::optional<double>& given, const engine::ServingStack* stack);
+// What a request's unset memory fraction (at its tensor-parallel degree), basis and stack costs
+// resolve to.
+double memory_fraction_of(const std::optional<double>& given, const engine::ServingStack* stack,
+                          int64_t tp);
 engine::KvMemoryBasis memory_basis_of(const engine::ServingStack* stack);
 engine::StackExecution execution_of(const engine::ServingStack* stack);
 
@@ -41,6 +43,9 @@ struct StackInUse {
   engine::PromptBatching prompt_batching = engine::PromptBatching::mixed;
   engine::PromptBatching chunked_prompt_batching = engine::PromptBatching::mixed;
   double memory_fraction = 0;  // as used (the request's, or the preset's)
+  // A plan's candidates at several TP degrees: the preset's fraction by TP (each candidate its
+  // own); empty when one fraction serves the run.
+  std::vector<std::pair<int64_t, double>> memory_fraction_by_tp;
   engine::KvMemoryBasis memory_basis = engine::KvMemoryBasis::total;
   engine::StackExecution execution;
   // Hardware files whose calibration carries measured host costs: on them those are used

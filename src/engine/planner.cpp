@@ -133,7 +133,8 @@ bool fits_node(const PlanInputs& in, PlanCandidate& c) {
 bool fits_memory(const PlanInputs& in, const WorkloadFigures& w, IterationCost& cost,
                  SchedulerOptions& s, PlanCandidate& c) {
   try {
-    const double bytes = cost.kv_bytes_available(in.memory_fraction, s.max_tokens, in.memory_basis);
+    const double bytes =
+        cost.kv_bytes_available(in.memory_fraction_for(c.layout.tp), s.max_tokens, in.memory_basis);
     cost.configure(s, bytes);
   } catch (const std::invalid_argument& e) {
     reject(c, RejectKind::does_not_fit, e.what());
@@ -516,9 +517,9 @@ ReplicaSimulator::ReplicaSimulator(const PlanInputs& in, const std::vector<Reque
       one_(c.layout) {
   options_.scheduler = scheduler_of(in, c);
   options_.request_overhead_s = in.stack.request_s;
-  cost_.configure(
-      options_.scheduler,
-      cost_.kv_bytes_available(in.memory_fraction, options_.scheduler.max_tokens, in.memory_basis));
+  cost_.configure(options_.scheduler,
+                  cost_.kv_bytes_available(in.memory_fraction_for(c.layout.tp),
+                                           options_.scheduler.max_tokens, in.memory_basis));
   one_.replicas = 1;
 }
 

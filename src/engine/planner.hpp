@@ -98,6 +98,12 @@ struct PlanInputs {
   // grid, the KV capacity from memory_fraction (as serve-sim's --memory-fraction).
   SchedulerOptions scheduler;
   double memory_fraction = 0.9;
+  // A stack's fraction by tensor-parallel degree (ServingStack::memory_fraction_by_tp), for
+  // each candidate's tp; empty: memory_fraction for all.
+  std::vector<std::pair<int64_t, double>> memory_fraction_by_tp;
+  double memory_fraction_for(int64_t tp) const {
+    return fraction_for_tp(memory_fraction, memory_fraction_by_tp, tp);
+  }
   KvMemoryBasis memory_basis = KvMemoryBasis::total;  // what memory_fraction is a fraction of
   // A serving stack's host costs and CUDA-graph sizes (every candidate's iteration cost) and
   // its per-request host cost (every simulated request's).

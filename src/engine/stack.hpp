@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/enum_names.hpp"
@@ -70,6 +71,17 @@ struct StackExecution {
 int64_t graph_batch(const StackExecution& e, int64_t batch, int64_t longest_context);
 
 // One stack at one version, as its preset file states it.
+// The fraction of `by_tp` ((tp, fraction) ascending in tp) at the largest tp at or below `tp`;
+// `fraction` when none is.
+inline double fraction_for_tp(double fraction, const std::vector<std::pair<int64_t, double>>& by_tp,
+                              int64_t tp) {
+  for (const auto& [at, f] : by_tp) {
+    if (at > tp) break;
+    fraction = f;
+  }
+  return fraction;
+}
+
 struct ServingStack {
   std::string name;     // the preset's name: "vllm-0.6"
   std::string stack;    // "vLLM"
@@ -91,6 +103,13 @@ struct ServingStack {
   PromptBatching chunked_prompt_batching = PromptBatching::mixed;
   int64_t block_size = 16;
   double memory_fraction = 0.9;
+  // Where the stack's default fraction depends on the tensor-parallel degree (SGLang 0.4's
+  // mem_fraction_static: 0.88 at tp 1 down to 0.79 at tp 16): (tp, fraction), ascending in tp;
+  // a layout takes the entry of the largest tp at or below its own. Empty: memory_fraction.
+  std::vector<std::pair<int64_t, double>> memory_fraction_by_tp;
+  double memory_fraction_for(int64_t tp) const {
+    return fraction_for_tp(memory_fraction, memory_fraction_by_tp, tp);
+  }
   KvMemoryBasis memory_basis = KvMemoryBasis::total;
   StackExecution execution;
   // key -> citation ("https://github.com/vllm-project/vllm/blob/<tag>/vllm/config.py#L..."),

@@ -133,7 +133,21 @@ std::string stack_line(const app::StackInUse& s) {
   }
   std::string basis = engine::describe(s.memory_basis);
   const size_t at = basis.find("fraction");
-  if (at != std::string::npos) basis.replace(at, 8, significant(s.memory_fraction, 3));
+  std::string fraction = significant(s.memory_fraction, 3);
+  if (!s.memory_fraction_by_tp.empty()) {  // a plan's candidates, each at its TP's
+    std::vector<std::string> by;           // "0.85 (tp 4-7)", the last "0.79 (tp 16+)"
+    const auto& rows = s.memory_fraction_by_tp;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t from = rows[i].first;
+      const std::string tps = i + 1 == rows.size() ? fmt::format("{}+", from)
+                              : rows[i + 1].first == from + 1
+                                  ? fmt::format("{}", from)
+                                  : fmt::format("{}-{}", from, rows[i + 1].first - 1);
+      by.push_back(fmt::format("{} (tp {})", significant(rows[i].second, 3), tps));
+    }
+    fraction = fmt::format("{}", fmt::join(by, ", "));
+  }
+  if (at != std::string::npos) basis.replace(at, 8, fraction);
   std::string host = fmt::format("host {}/iteration, {}/sequence", format_time(e.iteration_s),
                                  format_time(e.sequence_s));
   if (!s.host_from_calibration.empty()) {
@@ -150,12 +164,15 @@ std::string stack_line(const app::StackInUse& s) {
 
 nlohmann::json stack_json(const app::StackInUse& s) {
   const engine::StackExecution& e = s.execution;
+  json by_tp = json::array();
+  for (const auto& [tp, f] : s.memory_fraction_by_tp) by_tp.push_back({tp, f});
   return json{{"name", s.name},
               {"stack", s.stack},
               {"version", s.version},
               {"prompt_batching", enum_name(s.prompt_batching)},
               {"chunked_prompt_batching", enum_name(s.chunked_prompt_batching)},
               {"memory_fraction", s.memory_fraction},
+              {"memory_fraction_by_tp", by_tp},
               {"memory_basis", enum_name(s.memory_basis)},
               {"graph_batch_sizes", e.graph_batch_sizes},
               {"graph_max_context", e.graph_max_context},

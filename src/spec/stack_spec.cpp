@@ -66,13 +66,53 @@ bool parse_scheduler(MapReader& r, engine::ServingStack& s) {
   return true;
 }
 
-bool parse_kv_cache(MapReader& r, engine::ServingStack& s) {
+// memory_fraction_by_tp: [[tp, fraction], ...], tp ascending from 1.
+bool parse_fraction_by_tp(MapReader& r, engine::ServingStack& s, const SpecContext& ctx) {
+  const auto rows = r.sequence("memory_fraction_by_tp", Presence::optional);
+  if (!rows) return !r.has("memory_fraction_by_tp");
+  bool ok = true;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const YAML::Node& n = (*rows)[i];
+    const std::string path = fmt::format("{}[{}]", r.path_of("memory_fraction_by_tp"), i);
+    const auto number = [&](size_t k) {
+      return n.IsSequence() && n.size() == 2 && n[k].IsScalar() ? parse_decimal(n[k].Scalar())
+                                                                : std::optional<double>();
+    };
+    const auto tp = number(0), fraction = number(1);
+    // The range first: casting a double beyond int64_t's range is undefined.
+    if (!tp || !fraction || !(*tp >= 1 && *tp <= 1 << 20) || *tp != std::floor(*tp) ||
+        !(*fraction > 0 && *fraction <= 1)) {
+      ctx.error(location_of(n), path,
+                "expected [tp, fraction]: an integer tp from 1 to 1048576 and a fraction in "
+                "(0, 1]");
+      ok = false;
+      continue;
+    }
+    const auto at = static_cast<int64_t>(*tp);
+    if (!s.memory_fraction_by_tp.empty() && at <= s.memory_fraction_by_tp.back().first) {
+      ctx.error(location_of(n), path,
+                fmt::format("tp {} after {}: the degrees must ascend", at,
+                            s.memory_fraction_by_tp.back().first));
+      ok = false;
+      continue;
+    }
+    s.memory_fraction_by_tp.emplace_back(at, *fraction);
+  }
+  if (ok && rows->empty()) {
+    r.error_at("memory_fraction_by_tp", "empty: give [tp, fraction] rows, or leave it out");
+    ok = false;
+  }
+  return ok;
+}
+
+bool parse_kv_cache(MapReader& r, engine::ServingStack& s, const SpecContext& ctx) {
   const auto block = bounded(r, "block_size", Presence::required, kMaxTokens);
   const auto fraction =
       r.quantity("memory_fraction", Dimension::fraction, Presence::required, kFraction);
   const auto basis = r.enumeration<engine::KvMemoryBasis>("memory_basis", Presence::required);
+  const bool by_tp = parse_fraction_by_tp(r, s, ctx);
   r.finish();
-  if (!block || !fraction || !basis) return false;
+  if (!block || !fraction || !basis || !by_tp) return false;
   s.block_size = *block;
   s.memory_fraction = *fraction;
   s.memory_basis = *basis;
@@ -191,9 +231,9 @@ std::optional<engine::ServingStack> parse_stack(const YAML::Node& root, const Sp
   ok = section("scheduler", Presence::required,
                [&](MapReader& m) { return parse_scheduler(m, s); }) &&
        ok;
-  ok =
-      section("kv_cache", Presence::required, [&](MapReader& m) { return parse_kv_cache(m, s); }) &&
-      ok;
+  ok = section("kv_cache", Presence::required,
+               [&](MapReader& m) { return parse_kv_cache(m, s, ctx); }) &&
+       ok;
   ok = section("cuda_graphs", Presence::optional,
                [&](MapReader& m) { return parse_graphs(m, s.execution, ctx); }) &&
        ok;

@@ -78,10 +78,20 @@ TEST_CASE("the shipped presets load, and every value they state is cited") {
 TEST_CASE("a preset fills what the request leaves unset, never what it sets") {
   test::ServiceContext s;
   const engine::ServingStack vllm = s.context.catalog.stack("vllm-0.6");
-  // Memory fraction: the request's, else the preset's, else 0.9.
-  CHECK(app::memory_fraction_of(0.5, &vllm) == 0.5);
-  CHECK(app::memory_fraction_of(std::nullopt, &vllm) == vllm.memory_fraction);
-  CHECK(app::memory_fraction_of(std::nullopt, nullptr) == app::kDefaultMemoryFraction);
+  // Memory fraction: the request's, else the preset's (at the layout's TP), else 0.9.
+  CHECK(app::memory_fraction_of(0.5, &vllm, 1) == 0.5);
+  CHECK(app::memory_fraction_of(std::nullopt, &vllm, 1) == vllm.memory_fraction);
+  CHECK(app::memory_fraction_of(std::nullopt, &vllm, 8) == vllm.memory_fraction);
+  CHECK(app::memory_fraction_of(std::nullopt, nullptr, 1) == app::kDefaultMemoryFraction);
+  // SGLang 0.4's mem_fraction_static by TP (server_args.py): 0.88 at 1, 0.87 at 2, 0.85 at 4
+  // (and 6, below 8), 0.81 at 8, 0.79 from 16.
+  const engine::ServingStack sglang = s.context.catalog.stack("sglang-0.4");
+  CHECK(app::memory_fraction_of(std::nullopt, &sglang, 1) == 0.88);
+  CHECK(app::memory_fraction_of(std::nullopt, &sglang, 2) == 0.87);
+  CHECK(app::memory_fraction_of(std::nullopt, &sglang, 6) == 0.85);
+  CHECK(app::memory_fraction_of(std::nullopt, &sglang, 8) == 0.81);
+  CHECK(app::memory_fraction_of(std::nullopt, &sglang, 32) == 0.79);
+  CHECK(app::memory_fraction_of(0.5, &sglang, 8) == 0.5);
   CHECK(app::memory_basis_of(nullptr) == engine::KvMemoryBasis::total);
 
   // vLLM 0.6 on a 4096-token model: its budget covers the context (max(4096, 2048)), prompts

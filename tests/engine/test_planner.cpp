@@ -120,8 +120,8 @@ int64_t brute_force_replicas(const PlanInputs& in, const PlanCandidate& c) {
   so.scheduler.chunked_prefill = c.chunked_prefill;
   so.scheduler.max_context = in.models[c.model].max_context;
   so.scheduler.max_output = so.scheduler.max_context;
-  cost.configure(so.scheduler,
-                 cost.kv_bytes_available(in.memory_fraction, so.scheduler.max_tokens));
+  cost.configure(so.scheduler, cost.kv_bytes_available(in.memory_fraction_for(c.layout.tp),
+                                                       so.scheduler.max_tokens));
   for (int64_t n = 1; n <= 400; ++n) {
     std::vector<Request> reqs = in.unit_requests;
     for (Request& r : reqs) r.arrival_s /= in.target_rate / static_cast<double>(n);
@@ -194,6 +194,30 @@ TEST_CASE("plan: exhaustive within its grid, against a brute force") {
     CHECK(key_of(pruned.candidates[pruned.ranking[k]]) == key_of(all.candidates[all.ranking[k]]));
   }
   CHECK(pruned.simulations <= all.simulations);
+}
+
+TEST_CASE("plan: each candidate's memory fraction is its TP's (a stack's fraction by TP)") {
+  // Llama 2 13B in bf16 holds 26 GB of weights, 13 GB per GPU at TP 2. On 80 GB GPUs a
+  // fraction of 0.15 at TP 2 (12 GB) leaves no room for them: every TP 2 candidate does not
+  // fit, while TP 1 at 0.9 does.
+  PlanInputs in = small_grid();
+  in.formats.resize(1);  // bf16
+  in.memory_fraction_by_tp = {{1, 0.9}, {2, 0.15}};
+  CHECK(in.memory_fraction_for(1) == 0.9);
+  CHECK(in.memory_fraction_for(2) == 0.15);
+  CHECK(in.memory_fraction_for(8) == 0.15);
+  const PlanResult r = plan(in);
+  int64_t tp1 = 0, tp2 = 0;
+  for (const PlanCandidate& c : r.candidates) {
+    if (c.layout.tp == 2) {
+      ++tp2;
+      CHECK(c.reject == RejectKind::does_not_fit);
+    } else {
+      ++tp1;
+      CHECK(c.reject != RejectKind::does_not_fit);
+    }
+  }
+  CHECK((tp1 > 0 && tp2 > 0));
 }
 
 TEST_CASE("plan: the same result on any number of threads") {

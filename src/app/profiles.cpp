@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 
 #include "app/errors.hpp"
 #include "engine/analysis.hpp"
@@ -28,6 +29,58 @@ using spec::ProfileRow;
 // The overlaps fit --profile tries for GEMMs (ClassCalibration::overlap): the roofline's max
 // first, then (c^p + m^p)^(1/p) from nearly a sum to nearly the max.
 constexpr double kGemmOverlaps[] = {0, 1.25, 1.5, 1.75, 2, 3, 4};
+
+// One roofline line through measured times: time = overhead + combined(compute / ce, memory /
+// me) (engine::combined_seconds at each overlap tried), ce from `min_ce` and me from 0.30 to
+// 1.00 in 0.01 steps, the overhead the median residual (clamped to [0, max_overhead]). Points
+// fall in groups (`group` of each, from 0); the error is the mean of the groups' median
+// relative errors, and the first set with the smallest error wins (ties keep the earlier
+// overlap, ce and me).
+struct RooflinePoint {
+  double compute_s = 0, memory_s = 0, measured_s = 0;  // datasheet times, and the measured
+  int group = 0;
+};
+struct RooflineLine {
+  engine::ClassCalibration calibration;
+  double error = std::numeric_limits<double>::infinity();
+};
+RooflineLine fit_roofline_line(const std::vector<RooflinePoint>& points, double min_ce,
+                               std::span<const double> overlaps, double max_overhead) {
+  int groups = 0;
+  for (const RooflinePoint& p : points) groups = std::max(groups, p.group + 1);
+  RooflineLine best;
+  std::vector<double> residual(points.size());
+  std::vector<std::vector<double>> relative(static_cast<size_t>(groups));
+  const int first_ce = static_cast<int>(std::lround(min_ce * 100));
+  for (const double overlap : overlaps) {
+    for (int ci = first_ce; ci <= 100; ++ci) {
+      for (int mi = 30; mi <= 100; ++mi) {
+        const double ce = ci / 100.0, me = mi / 100.0;
+        for (size_t i = 0; i < points.size(); ++i) {
+          const RooflinePoint& p = points[i];
+          residual[i] =
+              p.measured_s - engine::combined_seconds(p.compute_s / ce, p.memory_s / me, overlap);
+        }
+        const double o = std::clamp(engine::median(residual), 0.0, max_overhead);
+        for (auto& g : relative) g.clear();
+        for (size_t i = 0; i < points.size(); ++i) {
+          relative[static_cast<size_t>(points[i].group)].push_back(std::abs(residual[i] - o) /
+                                                                   points[i].measured_s);
+        }
+        double e = 0;
+        int present = 0;
+        for (const auto& g : relative) {
+          if (g.empty()) continue;
+          e += engine::median(g);
+          ++present;
+        }
+        e /= present;
+        if (e < best.error) best = {engine::ClassCalibration{ce, me, o, overlap}, e};
+      }
+    }
+  }
+  return best;
+}
 
 bool per_layer(ProfileClass c) {
   return c == ProfileClass::linear || c == ProfileClass::embedding ||
@@ -572,36 +625,16 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     // product near the ridge overlaps its compute and memory less): p from a short list, ce and
     // me on a grid of 0.01 steps, the overhead the median residual; the set with the smallest
     // median relative error over the measured shapes (the max on a tie).
-    std::vector<std::array<double, 3>> points;  // compute s, memory s, measured s
+    std::vector<RooflinePoint> points;
     for (const auto& p : curve.points) {
       const engine::Op op = engine::gemm_op(static_cast<int64_t>(p[0]), static_cast<int64_t>(p[1]),
                                             static_cast<int64_t>(p[2]), precision_of(dtype));
       const engine::OpCost c = engine::roofline_cost(op, target_roofline.rates(dtype));
-      points.push_back({c.compute_s, c.memory_s, p[3]});
+      points.push_back({c.compute_s, c.memory_s, p[3], 0});
     }
-    double best = std::numeric_limits<double>::infinity();
-    std::vector<double> residual(points.size()), relative(points.size());
-    for (const double overlap : kGemmOverlaps) {
-      for (int ci = 30; ci <= 100; ++ci) {
-        for (int mi = 30; mi <= 100; ++mi) {
-          const double ce = ci / 100.0, me = mi / 100.0;
-          for (size_t i = 0; i < points.size(); ++i) {
-            residual[i] = points[i][2] -
-                          engine::combined_seconds(points[i][0] / ce, points[i][1] / me, overlap);
-          }
-          const double o = std::clamp(engine::median(residual), 0.0, 1.0);
-          for (size_t i = 0; i < points.size(); ++i) {
-            relative[i] = std::abs(o - residual[i]) / points[i][2];
-          }
-          const double e = engine::median(relative);
-          if (e < best) {
-            best = e;
-            gemm_class = engine::ClassCalibration{ce, me, o, overlap};
-          }
-        }
-      }
-    }
-    rep.gemm_in_sample_error = best;
+    const RooflineLine line = fit_roofline_line(points, 0.30, kGemmOverlaps, 1.0);
+    gemm_class = line.calibration;
+    rep.gemm_in_sample_error = line.error;
   }
 
   // Small operators: t = launches * overhead + roofline / efficiency, per engine operator,
@@ -720,59 +753,35 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
       }
       return it->second;
     };
-    std::vector<double> measured;
-    std::vector<bool> prefill;
     int64_t longest = 1;
     for (const ProfileRow* row : attention_rows) {
-      measured.push_back(row->time_s);
-      prefill.push_back(row->kind == ProfileClass::attention_prefill);
       if (row->kind == ProfileClass::attention_prefill) longest = std::max(longest, row->tokens);
     }
     std::vector<int64_t> tiles{0};
     for (int64_t q = 16; q < 2 * longest && q <= (int64_t{1} << 20); q *= 2) tiles.push_back(q);
-    double best = std::numeric_limits<double>::infinity();
     const size_t n = attention_rows.size();
-    std::vector<double> compute(n), memory(n), residual(n), prefill_error, decode_error;
+    std::vector<RooflinePoint> points(n);
+    RooflineLine best;
+    constexpr double kMaxOnly[] = {0};  // attention takes the roofline's max
     for (const int64_t tile : tiles) {
       for (size_t i = 0; i < n; ++i) {
         const ProfileRow& row = *attention_rows[i];
         const auto c = with_row_location(row, [&] {
           return costs.roofline(row, attention_hw, roofline_rates(row.dtype), tile);
         });
-        compute[i] = c.compute_s;
-        memory[i] = c.memory_s;
+        // Group 0 prefill, 1 decode: the error is the mean of the two phases' medians.
+        points[i] = {c.compute_s, c.memory_s, row.time_s,
+                     row.kind == ProfileClass::attention_prefill ? 0 : 1};
       }
-      for (int ci = 5; ci <= 100; ++ci) {
-        for (int mi = 30; mi <= 100; ++mi) {
-          const double ce = ci / 100.0, me = mi / 100.0;
-          for (size_t i = 0; i < n; ++i) {
-            residual[i] = measured[i] - std::max(compute[i] / ce, memory[i] / me);
-          }
-          const double o = std::clamp(engine::median(residual), 0.0, 1e-3);
-          prefill_error.clear();
-          decode_error.clear();
-          for (size_t i = 0; i < n; ++i) {
-            (prefill[i] ? prefill_error : decode_error)
-                .push_back(std::abs(residual[i] - o) / measured[i]);
-          }
-          double e = 0;
-          int phases = 0;
-          for (const auto* errors : {&prefill_error, &decode_error}) {
-            if (errors->empty()) continue;
-            e += engine::median(*errors);
-            ++phases;
-          }
-          e /= phases;
-          if (e < best) {  // strictly better: the smallest tile of equal fits
-            best = e;
-            attention_class = engine::ClassCalibration{ce, me, o};
-            rep.attention_query_tile = tile;
-          }
-        }
+      const RooflineLine line = fit_roofline_line(points, 0.05, kMaxOnly, 1e-3);
+      if (line.error < best.error) {  // strictly better: the smallest tile of equal fits
+        best = line;
+        rep.attention_query_tile = tile;
       }
     }
+    attention_class = best.calibration;
     rep.attention_rows = n;
-    rep.attention_in_sample_error = best;
+    rep.attention_in_sample_error = best.error;
     cal.classes[std::string(enum_name(engine::OpKind::attention))] = *attention_class;
     for (OperatorFit& f : rep.operators) {
       if (f.op != enum_name(engine::OpKind::attention)) continue;

@@ -4,6 +4,7 @@
 // file as measurement rows).
 #pragma once
 
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,8 +31,12 @@ std::vector<engine::MeasuredRun> resolve_measurements(
 // throws UsageError naming the row.
 engine::MeasuredMetrics predict_row(const engine::MeasuredRun& run, engine::Method method);
 
-// The metrics a measured run compares (engine::compare), in report order.
-inline constexpr const char* kMeasuredMetrics[] = {"ttft", "tpot", "e2e", "output_tok_s"};
+// The metrics a measured run compares (engine::compare), in report order: the names of
+// engine::kMeasuredMetricFields.
+inline constexpr const char* kMeasuredMetrics[] = {
+    engine::kMeasuredMetricFields[0].name, engine::kMeasuredMetricFields[1].name,
+    engine::kMeasuredMetricFields[2].name, engine::kMeasuredMetricFields[3].name};
+static_assert(std::size(kMeasuredMetrics) == std::size(engine::kMeasuredMetricFields));
 
 // validate's --tolerance: one percentage for every metric ("15"), or per metric
 // ("ttft=20%,tpot=10%"; metrics left out are not gated).

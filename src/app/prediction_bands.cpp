@@ -57,11 +57,8 @@ std::optional<engine::PredictionBands> prediction_bands(
       // A row of another stack's class gives the predictions no band: counted, not predicted.
       const std::string cls = interval_stack(run.preset, run.stack_name);
       if (cls != out.stack) {
-        const engine::MeasuredMetrics& had = run.measured;
-        for (const auto& [metric, value] :
-             {std::pair{"ttft", had.ttft_s}, std::pair{"tpot", had.tpot_s},
-              std::pair{"e2e", had.e2e_s}, std::pair{"output_tok_s", had.output_tok_s}}) {
-          if (value) ++out.other_rows[{cls, run.hardware_name, metric}];
+        for (const engine::MeasuredMetricField& f : engine::kMeasuredMetricFields) {
+          if (run.measured.*f.value) ++out.other_rows[{cls, run.hardware_name, f.name}];
         }
         continue;
       }

@@ -166,14 +166,11 @@ double MetricComparison::error() const {
 
 std::vector<MetricComparison> compare(const MeasuredRun& run, const MeasuredMetrics& p) {
   std::vector<MetricComparison> out;
-  const auto add = [&](const char* name, const std::optional<double>& predicted,
-                       const std::optional<double>& measured) {
-    if (measured && predicted) out.push_back({run.where, name, *predicted, *measured});
-  };
-  add("ttft", p.ttft_s, run.measured.ttft_s);
-  add("tpot", p.tpot_s, run.measured.tpot_s);
-  add("e2e", p.e2e_s, run.measured.e2e_s);
-  add("output_tok_s", p.output_tok_s, run.measured.output_tok_s);
+  for (const MeasuredMetricField& f : kMeasuredMetricFields) {
+    const std::optional<double>& predicted = p.*f.value;
+    const std::optional<double>& measured = run.measured.*f.value;
+    if (measured && predicted) out.push_back({run.where, f.name, *predicted, *measured});
+  }
   return out;
 }
 

@@ -31,6 +31,18 @@ struct MeasuredMetrics {
   std::optional<double> output_tok_s;
 };
 
+// The one table of the metrics' names (reports, JSON, interval classes) and fields, in
+// report order.
+struct MeasuredMetricField {
+  const char* name;
+  std::optional<double> MeasuredMetrics::*value;
+};
+inline constexpr MeasuredMetricField kMeasuredMetricFields[] = {
+    {"ttft", &MeasuredMetrics::ttft_s},
+    {"tpot", &MeasuredMetrics::tpot_s},
+    {"e2e", &MeasuredMetrics::e2e_s},
+    {"output_tok_s", &MeasuredMetrics::output_tok_s}};
+
 // One row of a measurement file, its model and hardware already resolved.
 struct MeasuredRun {
   std::string where;  // "file:line", for reports

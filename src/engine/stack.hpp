@@ -70,7 +70,6 @@ struct StackExecution {
 // >= batch when one exists and the longest context allows graphs, else `batch`.
 int64_t graph_batch(const StackExecution& e, int64_t batch, int64_t longest_context);
 
-// One stack at one version, as its preset file states it.
 // The fraction of `by_tp` ((tp, fraction) ascending in tp) at the largest tp at or below `tp`;
 // `fraction` when none is.
 inline double fraction_for_tp(double fraction, const std::vector<std::pair<int64_t, double>>& by_tp,
@@ -82,6 +81,7 @@ inline double fraction_for_tp(double fraction, const std::vector<std::pair<int64
   return fraction;
 }
 
+// One stack at one version, as its preset file states it.
 struct ServingStack {
   std::string name;     // the preset's name: "vllm-0.6"
   std::string stack;    // "vLLM"

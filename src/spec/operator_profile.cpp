@@ -59,6 +59,9 @@ std::string join_ops(const std::vector<OpId>& ops) {
 // the records' quoting go to `diags`.
 struct CsvTable {
   std::vector<std::string> header;
+  bool has_column(std::string_view name) const {
+    return std::find(header.begin(), header.end(), name) != header.end();
+  }
   std::vector<int> header_columns;
   struct Record {
     int line = 0;
@@ -67,6 +70,22 @@ struct CsvTable {
   };
   std::vector<Record> records;
 };
+
+// Whether `name` is one of `names` (a table of column or operator names).
+template <typename Names>
+bool named_in(const Names& names, std::string_view name) {
+  return std::any_of(std::begin(names), std::end(names),
+                     [&](std::string_view n) { return n == name; });
+}
+
+// Each of `columns` the header lacks, as a diagnostic on line 1.
+template <typename Columns>
+void require_columns(const std::string& path, const CsvTable& t, const Columns& columns,
+                     std::vector<Diagnostic>& diags) {
+  for (const auto& c : columns) {
+    if (!t.has_column(c)) diags.push_back({path, 1, 0, std::string(c), "missing column"});
+  }
+}
 
 CsvTable read_csv(const std::string& path, const std::string& text,
                   std::vector<Diagnostic>& diags) {
@@ -295,16 +314,9 @@ void read_vidur_mlp(const std::string& path, const std::string& rel, const std::
     return std::any_of(vidur_operators().begin(), vidur_operators().end(),
                        [&](const VidurOperator& o) { return op == o.name; });
   };
-  const auto shape_column = [](const std::string& c) {
-    return std::any_of(std::begin(kVidurShapeColumns), std::end(kVidurShapeColumns),
-                       [&](const char* s) { return c == s; });
-  };
+  const auto shape_column = [](const std::string& c) { return named_in(kVidurShapeColumns, c); };
   check_time_header(path, t, diags, known, shape_column, vidur_known_operators());
-  for (const char* c : kVidurShapeColumns) {
-    if (std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
-      diags.push_back({path, 1, 0, c, "missing column"});
-    }
-  }
+  require_columns(path, t, kVidurShapeColumns, diags);
   if (!diags.empty()) return;
   const bool post_attention_norm =
       std::find_if(t.header.begin(), t.header.end(), [](const std::string& c) {
@@ -381,16 +393,11 @@ void read_vidur_network(const std::string& path, const std::string& rel, const s
   const CsvTable t = read_csv(path, text, diags);
   constexpr const char* kOther[] = {
       "", "rank", "num_workers", "size", "collective", "devices_per_node", "max_devices_per_node"};
-  const auto other = [&](const std::string& c) {
-    return std::any_of(std::begin(kOther), std::end(kOther), [&](const char* s) { return c == s; });
-  };
+  const auto other = [&](const std::string& c) { return named_in(kOther, c); };
   const auto known = [](const std::string& op) { return op == "all_reduce" || op == "send_recv"; };
   check_time_header(path, t, diags, known, other, "all_reduce, send_recv");
-  for (const char* c : {"num_workers", "size", "collective", "devices_per_node"}) {
-    if (std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
-      diags.push_back({path, 1, 0, c, "missing column"});
-    }
-  }
+  constexpr const char* kRequired[] = {"num_workers", "size", "collective", "devices_per_node"};
+  require_columns(path, t, kRequired, diags);
   if (!diags.empty()) return;
   const std::string stat(enum_name(options.statistic));
   for (const CsvTable::Record& rec : t.records) {
@@ -439,17 +446,13 @@ void read_vidur_host(const std::string& path, const std::string& rel, const std:
   const CsvTable t = read_csv(path, text, diags);
   if (!diags.empty()) return;
   const std::string stat(enum_name(options.statistic));
-  for (const char* c : {"model_name", "batch_size", "tensor_parallel_degree"}) {
-    if (std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
-      diags.push_back({path, 1, 0, c, "missing column"});
-    }
-  }
+  constexpr const char* kRequired[] = {"model_name", "batch_size", "tensor_parallel_degree"};
+  require_columns(path, t, kRequired, diags);
+  std::vector<std::string> components;
   for (const char* component : kVidurHostComponents) {
-    const std::string c = fmt::format("{}_{}", component, stat);
-    if (std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
-      diags.push_back({path, 1, 0, c, "missing column"});
-    }
+    components.push_back(fmt::format("{}_{}", component, stat));
   }
+  require_columns(path, t, components, diags);
   if (!diags.empty()) return;
   for (const CsvTable::Record& rec : t.records) {
     const RecordReader r{path, t, rec, diags};
@@ -507,26 +510,18 @@ void read_vidur_attention(const std::string& path, const std::string& rel, const
                           const VidurImportOptions& options, std::vector<ProfileRow>& out,
                           std::vector<Diagnostic>& diags) {
   const CsvTable t = read_csv(path, text, diags);
-  const auto copy = [](const std::string& op) {
-    return std::any_of(std::begin(kVidurAttentionCopies), std::end(kVidurAttentionCopies),
-                       [&](const char* c) { return op == c; });
-  };
+  const auto copy = [](const std::string& op) { return named_in(kVidurAttentionCopies, op); };
   const auto known = [&](const std::string& op) {
     return op == "attn_prefill" || op == "attn_decode" || copy(op);
   };
-  const auto other = [](const std::string& c) {
-    return std::any_of(std::begin(kVidurAttentionColumns), std::end(kVidurAttentionColumns),
-                       [&](const char* s) { return c == s; });
-  };
+  const auto other = [](const std::string& c) { return named_in(kVidurAttentionColumns, c); };
   check_time_header(path, t, diags, known, other,
                     "attn_prefill, attn_decode; attn_input_reshape and attn_output_reshape are "
                     "skipped");
-  for (const char* c : {"n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers",
-                        "batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill"}) {
-    if (std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
-      diags.push_back({path, 1, 0, c, "missing column"});
-    }
-  }
+  constexpr const char* kRequired[] = {
+      "n_embd",     "n_q_head",           "n_kv_head",     "num_tensor_parallel_workers",
+      "batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill"};
+  require_columns(path, t, kRequired, diags);
   if (!diags.empty()) return;
   std::vector<std::string> skipped;
   for (const std::string& c : t.header) {
@@ -638,13 +633,12 @@ std::vector<ProfileRow> load_operator_profile_text(const std::string& path,
                        "profile"});
     }
   }
-  for (const char* c : kColumns) {
-    const bool optional = std::any_of(std::begin(kAttentionColumns), std::end(kAttentionColumns),
-                                      [&](const char* a) { return std::string_view(a) == c; });
-    if (!optional && !t.header.empty() &&
-        std::find(t.header.begin(), t.header.end(), c) == t.header.end()) {
-      diags.push_back({path, 1, 0, c, "missing column"});
+  if (!t.header.empty()) {
+    std::vector<std::string> required;
+    for (const char* c : kColumns) {
+      if (!named_in(kAttentionColumns, c)) required.emplace_back(c);
     }
+    require_columns(path, t, required, diags);
   }
   if (!diags.empty()) throw SpecError(diags);
   std::vector<ProfileRow> rows;

@@ -361,6 +361,62 @@ std::pair<double, double> fit_line(const std::vector<double>& x, const std::vect
   return {a, b};
 }
 
+// A row kernel's measured times (engine Op::rows, Op::row_elements; ClassCalibration's row
+// floor): time = overhead + max(roofline / efficiency, ceil(rows / (b * SMs)) * row_elements *
+// row_latency), with b the thread blocks each multiprocessor runs at once (1, 2, 4 or 8: a
+// block of 1,024 threads runs two to a multiprocessor of 2,048), the efficiency from 0.05 to
+// 2.00 in 0.01 steps, the latency per element 0 or m * 10^e s for m from 1.0 to 9.9 in 0.1
+// steps and e from -12 to -9 (1 ps to 9.9 ns, 1-10 % steps), and the overhead, for each, the
+// weighted least squares of the relative residuals (clamped at 0), as fit_line's. The set with
+// the smallest mean squared relative residual wins; ties keep the earlier (fewer blocks, no
+// latency, then smaller values).
+struct RowKernelFit {
+  double efficiency = 1, overhead_s = 0, row_latency_s = 0;
+  int64_t blocks_per_multiprocessor = 0;
+};
+RowKernelFit fit_row_kernel(const std::vector<double>& roofline, const std::vector<int64_t>& rows,
+                            const std::vector<int64_t>& row_elements,
+                            const std::vector<double>& time, int64_t multiprocessors) {
+  std::vector<double> efficiencies, latencies{0.0};
+  for (int i = 5; i <= 200; ++i) efficiencies.push_back(i / 100.0);
+  for (const double scale : {1e-12, 1e-11, 1e-10, 1e-9}) {
+    for (int m = 10; m <= 99; ++m) latencies.push_back(m / 10.0 * scale);
+  }
+  const size_t n = time.size();
+  double weights = 0;  // sum of 1 / t^2
+  for (const double t : time) weights += 1.0 / (t * t);
+  RowKernelFit best;
+  double best_error = std::numeric_limits<double>::infinity();
+  std::vector<double> waves(n), core(n);
+  for (const int64_t blocks : {1, 2, 4, 8}) {
+    const int64_t per_wave = blocks * multiprocessors;
+    for (size_t i = 0; i < n; ++i) {
+      waves[i] = static_cast<double>((rows[i] + per_wave - 1) / per_wave) *
+                 static_cast<double>(row_elements[i]);
+    }
+    for (const double latency : latencies) {
+      for (const double efficiency : efficiencies) {
+        double sum = 0;  // sum of (t - core) / t^2: the overhead's least squares
+        for (size_t i = 0; i < n; ++i) {
+          core[i] = std::max(roofline[i] / efficiency, waves[i] * latency);
+          sum += (time[i] - core[i]) / (time[i] * time[i]);
+        }
+        const double overhead = std::max(0.0, sum / weights);
+        double error = 0;
+        for (size_t i = 0; i < n; ++i) {
+          const double r = (overhead + core[i] - time[i]) / time[i];
+          error += r * r;
+        }
+        if (error < best_error) {
+          best_error = error;
+          best = {efficiency, overhead, latency, latency > 0 ? blocks : 0};
+        }
+      }
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::vector<std::string> fitted_models_of(const engine::Hardware& hw) {
@@ -641,6 +697,7 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
   // and pooled per class for the operators of that class nothing measured.
   struct Samples {
     std::vector<double> roofline, time;
+    std::vector<int64_t> rows, row_elements;  // row kernels' (engine Op::rows, row_elements)
     int64_t launches = 1;
   };
   std::map<engine::OpId, Samples> by_op;
@@ -667,12 +724,37 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     for (Samples* s : {&by_op[it->op.id], &by_kind[it->op.kind]}) {
       s->roofline.push_back(roof);
       s->time.push_back(row->time_s);
+      s->rows.push_back(it->op.rows);
+      s->row_elements.push_back(it->op.row_elements);
       s->launches = std::max<int64_t>(1, it->op.launches);
     }
   }
-  const auto calibration_of = [](const Samples& s, OperatorFit& f) {
-    const auto [a, b] = fit_line(s.roofline, s.time);
+  const auto calibration_of = [&](const Samples& s, OperatorFit& f) {
     f.points = s.time.size();
+    const bool row_kernel =
+        std::all_of(s.row_elements.begin(), s.row_elements.end(), [](int64_t e) { return e > 0; });
+    if (row_kernel && source_hw.multiprocessors == 0) {
+      rep.notes.push_back(fmt::format(
+          "{}: a kernel with a block per token row, fitted without its row floor: {} states no "
+          "multiprocessors",
+          f.op, source_hw.name));
+    } else if (row_kernel) {
+      RowKernelFit k =
+          fit_row_kernel(s.roofline, s.rows, s.row_elements, s.time, source_hw.multiprocessors);
+      f.efficiency = k.efficiency;
+      f.overhead_s = std::min(k.overhead_s / static_cast<double>(s.launches), 1.0);
+      engine::ClassCalibration c{f.efficiency, f.efficiency, f.overhead_s};
+      if (k.row_latency_s > 0) {
+        // The kernel's blocks per multiprocessor carry to the target's multiprocessors; its
+        // latency per element stays.
+        c.row_latency_s = f.row_latency_s = k.row_latency_s;
+        c.rows_per_wave = f.rows_per_wave =
+            k.blocks_per_multiprocessor *
+            (target.multiprocessors > 0 ? target.multiprocessors : source_hw.multiprocessors);
+      }
+      return c;
+    }
+    const auto [a, b] = fit_line(s.roofline, s.time);
     f.efficiency =
         b > 0 ? std::clamp(1.0 / b, 1e-6, engine::kMaxEfficiency) : engine::kMaxEfficiency;
     f.overhead_s = std::min(a / static_cast<double>(s.launches), 1.0);
@@ -723,7 +805,7 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
       cal.operators[copy] = cal.operators[of];
       const auto c = cal.operators[of];
       rep.operators.push_back({std::string(engine::op_name(copy)), 0, c.memory_efficiency,
-                               c.overhead_s,
+                               c.overhead_s, c.row_latency_s, c.rows_per_wave,
                                std::string("copies ") + std::string(engine::op_name(of)) +
                                    " (the same kernel at the same shape)"});
     }

@@ -123,7 +123,10 @@ struct OperatorFit {
   size_t points = 0;
   double efficiency = 0;  // of the datasheet roofline time
   double overhead_s = 0;  // per launch
-  std::string from;       // "fitted", or which fit it copies
+  // A row kernel's floor (engine ClassCalibration::row_latency_s); 0 without one.
+  double row_latency_s = 0;
+  int64_t rows_per_wave = 0;
+  std::string from;  // "fitted", or which fit it copies
 };
 
 struct CollectiveFit {

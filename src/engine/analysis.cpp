@@ -110,9 +110,9 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
       r.communication_counted_s += n * c.time_s;
       r.communication_bytes += n * static_cast<double>(op.collective.bytes);
     } else {
-      // max(compute, memory) + stall + overlap shortfall, under the op's bound.
+      // max(compute, memory) + stall + overlap shortfall + row wait, under the op's bound.
       (c.bound == Bound::compute ? r.compute_bound_s : r.memory_bound_s) +=
-          n * (std::max(c.compute_s, c.memory_s) + c.stall_s + c.overlap_s);
+          n * (std::max(c.compute_s, c.memory_s) + c.stall_s + c.overlap_s + c.row_wait_s);
     }
     r.overhead_s += n * c.overhead_s;
     if (rows) rows->push_back(OpRow{op, c});
@@ -249,10 +249,11 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
     l.compute_slope = c1.compute_s - c0.compute_s;
     l.memory_s = c0.memory_s;
     l.memory_slope = c1.memory_s - c0.memory_s;
-    // The overlap shortfall (GEMMs only, whose shapes do not depend on the context: constant
-    // within the segment) rides with the stall outside the max.
-    l.stall_s = c0.stall_s + c0.overlap_s;
-    l.stall_slope = (c1.stall_s + c1.overlap_s) - l.stall_s;
+    // The overlap shortfall (GEMMs only) and a row kernel's wait (norms, activations, rotary
+    // embeddings), whose shapes do not depend on the context (constant within the segment),
+    // ride with the stall outside the max.
+    l.stall_s = c0.stall_s + c0.overlap_s + c0.row_wait_s;
+    l.stall_slope = (c1.stall_s + c1.overlap_s + c1.row_wait_s) - l.stall_s;
     // A collective's time is a constant of the step (its bytes do not grow with the context).
     l.overhead_s = c0.overhead_s + (at.kind == OpKind::communication ? c0.time_s : 0.0);
     l.flops = at.flops;
@@ -555,14 +556,21 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
       const auto compute = coefficients(c0.compute_s, c1.compute_s, c2.compute_s);
       const auto memory = coefficients(c0.memory_s, c1.memory_s, c2.memory_s);
       double combined = 0;
-      if (c0.overlap_s > 0 || c1.overlap_s > 0 || c2.overlap_s > 0) {
-        // A GEMM class's p-norm of compute and memory time (ClassCalibration::overlap) is no
-        // polynomial in n: summed pass by pass from the two exact quadratics.
-        const double p = rates.calibration_of(o0).overlap;
+      const ClassCalibration& k = rates.calibration_of(o0);
+      const bool rows = rates.calibrated && o0.row_elements > 0 && k.row_latency_s > 0;
+      if (c0.overlap_s > 0 || c1.overlap_s > 0 || c2.overlap_s > 0 || rows) {
+        // A GEMM class's p-norm of compute and memory time (ClassCalibration::overlap) and a
+        // row kernel's waves are no polynomials in n: summed pass by pass from the two exact
+        // quadratics (a row kernel's rows grow by the same count each pass).
         for (int64_t j = 0; j < count; ++j) {
           const auto x = static_cast<double>(j);
-          combined += combined_seconds(compute[0] + (compute[1] + compute[2] * x) * x,
-                                       memory[0] + (memory[1] + memory[2] * x) * x, p);
+          double t = combined_seconds(compute[0] + (compute[1] + compute[2] * x) * x,
+                                      memory[0] + (memory[1] + memory[2] * x) * x, k.overlap);
+          if (rows) {
+            const int64_t r = checked_add(o0.rows, checked_mul(o1.rows - o0.rows, j));
+            t = std::max(t, row_wave_seconds(r, o0.row_elements, k));
+          }
+          combined += t;
         }
       } else {
         combined = sum_of_max_of_quadratics(compute, memory, count);

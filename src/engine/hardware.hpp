@@ -69,6 +69,12 @@ struct ClassCalibration {
   // `fit --profile`. Other classes always take the max (the closed-form decode sums rely on a
   // GEMM's shape not depending on the context).
   double overlap = 0;
+  // Row kernels (Op::rows, Op::row_elements): one thread block walks each row, `rows_per_wave`
+  // blocks run at once, so an instance takes at least ceil(rows / rows_per_wave) waves of
+  // row_elements * row_latency_s each: time = overhead + max(compute, memory, that). 0: no such
+  // floor. Fitted to published kernel timings by `fit --profile`.
+  double row_latency_s = 0;  // seconds per element of a row
+  int64_t rows_per_wave = 0;
 };
 
 struct Calibration {
@@ -156,6 +162,10 @@ struct Hardware {
   // (computed_attention_pairs). 0: the kernel computes unmasked pairs only (datasheet files).
   // `streamspark probe` writes the runtime's kernel's.
   int64_t attention_query_tile = 0;
+  // Streaming multiprocessors (0: not stated): how many thread blocks run at once, which fit
+  // --profile needs for a row kernel's waves (ClassCalibration::rows_per_wave).
+  int64_t multiprocessors = 0;
+  std::string multiprocessors_source;
   std::optional<double> price_per_hour;  // USD per GPU-hour
   std::string price_source;              // where the price is listed (with price_per_hour)
   std::string price_date;                // the day it was read, YYYY-MM-DD

@@ -78,6 +78,11 @@ class OpListBuilder {
     return op;
   }
 
+  static void by_rows(Op& op, int64_t rows, int64_t width) {
+    op.rows = rows;
+    op.row_elements = width;
+  }
+
   Op& add(OpId id, OpKind kind, int64_t flops, Traffic bytes, int64_t launches = 1) {
     Op& op = out_.emplace_back();
     op.group = group_;
@@ -138,36 +143,45 @@ class OpListBuilder {
   }
 
   // Reads rows x width activations, writes the same; weights width (RMS) or 2*width (LN).
+  // One row per thread block (Op::rows, Op::row_elements), as serving kernels normalize.
   void norm(OpId id, NormKind kind, int64_t rows, int64_t width) {
     const int64_t elements = checked_mul(rows, width);
     const bool rms = kind == NormKind::rmsnorm;
     Traffic t;
     t.weights = small_param_bytes(norm_params(kind, width));
     t.activations = act_bytes(checked_mul(2, elements));
-    add(id, OpKind::norm,
-        checked_mul(elements, rms ? kRmsNormFlopsPerElement : kLayerNormFlopsPerElement), t);
+    by_rows(
+        add(id, OpKind::norm,
+            checked_mul(elements, rms ? kRmsNormFlopsPerElement : kLayerNormFlopsPerElement), t),
+        rows, width);
   }
 
-  // out = x + y over `elements`: two reads, one write.
+  // out = x + y over `elements`: two reads, one write (a flat elementwise kernel, no rows).
   void residual(OpId id, int64_t elements) {
     Traffic t;
     t.activations = act_bytes(checked_mul(3, elements));
     add(id, OpKind::elementwise, checked_mul(elements, kResidualFlopsPerElement), t);
   }
 
-  // In-place elementwise op over `elements` activations (read and written).
-  void elementwise(OpId id, int64_t elements, int64_t flops_per_element) {
+  // In-place elementwise op over rows x width activations (read and written), one row per
+  // thread block (rotary embeddings: a token's query and key heads).
+  void rowwise(OpId id, int64_t rows, int64_t width, int64_t flops_per_element) {
+    const int64_t elements = checked_mul(rows, width);
     Traffic t;
     t.activations = act_bytes(checked_mul(2, elements));
-    add(id, OpKind::elementwise, checked_mul(elements, flops_per_element), t);
+    by_rows(add(id, OpKind::elementwise, checked_mul(elements, flops_per_element), t), rows, width);
   }
 
-  // act(gate) * up (gated, reads two tensors) or act(up) (plain), `elements` outputs.
-  void activation(OpId id, int64_t elements, MlpKind kind, Activation a) {
+  // act(gate) * up (gated, reads two tensors) or act(up) (plain): rows x width outputs, one
+  // row per thread block.
+  void activation(OpId id, int64_t rows, int64_t width, MlpKind kind, Activation a) {
+    const int64_t elements = checked_mul(rows, width);
     const int64_t inputs = kind == MlpKind::gated ? 2 : 1;
     Traffic t;
     t.activations = act_bytes(checked_mul(inputs + 1, elements));
-    add(id, OpKind::elementwise, checked_mul(elements, activation_flops_per_element(kind, a)), t);
+    by_rows(add(id, OpKind::elementwise,
+                checked_mul(elements, activation_flops_per_element(kind, a)), t),
+            rows, width);
   }
 
   // A collective of the parallel layout over `group` GPUs moving `bytes` (as

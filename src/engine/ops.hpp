@@ -71,6 +71,12 @@ struct Op {
   int64_t repeat = 1;     // instances per step: layers of the kind, or 1
   int64_t launches = 1;   // kernel launches per instance; 0 when fused into another op
   Collective collective;  // kind == communication
+  // Kernels that give each token row one thread block (RMSNorm, a gated activation, rotary
+  // embeddings): the rows of an instance and the elements of one row; 0 for other kernels.
+  // A block walks its row element by element, so a row's time grows with its width however
+  // few the rows (ClassCalibration::row_latency_s).
+  int64_t rows = 0;
+  int64_t row_elements = 0;
   std::string_view name() const { return op_name(id); }  // stable: e.g. "mlp_up"
 };
 

@@ -399,9 +399,21 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
           combined_seconds(c.compute_s, c.memory_s, overlap) - std::max(c.compute_s, c.memory_s);
     }
   }
-  c.time_s = std::max(c.compute_s, c.memory_s) + c.stall_s + c.overlap_s + c.overhead_s;
+  if (rates.calibrated && op.row_elements > 0) {
+    c.row_wait_s =
+        std::max(0.0, row_wave_seconds(op.rows, op.row_elements, rates.calibration_of(op)) -
+                          std::max(c.compute_s, c.memory_s));
+  }
+  c.time_s =
+      std::max(c.compute_s, c.memory_s) + c.stall_s + c.overlap_s + c.row_wait_s + c.overhead_s;
   c.bound = c.compute_s > c.memory_s + c.stall_s ? Bound::compute : Bound::memory;
   return c;
+}
+
+double row_wave_seconds(int64_t rows, int64_t row_elements, const ClassCalibration& c) {
+  if (c.row_latency_s <= 0 || c.rows_per_wave <= 0 || rows <= 0 || row_elements <= 0) return 0;
+  const int64_t waves = (rows + c.rows_per_wave - 1) / c.rows_per_wave;
+  return static_cast<double>(waves) * static_cast<double>(row_elements) * c.row_latency_s;
 }
 
 double combined_seconds(double compute_s, double memory_s, double overlap) {

@@ -199,8 +199,11 @@ struct OpCost {                // one instance of the op
   // Time on top of max(compute_s, memory_s) where a calibrated class's compute and memory
   // overlap less than fully (ClassCalibration::overlap); else 0.
   double overlap_s = 0;
-  // max(compute_s, memory_s) + stall_s + overlap_s + overhead_s; a collective's time unless it is
-  // overlapped
+  // Time on top of max(compute_s, memory_s) while a calibrated row kernel's blocks walk their
+  // rows (ClassCalibration::row_latency_s: few rows of a wide tensor); else 0.
+  double row_wait_s = 0;
+  // max(compute_s, memory_s) + stall_s + overlap_s + row_wait_s + overhead_s; a collective's
+  // time unless it is overlapped
   double time_s = 0;
   Bound bound = Bound::memory;
 };
@@ -219,10 +222,15 @@ double combined_seconds(double compute_s, double memory_s, double overlap);
 
 // max(FLOPs / peak, bytes / bandwidth) + launches * overhead; with calibrated rates, each
 // term divided by the op class's efficiency and the class's launch overhead (a GEMM's max
-// replaced by its class's overlap p-norm, the excess in OpCost::overlap_s), except GEMMs
+// replaced by its class's overlap p-norm, the excess in OpCost::overlap_s; a row kernel's max
+// raised to its row_wave_seconds, the excess in OpCost::row_wait_s), except GEMMs
 // with measured rate tables: their time is the tables' at the rates' working set (the
 // measured call includes its overhead), reported in the term of the roofline's bound.
 OpCost roofline_cost(const Op& op, const DeviceRates& rates);
+
+// A row kernel's floor under a class's row calibration (ClassCalibration::row_latency_s):
+// ceil(rows / rows_per_wave) waves of row_elements * row_latency_s; 0 without one.
+double row_wave_seconds(int64_t rows, int64_t row_elements, const ClassCalibration& c);
 
 // Arithmetic intensity in FLOP/byte; 0 when no bytes move.
 double intensity(int64_t flops, int64_t bytes);

@@ -71,6 +71,7 @@ json op_json(const OpRow& row, engine::Phase phase) {
          {"memory_s", row.cost.memory_s},
          {"stall_s", row.cost.stall_s},
          {"overlap_s", row.cost.overlap_s},
+         {"row_wait_s", row.cost.row_wait_s},
          {"overhead_s", row.cost.overhead_s},
          {"time_s", row.cost.time_s},
          {"total_time_s", row.cost.time_s * static_cast<double>(op.repeat)},

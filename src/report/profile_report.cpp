@@ -202,15 +202,20 @@ std::string profile_fit_table(const app::ProfileFitReport& r) {
   t.add_column("points");
   t.add_column("efficiency");
   t.add_column("overhead");
+  t.add_column("row latency");
+  t.add_column("rows/wave");
   t.add_column("from", Align::left);
   for (const app::OperatorFit& f : r.operators) {
+    const bool rows = f.rows_per_wave > 0;
     t.add_row({f.op, std::to_string(f.points), significant(f.efficiency, 4),
-               format_time(f.overhead_s), f.from});
+               format_time(f.overhead_s), rows ? format_time(f.row_latency_s) : "-",
+               rows ? std::to_string(f.rows_per_wave) : "-", f.from});
   }
   out += "\n" + t.render();
   out +=
       "efficiency: of the datasheet roofline time, max(FLOPs / peak, bytes / bandwidth); "
-      "time = launches x overhead + roofline / efficiency\n";
+      "time = launches x overhead + max(roofline / efficiency, row floor); row floor (kernels "
+      "with a block per token row): ceil(rows / rows per wave) x row elements x row latency\n";
   if (!r.collectives.empty()) {
     out += "\ncollective curves (time against bytes, interpolated log-log):\n";
     for (const app::CollectiveFit& c : r.collectives) {
@@ -240,6 +245,8 @@ nlohmann::json profile_fit_json(const app::ProfileFitReport& r) {
                    {"points", f.points},
                    {"efficiency", f.efficiency},
                    {"overhead_s", f.overhead_s},
+                   {"row_latency_s", f.row_latency_s},
+                   {"rows_per_wave", f.rows_per_wave},
                    {"from", f.from}});
   }
   nlohmann::json collectives = nlohmann::json::array();

@@ -12,6 +12,9 @@
 //                                latencies per message step (multi-GPU layouts need it)
 //   kernel_overhead              time per kernel launch, optional (default 0 s)
 //   kernel_overhead_source       string, optional
+//   multiprocessors              integer >= 1, optional, with multiprocessors_source (where the
+//   multiprocessors_source       count is stated): the GPU's streaming multiprocessors, from
+//                                which fit --profile tries a row kernel's blocks per wave
 //   attention_query_tile         integer >= 1, optional: query rows the causal prompt-attention
 //                                kernel computes together (each tile computes every key its
 //                                last query sees); absent: unmasked pairs only
@@ -23,7 +26,8 @@
 //                                cost per kernel launch and per forward pass)
 //   calibration: {source, step_overhead, <op kind>: {compute_efficiency, memory_efficiency,
 //                 overhead, overlap (gemm only, optional, 1 to 64: (compute^p + memory^p)^(1/p);
-//                 absent: max(compute, memory))}}
+//                 absent: max(compute, memory)), row_latency and rows_per_wave (not gemm,
+//                 optional, together: a row kernel's floor, engine ClassCalibration)}}
 //                                fitted by `streamspark probe`; op kinds gemm, attention,
 //                                norm, elementwise, gather, kv_write, scan, sampling
 //   probe: {gemm_dtype, gemm: [{working_set, level, points: [[m, n, k, seconds]...]}...],
@@ -316,8 +320,33 @@ engine::Calibration parse_calibration(MapReader& cal) {
       k.error_at("overlap", "only the gemm class combines compute and memory time as a p-norm");
       k.allow("overlap");
     }
+    // row_latency with rows_per_wave: a row kernel's floor (ClassCalibration::row_latency_s).
+    std::optional<double> row_latency;
+    std::optional<int64_t> rows_per_wave;
+    if (gemm) {
+      for (const char* key : {"row_latency", "rows_per_wave"}) {
+        if (!k.has(key)) continue;
+        k.error_at(key, "GEMMs are no row kernels (norms, activations, rotary embeddings are)");
+        k.allow(key);
+      }
+    } else {
+      row_latency = k.quantity("row_latency", Dimension::time, Presence::optional, kOverhead);
+      rows_per_wave = k.integer("rows_per_wave", Presence::optional);
+      if (k.has("row_latency") != k.has("rows_per_wave")) {
+        k.error_at(k.has("row_latency") ? "row_latency" : "rows_per_wave",
+                   "row_latency and rows_per_wave go together (seconds per row element, and the "
+                   "rows one wave of blocks runs)");
+      }
+    }
     k.finish();
-    if (ce && me && oh) return engine::ClassCalibration{*ce, *me, *oh, overlap.value_or(0.0)};
+    if (ce && me && oh) {
+      engine::ClassCalibration fitted{*ce, *me, *oh, overlap.value_or(0.0)};
+      if (row_latency && rows_per_wave) {
+        fitted.row_latency_s = *row_latency;
+        fitted.rows_per_wave = *rows_per_wave;
+      }
+      return fitted;
+    }
     return std::nullopt;
   };
   for (const char* kind :
@@ -544,6 +573,14 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   hw.kernel_overhead_s = overhead.value_or(0.0);
   r.string("kernel_overhead_source", Presence::optional);
   hw.attention_query_tile = r.integer("attention_query_tile", Presence::optional).value_or(0);
+  hw.multiprocessors = r.integer("multiprocessors", Presence::optional).value_or(0);
+  hw.multiprocessors_source = r.string("multiprocessors_source", Presence::optional).value_or("");
+  if (r.has("multiprocessors") && hw.multiprocessors_source.empty()) {
+    r.error_at("multiprocessors",
+               "needs multiprocessors_source: where the count is stated (datasheet, whitepaper)");
+  } else if (!r.has("multiprocessors") && r.has("multiprocessors_source")) {
+    r.error_at("multiprocessors_source", "given without multiprocessors");
+  }
   parse_price(r, hw);
 
   if (auto ach = r.map("achievable", Presence::optional)) hw.achievable = parse_achievable(*ach);

@@ -61,9 +61,12 @@ void write_calibration(std::string& out, const engine::Calibration& cal) {
                          const engine::ClassCalibration& c) {
     fmt::format_to(o,
                    "{}{}: {{compute_efficiency: {:.6g}, memory_efficiency: {:.6g}, overhead: "
-                   "{:.6g} s{}}}\n",
+                   "{:.6g} s{}{}}}\n",
                    indent, name, c.compute_efficiency, c.memory_efficiency, c.overhead_s,
-                   c.overlap > 0 ? fmt::format(", overlap: {:.6g}", c.overlap) : "");
+                   c.overlap > 0 ? fmt::format(", overlap: {:.6g}", c.overlap) : "",
+                   c.rows_per_wave > 0 ? fmt::format(", row_latency: {:.6g} s, rows_per_wave: {}",
+                                                     c.row_latency_s, c.rows_per_wave)
+                                       : "");
   };
   for (const auto& [kind, c] : cal.classes) line("  ", kind, c);
   if (!cal.operators.empty()) fmt::format_to(o, "  operators:\n");
@@ -153,6 +156,10 @@ std::string hardware_yaml(const engine::Hardware& hw) {
                    quoted(level.name), level.capacity_bytes, level.bandwidth);
   }
   fmt::format_to(o, "kernel_overhead: {:.6g} s\n", hw.kernel_overhead_s);
+  if (hw.multiprocessors > 0) {
+    fmt::format_to(o, "multiprocessors: {}\nmultiprocessors_source: {}\n", hw.multiprocessors,
+                   quoted(hw.multiprocessors_source));
+  }
   if (hw.attention_query_tile > 0)
     fmt::format_to(o, "attention_query_tile: {}\n", hw.attention_query_tile);
   if (hw.topology) write_topology(out, *hw.topology);

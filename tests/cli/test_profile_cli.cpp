@@ -263,3 +263,79 @@ TEST_CASE("fit --profile recovers a planted attention kernel and reads no held-o
             "' --fit-models meta-llama/Llama-2-7b-hf --attention-fit-stride 0")
             .exit_code == 2);
 }
+
+TEST_CASE("fit --profile recovers a planted row kernel's waves") {
+  // Llama-2-7B's attention RMSNorm (attn_norm: rows T tokens of 4,096 elements; the engine
+  // counts 2 * 2 * 4096 T activation bytes and 8,192 weight bytes) timed by a known kernel on
+  // a round-number GPU of 100 multiprocessors: 1 us per launch + max(bytes / (0.4 * 2 TB/s),
+  // ceil(T / 200) * 4096 * 0.8 ns): two blocks a multiprocessor, 3.2768 us a wave. One wave is
+  // the floor up to 128 tokens, two at 256; the bytes decide from 192 tokens on elsewhere.
+  const auto planted = [](int64_t tokens) {
+    const double T = static_cast<double>(tokens);
+    const double bytes = 16384 * T + 8192;
+    const double waves = static_cast<double>((tokens + 199) / 200);
+    return 1e-6 + std::max(bytes / (0.4 * 2e12), waves * 4096 * 0.8e-9);
+  };
+  const fs::path dir = scratch_dir() / "row-fit";
+  fs::create_directories(dir);
+  const std::string gpu_head = R"(name: row-test-gpu
+source: "round numbers for hand derivations"
+kind: gpu
+peak_flops: {fp32: 1e14 FLOP/s, bf16: 1e15 FLOP/s, fp16: 1e15 FLOP/s}
+memory:
+  - {name: hbm, capacity: 80 GB, bandwidth: 2 TB/s}
+achievable: {compute: 0.9, memory: 0.9, source: "round numbers"}
+)";
+  std::ofstream(dir / "gpu.yaml") << gpu_head
+                                  << "multiprocessors: 100\nmultiprocessors_source: \"round\"\n";
+  std::ofstream(dir / "bare.yaml") << gpu_head;
+  std::string table = kTableHeader;
+  table +=
+      "row-test-gpu,meta-llama/Llama-2-7b-hf,attn_pre_proj,linear,qkv_proj,16,16,"
+      "12288,4096,1,,,,,,,,,fp16,median,2e-5,gemm\n";
+  for (const int64_t t : {1, 2, 8, 32, 64, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096}) {
+    std::ostringstream row;
+    row.precision(17);
+    row << "row-test-gpu,meta-llama/Llama-2-7b-hf,input_layernorm,norm_elementwise,attn_norm," << t
+        << ",,,,1,,,,,,,,,fp16,median," << planted(t) << ",norm-" << t << "\n";
+    table += row.str();
+  }
+  std::ofstream(dir / "t.csv") << table;
+  const std::string fit = "fit --profile '" + (dir / "t.csv").string() +
+                          "' --fit-models meta-llama/Llama-2-7b-hf -f json -H '";
+  const Run f =
+      run(fit + (dir / "gpu.yaml").string() + "' -o '" + (dir / "fitted.yaml").string() + "'");
+  REQUIRE(f.exit_code == 0);
+  const json fitted = json::parse(f.out);
+  bool saw = false;
+  for (const json& op : fitted["operators"]) {
+    if (op["operator"] != "attn_norm") continue;
+    saw = true;
+    CHECK(op["efficiency"].get<double>() == doctest::Approx(0.4));
+    CHECK(op["overhead_s"].get<double>() == doctest::Approx(1e-6));
+    CHECK(op["row_latency_s"].get<double>() == doctest::Approx(0.8e-9));
+    CHECK(op["rows_per_wave"] == 200);
+  }
+  CHECK(saw);
+  CHECK(slurp(dir / "fitted.yaml").find("row_latency: 8e-10 s, rows_per_wave: 200") !=
+        std::string::npos);
+  // The fitted file gives every row back.
+  const Run v = run("validate --profile '" + (dir / "t.csv").string() + "' -H '" +
+                    (dir / "fitted.yaml").string() + "' -f json");
+  REQUIRE(v.exit_code == 0);
+  const json points = json::parse(v.out)["points"];
+  size_t norms = 0;
+  for (const json& p : points) {
+    if (p["class"] != "norm_elementwise") continue;
+    ++norms;
+    CHECK(p["error"].get<double>() == doctest::Approx(0).epsilon(1e-9));
+  }
+  CHECK(norms == 14);
+  // A GPU without a multiprocessor count: no floor, and the fit says so.
+  const Run bare = run(fit + (dir / "bare.yaml").string() + "'");
+  REQUIRE(bare.exit_code == 0);
+  const json b = json::parse(bare.out);
+  for (const json& op : b["operators"]) CHECK(op["rows_per_wave"] == 0);
+  CHECK(b.dump().find("attn_norm: a kernel with a block per token row, fitted without its row "
+                      "floor: row-test-gpu states no multiprocessors") != std::string::npos);
+}

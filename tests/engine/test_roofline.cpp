@@ -144,6 +144,52 @@ TEST_CASE("TPOT in closed form equals stepping through every decode step") {
   }
 }
 
+TEST_CASE("a calibrated row kernel takes at least its waves of rows") {
+  DeviceRates r;
+  r.matrix_flops = 1e12;
+  r.vector_flops = 1e11;
+  r.bandwidth = 1e9;
+  r.calibrated = true;
+  // norm: the whole roofline, 1 us per launch, rows of 1 ns per element, 100 rows a wave.
+  ClassCalibration norm{1.0, 1.0, 1e-6};
+  norm.row_latency_s = 1e-9;
+  norm.rows_per_wave = 100;
+  r.classes[static_cast<size_t>(OpKind::norm)] = norm;
+  Op op;
+  op.kind = OpKind::norm;
+  op.rows = 8;
+  op.row_elements = 4096;
+  op.flops = 4 * 8 * 4096;                  // 131,072 FLOPs: 1.31 us at 1e11
+  op.bytes.activations = 2 * 2 * 8 * 4096;  // 131,072 B: 131.072 us at 1e9
+  // Eight rows are one wave: 4096 * 1 ns = 4.096 us, under the memory time; no wait.
+  OpCost c = roofline_cost(op, r);
+  CHECK(c.row_wait_s == 0);
+  CHECK(c.time_s == doctest::Approx(132.072e-6));
+  // A 1,000x faster memory and 100x faster vector unit: 0.131 us of bytes, 0.013 us of
+  // FLOPs; the wave's 4.096 us is the floor.
+  r.bandwidth = 1e12;
+  r.vector_flops = 1e13;
+  c = roofline_cost(op, r);
+  CHECK(c.memory_s == doctest::Approx(0.131072e-6));
+  CHECK(c.compute_s == doctest::Approx(0.0131072e-6));
+  CHECK(c.row_wait_s == doctest::Approx(4.096e-6 - 0.131072e-6));
+  CHECK(c.time_s == doctest::Approx(5.096e-6));
+  // 250 rows are ceil(250 / 100) = 3 waves: 12.288 us (the bytes, 4.096 us, and the FLOPs,
+  // 0.41 us, stay under).
+  op.rows = 250;
+  op.flops = 4 * 250 * 4096;
+  op.bytes.activations = 2 * 2 * 250 * 4096;
+  CHECK(roofline_cost(op, r).time_s == doctest::Approx(12.288e-6 + 1e-6));
+  CHECK(row_wave_seconds(250, 4096, norm) == doctest::Approx(12.288e-6));
+  CHECK(row_wave_seconds(250, 4096, ClassCalibration{1, 1, 0}) == 0);  // no row floor
+  // Not a row kernel (row_elements 0), or the roofline method: no floor.
+  op.row_elements = 0;
+  CHECK(roofline_cost(op, r).row_wait_s == 0);
+  op.row_elements = 4096;
+  r.calibrated = false;
+  CHECK(roofline_cost(op, r).row_wait_s == 0);
+}
+
 namespace {
 // The lecture's H100 calibrated: every class at 0.7 of compute, 0.8 of memory, 2 us a launch;
 // GEMMs combining compute and memory time as a p-norm of this overlap.
@@ -157,6 +203,16 @@ Hardware h100_with_gemm_overlap(double overlap) {
   }
   cal.classes["gemm"].overlap = overlap;
   hw.calibration = cal;
+  return hw;
+}
+// The same with norms and elementwise kernels waiting on their rows: 2 ns per element, 64 rows
+// a wave (a floor above the bytes of a few rows, under them for many).
+Hardware h100_with_row_kernels(double overlap) {
+  Hardware hw = h100_with_gemm_overlap(overlap);
+  for (const char* kind : {"norm", "elementwise"}) {
+    hw.calibration->classes[kind].row_latency_s = 2e-9;
+    hw.calibration->classes[kind].rows_per_wave = 64;
+  }
   return hw;
 }
 }  // namespace
@@ -179,6 +235,42 @@ TEST_CASE("TPOT in closed form equals stepping with GEMMs of a partial overlap")
   max_only.calibration->classes["gemm"].overlap = 0;
   Analyzer b(m, max_only, o);
   CHECK(b.analyze({64, 100, 300}).tpot_s < a.analyze({64, 100, 300}).tpot_s);
+}
+
+TEST_CASE("TPOT in closed form equals stepping with row kernels waiting on their rows") {
+  // A decode step's rows are its batch, the same at every context: the wait is a constant of
+  // the segment and rides outside the max with the stall.
+  const Model m = test::tiny_test();
+  const Hardware hw = h100_with_row_kernels(1.5);
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  Analyzer a(m, hw, o);
+  for (int64_t batch : {1, 64, 65}) {
+    CAPTURE(batch);
+    const WorkloadResult r = a.analyze({batch, 100, 300});
+    CHECK(r.tpot_s == doctest::Approx(brute_force_tpot(a, batch, 100, 300)).epsilon(1e-9));
+  }
+  Analyzer without(m, h100_with_gemm_overlap(1.5), o);
+  CHECK(without.analyze({1, 100, 300}).tpot_s < a.analyze({1, 100, 300}).tpot_s);
+}
+
+TEST_CASE("sampling without a cache in closed form equals its passes with row kernels") {
+  // Each pass's rows grow by the batch: the waves step up pass by pass, summed one by one.
+  const Model m = test::tiny_test();
+  const Hardware hw = h100_with_row_kernels(0);
+  AnalysisOptions o;
+  o.method = Method::calibrated;
+  o.naive_sampling = true;
+  Analyzer a(m, hw, o);
+  AnalysisOptions plain_options;
+  plain_options.method = Method::calibrated;
+  Analyzer plain(m, hw, plain_options);
+  const int64_t B = 3, S = 8, G = 60;  // 24 to 201 rows: one to four waves of 64
+  const WorkloadResult r = a.analyze({B, S, G});
+  REQUIRE(r.sampling.has_value());
+  double stepped = 0;
+  for (int64_t n = S; n <= S + G - 1; ++n) stepped += plain.analyze({B, n, 1}).prefill.time_s;
+  CHECK(r.sampling->naive_time_s == doctest::Approx(stepped).epsilon(1e-9));
 }
 
 TEST_CASE("sampling without a cache in closed form equals its passes with GEMM overlap") {

@@ -312,6 +312,8 @@ TEST_CASE("hardware files keep operator calibrations, host costs and collective 
 source: test
 peak_flops: {fp32: 1 TFLOP/s, bf16: 100 TFLOP/s}
 memory: [{name: hbm, capacity: 80 GB, bandwidth: 2 TB/s}]
+multiprocessors: 108
+multiprocessors_source: "a datasheet"
 calibration:
   source: test
   step_overhead: 800 us
@@ -319,7 +321,7 @@ calibration:
   norm: {compute_efficiency: 0.5, memory_efficiency: 0.5, overhead: 2 us}
   gemm: {compute_efficiency: 0.8, memory_efficiency: 0.9, overhead: 5 us, overlap: 1.5}
   operators:
-    attn_norm: {compute_efficiency: 0.35, memory_efficiency: 0.35, overhead: 1.8 us}
+    attn_norm: {compute_efficiency: 0.35, memory_efficiency: 0.35, overhead: 1.8 us, row_latency: 0.88 ns, rows_per_wave: 216}
 collectives:
   source: test
   curves:
@@ -348,6 +350,12 @@ collectives:
   CHECK(back.calibration->classes.at("gemm").overlap == doctest::Approx(1.5));
   CHECK(back.calibration->classes.at("norm").overlap == 0);  // absent: the max
   CHECK(back.calibration->sequence_overhead_s == doctest::Approx(40e-6));
+  CHECK(back.multiprocessors == 108);
+  CHECK(back.multiprocessors_source == "a datasheet");
+  const engine::ClassCalibration& norm = back.calibration->operators.at(engine::OpId::attn_norm);
+  CHECK(norm.row_latency_s == doctest::Approx(0.88e-9));
+  CHECK(norm.rows_per_wave == 216);
+  CHECK(back.calibration->classes.at("norm").rows_per_wave == 0);  // absent: no row floor
   REQUIRE(back.collectives.size() == 1);
   CHECK(back.collectives[0].points.size() == 3);
   // Bad keys are located.
@@ -369,4 +377,20 @@ collectives:
   CHECK(error_of([&] {
           load_hardware((dir / "g5.yaml").string());
         }).find("calibration.gemm.overlap: must be") != std::string::npos);
+  // A row floor needs both numbers, fits no GEMM, and a multiprocessor count its source.
+  const auto refused = [&](const std::string& from, const std::string& to) {
+    std::string changed = yaml;
+    changed.replace(changed.find(from), from.size(), to);
+    write(dir / "g6.yaml", changed);
+    return error_of([&] { load_hardware((dir / "g6.yaml").string()); });
+  };
+  CHECK(refused(", rows_per_wave: 216", "")
+            .find("calibration.operators.attn_norm.row_latency: row_latency and rows_per_wave "
+                  "go together") != std::string::npos);
+  CHECK(refused("rows_per_wave: 216", "rows_per_wave: 0")
+            .find("calibration.operators.attn_norm.rows_per_wave: must be") != std::string::npos);
+  CHECK(refused("overlap: 1.5", "overlap: 1.5, row_latency: 1 ns, rows_per_wave: 8")
+            .find("calibration.gemm.row_latency: GEMMs are no row kernels") != std::string::npos);
+  CHECK(refused("multiprocessors_source: \"a datasheet\"\n", "")
+            .find("multiprocessors: needs multiprocessors_source") != std::string::npos);
 }

@@ -28,8 +28,7 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
       b.norm(OpId::k_norm, NormKind::rmsnorm, checked_mul(s.tokens, K), H);
     }
     if (a.rope) {
-      b.elementwise(OpId::rope, checked_mul(s.tokens, checked_add(q_width, kv_width)),
-                    kRopeFlopsPerElement);
+      b.rowwise(OpId::rope, s.tokens, checked_add(q_width, kv_width), kRopeFlopsPerElement);
     }
     if (s.write_cache) b.cache_write(OpId::kv_cache_write, checked_mul(s.tokens, 2, kv_width));
   } else {
@@ -37,12 +36,12 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
     // and stores K and V, which the others reuse.
     b.gemm(OpId::q_proj, s.tokens, q_width, s.D, a.qkv_bias);
     if (a.qk_norm) b.norm(OpId::q_norm, NormKind::rmsnorm, checked_mul(s.tokens, N), H);
-    if (a.rope) b.elementwise(OpId::rope_q, checked_mul(s.tokens, q_width), kRopeFlopsPerElement);
+    if (a.rope) b.rowwise(OpId::rope_q, s.tokens, q_width, kRopeFlopsPerElement);
     const int64_t all = b.repeat();
     b.set_repeat(producers);
     b.gemm(OpId::kv_proj, s.tokens, checked_mul(2, kv_width), s.D, a.qkv_bias);
     if (a.qk_norm) b.norm(OpId::k_norm, NormKind::rmsnorm, checked_mul(s.tokens, K), H);
-    if (a.rope) b.elementwise(OpId::rope_k, checked_mul(s.tokens, kv_width), kRopeFlopsPerElement);
+    if (a.rope) b.rowwise(OpId::rope_k, s.tokens, kv_width, kRopeFlopsPerElement);
     if (s.write_cache) b.cache_write(OpId::kv_cache_write, checked_mul(s.tokens, 2, kv_width));
     b.set_repeat(all);
   }

@@ -24,7 +24,7 @@ void add_dense_mlp(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   b.norm(OpId::mlp_norm, norm, s.tokens, s.D);
   if (k.mlp.kind == MlpKind::gated) b.gemm(OpId::mlp_gate, s.tokens, F, s.D);  // (B*T, D) -> F
   b.gemm(OpId::mlp_up, s.tokens, F, s.D);
-  b.activation(OpId::mlp_act, checked_mul(s.tokens, F), k.mlp.kind, k.mlp.activation);
+  b.activation(OpId::mlp_act, s.tokens, F, k.mlp.kind, k.mlp.activation);
   b.gemm(OpId::mlp_down, s.tokens, s.D, F);  // (B*T, F) -> D
   s.all_reduce(b, OpId::mlp_allreduce, s.D);
   b.residual(OpId::mlp_residual, checked_mul(s.tokens, s.D));

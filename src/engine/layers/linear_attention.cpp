@@ -43,7 +43,7 @@ void add_linear_attention(OpListBuilder& b, const StepDims& s, const Model& m, c
     // MiniMax-01: RMSNorm over the heads' outputs, times sigmoid(x W_g) (sigmoid 4 + product).
     b.norm(OpId::linear_out_norm, NormKind::rmsnorm, rows, v_width);
     b.gemm(OpId::linear_gate_proj, rows, v_width, s.D);
-    b.activation(OpId::linear_gate, checked_mul(rows, v_width), MlpKind::gated, Activation::silu);
+    b.activation(OpId::linear_gate, rows, v_width, MlpKind::gated, Activation::silu);
   }
   b.gemm(OpId::linear_out_proj, rows, s.D, v_width);
   s.all_reduce(b, OpId::mixer_allreduce, s.D);

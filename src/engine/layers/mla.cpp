@@ -30,8 +30,7 @@ void add_mla(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
   }
   b.gemm(OpId::kv_down, s.tokens, cached, s.D);  // latent c_KV and the RoPE key k^R
   b.norm(OpId::kv_norm, NormKind::rmsnorm, s.tokens, dc);
-  b.elementwise(OpId::rope, checked_mul(s.tokens, checked_add(checked_mul(N, dr), dr)),
-                kRopeFlopsPerElement);
+  b.rowwise(OpId::rope, s.tokens, checked_add(checked_mul(N, dr), dr), kRopeFlopsPerElement);
   if (s.write_cache) b.cache_write(OpId::kv_cache_write, checked_mul(s.tokens, cached));
   // auto: absorbed for decode, naive for every prefill (even a one-token one), as serving
   // engines run MLA.

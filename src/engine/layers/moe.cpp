@@ -50,7 +50,7 @@ void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
   };
   if (e.kind == MlpKind::gated) expert_gemm(OpId::moe_gate, F, s.D);
   expert_gemm(OpId::moe_up, F, s.D);
-  b.activation(OpId::moe_act, checked_mul(routed, F), e.kind, e.activation);
+  b.activation(OpId::moe_act, routed, F, e.kind, e.activation);
   expert_gemm(OpId::moe_down, s.D, F);
   if (ep) {
     b.collective(OpId::ep_combine, CollectiveKind::all_to_all, s.ep, dispatched, s.tp_inter_node,
@@ -67,7 +67,7 @@ void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
     const int64_t Fs = checked_mul(e.n_shared, e.shared_d_ff) / s.tp;
     if (e.kind == MlpKind::gated) b.gemm(OpId::shared_gate, rows, Fs, s.D);
     b.gemm(OpId::shared_up, rows, Fs, s.D);
-    b.activation(OpId::shared_act, checked_mul(rows, Fs), e.kind, e.activation);
+    b.activation(OpId::shared_act, rows, Fs, e.kind, e.activation);
     b.gemm(OpId::shared_down, rows, s.D, Fs);
   }
   s.all_reduce(b, OpId::mlp_allreduce, s.D);

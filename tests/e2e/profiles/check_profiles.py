@@ -37,7 +37,7 @@ ATTENTION_STRIDE = 256  # fit --profile's default --attention-fit-stride
 # Held-out median |error| each class must stay within (measured when the files were committed:
 # A100 linear 4.8%, norm_elementwise 15.5%, embedding 16.1%, attention prefill 8.8%, decode
 # 9.5%; H100 6.1%, 16.6%, 16.2%, no attention rows).
-LIMITS = {"linear": 0.07, "norm_elementwise": 0.20, "embedding": 0.20,
+LIMITS = {"linear": 0.07, "norm_elementwise": 0.17, "embedding": 0.20,
           "attention_prefill": 0.12, "attention_decode": 0.12}
 FITS = [  # (output, extra fit arguments)
     ("hardware/a100-80gb-profiled.yaml", ["-H", "a100-80gb"]),

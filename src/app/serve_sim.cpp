@@ -68,10 +68,190 @@ std::unique_ptr<engine::SpeculativeIterationCost> make_speculative_cost(
   }
 }
 
+// One pool of a disaggregated deployment: its hardware, iteration cost and configured
+// scheduler.
+struct Pool {
+  std::string role;  // "prefill", "decode"
+  engine::Hardware hardware;
+  engine::ParallelLayout layout;
+  engine::Method method = engine::Method::roofline;
+  std::unique_ptr<engine::IterationCost> cost;
+  engine::ServingOptions options;
+  double fraction = 0;  // of memory, for the stack line
+};
+
+Pool make_pool(const std::string& role, const PoolRequest& p, const ServeSimRequest& r,
+               const engine::Model& model, const engine::ServingStack* preset,
+               const Context& context) {
+  Pool pool;
+  pool.role = role;
+  pool.hardware = context.catalog.hardware(p.hardware);
+  pool.layout = p.layout;
+  engine::AnalysisOptions analysis;
+  analysis.costing.precision = precision_of(r.formats);
+  analysis.costing.parallel = p.layout;
+  analysis.stack = execution_of(preset);
+  analysis.method = pool.method = engine::method_for(r.method, pool.hardware);
+  try {
+    pool.cost = make_iteration_cost(model, pool.hardware, analysis);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--disaggregate: the {} pool: {}", role, e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("--disaggregate: the {} pool: {}", role, e.what()));
+  }
+  pool.options = serving_options(r.scheduler, model.max_context, preset);
+  pool.fraction = memory_fraction_of(r.memory_fraction, preset, p.layout.tp);
+  double bytes = 0;
+  if (r.kv_memory_bytes) {
+    bytes = *r.kv_memory_bytes;
+  } else {
+    try {
+      bytes = pool.cost->kv_bytes_available(pool.fraction, pool.options.scheduler.max_tokens,
+                                            memory_basis_of(preset));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--disaggregate: the {} pool ({} {}): {}; pass --kv-memory",
+                                   role, pool.hardware.name, engine::describe(p.layout), e.what()));
+    }
+  }
+  const std::string source =
+      fmt::format("the {} pool's KV cache ({:.4g} bytes a GPU)", role, bytes);
+  check_kv_capacity(pool.options.scheduler, bytes, pool.cost->kv_bytes_per_token(), source);
+  try {
+    pool.cost->configure(pool.options.scheduler, bytes);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("{}: {}", source, e.what()));
+  }
+  return pool;
+}
+
+// The link a prefill replica sends its KV over (DisaggregationRequest).
+engine::KvTransferLink kv_link(const DisaggregationRequest& d, const Pool& prefill,
+                               const Pool& decode, std::string* name) {
+  if (d.link == KvLinkChoice::none) {
+    if (d.link_bandwidth) {
+      throw UsageError("--kv-link-bandwidth: --kv-link none moves the KV at no cost");
+    }
+    *name = "none (transfers take no time)";
+    return {};
+  }
+  const std::optional<engine::Topology>& topology = prefill.hardware.topology;
+  bool intra = d.link == KvLinkChoice::intra_node;
+  if (d.link == KvLinkChoice::automatic) {
+    intra = topology && prefill.hardware.name == decode.hardware.name &&
+            prefill.layout.gpus() + decode.layout.gpus() <= topology->gpus_per_node;
+  }
+  const char* where = intra ? "intra-node" : "inter-node";
+  const std::optional<engine::NodeLink>* link = nullptr;
+  if (topology) link = intra ? &topology->intra_node : &topology->inter_node;
+  if (link == nullptr || !link->has_value()) {
+    if (!d.link_bandwidth) {
+      throw UsageError(fmt::format(
+          "--disaggregate: {} states no {} link (its topology); give --kv-link-bandwidth or "
+          "--kv-link none",
+          prefill.hardware.name, where));
+    }
+    *name = fmt::format("{} (--kv-link-bandwidth)", where);
+    return {*d.link_bandwidth, 0.0};
+  }
+  const engine::NodeLink& l = **link;
+  // Each GPU of a prefill replica sends its shard over its own link, to a decode GPU on its
+  // own: as many links at once as the smaller replica has GPUs.
+  const int64_t lanes =
+      std::min(prefill.layout.gpus_per_replica(), decode.layout.gpus_per_replica());
+  *name = fmt::format("{} {}", where, l.name);
+  if (d.link_bandwidth) {
+    *name += " (--kv-link-bandwidth)";
+    return {*d.link_bandwidth, l.latency_s};
+  }
+  if (lanes > 1) *name += fmt::format(", {} GPUs' links at once", lanes);
+  return {l.bandwidth * static_cast<double>(lanes), l.latency_s};
+}
+
+ServingPoolReport pool_report(const Pool& p, const engine::SimulationResult& r, double duration_s) {
+  ServingPoolReport out;
+  out.hardware = p.hardware.name;
+  out.layout = p.layout;
+  out.kv_capacity_tokens = p.options.scheduler.kv_capacity_tokens;
+  out.iterations = r.metrics.iterations;
+  const double engines = static_cast<double>(p.layout.replicas * p.layout.pp);
+  out.utilization = duration_s > 0 ? r.metrics.busy_s / (duration_s * engines) : 0.0;
+  out.kv_allocated_fraction = r.metrics.kv_allocated_fraction;
+  out.preemptions = r.metrics.preemptions;
+  return out;
+}
+
+ServeSimResult serve_sim_disaggregated(const ServeSimRequest& r, const Context& context,
+                                       const std::optional<engine::ServingStack>& stack) {
+  const DisaggregationRequest& d = *r.disaggregate;
+  if (r.speculative) {
+    throw UsageError(
+        "--speculative: not modelled with --disaggregate (the draft would run in the decode "
+        "pool; no such run is modelled yet)");
+  }
+  if (r.scheduler.policy != engine::BatchingPolicy::continuous) {
+    throw UsageError("--policy: --disaggregate needs continuous batching in both pools");
+  }
+  const engine::ServingStack* preset = stack ? &*stack : nullptr;
+  const engine::Model model = context.catalog.model(r.model);
+  std::string workload;
+  check_prefix_context(model, r.workload);
+  const auto requests = workload_requests(r.workload, &workload);
+  check_requests_context(requests, model, r.workload);
+  const Pool prefill = make_pool("prefill", d.prefill, r, model, preset, context);
+  const Pool decode = make_pool("decode", d.decode, r, model, preset, context);
+  std::string link_name;
+  const engine::KvTransferLink link = kv_link(d, prefill, decode, &link_name);
+  const engine::DType kv = precision_of(r.formats).kv_cache;
+  const engine::DisaggregatedResult result = engine::simulate_disaggregated(
+      requests, {prefill.options, prefill.cost.get(), prefill.layout},
+      {decode.options, decode.cost.get(), decode.layout}, link, model, kv);
+  require_finite_result(model, prefill.hardware, result.result);
+
+  const std::string where = fmt::format("prefill {} {} · decode {} {}", prefill.hardware.name,
+                                        engine::describe(prefill.layout), decode.hardware.name,
+                                        engine::describe(decode.layout));
+  const std::string method = prefill.method == decode.method
+                                 ? std::string(enum_name(prefill.method))
+                                 : fmt::format("{} (prefill), {} (decode)",
+                                               enum_name(prefill.method), enum_name(decode.method));
+  ServeSimResult out;
+  out.run = serving_run(model.name, where, method, workload, prefill.options, result.result);
+  out.run.kv_capacity_tokens = decode.options.scheduler.kv_capacity_tokens;
+  out.run.objectives = r.objectives;
+  const double duration = result.result.metrics.duration_s;
+  DisaggregationReport rep;
+  rep.prefill = pool_report(prefill, result.prefill, duration);
+  rep.decode = pool_report(decode, result.decode, duration);
+  rep.link = link_name;
+  rep.link_bandwidth = link.bandwidth;
+  rep.link_latency_s = link.latency_s;
+  rep.links = result.links;
+  rep.link_utilization =
+      duration > 0 ? result.link_busy_s / (duration * static_cast<double>(result.links)) : 0.0;
+  rep.transfers = result.transfers;
+  rep.transfer_bytes_mean =
+      result.transfers > 0 ? result.transfer_bytes / static_cast<double>(result.transfers) : 0.0;
+  rep.transfer_s = result.transfer_s;
+  out.run.disaggregation = rep;
+  if (stack) {
+    out.run.stack = stack_in_use(*stack, prefill.fraction, {prefill.hardware, decode.hardware},
+                                 precision_of(r.formats), prefill.method);
+  }
+  if (r.bands.enabled) {
+    out.run.bands.emplace();
+    out.run.bands->unavailable =
+        "disaggregated serving: the validation sets have no disaggregated run to take errors "
+        "from";
+  }
+  out.outcomes = result.result.outcomes;
+  return out;
+}
+
 }  // namespace
 
 ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   const std::optional<engine::ServingStack> stack = load_serving_stack(r.stack, context);
+  if (r.disaggregate) return serve_sim_disaggregated(r, context, stack);
   const engine::ServingStack* preset = stack ? &*stack : nullptr;
   engine::AnalysisOptions analysis;
   analysis.costing.precision = precision_of(r.formats);

@@ -16,6 +16,25 @@
 
 namespace streamspark::app {
 
+// One pool of a disaggregated deployment: its hardware and layout (tp, pp, replicas).
+struct PoolRequest {
+  std::string hardware;
+  engine::ParallelLayout layout;
+};
+#define STREAMSPARK_KV_LINKS(X) \
+  X(automatic, "auto") X(intra_node, "intra-node") X(inter_node, "inter-node") X(none, "none")
+STREAMSPARK_ENUM(KvLinkChoice, STREAMSPARK_KV_LINKS)
+// Prefill and decode on two pools (engine::simulate_disaggregated). The KV link: the prefill
+// hardware's intra-node link when both pools are one hardware file whose GPUs fit one node,
+// else its inter-node network (auto); or either by name; or none (a transfer takes no time).
+// A prefill replica sends over min(its GPUs, a decode replica's) links of the topology's
+// per-GPU bandwidth at once (each GPU its shard), unless link_bandwidth says otherwise.
+struct DisaggregationRequest {
+  PoolRequest prefill, decode;
+  KvLinkChoice link = KvLinkChoice::automatic;
+  std::optional<double> link_bandwidth;  // bytes/s of one prefill replica's link
+};
+
 struct ServeSimRequest {
   std::string model;
   std::string hardware;
@@ -31,6 +50,8 @@ struct ServeSimRequest {
   std::optional<SpeculativeRequest> speculative;  // acceptance rates required
   engine::ServiceObjectives objectives;           // plan's percentile objectives, reported
   BandsRequest bands;  // beside the medians and the throughput (app/prediction_bands.hpp)
+  // Set: prefill and decode on two pools; `hardware` and `parallel` are then unused.
+  std::optional<DisaggregationRequest> disaggregate;
 };
 
 struct ServeSimResult {

@@ -25,6 +25,28 @@ struct SpeculativeServing {
   int64_t draft_kv_bytes_per_token = 0;  // 0: the draft shares the target's cache
 };
 
+// A disaggregated run's pools and link (serve-sim --disaggregate).
+struct ServingPoolReport {
+  std::string hardware;
+  engine::ParallelLayout layout;
+  int64_t kv_capacity_tokens = 0;  // of one replica's GPUs
+  int64_t iterations = 0;
+  double utilization = 0;  // the share of the run's duration its schedulers ran iterations
+  double kv_allocated_fraction = 0;
+  int64_t preemptions = 0;
+};
+struct DisaggregationReport {
+  ServingPoolReport prefill, decode;
+  std::string link;           // "inter-node InfiniBand NDR 400 Gb/s per GPU", "none"
+  double link_bandwidth = 0;  // bytes/s of one prefill replica's link (0: no cost)
+  double link_latency_s = 0;
+  int64_t links = 0;  // one per prefill replica
+  double link_utilization = 0;
+  int64_t transfers = 0;
+  double transfer_bytes_mean = 0;
+  engine::Percentiles transfer_s;  // per transfer: its wait for the link and its time on it
+};
+
 struct ServingRun {
   std::string model;
   std::string hardware;  // or the runtime backend, for measured runs
@@ -43,6 +65,7 @@ struct ServingRun {
   // serve-sim: the p10-p90 band beside the median TTFT, TPOT, e2e and the throughput (the
   // statistics serving measurement rows compare); unset for measured runs and --no-bands.
   std::optional<engine::PredictionBands> bands;
+  std::optional<DisaggregationReport> disaggregation;  // serve-sim --disaggregate
 };
 
 // Each objective given, with the run's value: ("p90 TTFT", value, limit), in plan's order.

@@ -4,6 +4,7 @@
 
 #include "app/serve_sim.hpp"
 #include "cli/commands.hpp"
+#include "cli/disaggregate_syntax.hpp"
 #include "cli/option_groups.hpp"
 #include "cli/output_file.hpp"
 #include "report/serving_report.hpp"
@@ -17,6 +18,8 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
     app::ServeSimRequest r;
     OutputOptions out;
     std::string requests_csv;
+    app::KvLinkChoice kv_link = app::KvLinkChoice::automatic;
+    std::optional<double> kv_link_bandwidth;
   };
   CLI::App* app = root.add_subcommand(
       "serve-sim",
@@ -24,9 +27,29 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
       "percentiles, throughput, goodput, KV use");
   auto s = std::make_shared<ServeSimCli>(app);
   OptionBinder& b = s->b;
-  bind_model_and_hardware(b, s->r.model, s->r.hardware);
+  b.text("--model,-m", s->r.model, "model name in model_zoo/ or a YAML path")->required();
+  b.text("--hardware,-H", s->r.hardware,
+         "hardware name in hardware/ or a YAML path (required unless --disaggregate)");
   bind_formats(b, s->r.formats);
   bind_parallel(b, s->r.parallel);
+  b.custom<std::optional<app::DisaggregationRequest>>(
+      "--disaggregate", s->r.disaggregate, "",
+      [](const std::string& text, const std::string& option) {
+        return std::optional<app::DisaggregationRequest>(parse_disaggregation(text, option));
+      },
+      "prefill and decode on two pools, the prompt's KV moved between them: "
+      "prefill=HW:tpN[:ppM][xR],decode=HW:tpN[:ppM][xS] (R, S replicas; HW may differ)");
+  b.choice("--kv-link", s->kv_link, "KV link",
+           "with --disaggregate, the link the KV moves over: auto (intra-node when both pools "
+           "are one hardware file whose GPUs fit a node, else inter-node), intra-node, "
+           "inter-node or none (no cost)");
+  b.quantity("--kv-link-bandwidth", s->kv_link_bandwidth, spec::Dimension::bandwidth,
+             "with --disaggregate, one prefill replica's KV link bandwidth, e.g. '50 GB/s' "
+             "(default: the topology's per-GPU link times the GPUs sending at once)");
+  for (const char* layout : {"--hardware", "--tp", "--pp", "--ep", "--replicas"}) {
+    b.conflicts("--disaggregate", {layout},
+                "each pool names its hardware and layout in --disaggregate");
+  }
   bind_method(b, s->r.method, "iteration cost: roofline, bandwidth or calibrated, as in analyze");
   b.quantity("--kv-memory", s->r.kv_memory_bytes, spec::Dimension::bytes,
              "bytes for the KV cache of each GPU, e.g. '40 GB' (default: see --memory-fraction)");
@@ -49,6 +72,16 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   return Command{
       app, [s, &context] {
         s->b.resolve();
+        if (s->r.disaggregate) {
+          s->r.disaggregate->link = s->kv_link;
+          s->r.disaggregate->link_bandwidth = s->kv_link_bandwidth;
+        } else if (s->r.hardware.empty()) {
+          throw UsageError("--hardware: required (or --disaggregate with each pool's hardware)");
+        } else {
+          for (const char* o : {"--kv-link", "--kv-link-bandwidth"}) {
+            if (s->b.given(o)) throw UsageError(std::string(o) + ": only with --disaggregate");
+          }
+        }
         if (!s->requests_csv.empty()) {
           check_distinct_outputs({{"--output", s->out.path}, {"--requests-csv", s->requests_csv}});
         }

@@ -55,6 +55,13 @@ Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>
           " KV positions, more than its contiguous reservation of " +
           std::to_string(reservation_for(r.prompt)) + " (raise --max-output)");
     }
+    if (r.prefilled &&
+        (r.output < 2 || r.shared_prefix > 0 || options_.policy != BatchingPolicy::continuous)) {
+      throw std::invalid_argument(
+          "request " + std::to_string(i) +
+          ": a prefilled request (its prompt's KV computed elsewhere) needs continuous "
+          "batching, an output of 2 tokens or more and no shared prefix");
+    }
     if (r.shared_prefix > 0) {
       if (prefix_tokens_ != 0 && prefix_tokens_ != r.shared_prefix) {
         throw std::invalid_argument(

@@ -113,6 +113,24 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
     const int64_t i = waiting_.front();
     Sequence& s = sequences_[static_cast<size_t>(i)];
     if (!admit_kv(i)) break;  // contiguous: no room for its reservation yet
+    const Request& request = requests_[static_cast<size_t>(i)];
+    if (request.prefilled && s.generated == 0) {
+      // Its prompt's KV arrived with its first token (a disaggregated decode pool): the
+      // prompt's slots and the fed token's, then a decode step after the prompt. After a
+      // preemption it comes back as any other sequence (recomputed or swapped in).
+      if (!grow_kv(i, request.prompt + 1)) {
+        release_kv(i);
+        break;
+      }
+      waiting_.pop_front();
+      s.state = State::running;
+      s.cached = request.prompt;
+      s.generated = 1;
+      running_.push_back(i);
+      it.items.push_back({i, 1, s.cached, true, false});
+      budget -= 1;
+      continue;
+    }
     const int64_t remaining = known(i) - s.cached;
     int64_t tokens = remaining;
     if (options_.chunked_prefill) {

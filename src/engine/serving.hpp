@@ -32,6 +32,9 @@ struct Request {
   int64_t prompt = 1;
   int64_t output = 1;
   int64_t shared_prefix = 0;
+  // Its prompt's KV and first output token arrive computed (a disaggregated deployment's
+  // decode pool): admitted with the prompt cached, it decodes the other output - 1 tokens.
+  bool prefilled = false;
 };
 
 // fixed: a. uniform: integers in [a, b]. lognormal: exp(N(ln a, b^2)) rounded (a is the
@@ -426,6 +429,8 @@ struct ServingMetrics {
   double kv_shared_fraction = 0;  // paged: slots sharing saves / slots owners would need
   int64_t copy_on_writes = 0;
   SpeculativeCounts speculative;  // all zero without speculative decoding
+  // Seconds the schedulers' iterations ran, summed over the schedulers (simulations only).
+  double busy_s = 0;
 };
 
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o);
@@ -459,5 +464,52 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
 SimulationResult simulate_deployment(const std::vector<Request>& requests,
                                      const ServingOptions& options, IterationTimer& timer,
                                      const ParallelLayout& layout);
+
+// ---- disaggregated prefill and decode ----
+
+// A deployment that splits prefill and decode onto two pools of GPUs (DistServe, Zhong et al.
+// OSDI 2024; Splitwise, Patel et al. ISCA 2024): the prefill pool computes each prompt and its
+// first token, the prompt's KV cache moves to the decode pool over a link, and the decode pool
+// generates the rest.
+struct ServingPool {
+  ServingOptions options;  // the pool's scheduler, its KV capacity configured
+  IterationTimer* timer = nullptr;
+  ParallelLayout layout;  // tp, pp and replicas of the pool
+};
+
+// The link a prefill replica sends its KV over: each replica's transfers go one after another
+// in the order their prompts finished; a transfer takes latency + bytes / bandwidth.
+struct KvTransferLink {
+  double bandwidth = 0;  // bytes/s of one prefill replica's link; 0: a transfer takes no time
+  double latency_s = 0;  // per transfer
+};
+
+struct DisaggregatedResult {
+  // The requests: the first token reaches the user with the prompt's KV at the decode pool
+  // (TTFT includes the transfer and its wait for the link); the rest come from the decode
+  // pool. A one-token request ends at the prefill pool. Metrics over them, with the prefill
+  // pool's SLOs.
+  SimulationResult result;
+  SimulationResult prefill, decode;  // each pool's own simulation (decode: the requests it ran)
+  int64_t links = 0;                 // one per prefill replica
+  double link_busy_s = 0;            // transfer seconds, summed over the links
+  int64_t transfers = 0;             // requests whose KV moved (output > 1)
+  double transfer_bytes = 0;         // summed over the transfers
+  Percentiles transfer_s;            // per transfer: from its prompt's end to its KV's arrival
+};
+
+// The KV bytes a request of `prompt` tokens moves: the whole model's KV cache (and state) at
+// that context in the KV format, every layer's (engine/model.hpp state_bytes).
+int64_t kv_transfer_bytes(const Model& model, int64_t prompt, DType kv);
+
+// Runs the prefill pool on every request (one output token), moves each request with more
+// output over its prefill replica's link, and runs the decode pool on those (arriving as their
+// KV does, Request::prefilled). Request i runs on prefill scheduler i mod (replicas x pp),
+// whose replica is that index / pp. Throws std::invalid_argument when a pool is static
+// batching (the decode pool must admit sequences one by one).
+DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
+                                           const ServingPool& prefill, const ServingPool& decode,
+                                           const KvTransferLink& link, const Model& model,
+                                           DType kv);
 
 }  // namespace streamspark::engine

@@ -54,6 +54,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     kv.kv_shared_fraction += m.kv_shared_fraction;
     kv.copy_on_writes += m.copy_on_writes;
     kv.iterations += m.iterations;
+    kv.busy_s += m.busy_s;
     SpeculativeCounts& c = kv.speculative;
     c.passes += m.speculative.passes;
     c.drafted += m.speculative.drafted;
@@ -71,6 +72,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   merged.metrics.kv_shared_fraction = kv.kv_shared_fraction / n;
   merged.metrics.copy_on_writes = kv.copy_on_writes;
   merged.metrics.iterations = kv.iterations;
+  merged.metrics.busy_s = kv.busy_s;
   merged.metrics.speculative = kv.speculative;
   return merged;
 }
@@ -156,6 +158,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   cost.idle();  // nothing ran before the first arrival
   double now = real_time ? cost.now() : 0;
   int64_t iterations = 0;
+  double busy = 0;
   Iteration it;
   while (!scheduler.all_finished()) {
     while (next < requests.size() && requests[next].arrival_s + delay <= now) {
@@ -189,6 +192,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
       dt = end - now;
     }
     usage.add(scheduler, dt);
+    busy += dt;
     now += dt;
     scheduler.complete(it, now);
     ++iterations;
@@ -203,8 +207,103 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   result.metrics = summarize(result.outcomes, options);
   usage.fill(result.metrics);
   result.metrics.iterations = iterations;
+  result.metrics.busy_s = busy;
   result.metrics.speculative = scheduler.speculative_counts();
   return result;
+}
+
+int64_t kv_transfer_bytes(const Model& model, int64_t prompt, DType kv) {
+  return state_bytes(model, prompt, kv);
+}
+
+DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
+                                           const ServingPool& prefill, const ServingPool& decode,
+                                           const KvTransferLink& link, const Model& model,
+                                           DType kv) {
+  if (prefill.timer == nullptr || decode.timer == nullptr) {
+    throw std::invalid_argument("disaggregated serving: each pool needs its iteration timer");
+  }
+  for (const ServingPool* pool : {&prefill, &decode}) {
+    if (pool->options.scheduler.policy != BatchingPolicy::continuous) {
+      throw std::invalid_argument(
+          "disaggregated serving: static batching waits for whole batches; both pools batch "
+          "continuously");
+    }
+  }
+  if (!(link.bandwidth >= 0) || !(link.latency_s >= 0)) {
+    throw std::invalid_argument("disaggregated serving: the link's bandwidth and latency are >= 0");
+  }
+  DisaggregatedResult out;
+  // 1. The prefill pool: every prompt and its first token.
+  std::vector<Request> prompts = requests;
+  for (Request& r : prompts) r.output = 1;
+  out.prefill = simulate_deployment(prompts, prefill.options, *prefill.timer, prefill.layout);
+  // 2. The transfers, per prefill replica in the order the prompts finished.
+  const int64_t engines = checked_mul(prefill.layout.replicas, prefill.layout.pp);
+  out.links = prefill.layout.replicas;
+  std::vector<size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return out.prefill.outcomes[a].finish_s < out.prefill.outcomes[b].finish_s;
+  });
+  std::vector<double> link_free(static_cast<size_t>(out.links), 0.0);
+  std::vector<double> arrives(requests.size(), 0.0);
+  std::vector<double> waits;
+  for (const size_t i : order) {
+    if (requests[i].output < 2) continue;
+    const double done = out.prefill.outcomes[i].finish_s;
+    const auto replica =
+        static_cast<size_t>((static_cast<int64_t>(i) % engines) / prefill.layout.pp);
+    const auto bytes = static_cast<double>(kv_transfer_bytes(model, requests[i].prompt, kv));
+    const double seconds = link.latency_s + (link.bandwidth > 0 ? bytes / link.bandwidth : 0.0);
+    const double start = std::max(done, link_free[replica]);
+    arrives[i] = start + seconds;
+    link_free[replica] = arrives[i];
+    out.link_busy_s += seconds;
+    out.transfer_bytes += bytes;
+    ++out.transfers;
+    waits.push_back(arrives[i] - done);
+  }
+  out.transfer_s = percentiles(std::move(waits));
+  // 3. The decode pool: the requests with more output, arriving as their KV does.
+  std::vector<size_t> decoded;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].output >= 2) decoded.push_back(i);
+  }
+  std::stable_sort(decoded.begin(), decoded.end(),
+                   [&](size_t a, size_t b) { return arrives[a] < arrives[b]; });
+  std::vector<Request> arrivals;
+  arrivals.reserve(decoded.size());
+  for (const size_t i : decoded) {
+    Request r = requests[i];
+    r.arrival_s = arrives[i];
+    r.shared_prefix = 0;  // the whole prompt's KV arrives
+    r.prefilled = true;
+    arrivals.push_back(r);
+  }
+  ServingOptions decode_options = decode.options;
+  decode_options.request_overhead_s = 0;  // the request's host work was done on arrival
+  if (!arrivals.empty()) {
+    out.decode = simulate_deployment(arrivals, decode_options, *decode.timer, decode.layout);
+  }
+  // 4. The requests as the user sees them.
+  std::vector<RequestOutcome>& outcomes = out.result.outcomes;
+  outcomes.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RequestOutcome& p = out.prefill.outcomes[i];
+    outcomes[i] = {requests[i], p.first_token_s, p.finish_s, p.preemptions};
+  }
+  for (size_t j = 0; j < decoded.size(); ++j) {
+    RequestOutcome& o = outcomes[decoded[j]];
+    o.first_token_s = arrives[decoded[j]];
+    o.finish_s = out.decode.outcomes[j].finish_s;
+    o.preemptions += out.decode.outcomes[j].preemptions;
+  }
+  out.result.metrics = summarize(outcomes, prefill.options);
+  out.result.metrics.iterations = out.prefill.metrics.iterations + out.decode.metrics.iterations;
+  out.result.metrics.busy_s = out.prefill.metrics.busy_s + out.decode.metrics.busy_s;
+  out.result.kv_capacity_tokens = out.decode.kv_capacity_tokens;
+  return out;
 }
 
 }  // namespace streamspark::engine

@@ -228,6 +228,60 @@ json serving_bands_json(const ServingRun& r) {
 
 }  // namespace
 
+namespace {
+
+std::string pool_line(const char* role, const app::ServingPoolReport& p) {
+  return fmt::format(
+      "{} pool: {} {} · {} busy · {} iterations · KV {} tokens a replica, {} "
+      "allocated on average · {} preemptions\n",
+      role, p.hardware, engine::describe(p.layout), percent_3_significant(p.utilization),
+      p.iterations, p.kv_capacity_tokens, percent_3_significant(p.kv_allocated_fraction),
+      p.preemptions);
+}
+
+std::string disaggregation_lines(const app::DisaggregationReport& d) {
+  std::string out = pool_line("prefill", d.prefill) + pool_line("decode", d.decode);
+  out += fmt::format("KV link: {}", d.link);
+  if (d.link_bandwidth > 0 || d.link_latency_s > 0) {
+    out += fmt::format(" · {} and {} a transfer, per prefill replica",
+                       format_bandwidth(d.link_bandwidth), format_time(d.link_latency_s));
+  }
+  out += fmt::format(" · {} link{} {} busy · {} transfers of {} on average", d.links,
+                     d.links == 1 ? "" : "s", percent_3_significant(d.link_utilization),
+                     d.transfers, format_bytes(d.transfer_bytes_mean));
+  if (d.transfers > 0) {
+    out += fmt::format(" · wait + transfer p50 {}, p90 {}, p99 {}", format_time(d.transfer_s.p50),
+                       format_time(d.transfer_s.p90), format_time(d.transfer_s.p99));
+  }
+  return out + "\n";
+}
+
+json pool_json(const app::ServingPoolReport& p) {
+  return {{"hardware", p.hardware},
+          {"parallel", parallel_json(p.layout)},
+          {"utilization", p.utilization},
+          {"iterations", p.iterations},
+          {"kv_capacity_tokens", p.kv_capacity_tokens},
+          {"kv_allocated_fraction", p.kv_allocated_fraction},
+          {"preemptions", p.preemptions}};
+}
+
+json disaggregation_json(const app::DisaggregationReport& d) {
+  return {{"prefill", pool_json(d.prefill)},
+          {"decode", pool_json(d.decode)},
+          {"link",
+           {{"name", d.link},
+            {"bandwidth", d.link_bandwidth},
+            {"latency_s", d.link_latency_s},
+            {"links", d.links},
+            {"utilization", d.link_utilization},
+            {"transfers", d.transfers},
+            {"transfer_bytes_mean", d.transfer_bytes_mean},
+            {"transfer_s", percentiles_json(d.transfer_s)}}}};
+}
+
+}  // namespace
+
 std::string serving_table(const ServingRun& r) {
   const ServingMetrics& m = r.metrics;
   std::string out = fmt::format("{} on {}{} · {}\n{}\nworkload: {}\n\n", r.model, r.hardware,
@@ -262,16 +316,20 @@ std::string serving_table(const ServingRun& r) {
     }
     out += "objectives: " + line + "\n";
   }
-  out += fmt::format(
-      "KV cache: {} allocated on average (peak {}), {} of the allocation holds no token",
-      percent_3_significant(m.kv_allocated_fraction),
-      percent_3_significant(m.kv_peak_allocated_fraction),
-      percent_3_significant(m.kv_waste_fraction));
-  if (r.scheduler.kv == engine::KvLayout::paged) {
-    out += fmt::format(" · sharing saves {} · {} copy-on-writes",
-                       percent_3_significant(m.kv_shared_fraction), m.copy_on_writes);
+  if (r.disaggregation) {  // each pool's KV cache and preemptions
+    out += disaggregation_lines(*r.disaggregation);
+  } else {
+    out += fmt::format(
+        "KV cache: {} allocated on average (peak {}), {} of the allocation holds no token",
+        percent_3_significant(m.kv_allocated_fraction),
+        percent_3_significant(m.kv_peak_allocated_fraction),
+        percent_3_significant(m.kv_waste_fraction));
+    if (r.scheduler.kv == engine::KvLayout::paged) {
+      out += fmt::format(" · sharing saves {} · {} copy-on-writes",
+                         percent_3_significant(m.kv_shared_fraction), m.copy_on_writes);
+    }
+    out += fmt::format(" · {} preemptions\n", m.preemptions);
   }
-  out += fmt::format(" · {} preemptions\n", m.preemptions);
   if (r.speculative) out += speculative_line(*r.speculative, m.speculative);
   if (r.bands) out += serving_bands_table(r);
   return out;
@@ -336,6 +394,7 @@ json serving_json(const ServingRun& r) {
   }
   if (r.stack) j["stack"] = stack_json(*r.stack);
   if (r.bands) j["bands"] = serving_bands_json(r);
+  if (r.disaggregation) j["disaggregation"] = disaggregation_json(*r.disaggregation);
   return j;
 }
 

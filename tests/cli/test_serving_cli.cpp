@@ -286,3 +286,93 @@ TEST_CASE(
   CHECK(c.exit_code == 2);
   CHECK(c.err == column.string() + ":1:43: latency: unknown column\n");
 }
+
+TEST_CASE("serve-sim --disaggregate: KV transfer golden, the zero-cost link, and refusals") {
+  const std::string one =
+      "serve-sim -m llama3-70b -n 1 --prompt-len fixed:4096 --output-len fixed:16 -f json ";
+  // Llama 3 70B's KV per token in bf16: K and V, 80 layers, 8 KV heads of 128, 2 bytes =
+  // 2 * 80 * 8 * 128 * 2 = 327,680 B; a 4,096-token prompt moves 1,342,177,280 B. Over
+  // 400 Gb/s (50 GB/s) with the H100 file's inter-node latency of 5.4 us: 1,342,177,280 /
+  // 50e9 = 26.8435456 ms + 5.4 us = 26.8489456 ms.
+  const Run link = run(one +
+                       "--disaggregate prefill=h100-sxm:tp8,decode=h100-sxm:tp8 --kv-link "
+                       "inter-node --kv-link-bandwidth '50 GB/s'");
+  REQUIRE(link.exit_code == 0);
+  const json l = json::parse(link.out)["disaggregation"]["link"];
+  CHECK(l["transfer_bytes_mean"].get<double>() == 1342177280.0);
+  CHECK(l["transfer_s"]["p50"].get<double>() == doctest::Approx(26.8489456e-3));
+  CHECK(l["transfers"] == 1);
+  CHECK(l["name"].get<std::string>().rfind("inter-node", 0) == 0);
+  // With a link that costs nothing, one request on a pool of each is the aggregated run on the
+  // same GPUs: its prompt in one pass, then every decode step after it (the decode pool's
+  // first step feeds the first token at a context of 4,096, as the aggregated second step).
+  const Run none =
+      run(one + "--disaggregate prefill=h100-sxm:tp4,decode=h100-sxm:tp4 --kv-link none");
+  const Run together = run(one + "-H h100-sxm --tp 4");
+  REQUIRE(none.exit_code == 0);
+  REQUIRE(together.exit_code == 0);
+  const json n = json::parse(none.out), t = json::parse(together.out);
+  for (const char* key : {"ttft_s", "tpot_s", "e2e_s"}) {
+    CAPTURE(key);
+    CHECK(n[key]["p50"].get<double>() == doctest::Approx(t[key]["p50"].get<double>()));
+  }
+  const json& pools = n["disaggregation"];
+  CHECK(pools["prefill"]["iterations"] == 1);
+  CHECK(pools["decode"]["iterations"] == 15);  // tokens 2..16
+  CHECK(pools["prefill"]["parallel"]["tp"] == 4);
+  // Automatic: both pools one H100 file, 8 GPUs in one node: NVLink, each GPU's link.
+  const Run automatic = run(one + "--disaggregate prefill=h100-sxm:tp4,decode=h100-sxm:tp4");
+  CHECK(json::parse(automatic.out)["disaggregation"]["link"]["bandwidth"].get<double>() ==
+        doctest::Approx(4 * 450e9));
+  const Run table =
+      run("serve-sim -m llama3-70b -n 4 --disaggregate "
+          "prefill=h100-sxm:tp4x2,decode=h100-sxm:tp8");
+  REQUIRE(table.exit_code == 0);
+  CHECK(table.out.find("prefill pool: h100-sxm tp 4") != std::string::npos);
+  CHECK(table.out.find("KV link: inter-node") != std::string::npos);  // 16 GPUs: two nodes
+  CHECK(table.out.find("2 links") != std::string::npos);
+  // Refusals.
+  const std::string base = "serve-sim -m llama3-70b -n 4 ";
+  CHECK(run(base + "--disaggregate prefill=h100-sxm:tp4").err ==
+        "error: --disaggregate: name both pools, "
+        "prefill=HW:tpN[:ppM][xR],decode=HW:tpN[:ppM][xS]\n");
+  CHECK(run(base + "--disaggregate prefill=h100-sxm:tp4x2:pp2,decode=h100-sxm").err ==
+        "error: --disaggregate: prefill=h100-sxm:tp4x2:pp2: the replicas (xR) come last "
+        "(prefill=HW:tpN[:ppM][xR],decode=HW:tpN[:ppM][xS])\n");
+  CHECK(run(base + "--disaggregate middle=h100-sxm,decode=h100-sxm").exit_code == 2);
+  CHECK(run(base + "-H h100-sxm --disaggregate prefill=h100-sxm,decode=h100-sxm")
+            .err.find("--disaggregate and --hardware") != std::string::npos);
+  CHECK(run(base + "-H h100-sxm --kv-link none").err ==
+        "error: --kv-link: only with --disaggregate\n");
+  CHECK(run(base).err.find("--hardware: required") != std::string::npos);
+  CHECK(run(base + "--disaggregate prefill=nosuch:tp1,decode=h100-sxm").exit_code == 2);
+  CHECK(run(base + "--disaggregate prefill=h100-sxm:tp8,decode=h100-sxm:tp8 --kv-link none "
+                   "--kv-link-bandwidth '1 GB/s'")
+            .err == "error: --kv-link-bandwidth: --kv-link none moves the KV at no cost\n");
+  CHECK(run(base + "--disaggregate prefill=h100-sxm:tp8,decode=h100-sxm:tp8 --speculative "
+                   "draft=self:layers=8,k=4,acceptance=0.8")
+            .err.find("--speculative: not modelled with --disaggregate") != std::string::npos);
+}
+
+TEST_CASE("serve-sim --disaggregate: where splitting the pools wins and where it loses") {
+  // Llama 3 70B on 8 H100s, 2,048-token prompts and 256-token outputs, SLOs TTFT 200 ms and
+  // TPOT 20 ms: two tp-4 replicas that each prefill and decode, against one tp-4 pool that
+  // prefills and one that decodes (an NVLink transfer of 671 MB, well under a millisecond).
+  const auto attainment = [](const std::string& layout, const std::string& rate) {
+    const Run r = run("serve-sim -m llama3-70b " + layout + " -n 600 --rate " + rate +
+                      " --prompt-len fixed:2048 --output-len fixed:256 --slo-ttft '200 ms' "
+                      "--slo-tpot '20 ms' -f json");
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.out)["slo_attainment"].get<double>();
+  };
+  const std::string together = "-H h100-sxm --tp 4 --replicas 2";
+  const std::string split = "--disaggregate prefill=h100-sxm:tp4,decode=h100-sxm:tp4";
+  // At 1 request/s both replicas prefill: a prompt waits for no other, and a prefill in a
+  // replica stalls its few decodes less than 20 ms a token. The split pool has half the GPUs
+  // for prompts, which queue behind each other: some miss 200 ms.
+  CHECK(attainment(together, "1") > attainment(split, "1"));
+  // At 4 requests/s every iteration of the aggregated replicas carries prompts: decodes slow
+  // past 20 ms a token for most requests. The decode pool never runs a prompt (TPOT about
+  // 17 ms), and its prompts' queue stays within 200 ms for most.
+  CHECK(attainment(split, "4") > attainment(together, "4") + 0.2);
+}

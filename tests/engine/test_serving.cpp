@@ -449,3 +449,74 @@ TEST_CASE("workloads: deterministic, and their distributions as specified") {
   spec.seed = 8;
   CHECK(generate_requests(spec).back().arrival_s != a.back().arrival_s);
 }
+
+TEST_CASE("disaggregated prefill and decode, by hand: pools, link queue and prefilled requests") {
+  // The requests of the tests above: A (0 s, prompt 4, 3 tokens), B (0.5 s, prompt 2, 2 tokens);
+  // every iteration of either pool takes 1 s.
+  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  OneSecond prefill_timer, decode_timer;
+  ServingPool prefill{plenty(BatchingPolicy::continuous, KvLayout::paged), &prefill_timer, {}};
+  ServingPool decode{plenty(BatchingPolicy::continuous, KvLayout::paged), &decode_timer, {}};
+  const Model m = streamspark::test::tiny_test();
+  SUBCASE("one replica each, a link of 0.25 s per transfer") {
+    // Prefill: [0,1] A's prompt; [1,2] B's (arrived at 0.5). Link: A 1 -> 1.25, B 2 -> 2.25.
+    // Decode: A arrives at 1.25, [1.25,2.25] its token 2; B arrives at 2.25, [2.25,3.25] A's
+    // token 3 and B's token 2: both done at 3.25. TTFT: the KV's arrival.
+    const DisaggregatedResult d =
+        simulate_disaggregated(requests, prefill, decode, {0.0, 0.25}, m, DType::bf16);
+    const auto& o = d.result.outcomes;
+    CHECK(o[0].ttft_s() == doctest::Approx(1.25));
+    CHECK(o[1].ttft_s() == doctest::Approx(1.75));
+    CHECK(o[0].finish_s == doctest::Approx(3.25));
+    CHECK(o[1].finish_s == doctest::Approx(3.25));
+    CHECK(o[0].tpot_s() == doctest::Approx(1.0));  // (3.25 - 1.25) / 2
+    CHECK(d.prefill.metrics.iterations == 2);
+    CHECK(d.decode.metrics.iterations == 2);
+    CHECK(d.prefill.metrics.busy_s == doctest::Approx(2.0));
+    CHECK(d.decode.metrics.busy_s == doctest::Approx(2.0));
+    CHECK(d.links == 1);
+    CHECK(d.transfers == 2);
+    CHECK(d.link_busy_s == doctest::Approx(0.5));
+    CHECK(d.transfer_s.mean == doctest::Approx(0.25));
+    // The bytes moved: each prompt's whole KV cache in the KV format.
+    CHECK(d.transfer_bytes == doctest::Approx(static_cast<double>(state_bytes(m, 4, DType::bf16) +
+                                                                  state_bytes(m, 2, DType::bf16))));
+    CHECK(d.result.metrics.duration_s == doctest::Approx(3.25));
+  }
+  SUBCASE("a slow link queues the second transfer behind the first") {
+    // 1.5 s per transfer: A 1 -> 2.5; B's prompt ends at 2 and waits for the link: 2.5 -> 4.
+    // Decode: [2.5,3.5] A's token 2, [3.5,4.5] A's token 3 (B not there yet); B, arrived at 4,
+    // runs its token 2 in [4.5,5.5].
+    const DisaggregatedResult d =
+        simulate_disaggregated(requests, prefill, decode, {0.0, 1.5}, m, DType::bf16);
+    const auto& o = d.result.outcomes;
+    CHECK(o[0].first_token_s == doctest::Approx(2.5));
+    CHECK(o[1].first_token_s == doctest::Approx(4.0));
+    CHECK(o[0].finish_s == doctest::Approx(4.5));
+    CHECK(o[1].finish_s == doctest::Approx(5.5));
+    CHECK(d.transfer_s.p99 == doctest::Approx(2.0));  // B: 0.5 s waiting, 1.5 s moving
+  }
+  SUBCASE("two prefill replicas: each request on its own replica and link") {
+    // A on replica 0 [0,1], B on replica 1 [0.5,1.5]; no link cost: A's KV at 1, B's at 1.5.
+    // Decode: [1,2] A's token 2; B arrives at 1.5 and joins at 2: [2,3] A's token 3, B's 2.
+    prefill.layout.replicas = 2;
+    const DisaggregatedResult d =
+        simulate_disaggregated(requests, prefill, decode, {0.0, 0.0}, m, DType::bf16);
+    const auto& o = d.result.outcomes;
+    CHECK(d.links == 2);
+    CHECK(o[0].first_token_s == doctest::Approx(1.0));
+    CHECK(o[1].first_token_s == doctest::Approx(1.5));
+    CHECK(o[0].finish_s == doctest::Approx(3.0));
+    CHECK(o[1].finish_s == doctest::Approx(3.0));
+  }
+  SUBCASE("a one-token request ends at the prefill pool; static batching is refused") {
+    const std::vector<Request> one = {{0.0, 4, 1, 0}};
+    const DisaggregatedResult d =
+        simulate_disaggregated(one, prefill, decode, {0.0, 0.25}, m, DType::bf16);
+    CHECK(d.transfers == 0);
+    CHECK(d.result.outcomes[0].finish_s == doctest::Approx(1.0));
+    decode.options.scheduler.policy = BatchingPolicy::static_batching;
+    CHECK_THROWS_AS(simulate_disaggregated(requests, prefill, decode, {}, m, DType::bf16),
+                    std::invalid_argument);
+  }
+}

@@ -216,11 +216,19 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
                    grid.max_batch.size(), grid.chunked_prefill.size()}) {
     configurations *= static_cast<double>(n);
   }
+  if (!grid.pool_ratios.empty()) {  // and the disaggregated units: a pair of pools each
+    const auto hardware = static_cast<double>(std::max<size_t>(r.hardware.size(), 1));
+    configurations += static_cast<double>(r.models.size() * r.dtypes.size()) * hardware * hardware *
+                      static_cast<double>(grid.tp.size() * grid.tp.size()) *
+                      static_cast<double>(grid.pool_ratios.size() * grid.max_batch.size() *
+                                          grid.chunked_prefill.size());
+  }
   if (configurations > static_cast<double>(r.max_configurations)) {
     throw UsageError(fmt::format(
         "--max-configurations: the grid spans {:.0f} configurations (models x hardware x formats x "
-        "--tp x --pp x --ep x --max-batch x --chunked-prefill), more than {}; narrow the lists "
-        "or raise the limit with --max-configurations N",
+        "--tp x --pp x --ep x --max-batch x --chunked-prefill, and with --disaggregate models x "
+        "formats x hardware^2 x --tp^2 x ratios x --max-batch x --chunked-prefill), more than "
+        "{}; narrow the lists or raise the limit with --max-configurations N",
         configurations, r.max_configurations));
   }
   engine::PlanInputs in;

@@ -127,44 +127,25 @@ Pool make_pool(const std::string& role, const PoolRequest& p, const ServeSimRequ
 // The link a prefill replica sends its KV over (DisaggregationRequest).
 engine::KvTransferLink kv_link(const DisaggregationRequest& d, const Pool& prefill,
                                const Pool& decode, std::string* name) {
-  if (d.link == KvLinkChoice::none) {
-    if (d.link_bandwidth) {
-      throw UsageError("--kv-link-bandwidth: --kv-link none moves the KV at no cost");
-    }
-    *name = "none (transfers take no time)";
-    return {};
+  if (d.link == engine::KvLinkChoice::none && d.link_bandwidth) {
+    throw UsageError("--kv-link-bandwidth: --kv-link none moves the KV at no cost");
   }
-  const std::optional<engine::Topology>& topology = prefill.hardware.topology;
-  bool intra = d.link == KvLinkChoice::intra_node;
-  if (d.link == KvLinkChoice::automatic) {
-    intra = topology && prefill.hardware.name == decode.hardware.name &&
-            prefill.layout.gpus() + decode.layout.gpus() <= topology->gpus_per_node;
-  }
-  const char* where = intra ? "intra-node" : "inter-node";
-  const std::optional<engine::NodeLink>* link = nullptr;
-  if (topology) link = intra ? &topology->intra_node : &topology->inter_node;
-  if (link == nullptr || !link->has_value()) {
+  std::optional<engine::KvTransferLink> link = engine::kv_transfer_link(
+      prefill.hardware, prefill.layout, decode.hardware, decode.layout, d.link, name);
+  if (!link) {
     if (!d.link_bandwidth) {
       throw UsageError(fmt::format(
           "--disaggregate: {} states no {} link (its topology); give --kv-link-bandwidth or "
           "--kv-link none",
-          prefill.hardware.name, where));
+          prefill.hardware.name, *name));
     }
-    *name = fmt::format("{} (--kv-link-bandwidth)", where);
-    return {*d.link_bandwidth, 0.0};
+    link = engine::KvTransferLink{};
   }
-  const engine::NodeLink& l = **link;
-  // Each GPU of a prefill replica sends its shard over its own link, to a decode GPU on its
-  // own: as many links at once as the smaller replica has GPUs.
-  const int64_t lanes =
-      std::min(prefill.layout.gpus_per_replica(), decode.layout.gpus_per_replica());
-  *name = fmt::format("{} {}", where, l.name);
   if (d.link_bandwidth) {
+    link->bandwidth = *d.link_bandwidth;
     *name += " (--kv-link-bandwidth)";
-    return {*d.link_bandwidth, l.latency_s};
   }
-  if (lanes > 1) *name += fmt::format(", {} GPUs' links at once", lanes);
-  return {l.bandwidth * static_cast<double>(lanes), l.latency_s};
+  return *link;
 }
 
 ServingPoolReport pool_report(const Pool& p, const engine::SimulationResult& r, double duration_s) {

@@ -21,17 +21,11 @@ struct PoolRequest {
   std::string hardware;
   engine::ParallelLayout layout;
 };
-#define STREAMSPARK_KV_LINKS(X) \
-  X(automatic, "auto") X(intra_node, "intra-node") X(inter_node, "inter-node") X(none, "none")
-STREAMSPARK_ENUM(KvLinkChoice, STREAMSPARK_KV_LINKS)
-// Prefill and decode on two pools (engine::simulate_disaggregated). The KV link: the prefill
-// hardware's intra-node link when both pools are one hardware file whose GPUs fit one node,
-// else its inter-node network (auto); or either by name; or none (a transfer takes no time).
-// A prefill replica sends over min(its GPUs, a decode replica's) links of the topology's
-// per-GPU bandwidth at once (each GPU its shard), unless link_bandwidth says otherwise.
+// Prefill and decode on two pools (engine::simulate_disaggregated), the KV moved over the link
+// engine::kv_transfer_link chooses, at link_bandwidth (one prefill replica's) when given.
 struct DisaggregationRequest {
   PoolRequest prefill, decode;
-  KvLinkChoice link = KvLinkChoice::automatic;
+  engine::KvLinkChoice link = engine::KvLinkChoice::automatic;
   std::optional<double> link_bandwidth;  // bytes/s of one prefill replica's link
 };
 

@@ -18,7 +18,7 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
     app::ServeSimRequest r;
     OutputOptions out;
     std::string requests_csv;
-    app::KvLinkChoice kv_link = app::KvLinkChoice::automatic;
+    engine::KvLinkChoice kv_link = engine::KvLinkChoice::automatic;
     std::optional<double> kv_link_bandwidth;
   };
   CLI::App* app = root.add_subcommand(

@@ -60,6 +60,25 @@ void bind_grid(OptionBinder& b, app::PlanRequest& r) {
       },
       fmt::format("off, on, or off,on (default {}, or the --stack preset's)",
                   switch_text(g.chunked_prefill)));
+  b.custom<std::vector<std::array<int64_t, 2>>>(
+      "--disaggregate", g.pool_ratios, "",
+      [](const std::string& text, const std::string& option) {
+        std::vector<std::array<int64_t, 2>> out;
+        for (const std::string& item : parse_name_list(text, option)) {
+          const size_t colon = item.find(':');
+          if (colon == std::string::npos) {
+            throw UsageError(option +
+                             ": expected prefill:decode replica ratios, e.g. 1:1,1:2,2:1; "
+                             "got '" +
+                             item + "'");
+          }
+          out.push_back({parse_int(item.substr(0, colon), option, 1),
+                         parse_int(item.substr(colon + 1), option, 1)});
+        }
+        return out;
+      },
+      "also search disaggregated deployments: units of R prefill and S decode replicas for each "
+      "R:S given (e.g. 1:1,1:2,2:1), each pool on any --hardware at any --tp (pp 1)");
   b.integer("--max-tokens", r.scheduler.max_tokens, 1,
             fmt::format("tokens per iteration (default {}, or the --stack preset's)",
                         app::kDefaultMaxTokens));

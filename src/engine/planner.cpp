@@ -93,6 +93,7 @@ struct WorkloadFigures {
   double mean_tokens = 0;
   int64_t longest = 0;  // prompt + output - 1 positions, the most any request holds
   int64_t longest_prompt = 0;
+  double mean_prefill = 0;  // prompt - shared prefix: what a prefill pool runs of a request
 };
 
 WorkloadFigures workload_of(const std::vector<Request>& requests) {
@@ -100,12 +101,14 @@ WorkloadFigures workload_of(const std::vector<Request>& requests) {
   for (const Request& r : requests) {
     w.mean_tokens += static_cast<double>(r.prompt - r.shared_prefix + r.output - 1);
     w.mean_prompt += static_cast<double>(r.prompt);
+    w.mean_prefill += static_cast<double>(r.prompt - r.shared_prefix);
     w.mean_output += static_cast<double>(r.output);
     w.longest = std::max(w.longest, r.prompt + r.output - 1);
     w.longest_prompt = std::max(w.longest_prompt, r.prompt);
   }
   const auto n = static_cast<double>(requests.size());
   w.mean_prompt /= n;
+  w.mean_prefill /= n;
   w.mean_output /= n;
   w.mean_tokens /= n;
   return w;
@@ -193,14 +196,20 @@ ServingMetrics latencies_alone(const std::vector<Request>& requests, IterationCo
 // output tokens, so a scheduler spends at least mean_tokens f(Tmax)/Tmax + mean_output
 // h(Lmax)/Lmax seconds per request, and a replica runs pp schedulers at once. Sets
 // c.rate_bound, or rejects the candidate when the bound is not a positive finite number.
-bool bound_rate(const WorkloadFigures& w, IterationCost& cost, const SchedulerOptions& s,
-                PlanCandidate& c) {
+// A scheduler's seconds per request at least, for requests that run `tokens` tokens and emit
+// `emitting` of them on average (the bound above).
+double seconds_per_request(const WorkloadFigures& w, IterationCost& cost, const SchedulerOptions& s,
+                           double tokens, double emitting) {
   const int64_t t_max = std::max<int64_t>(s.max_tokens, 1) + w.longest_prompt;
   const int64_t l_max = std::min(t_max, std::max<int64_t>(s.max_batch, 1));
   const double f = cost.token_seconds(t_max, 0);
   const double h = std::max(0.0, cost.token_seconds(t_max, l_max) - f);
-  const double per_request = w.mean_tokens * f / static_cast<double>(t_max) +
-                             w.mean_output * h / static_cast<double>(l_max);
+  return tokens * f / static_cast<double>(t_max) + emitting * h / static_cast<double>(l_max);
+}
+
+bool bound_rate(const WorkloadFigures& w, IterationCost& cost, const SchedulerOptions& s,
+                PlanCandidate& c) {
+  const double per_request = seconds_per_request(w, cost, s, w.mean_tokens, w.mean_output);
   if (!(per_request > 0) || !std::isfinite(per_request)) {
     reject(c, RejectKind::unsupported, "no positive cost per request (a device rate is missing)");
     return false;
@@ -215,7 +224,10 @@ bool bound_rate(const WorkloadFigures& w, IterationCost& cost, const SchedulerOp
 
 // The analytic part: supported, fits, latency lower bounds, the rate bound. Leaves the
 // candidate rejected, or ranked-to-be with kv_capacity_tokens and rate_bound set.
+void prepare_pools(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c);
+
 void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
+  if (c.pools) return prepare_pools(in, w, c);
   if (!fits_node(in, c)) return;
   const AnalysisOptions options = options_of(in, c);
   std::optional<IterationCost> cost;
@@ -239,6 +251,92 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
     return;
   }
   if (!bound_rate(w, *cost, s, c)) return;
+  c.status = CandidateStatus::ranked;  // until verified
+}
+
+// The decode pool of a disaggregated candidate as a candidate of its own (its hardware and one
+// replica's layout), for the checks both pools take.
+PlanCandidate decode_side(const PlanCandidate& c) {
+  PlanCandidate d = c;
+  d.hardware = c.pools->decode_hardware;
+  d.layout = c.pools->decode_layout;
+  d.pools.reset();
+  return d;
+}
+
+// A rejection of one pool, on the unit, naming the pool.
+void reject_from(PlanCandidate& c, const PlanCandidate& pool, const char* which) {
+  reject(c, pool.reject, std::string(which) + " pool: " + pool.reason);
+  c.miss = pool.miss;
+}
+
+// prepare() for a disaggregated unit: each pool supported, within a node and its memory; the
+// latency lower bounds (TTFT at least the prefill pool's prompt alone, TPOT at least the decode
+// pool's step alone; the end-to-end objective is checked by simulation only); a link; the rate
+// bound, the smaller of R prefill replicas' on the prompts alone (one token each) and S decode
+// replicas' on the output tokens after the first.
+void prepare_pools(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
+  PlanPools& p = *c.pools;
+  PlanCandidate d = decode_side(c);
+  if (!fits_node(in, c)) return;
+  if (!fits_node(in, d)) return reject_from(c, d, "decode");
+  std::optional<IterationCost> prefill_cost, decode_cost;
+  const Model& model = in.models[c.model];
+  for (PlanCandidate* pool : {&c, &d}) {
+    try {
+      ParallelLayout one = pool->layout;
+      one.replicas = 1;
+      check_layout(model, one);
+      (pool == &c ? prefill_cost : decode_cost)
+          .emplace(model, in.hardware[pool->hardware], options_of(in, *pool));
+    } catch (const std::invalid_argument& e) {
+      reject(c, RejectKind::unsupported,
+             std::string(pool == &c ? "prefill" : "decode") + " pool: " + e.what());
+      return;
+    }
+  }
+  SchedulerOptions prefill_s = scheduler_of(in, c), decode_s = scheduler_of(in, d);
+  if (!fits_memory(in, w, *prefill_cost, prefill_s, c)) return;
+  if (!fits_memory(in, w, *decode_cost, decode_s, d)) return reject_from(c, d, "decode");
+  p.decode_kv_capacity_tokens = d.kv_capacity_tokens;
+  ParallelLayout prefill_unit = c.layout, decode_unit = p.decode_layout;
+  prefill_unit.replicas = p.prefill_replicas;
+  decode_unit.replicas = p.decode_replicas;
+  const std::optional<KvTransferLink> link =
+      kv_transfer_link(in.hardware[c.hardware], prefill_unit, in.hardware[p.decode_hardware],
+                       decode_unit, KvLinkChoice::automatic, &p.link_name);
+  if (!link) {
+    reject(c, RejectKind::unsupported,
+           in.hardware[c.hardware].name + " states no " + p.link_name + " link for the KV");
+    return;
+  }
+  p.link = *link;
+  ServingMetrics alone;
+  const ServingMetrics prefill_alone =
+      latencies_alone(in.unit_requests, *prefill_cost, in.stack.request_s);
+  const ServingMetrics decode_alone = latencies_alone(in.unit_requests, *decode_cost, 0);
+  alone.ttft_s = prefill_alone.ttft_s;
+  alone.tpot_s = decode_alone.tpot_s;
+  if (const auto miss = worst_miss(alone, objectives_for(in, c))) {
+    c.miss = miss;
+    c.miss_rate = 0;
+    reject(c, kind_of(*miss),
+           miss_text(*miss) + " with each request served alone (a lower bound at any rate)");
+    return;
+  }
+  const double prefill_per_request =
+      seconds_per_request(w, *prefill_cost, prefill_s, w.mean_prefill, 1.0);
+  const double decode_per_request =
+      seconds_per_request(w, *decode_cost, decode_s, w.mean_output - 1, w.mean_output - 1);
+  const double prefill_rate = static_cast<double>(p.prefill_replicas) / prefill_per_request;
+  const double decode_rate = decode_per_request > 0
+                                 ? static_cast<double>(p.decode_replicas) / decode_per_request
+                                 : std::numeric_limits<double>::infinity();
+  c.rate_bound = std::min(prefill_rate, decode_rate);
+  if (!(c.rate_bound > 0) || !std::isfinite(c.rate_bound)) {
+    reject(c, RejectKind::unsupported, "no positive finite rate bound (a device rate is missing)");
+    return;
+  }
   c.status = CandidateStatus::ranked;  // until verified
 }
 
@@ -337,6 +435,16 @@ void check_plan_inputs(const PlanInputs& in, const PlanGoalStrategy& goal) {
     }
   }
   goal.check_inputs(in);
+  for (const auto& [r, d] : in.grid.pool_ratios) {
+    if (r < 1 || d < 1 || r > 64 || d > 64) {
+      throw std::invalid_argument("plan: pool ratios count 1 to 64 replicas of each pool");
+    }
+  }
+  if (!in.grid.pool_ratios.empty() && in.whole_nodes) {
+    throw std::invalid_argument(
+        "plan: whole nodes are not modelled for disaggregated deployments (whose pools may be "
+        "different hardware)");
+  }
   if (!(in.rate_tolerance > 0) || !(in.memory_fraction > 0 && in.memory_fraction <= 1)) {
     throw std::invalid_argument("plan: rate tolerance must be > 0, memory fraction in (0, 1]");
   }
@@ -385,6 +493,40 @@ std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
       }
     }
   }
+  // Disaggregated units: pp 1 and ep 1 in both pools.
+  for (size_t m = 0; m < in.models.size() && !in.grid.pool_ratios.empty(); ++m) {
+    for (size_t f = 0; f < in.formats.size(); ++f) {
+      for (size_t hp = 0; hp < in.hardware.size(); ++hp) {
+        for (size_t hd = 0; hd < in.hardware.size(); ++hd) {
+          for (int64_t tp_prefill : in.grid.tp) {
+            for (int64_t tp_decode : in.grid.tp) {
+              for (const auto& [r, d] : in.grid.pool_ratios) {
+                for (int64_t mb : in.grid.max_batch) {
+                  for (bool chunked : in.grid.chunked_prefill) {
+                    PlanCandidate c;
+                    c.model = m;
+                    c.hardware = hp;
+                    c.format = f;
+                    c.layout.tp = tp_prefill;
+                    c.layout.replicas = 1;
+                    c.max_batch = mb;
+                    c.chunked_prefill = chunked;
+                    PlanPools p;
+                    p.decode_hardware = hd;
+                    p.decode_layout.tp = tp_decode;
+                    p.prefill_replicas = r;
+                    p.decode_replicas = d;
+                    c.pools = p;
+                    cands.push_back(std::move(c));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
   return cands;
 }
 
@@ -395,7 +537,8 @@ void check_prices(const PlanInputs& in, PlanResult& result) {
   result.ranked_by_price = true;
   for (size_t h = 0; h < in.hardware.size(); ++h) {
     const bool used = std::any_of(cands.begin(), cands.end(), [&](const PlanCandidate& c) {
-      return c.hardware == h && c.status == CandidateStatus::ranked;
+      return (c.hardware == h || (c.pools && c.pools->decode_hardware == h)) &&
+             c.status == CandidateStatus::ranked;
     });
     if (used && !in.hardware[h].price_per_hour) {
       result.unpriced.push_back(in.hardware[h].name);
@@ -521,10 +664,28 @@ ReplicaSimulator::ReplicaSimulator(const PlanInputs& in, const std::vector<Reque
                   cost_.kv_bytes_available(in.memory_fraction_for(c.layout.tp),
                                            options_.scheduler.max_tokens, in.memory_basis));
   one_.replicas = 1;
+  if (c.pools) {
+    const PlanCandidate d = decode_side(c);
+    one_.replicas = c.pools->prefill_replicas;
+    decode_cost_.emplace(in.models[d.model], in.hardware[d.hardware], options_of(in, d));
+    decode_options_.scheduler = scheduler_of(in, d);
+    decode_cost_->configure(
+        decode_options_.scheduler,
+        decode_cost_->kv_bytes_available(in.memory_fraction_for(d.layout.tp),
+                                         decode_options_.scheduler.max_tokens, in.memory_basis));
+    decode_layout_ = d.layout;
+    decode_layout_.replicas = c.pools->decode_replicas;
+  }
 }
 
 ServingMetrics ReplicaSimulator::at(double rate) {
   ++c_.simulations;
+  if (c_.pools) {
+    return simulate_disaggregated(scale_arrivals(unit_, rate), {options_, &cost_, one_},
+                                  {decode_options_, &*decode_cost_, decode_layout_}, c_.pools->link,
+                                  in_.models[c_.model], in_.formats[c_.format].precision.kv_cache)
+        .result.metrics;
+  }
   return simulate_deployment(scale_arrivals(unit_, rate), options_, cost_, one_).metrics;
 }
 
@@ -611,7 +772,7 @@ PlanResult plan(const PlanInputs& in, const ParallelRunner& run_tasks,
 
 ParetoPoint pareto_point(const PlanCandidate& c, double mean_output) {
   ParetoPoint p;
-  const auto g = static_cast<double>(c.layout.tp * c.layout.pp);
+  const auto g = static_cast<double>(replica_gpus(c));
   p.tokens_per_s_per_gpu = c.sustainable_rate * mean_output / g;
   p.tokens_per_s_per_user = c.at_capacity.tpot_s.mean > 0 ? 1.0 / c.at_capacity.tpot_s.mean : 0;
   return p;

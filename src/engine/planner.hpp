@@ -86,6 +86,12 @@ struct PlanGrid {
   std::vector<bool> expert_parallel{false, true};
   std::vector<int64_t> max_batch{256};
   std::vector<bool> chunked_prefill{false};
+  // Disaggregated deployments as well (DistServe, Zhong et al. OSDI 2024; Splitwise, Patel et
+  // al. ISCA 2024): units of R prefill and S decode replicas for each {R, S} here, each pool on
+  // any of the hardware (heterogeneous pairs included) at any tp of `tp` (pp 1, ep 1), the
+  // format, max batch and chunked prefill shared; the KV moves over kv_transfer_link's
+  // automatic link. Empty: aggregated deployments only.
+  std::vector<std::array<int64_t, 2>> pool_ratios;
 };
 
 struct PlanInputs {
@@ -159,6 +165,18 @@ STREAMSPARK_ENUM(CandidateStatus, STREAMSPARK_CANDIDATE_STATUSES)
 // clang-format on
 STREAMSPARK_ENUM(RejectKind, STREAMSPARK_REJECT_KINDS)
 
+// A disaggregated unit's decode pool and link (PlanGrid::pool_ratios); the candidate's
+// hardware and layout are its prefill pool's.
+struct PlanPools {
+  size_t decode_hardware = 0;             // index into PlanInputs::hardware
+  ParallelLayout decode_layout;           // one decode replica
+  int64_t prefill_replicas = 1;           // per unit
+  int64_t decode_replicas = 1;            // per unit
+  int64_t decode_kv_capacity_tokens = 0;  // of one decode replica
+  KvTransferLink link;
+  std::string link_name;
+};
+
 struct PlanCandidate {
   // What it is.
   size_t model = 0;  // indices into PlanInputs
@@ -167,6 +185,9 @@ struct PlanCandidate {
   ParallelLayout layout;  // replicas: the deployment's (0 until verified)
   int64_t max_batch = 0;
   bool chunked_prefill = false;
+  // A disaggregated deployment: `hardware` and `layout` are one prefill replica's, and a
+  // "replica" of the candidate (its rate, replicas, GPUs) is a whole unit of both pools.
+  std::optional<PlanPools> pools;
   // What became of it.
   CandidateStatus status = CandidateStatus::rejected;
   RejectKind reject = RejectKind::none;
@@ -195,7 +216,10 @@ struct PlanCandidate {
 
 struct PlanResult {
   std::vector<PlanCandidate> candidates;  // enumeration order: model > hardware > format > tp
-                                          // > pp > ep > max batch > chunked prefill
+                                          // > pp > ep > max batch > chunked prefill, then the
+                                          // disaggregated ones: model > format > prefill
+                                          // hardware > decode hardware > prefill tp > decode
+                                          // tp > ratio > max batch > chunked prefill
   std::vector<size_t> ranking;            // ranked candidates, best first
   // Whether every hardware with a candidate that passed the analysis has a price: min_cost then
   // ranks by $/hour, otherwise by GPUs (and `unpriced` names the hardware without one).
@@ -222,6 +246,9 @@ const ServiceObjectives& objectives_for(const PlanInputs& in, const PlanCandidat
 // max_rate). The result is the same whatever the runner's threads.
 PlanResult plan(const PlanInputs& in, const ParallelRunner& run = {},
                 const PlanProgress& progress = {});
+
+// GPUs of one replica of a candidate (a disaggregated unit: both pools' replicas).
+int64_t replica_gpus(const PlanCandidate& c);
 
 // Deployment throughput per GPU (output tokens/s over all its GPUs) and a user's tokens/s
 // (1 / mean TPOT) of a verified candidate at its sustainable rate: one point of the Pareto chart.

@@ -23,12 +23,15 @@ void reject(PlanCandidate& c, RejectKind kind, std::string reason) {
   c.reason = std::move(reason);
 }
 
-int64_t replica_gpus(const PlanCandidate& c) {
-  return c.layout.tp * c.layout.pp;
-}
-
-std::optional<double> price_of(const PlanInputs& in, const PlanCandidate& c) {
-  return in.hardware[c.hardware].price_per_hour;
+std::optional<double> replica_price(const PlanInputs& in, const PlanCandidate& c) {
+  const std::optional<double> prefill = in.hardware[c.hardware].price_per_hour;
+  const auto g = static_cast<double>(c.layout.tp * c.layout.pp);
+  if (!c.pools) return prefill ? std::optional<double>(*prefill * g) : std::nullopt;
+  const std::optional<double> decode = in.hardware[c.pools->decode_hardware].price_per_hour;
+  if (!prefill || !decode) return std::nullopt;
+  const ParallelLayout& d = c.pools->decode_layout;
+  return static_cast<double>(c.pools->prefill_replicas) * g * *prefill +
+         static_cast<double>(c.pools->decode_replicas * d.tp * d.pp) * *decode;
 }
 
 void record_capacity(const RateBracket& b, PlanCandidate& c) {
@@ -70,13 +73,25 @@ std::pair<int64_t, int64_t> replicas_and_gpus(const PlanInputs& in, const PlanCa
   return {n, nodes * node};
 }
 
+// USD per hour of `replicas` replicas on `gpus` GPUs (whole nodes: more GPUs than the
+// replicas', paid for at the hardware's price); nullopt without prices.
+std::optional<double> deployment_price(const PlanInputs& in, const PlanCandidate& c,
+                                       int64_t replicas, int64_t gpus) {
+  if (c.pools) {
+    const std::optional<double> unit = replica_price(in, c);
+    return unit ? std::optional<double>(static_cast<double>(replicas) * *unit) : std::nullopt;
+  }
+  const std::optional<double> price = in.hardware[c.hardware].price_per_hour;
+  return price ? std::optional<double>(static_cast<double>(gpus) * *price) : std::nullopt;
+}
+
 // What follows from c.replicas: the layout's replicas, the GPUs and their price.
 void size_from_replicas(const PlanInputs& in, PlanCandidate& c) {
   const auto [replicas, gpus] = replicas_and_gpus(in, c, c.replicas);
   c.replicas = replicas;
   c.layout.replicas = c.replicas;
   c.gpus = gpus;
-  if (const auto price = price_of(in, c)) c.usd_per_hour = static_cast<double>(c.gpus) * *price;
+  c.usd_per_hour = deployment_price(in, c, c.replicas, c.gpus);
 }
 
 // min_cost and min_gpus: the deployment serves in.target_rate with the replicas that rate
@@ -102,7 +117,9 @@ class TargetRateGoal : public PlanGoalStrategy {
                  " requests/s each) > --max-gpus " + std::to_string(in.max_gpus));
       return;
     }
-    c.objective_bound = objective_in_dollars(by_price) ? gpus * price_of(in, c).value_or(0) : gpus;
+    c.objective_bound = objective_in_dollars(by_price)
+                            ? deployment_price(in, c, n, static_cast<int64_t>(gpus)).value_or(0)
+                            : gpus;
   }
 
   void size_deployment(const PlanInputs& in, ReplicaSimulator& sim, RateBracket& b,
@@ -291,3 +308,14 @@ const PlanGoalStrategy& plan_goal_strategy(PlanGoal goal) {
 }
 
 }  // namespace streamspark::engine::planner_detail
+
+namespace streamspark::engine {
+
+int64_t replica_gpus(const PlanCandidate& c) {
+  const int64_t prefill = c.layout.tp * c.layout.pp;
+  if (!c.pools) return prefill;
+  const ParallelLayout& d = c.pools->decode_layout;
+  return c.pools->prefill_replicas * prefill + c.pools->decode_replicas * d.tp * d.pp;
+}
+
+}  // namespace streamspark::engine

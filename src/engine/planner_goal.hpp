@@ -17,11 +17,9 @@ std::string number_text(double x);
 
 void reject(PlanCandidate& c, RejectKind kind, std::string reason);
 
-// GPUs of one replica.
-int64_t replica_gpus(const PlanCandidate& c);
-
-// USD per GPU-hour of the candidate's hardware, when known.
-std::optional<double> price_of(const PlanInputs& in, const PlanCandidate& c);
+// USD per hour of one replica of the candidate (a disaggregated unit: both pools'), when its
+// hardware has prices.
+std::optional<double> replica_price(const PlanInputs& in, const PlanCandidate& c);
 
 // One replica of a candidate, simulated at a request rate: the whole unit-rate workload replayed
 // at that rate. Each simulation counts in the candidate's `simulations`.
@@ -37,7 +35,11 @@ class ReplicaSimulator {
   PlanCandidate& c_;
   IterationCost cost_;
   ServingOptions options_;
-  ParallelLayout one_;  // the candidate's layout with one replica
+  ParallelLayout one_;  // the candidate's layout with one replica (pools: the unit's prefill)
+  // A disaggregated unit's decode pool.
+  std::optional<IterationCost> decode_cost_;
+  ServingOptions decode_options_;
+  ParallelLayout decode_layout_;
 };
 
 // One replica's rate search: the highest rate tried that met every objective (0: none yet) and

@@ -484,6 +484,24 @@ struct KvTransferLink {
   double latency_s = 0;  // per transfer
 };
 
+// Which link a disaggregated deployment's KV moves over (kv_transfer_link).
+#define STREAMSPARK_KV_LINKS(X) \
+  X(automatic, "auto") X(intra_node, "intra-node") X(inter_node, "inter-node") X(none, "none")
+STREAMSPARK_ENUM(KvLinkChoice, STREAMSPARK_KV_LINKS)
+
+// A prefill replica's KV link: none, no cost; intra-node or inter-node, the prefill hardware's
+// topology link of that name; automatic, intra-node when both pools are one hardware file whose
+// GPUs (every replica of both layouts) fit one node, else inter-node. A prefill replica sends
+// over min(its GPUs, a decode replica's GPUs) of the link's per-GPU bandwidth at once (each GPU
+// its shard, to a decode GPU on its own link), with the link's latency. Nullopt when the
+// topology lacks that link. `name` (when given) gets a description ("intra-node NVLink 4
+// (NVSwitch), 4 GPUs' links at once").
+std::optional<KvTransferLink> kv_transfer_link(const Hardware& prefill,
+                                               const ParallelLayout& prefill_layout,
+                                               const Hardware& decode,
+                                               const ParallelLayout& decode_layout,
+                                               KvLinkChoice choice, std::string* name);
+
 struct DisaggregatedResult {
   // The requests: the first token reaches the user with the prompt's KV at the decode pool
   // (TTFT includes the transfer and its wait for the link); the rest come from the decode

@@ -212,6 +212,39 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   return result;
 }
 
+std::optional<KvTransferLink> kv_transfer_link(const Hardware& prefill,
+                                               const ParallelLayout& prefill_layout,
+                                               const Hardware& decode,
+                                               const ParallelLayout& decode_layout,
+                                               KvLinkChoice choice, std::string* name) {
+  std::string described;
+  std::optional<KvTransferLink> out;
+  const std::optional<Topology>& topology = prefill.topology;
+  if (choice == KvLinkChoice::none) {
+    described = "none (transfers take no time)";
+    out = KvTransferLink{};
+  } else {
+    bool intra = choice == KvLinkChoice::intra_node;
+    if (choice == KvLinkChoice::automatic) {
+      intra = topology && prefill.name == decode.name &&
+              prefill_layout.gpus() + decode_layout.gpus() <= topology->gpus_per_node;
+    }
+    described = intra ? "intra-node" : "inter-node";
+    const std::optional<NodeLink>* link = nullptr;
+    if (topology) link = intra ? &topology->intra_node : &topology->inter_node;
+    if (link != nullptr && link->has_value()) {
+      const NodeLink& l = **link;
+      const int64_t lanes =
+          std::min(prefill_layout.gpus_per_replica(), decode_layout.gpus_per_replica());
+      described += " " + l.name;
+      if (lanes > 1) described += ", " + std::to_string(lanes) + " GPUs' links at once";
+      out = KvTransferLink{l.bandwidth * static_cast<double>(lanes), l.latency_s};
+    }
+  }
+  if (name) *name = described;
+  return out;
+}
+
 int64_t kv_transfer_bytes(const Model& model, int64_t prompt, DType kv) {
   return state_bytes(model, prompt, kv);
 }

@@ -312,6 +312,7 @@ std::string plan_html(const PlanReport& r) {
       "</style>\n</head>\n<body>\n";
   h += "<h1>" + e("Capacity plan: " + models_text(in) + ", " + r.target) + "</h1>\n";
   h += "<p class=\"answer\">" + e(answer_line(r)) + "</p>\n";
+  if (const std::string kinds = kind_line(r); !kinds.empty()) h += "<p>" + e(kinds) + "</p>\n";
   if (res.ranking.empty()) h += "<p>" + e(closest_message(r)) + "</p>\n";
   if (const std::string note = price_note(r); !note.empty()) h += "<p>" + e(note) + "</p>\n";
 

@@ -156,6 +156,25 @@ std::string config_label(const PlanReport& r, const PlanCandidate& c) {
   return s;
 }
 
+std::string hardware_text(const engine::PlanInputs& in, const PlanCandidate& c) {
+  const std::string& prefill = in.hardware[c.hardware].name;
+  if (!c.pools || c.pools->decode_hardware == c.hardware) return prefill;
+  return prefill + "/" + in.hardware[c.pools->decode_hardware].name;
+}
+
+std::string layout_text(const engine::PlanInputs& in, const PlanCandidate& c) {
+  if (!c.pools) {
+    return fmt::format("tp {} pp {}{}", c.layout.tp, c.layout.pp,
+                       c.layout.ep > 1 ? fmt::format(" ep {}", c.layout.ep) : "");
+  }
+  const engine::PlanPools& p = *c.pools;
+  const bool mixed = p.decode_hardware != c.hardware;
+  return fmt::format("prefill {} x {}tp {} + decode {} x {}tp {}", p.prefill_replicas,
+                     mixed ? in.hardware[c.hardware].name + " " : "", c.layout.tp,
+                     p.decode_replicas, mixed ? in.hardware[p.decode_hardware].name + " " : "",
+                     p.decode_layout.tp);
+}
+
 std::string ranked_by(const PlanReport& r) {
   const engine::PlanInputs& in = in_of(r);
   if (in.goal == PlanGoal::max_rate) return "rate";
@@ -231,10 +250,28 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
          {"ep", c.layout.ep},
          {"max_batch", c.max_batch},
          {"chunked_prefill", c.chunked_prefill},
-         {"gpus_per_replica", c.layout.tp * c.layout.pp},
+         {"gpus_per_replica", engine::replica_gpus(c)},
          {"status", std::string(enum_name(c.status))},
          {"reject_kind", std::string(enum_name(c.reject))},
          {"reason", c.reason}};
+  if (c.pools) {  // hardware, tp, pp above: the prefill pool's; a replica is the whole unit
+    const engine::PlanPools& p = *c.pools;
+    j["disaggregated"] = json{{"prefill",
+                               {{"hardware", in.hardware[c.hardware].name},
+                                {"tp", c.layout.tp},
+                                {"pp", c.layout.pp},
+                                {"replicas_per_unit", p.prefill_replicas}}},
+                              {"decode",
+                               {{"hardware", in.hardware[p.decode_hardware].name},
+                                {"tp", p.decode_layout.tp},
+                                {"pp", p.decode_layout.pp},
+                                {"replicas_per_unit", p.decode_replicas},
+                                {"kv_capacity_tokens", p.decode_kv_capacity_tokens}}},
+                              {"link",
+                               {{"name", p.link_name},
+                                {"bandwidth", p.link.bandwidth},
+                                {"latency_s", p.link.latency_s}}}};
+  }
   if (c.rate_bound > 0) {
     j["rate_bound"] = c.rate_bound;
     j["kv_capacity_tokens"] = c.kv_capacity_tokens;
@@ -277,12 +314,18 @@ std::string answer_line(const PlanReport& r) {
   if (res.ranking.empty()) return "no configuration meets the objectives";
   const PlanCandidate& c = res.candidates[res.ranking.front()];
   const engine::PlanInputs& in = in_of(r);
-  std::string s = fmt::format(
-      "{}: {} x {} ({}, tp {}, pp {}{}, max batch {}{}), {} replica{}",
-      in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus, in.hardware[c.hardware].name,
-      in.formats[c.format].name, c.layout.tp, c.layout.pp,
-      c.layout.ep > 1 ? fmt::format(", ep {}", c.layout.ep) : "", c.max_batch,
-      c.chunked_prefill ? ", chunked prefill" : "", c.replicas, c.replicas == 1 ? "" : "s");
+  std::string s =
+      c.pools ? fmt::format("{}: {} x {} ({}, disaggregated: {}, max batch {}{}), {} unit{}",
+                            in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
+                            hardware_text(in, c), in.formats[c.format].name, layout_text(in, c),
+                            c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
+                            c.replicas == 1 ? "" : "s")
+              : fmt::format("{}: {} x {} ({}, tp {}, pp {}{}, max batch {}{}), {} replica{}",
+                            in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
+                            in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.tp,
+                            c.layout.pp, c.layout.ep > 1 ? fmt::format(", ep {}", c.layout.ep) : "",
+                            c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
+                            c.replicas == 1 ? "" : "s");
   if (in.models.size() > 1) s = in.models[c.model].name + " " + s;
   if (in.goal == PlanGoal::max_rate)
     s += fmt::format(" serving {} requests/s", significant(c.served_rate));
@@ -295,9 +338,55 @@ std::string answer_line(const PlanReport& r) {
   return s;
 }
 
+std::pair<size_t, size_t> best_rank_by_kind(const PlanReport& r) {
+  const engine::PlanResult& res = res_of(r);
+  size_t aggregated = 0, disaggregated = 0;
+  for (size_t k = 0; k < res.ranking.size(); ++k) {
+    size_t& best = res.candidates[res.ranking[k]].pools ? disaggregated : aggregated;
+    if (best == 0) best = k + 1;
+  }
+  return {aggregated, disaggregated};
+}
+
+std::string kind_line(const PlanReport& r) {
+  const engine::PlanInputs& in = in_of(r);
+  const engine::PlanResult& res = res_of(r);
+  if (in.grid.pool_ratios.empty() || res.ranking.empty()) return "";
+  const auto [aggregated, disaggregated] = best_rank_by_kind(r);
+  const auto summary = [&](size_t rank) {
+    const PlanCandidate& c = res.candidates[res.ranking[rank - 1]];
+    std::string s =
+        fmt::format("{} GPUs ({} {}, {} {}{})", c.gpus, hardware_text(in, c), layout_text(in, c),
+                    c.replicas, c.pools ? "unit" : "replica", c.replicas == 1 ? "" : "s");
+    if (c.usd_per_hour) s += fmt::format(" at ${}/hour", money(*c.usd_per_hour));
+    return s + fmt::format(", p90 TTFT {}, p90 TPOT {}", format_time(c.at_target.ttft_s.p90),
+                           format_time(c.at_target.tpot_s.p90));
+  };
+  if (aggregated == 0) {
+    return "disaggregated wins: no aggregated deployment meets the objectives; the best "
+           "disaggregated: " +
+           summary(disaggregated);
+  }
+  if (disaggregated == 0) {
+    return "aggregated wins: no disaggregated deployment meets the objectives; the best "
+           "aggregated: " +
+           summary(aggregated);
+  }
+  if (disaggregated < aggregated) {
+    return "disaggregated wins (its decode pool never runs a prompt, so its TPOT holds with "
+           "fewer GPUs): " +
+           summary(disaggregated) + "; the best aggregated: " + summary(aggregated);
+  }
+  return "aggregated wins (every GPU serves both phases: no pool idles and no KV moves): " +
+         summary(aggregated) + "; the best disaggregated: " + summary(disaggregated);
+}
+
 bool same_size(const PlanCandidate& a, const PlanCandidate& b) {
-  return a.model == b.model && a.hardware == b.hardware && a.format == b.format &&
-         a.gpus == b.gpus && a.usd_per_hour == b.usd_per_hour;
+  const auto decode = [](const PlanCandidate& c) {
+    return c.pools ? static_cast<int64_t>(c.pools->decode_hardware) : int64_t{-1};
+  };
+  return a.model == b.model && a.hardware == b.hardware && decode(a) == decode(b) &&
+         a.format == b.format && a.gpus == b.gpus && a.usd_per_hour == b.usd_per_hour;
 }
 
 namespace {
@@ -433,8 +522,11 @@ Rows ranked_rows(const PlanReport& r) {
   const engine::PlanResult& res = res_of(r);
   const size_t shown =
       std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
-  bool ep = false;
-  for (size_t k = 0; k < shown; ++k) ep = ep || res.candidates[res.ranking[k]].layout.ep > 1;
+  bool ep = false, pools = false;
+  for (size_t k = 0; k < shown; ++k) {
+    ep = ep || res.candidates[res.ranking[k]].layout.ep > 1;
+    pools = pools || res.candidates[res.ranking[k]].pools.has_value();
+  }
   const bool models = in.models.size() > 1;
   Rows t;
   auto column = [&](const char* name, bool left = false) {
@@ -445,6 +537,7 @@ Rows ranked_rows(const PlanReport& r) {
   if (models) column("model", true);
   column("hardware", true);
   column("format", true);
+  if (pools) column("P:D");
   column("tp");
   column("pp");
   if (ep) column("ep");
@@ -468,10 +561,18 @@ Rows ranked_rows(const PlanReport& r) {
     const bool same = k > 0 && same_size(res.candidates[res.ranking[k - 1]], c);
     std::vector<std::string> row{std::to_string(k + 1) + (same ? "=" : "")};
     if (models) row.push_back(in.models[c.model].name);
-    row.push_back(in.hardware[c.hardware].name);
+    row.push_back(hardware_text(in, c));
     row.push_back(in.formats[c.format].name);
-    row.push_back(std::to_string(c.layout.tp));
-    row.push_back(std::to_string(c.layout.pp));
+    if (c.pools) {  // prefill/decode
+      const engine::PlanPools& p = *c.pools;
+      row.push_back(fmt::format("{}:{}", p.prefill_replicas, p.decode_replicas));
+      row.push_back(fmt::format("{}/{}", c.layout.tp, p.decode_layout.tp));
+      row.push_back(fmt::format("{}/{}", c.layout.pp, p.decode_layout.pp));
+    } else {
+      if (pools) row.push_back("-");
+      row.push_back(std::to_string(c.layout.tp));
+      row.push_back(std::to_string(c.layout.pp));
+    }
     if (ep) row.push_back(std::to_string(c.layout.ep));
     row.push_back(std::to_string(c.max_batch));
     row.push_back(c.chunked_prefill ? "yes" : "no");
@@ -510,11 +611,20 @@ std::string grid_text(const PlanReport& r) {
   std::string hw, formats;
   for (const engine::Hardware& h : in.hardware) hw += (hw.empty() ? "" : ", ") + h.name;
   for (const engine::PlanFormat& f : in.formats) formats += (formats.empty() ? "" : ", ") + f.name;
+  std::string ratios;
+  for (const auto& [p, d] : in.grid.pool_ratios) {
+    ratios += fmt::format("{}{}:{}", ratios.empty() ? "" : ",", p, d);
+  }
   return fmt::format(
       "{} × {} × tp {} × pp {} × ep {} (mixture-of-experts models) × max batch {} × chunked "
-      "prefill {}: {} configurations",
+      "prefill {}{}: {} configurations",
       hw, formats, join_ints(in.grid.tp), join_ints(in.grid.pp), switches(in.grid.expert_parallel),
-      join_ints(in.grid.max_batch), switches(in.grid.chunked_prefill), res_of(r).candidates.size());
+      join_ints(in.grid.max_batch), switches(in.grid.chunked_prefill),
+      ratios.empty() ? ""
+                     : fmt::format(", and disaggregated units of prefill:decode replicas {} "
+                                   "(each pool any hardware × tp, pp 1)",
+                                   ratios),
+      res_of(r).candidates.size());
 }
 
 std::string search_text(const PlanReport& r) {

@@ -61,6 +61,13 @@ bool several_variants(const engine::PlanInputs& in);
 // The configuration with its scheduler settings when the grid varies them.
 std::string config_label(const PlanReport& r, const PlanCandidate& c);
 
+// The candidate's hardware: "h100-sxm", or a disaggregated unit's "h100-sxm/a100-80gb" (prefill
+// / decode) when its pools differ.
+std::string hardware_text(const engine::PlanInputs& in, const PlanCandidate& c);
+// Its layout: "tp 4 pp 1" (with " ep 8"), or "prefill 1 x tp 4 + decode 2 x tp 8" (hardware
+// named when the pools differ).
+std::string layout_text(const engine::PlanInputs& in, const PlanCandidate& c);
+
 std::string ranked_by(const PlanReport& r);
 
 std::string price_note(const PlanReport& r);
@@ -83,6 +90,10 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c);
 
 // One line: what the plan answers.
 std::string answer_line(const PlanReport& r);
+// With disaggregated units in the grid: which kind wins and why, the best of each kind
+// side by side; "" otherwise. Ranks (from 1) of the best of each kind: 0 when none ranked.
+std::string kind_line(const PlanReport& r);
+std::pair<size_t, size_t> best_rank_by_kind(const PlanReport& r);
 
 // The ranked deployments (the best `top`) as header and cells, for the text and HTML tables.
 struct Rows {

@@ -24,9 +24,7 @@ using namespace planning;
 std::string family_label(const PlanReport& r, const PlanCandidate& c) {
   const engine::PlanInputs& in = in_of(r);
   std::string s = in.models.size() > 1 ? in.models[c.model].name + " " : "";
-  s += fmt::format("{} {} tp {} pp {}", in.hardware[c.hardware].name, in.formats[c.format].name,
-                   c.layout.tp, c.layout.pp);
-  if (c.layout.ep > 1) s += fmt::format(" ep {}", c.layout.ep);
+  s += fmt::format("{} {} {}", hardware_text(in, c), in.formats[c.format].name, layout_text(in, c));
   return s;
 }
 
@@ -115,12 +113,11 @@ std::string best_per_model_text(const PlanReport& r) {
   for (size_t i : best_per_model(r)) {
     const PlanCandidate& c = res_of(r).candidates[i];
     found[c.model] = true;
-    out += fmt::format("  {}: {} x {} {} tp {} pp {}{}, max batch {}, {} replica{}{}\n",
-                       in.models[c.model].name, c.gpus, in.hardware[c.hardware].name,
-                       in.formats[c.format].name, c.layout.tp, c.layout.pp,
-                       c.layout.ep > 1 ? fmt::format(" ep {}", c.layout.ep) : "", c.max_batch,
-                       c.replicas, c.replicas == 1 ? "" : "s",
-                       c.usd_per_hour ? fmt::format(", ${}/hour", money(*c.usd_per_hour)) : "");
+    out +=
+        fmt::format("  {}: {} x {} {} {}, max batch {}, {} replica{}{}\n", in.models[c.model].name,
+                    c.gpus, hardware_text(in, c), in.formats[c.format].name, layout_text(in, c),
+                    c.max_batch, c.replicas, c.replicas == 1 ? "" : "s",
+                    c.usd_per_hour ? fmt::format(", ${}/hour", money(*c.usd_per_hour)) : "");
   }
   for (size_t m = 0; m < in.models.size(); ++m) {
     if (!found[m]) out += fmt::format("  {}: none meets the objectives\n", in.models[m].name);
@@ -231,6 +228,7 @@ std::string plan_table(const PlanReport& r) {
   if (!res.ranking.empty()) {
     out += ranked_text(r);
     out += "\n" + answer_line(r) + "\n";
+    if (const std::string kinds = kind_line(r); !kinds.empty()) out += kinds + "\n";
     out += best_per_model_text(r);
     out += fmt::format(
         "{} of one replica simulated at {} / replicas. $/M out: $/hour over the output tokens "
@@ -241,6 +239,15 @@ std::string plan_table(const PlanReport& r) {
     if (const std::string note = mixed_method_note(r); !note.empty()) out += note + "\n";
     const size_t shown =
         std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
+    for (size_t k = 0; k < shown; ++k) {
+      if (res.candidates[res.ranking[k]].pools) {
+        out +=
+            "P:D: a disaggregated unit of P prefill and D decode replicas (tp and pp: prefill/"
+            "decode; hardware prefill/decode where they differ; replicas: units); its TTFT "
+            "includes the KV's move to the decode pool.\n";
+        break;
+      }
+    }
     for (size_t k = 1; k < shown; ++k) {
       if (same_size(res.candidates[res.ranking[k - 1]], res.candidates[res.ranking[k]])) {
         out +=
@@ -314,6 +321,7 @@ nlohmann::json plan_json(const PlanReport& r) {
                          {"expert_parallel", in.grid.expert_parallel},
                          {"max_batch", in.grid.max_batch},
                          {"chunked_prefill", in.grid.chunked_prefill},
+                         {"pool_ratios", in.grid.pool_ratios},
                          {"max_tokens", in.scheduler.max_tokens},
                          {"block_size", in.scheduler.block_size},
                          {"memory_fraction", in.memory_fraction}}},
@@ -340,6 +348,14 @@ nlohmann::json plan_json(const PlanReport& r) {
   if (in.min_headroom > 0) out["limits"]["min_headroom"] = in.min_headroom;
   if (r.samples.size() > 1) out["samples"] = samples_json(r);
   if (in.whole_nodes) out["limits"]["whole_nodes"] = true;
+  if (!in.grid.pool_ratios.empty()) {  // the best of each kind: its rank in `plans` (null: none)
+    const auto [aggregated, disaggregated] = best_rank_by_kind(r);
+    json best = json::object();
+    if (aggregated > 0) best["aggregated"] = aggregated;
+    if (disaggregated > 0) best["disaggregated"] = disaggregated;
+    out["best_rank_by_kind"] = best;
+    out["kinds"] = kind_line(r);
+  }
   if (const auto notes = fraction_notes(r); !notes.empty()) out["notes"] = notes;
   if (in.models.size() > 1) {
     json best = json::object();
@@ -363,7 +379,11 @@ std::string plan_csv(const PlanReport& r) {
       "replicas,gpus,usd_per_hour,usd_per_month,usd_per_million_output_tokens,usd_per_million_"
       "input_tokens,"
       "served_rate,ttft_p90_s,tpot_p90_s,e2e_p90_s,ttft_p99_s,tpot_p99_s,headroom,"
-      "sustainable_rate,rate_bound,kv_capacity_tokens,simulations,reason\n";
+      "sustainable_rate,rate_bound,kv_capacity_tokens,simulations,reason";
+  // With --disaggregate: the unit's pools (hardware, format, tp and pp above: the prefill
+  // pool's).
+  const bool pools = !in.grid.pool_ratios.empty();
+  out += pools ? ",disaggregated\n" : "\n";
   std::vector<size_t> order = res.ranking;
   for (size_t i = 0; i < res.candidates.size(); ++i) {
     if (res.candidates[i].status != CandidateStatus::ranked) order.push_back(i);
@@ -406,6 +426,10 @@ std::string plan_csv(const PlanReport& r) {
     row += c.simulations > 0 ? "," + std::to_string(c.simulations) : ",";
     row += ",";
     append_csv_field(row, c.reason);
+    if (pools) {
+      row += ",";
+      if (c.pools) append_csv_field(row, hardware_text(in, c) + " " + layout_text(in, c));
+    }
     out += row + "\n";
   }
   return out;

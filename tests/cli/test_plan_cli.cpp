@@ -430,3 +430,40 @@ TEST_CASE("plan --confidence: objectives scaled by each GPU's band, GPUs without
   CHECK(run(ask + " --confidence 0.3").exit_code == 2);
   CHECK(run(ask + " --confidence 0.9 --no-bands").exit_code == 2);
 }
+
+TEST_CASE("plan --disaggregate: both kinds searched and ranked, the winner named, refusals") {
+  // Llama 3 70B on H100s, 2,048-token prompts and 256-token outputs, p90 TTFT 500 ms and TPOT
+  // 20 ms. At 8 requests/s a prefill pool of two tp-4 replicas feeding one tp-4 decode replica
+  // (12 GPUs) holds TPOT where aggregated replicas need 16 GPUs; at 1 request/s one tp-4
+  // replica (4 GPUs) serves all, where a unit needs a pool of each (8 GPUs).
+  const std::string base =
+      "plan -m llama3-70b -H h100-sxm --tp 4,8 -n 300 --prompt-len fixed:2048 --output-len "
+      "fixed:256 --slo-ttft-p90 '500 ms' --slo-tpot-p90 '20 ms' --disaggregate 1:1,1:2,2:1 ";
+  const fs::path report = scratch_dir() / "disaggregated-plan.html";
+  const Run busy = run(base + "--rate 8 -f json --report '" + report.string() + "'");
+  REQUIRE(busy.exit_code == 0);
+  const json b = json::parse(busy.out);
+  CHECK(b["search"]["configurations"] == 2 + 2 * 2 * 3);  // tp 4, 8; then tp pairs x ratios
+  CHECK(b["grid"]["pool_ratios"].size() == 3);
+  CHECK(b["best_rank_by_kind"]["disaggregated"] == 1);
+  const json& chosen = b["chosen"];
+  REQUIRE(chosen.contains("disaggregated"));
+  CHECK(chosen["gpus"] == 12);
+  CHECK(chosen["disaggregated"]["prefill"]["replicas_per_unit"] == 2);
+  CHECK(chosen["disaggregated"]["decode"]["tp"] == 4);
+  // 12 GPUs are more than a node's 8: the KV crosses the network.
+  CHECK(chosen["disaggregated"]["link"]["name"].get<std::string>().rfind("inter-node", 0) == 0);
+  CHECK(chosen["gpus_per_replica"] == 12);
+  CHECK(b["kinds"].get<std::string>().rfind("disaggregated wins", 0) == 0);
+  CHECK(slurp(report).find("disaggregated wins") != std::string::npos);
+  const Run quiet = run(base + "--rate 1");
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.out.find("best: 4 x h100-sxm (bf16, tp 4, pp 1") != std::string::npos);
+  CHECK(quiet.out.find("aggregated wins") != std::string::npos);
+  CHECK(quiet.out.find("P:D") != std::string::npos);  // units ranked below: the column shows
+  CHECK(run(base + "--rate 8 --whole-nodes").err.find("whole nodes are not modelled") !=
+        std::string::npos);
+  CHECK(run("plan -m llama3-70b -H h100-sxm --rate 1 --slo-ttft-p90 '1 s' --disaggregate 1-1")
+            .err.find("--disaggregate: expected prefill:decode replica ratios") !=
+        std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <thread>
 #include <tuple>
 
@@ -131,6 +132,45 @@ int64_t brute_force_replicas(const PlanInputs& in, const PlanCandidate& c) {
   return 0;
 }
 
+// The same for a disaggregated unit: the fewest units (1 .. 100) whose share of the target
+// rate one unit meets the objectives at, simulating both pools and the link; 0 when none does.
+int64_t brute_force_units(const PlanInputs& in, const PlanCandidate& c) {
+  const PlanPools& p = *c.pools;
+  const auto pool_cost = [&](size_t hw, const ParallelLayout& layout, ServingOptions& so) {
+    AnalysisOptions o;
+    o.method = method_for(in.method, in.hardware[hw]);
+    o.costing.precision = in.formats[c.format].precision;
+    o.costing.parallel = layout;
+    o.costing.parallel.replicas = 1;
+    auto cost = std::make_unique<IterationCost>(in.models[c.model], in.hardware[hw], o);
+    so.scheduler = in.scheduler;
+    so.scheduler.max_batch = c.max_batch;
+    so.scheduler.chunked_prefill = c.chunked_prefill;
+    so.scheduler.max_context = in.models[c.model].max_context;
+    so.scheduler.max_output = so.scheduler.max_context;
+    cost->configure(so.scheduler, cost->kv_bytes_available(in.memory_fraction_for(layout.tp),
+                                                           so.scheduler.max_tokens));
+    return cost;
+  };
+  ServingOptions prefill_options, decode_options;
+  ParallelLayout prefill = c.layout, decode = p.decode_layout;
+  auto prefill_cost = pool_cost(c.hardware, prefill, prefill_options);
+  auto decode_cost = pool_cost(p.decode_hardware, decode, decode_options);
+  prefill.replicas = p.prefill_replicas;
+  decode.replicas = p.decode_replicas;
+  for (int64_t n = 1; n <= 100; ++n) {
+    std::vector<Request> reqs = in.unit_requests;
+    for (Request& r : reqs) r.arrival_s /= in.target_rate / static_cast<double>(n);
+    const ServingMetrics m =
+        simulate_disaggregated(reqs, {prefill_options, prefill_cost.get(), prefill},
+                               {decode_options, decode_cost.get(), decode}, p.link,
+                               in.models[c.model], in.formats[c.format].precision.kv_cache)
+            .result.metrics;
+    if (!worst_miss(m, in.objectives)) return n;
+  }
+  return 0;
+}
+
 using Key = std::tuple<size_t, size_t, int64_t, int64_t, bool>;
 Key key_of(const PlanCandidate& c) {
   return {c.hardware, c.format, c.layout.tp, c.max_batch, c.chunked_prefill};
@@ -194,6 +234,74 @@ TEST_CASE("plan: exhaustive within its grid, against a brute force") {
     CHECK(key_of(pruned.candidates[pruned.ranking[k]]) == key_of(all.candidates[all.ranking[k]]));
   }
   CHECK(pruned.simulations <= all.simulations);
+}
+
+TEST_CASE("plan: disaggregated units, against a brute force") {
+  PlanInputs in = small_grid();
+  in.formats.resize(1);  // bf16
+  in.grid.max_batch = {64};
+  in.grid.chunked_prefill = {false};
+  in.grid.pool_ratios = {{1, 1}, {1, 2}};
+  // Pools on the two kinds sit on different nodes: their KV crosses the network.
+  for (Hardware& h : in.hardware) h.topology->inter_node = NodeLink{"ib", 50e9, 5e-6};
+  PlanInputs no_prune = in;
+  no_prune.prune = false;
+  const PlanResult all = plan(no_prune);
+  // Aggregated: 2 hardware x 2 tp; disaggregated: 2 x 2 hardware x 2 x 2 tp x 2 ratios.
+  REQUIRE(all.candidates.size() == 4 + 32);
+  int64_t ranked = 0, heterogeneous = 0;
+  double best_cost = 1e300;
+  for (const PlanCandidate& c : all.candidates) {
+    if (c.reject == RejectKind::does_not_fit || c.reject == RejectKind::unsupported) continue;
+    if (!c.pools) {
+      const int64_t n = brute_force_replicas(in, c);
+      if (n > 0) {
+        best_cost = std::min(best_cost, static_cast<double>(n * c.layout.tp) *
+                                            *in.hardware[c.hardware].price_per_hour);
+      }
+      continue;
+    }
+    CAPTURE(c.hardware);
+    CAPTURE(c.pools->decode_hardware);
+    CAPTURE(c.layout.tp);
+    CAPTURE(c.pools->decode_layout.tp);
+    CAPTURE(c.pools->decode_replicas);
+    const int64_t n = brute_force_units(in, c);
+    const PlanPools& p = *c.pools;
+    const double unit_price = static_cast<double>(p.prefill_replicas * c.layout.tp) *
+                                  *in.hardware[c.hardware].price_per_hour +
+                              static_cast<double>(p.decode_replicas * p.decode_layout.tp) *
+                                  *in.hardware[p.decode_hardware].price_per_hour;
+    if (n > 0) best_cost = std::min(best_cost, static_cast<double>(n) * unit_price);
+    if (c.status != CandidateStatus::ranked) {
+      CHECK(n == 0);
+      continue;
+    }
+    ++ranked;
+    heterogeneous += p.decode_hardware != c.hardware ? 1 : 0;
+    CHECK(c.replicas == n);
+    CHECK(c.rate_bound >= c.sustainable_rate);  // the bound the pruning rests on
+    CHECK(c.gpus ==
+          n * (p.prefill_replicas * c.layout.tp + p.decode_replicas * p.decode_layout.tp));
+    CHECK(c.usd_per_hour.value() == doctest::Approx(static_cast<double>(n) * unit_price));
+    // Both pools on the fast H100's node, within 8 GPUs: NVLink, each GPU's own link.
+    if (c.hardware == 0 && p.decode_hardware == 0) {
+      CHECK(p.link.bandwidth == doctest::Approx(450e9 * static_cast<double>(std::min(
+                                                            c.layout.tp, p.decode_layout.tp))));
+    }
+  }
+  CHECK(ranked >= 8);
+  CHECK(heterogeneous >= 2);
+  // The cheapest deployment of either kind comes first, with or without pruning.
+  REQUIRE_FALSE(all.ranking.empty());
+  CHECK(*all.candidates[all.ranking.front()].usd_per_hour == doctest::Approx(best_cost));
+  const PlanResult pruned = plan(in);
+  REQUIRE_FALSE(pruned.ranking.empty());
+  CHECK(*pruned.candidates[pruned.ranking.front()].usd_per_hour == doctest::Approx(best_cost));
+  CHECK(pruned.simulations <= all.simulations);
+  // Whole nodes are not modelled for units whose pools may be other hardware.
+  in.whole_nodes = true;
+  CHECK_THROWS_AS(plan(in), std::invalid_argument);
 }
 
 TEST_CASE("plan: each candidate's memory fraction is its TP's (a stack's fraction by TP)") {

@@ -4,14 +4,20 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <memory>
+#include <optional>
 
+#include "app/emit.hpp"
+#include "app/errors.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "cli/plan_options.hpp"
 #include "report/plan_report.hpp"
 
 namespace streamspark::cli {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -39,6 +45,20 @@ int run_plan(PlanCli& s, const app::Context& context) {
     require_extension("--report", s.report, {".html", ".htm"}, "an HTML report");
     outputs.emplace_back("--report", s.report);
   }
+  std::optional<app::EmitRequest> emit;
+  if (!s.emit.empty()) {
+    if (s.emit.size() != 2) throw UsageError("--emit: give it once, as --emit STACK DIR");
+    emit.emplace();
+    const auto stack = parse_enum<app::EmitStack>(s.emit[0]);
+    if (!stack) {
+      throw UsageError(fmt::format("--emit: unknown stack '{}'; expected {}", s.emit[0],
+                                   enum_choices<app::EmitStack>()));
+    }
+    emit->stack = *stack;
+    emit->model_id = s.emit_model;
+  } else if (!s.emit_model.empty()) {
+    throw UsageError("--emit-model: only with --emit");
+  }
   check_distinct_outputs(outputs);
   const bool show_progress = !s.quiet && ::isatty(STDERR_FILENO);
   const app::PlanOutcome p = app::plan(s.r, context, [&](int64_t done, int64_t total) {
@@ -50,7 +70,26 @@ int run_plan(PlanCli& s, const app::Context& context) {
   if (!s.plot.empty()) files.emplace_back(s.plot, report::pareto_svg(p));
   if (!s.report.empty()) files.emplace_back(s.report, report::plan_html(p));
   files.emplace_back(s.out.path, render(p, s.out.format));
+  std::vector<std::string> executables;
+  if (emit) {
+    // The deployment's files, each written whole or not at all (before the plan's outputs, so
+    // that a deployment the stack cannot run stops the command first).
+    const fs::path dir = s.emit[1];
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec)
+      throw UsageError(fmt::format("--emit: cannot create {}: {}", dir.string(), ec.message()));
+    for (const app::EmittedFile& f : app::emit_deployment(*emit, s.r, p, context)) {
+      files.emplace_back((dir / f.name).string(), f.text);
+      if (f.executable) executables.push_back((dir / f.name).string());
+    }
+  }
   write_outputs(files);
+  for (const std::string& path : executables) {
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add, ec);
+  }
   if (p.found()) return kExitOk;
   fmt::print(stderr, "plan: {}\n", report::closest_message(p));
   return kExitNoPlan;

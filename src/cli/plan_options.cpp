@@ -119,6 +119,14 @@ void read_prices(const std::string& list, const std::string& option,
 }  // namespace
 
 void bind_plan_options(PlanCli& s) {
+  s.b.repeatable(
+         "--emit", [&s](const std::string& text, const std::string&) { s.emit.push_back(text); },
+         "also write the chosen deployment's launch commands, benchmark client and read-back "
+         "scripts: --emit vllm|sglang|trtllm DIR")
+      ->expected(2)
+      ->type_name("STACK DIR");
+  s.b.text("--emit-model", s.emit_model,
+           "with --emit, the checkpoint to serve (default: the one the model file's source cites)");
   OptionBinder& b = s.b;
   app::PlanRequest& r = s.r;
   b.names("--model,-m", r.models, "model names or paths, comma-separated")->required();

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/plan.hpp"
 #include "cli/option_binder.hpp"
@@ -21,6 +22,9 @@ struct PlanCli {
   std::string plot;    // Pareto chart, SVG
   std::string report;  // one-file HTML report
   bool quiet = false;
+  // --emit STACK DIR: the chosen deployment's launch, benchmark and read-back scripts.
+  std::vector<std::string> emit;
+  std::string emit_model;  // --emit-model: the checkpoint to serve
 };
 
 void bind_plan_options(PlanCli& s);

@@ -467,3 +467,63 @@ TEST_CASE("plan --disaggregate: both kinds searched and ranked, the winner named
             .err.find("--disaggregate: expected prefill:decode replica ratios") !=
         std::string::npos);
 }
+
+TEST_CASE("plan --emit: launch, benchmark and read-back scripts; the round trip on a fixture") {
+  // Llama 3 8B on one H100 at 2 requests/s of 512-token prompts and 128-token outputs: the
+  // importer's fixtures are results of that model in each client's format.
+  const std::string base =
+      "plan -m llama3-8b -H h100-sxm --tp 1,2 -n 200 --rate 2 --prompt-len fixed:512 "
+      "--output-len fixed:128 --slo-ttft-p90 '500 ms' --slo-tpot-p90 '50 ms' --emit ";
+  const std::string data = std::string(STREAMSPARK_TEST_DATA_DIR) + "/measurements/";
+  for (const auto& [stack, fixture, server, client] :
+       {std::tuple{"vllm", "vllm-result-format.json", "vllm serve meta-llama/Meta-Llama-3-8B",
+                   "benchmark_serving.py\" --backend vllm"},
+        std::tuple{"sglang", "sglang-result-format.jsonl",
+                   "python3 -m sglang.launch_server --model-path meta-llama/Meta-Llama-3-8B",
+                   "sglang.bench_serving --backend sglang"},
+        std::tuple{"trtllm", "vllm-result-format.json", "trtllm-serve meta-llama/Meta-Llama-3-8B",
+                   "--backend openai --port 8000 --endpoint /v1/completions"}}) {
+    CAPTURE(stack);
+    const fs::path dir = scratch_dir() / (std::string("emit-") + stack);
+    const Run p = run(base + stack + " '" + dir.string() + "'");
+    REQUIRE(p.exit_code == 0);
+    CHECK(p.out.find("best: 1 x h100-sxm") != std::string::npos);  // the plan's own output
+    const std::string serve = slurp(dir / "serve.sh");
+    CHECK(serve.find(server) != std::string::npos);
+    CHECK(serve.find("CUDA_VISIBLE_DEVICES=0 ") != std::string::npos);
+    CHECK(slurp(dir / "benchmark.sh").find(client) != std::string::npos);
+    CHECK(slurp(dir / "benchmark.sh").find("--num-prompts 200 --request-rate 2 ") !=
+          std::string::npos);
+    CHECK(slurp(dir / "plan.txt").find("predicted at that rate: p90 TTFT") != std::string::npos);
+    CHECK((fs::status(dir / "serve.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
+    // The round trip: a result file in the client's format, imported and validated.
+    const std::string cmd = "cd '" + dir.string() + "' && STREAMSPARK='" + STREAMSPARK_BINARY +
+                            "' STREAMSPARK_DATA='" + STREAMSPARK_SOURCE_DIR +
+                            "' bash validate.sh '" + data + fixture + "' > out.txt 2> err.txt";
+    CHECK(std::system(cmd.c_str()) == 0);
+    CHECK(slurp(dir / "measured.csv").find("llama3-8b,h100-sxm,bf16,") != std::string::npos);
+    CHECK(slurp(dir / "out.txt").find("llama3-8b") != std::string::npos);
+  }
+  CHECK(slurp(scratch_dir() / "emit-vllm" / "serve.sh")
+            .find("--tensor-parallel-size 1 --pipeline-parallel-size 1 --max-model-len 8192 "
+                  "--max-num-seqs 256 --max-num-batched-tokens 8192 --gpu-memory-utilization 0.9 "
+                  "--block-size 16 --dtype bfloat16") != std::string::npos);
+  // What a stack cannot run is refused, and nothing is written.
+  const fs::path none = scratch_dir() / "emit-refused";
+  const Run fp8 = run(base + "trtllm '" + none.string() + "' --dtype fp8");
+  CHECK(fp8.exit_code == 2);
+  CHECK(fp8.err.find("--emit trtllm: trtllm-serve takes its formats from the checkpoint") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(none / "serve.sh"));
+  CHECK(run("plan -m llama3-8b -H h100-sxm --tp 1 -n 200 --rate 2 --output-len uniform:64:128 "
+            "--slo-ttft-p90 '500 ms' --emit vllm '" +
+            none.string() + "'")
+            .err.find("--emit: the benchmark clients' random dataset replays fixed lengths") !=
+        std::string::npos);
+  CHECK(run(base + "tgi '" + none.string() + "'").err ==
+        "error: --emit: unknown stack 'tgi'; expected vllm, sglang or trtllm\n");
+  CHECK(run(base + "vllm '" + none.string() + "' --weights int4")
+            .err.find("weights need a quantized checkpoint") != std::string::npos);
+  CHECK(run("plan -m llama3-8b -H h100-sxm --rate 2 --slo-ttft-p90 '1 s' --emit-model x/y").err ==
+        "error: --emit-model: only with --emit\n");
+}

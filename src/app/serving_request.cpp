@@ -118,6 +118,7 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   out.host_bandwidth = s.host_bandwidth.value_or(out.host_bandwidth);
   out.slo_ttft_s = s.slo_ttft_s.value_or(0);
   out.slo_tpot_s = s.slo_tpot_s.value_or(0);
+  out.slo_itl_s = s.slo_itl_s.value_or(0);
   return out;
 }
 

@@ -57,6 +57,7 @@ struct SchedulerRequest {
   std::optional<double> host_bandwidth;  // bytes/s of the device-host link (swap preemption)
   std::optional<double> slo_ttft_s;      // goodput objectives
   std::optional<double> slo_tpot_s;
+  std::optional<double> slo_itl_s;  // every inter-token gap of a request (engine ServingOptions)
 };
 
 // The requests (generated, or read from the trace) and a one-line description of them.

@@ -55,6 +55,7 @@ struct ServingRun {
   engine::SchedulerOptions scheduler;
   double slo_ttft_s = 0;
   double slo_tpot_s = 0;
+  double slo_itl_s = 0;
   int64_t kv_capacity_tokens = 0;  // of one replica's GPUs (all its pipeline schedulers)
   engine::ParallelLayout layout;   // of the deployment (one GPU by default)
   engine::ServingMetrics metrics;
@@ -102,6 +103,7 @@ inline ServingRun serving_run(const std::string& model, const std::string& where
   run.scheduler = options.scheduler;
   run.slo_ttft_s = options.slo_ttft_s;
   run.slo_tpot_s = options.slo_tpot_s;
+  run.slo_itl_s = options.slo_itl_s;
   run.kv_capacity_tokens = result.kv_capacity_tokens;
   run.metrics = result.metrics;
   return run;

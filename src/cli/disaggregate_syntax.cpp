@@ -12,9 +12,12 @@ namespace {
 
 constexpr const char* kForm = "prefill=HW:tpN[:ppM][xR],decode=HW:tpN[:ppM][xS]";
 
-// "tp4", "pp2", with "x3" (replicas) allowed on the last part only.
+// "tp4", "pp2", "ep4", with "x3" (replicas) allowed on the last part only.
 bool is_layout_part(const std::string& part) {
-  if (part.size() < 3 || (part.rfind("tp", 0) != 0 && part.rfind("pp", 0) != 0)) return false;
+  if (part.size() < 3 ||
+      (part.rfind("tp", 0) != 0 && part.rfind("pp", 0) != 0 && part.rfind("ep", 0) != 0)) {
+    return false;
+  }
   const std::string rest = part.substr(2);
   const size_t x = rest.find('x');
   const std::string n = rest.substr(0, x);
@@ -45,7 +48,7 @@ app::PoolRequest parse_pool(const std::string& role, const std::string& value,
   if (pool.hardware.empty()) {
     throw UsageError(fmt::format("{}: name the pool's hardware ({})", where, kForm));
   }
-  bool tp = false, pp = false;
+  bool tp = false, pp = false, ep = false;
   for (size_t i = first_layout; i < parts.size(); ++i) {
     std::string part = parts[i];
     const size_t x = part.find('x');
@@ -56,10 +59,12 @@ app::PoolRequest parse_pool(const std::string& role, const std::string& value,
       pool.layout.replicas = parse_int(part.substr(x + 1), option, 1);
       part = part.substr(0, x);
     }
-    bool& seen = part[0] == 't' ? tp : pp;
+    bool& seen = part[0] == 't' ? tp : part[0] == 'p' ? pp : ep;
     if (seen) throw UsageError(fmt::format("{}: {} given twice", where, part.substr(0, 2)));
     seen = true;
-    (part[0] == 't' ? pool.layout.tp : pool.layout.pp) = parse_int(part.substr(2), option, 1);
+    (part[0] == 't'   ? pool.layout.tp
+     : part[0] == 'p' ? pool.layout.pp
+                      : pool.layout.ep) = parse_int(part.substr(2), option, 1);
   }
   return pool;
 }

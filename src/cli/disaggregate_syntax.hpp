@@ -1,6 +1,7 @@
 // The --disaggregate option's syntax, for serve-sim:
 //   prefill=HW:tpN[:ppM][xR],decode=HW:tpN[:ppM][xS]
-// HW a catalog name or a YAML path; tp and pp default to 1, the replicas (xR) to 1.
+// HW a catalog name or a YAML path; tp and pp default to 1, the replicas (xR) to 1; an :epN part
+// spreads a mixture-of-experts model's experts over N GPUs (as --ep).
 #pragma once
 
 #include <string>

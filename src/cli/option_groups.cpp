@@ -390,6 +390,9 @@ void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s, bool with_stack) 
              "TTFT objective for goodput, e.g. '500 ms'");
   b.quantity("--slo-tpot", s.slo_tpot_s, spec::Dimension::time,
              "TPOT objective for goodput, e.g. '50 ms'");
+  b.quantity("--slo-itl", s.slo_itl_s, spec::Dimension::time,
+             "inter-token objective for goodput: every gap between two of a request's tokens, "
+             "e.g. '50 ms'");
 }
 
 void bind_stack(OptionBinder& b, std::optional<std::string>& stack) {

@@ -55,12 +55,11 @@ Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>
           " KV positions, more than its contiguous reservation of " +
           std::to_string(reservation_for(r.prompt)) + " (raise --max-output)");
     }
-    if (r.prefilled &&
-        (r.output < 2 || r.shared_prefix > 0 || options_.policy != BatchingPolicy::continuous)) {
+    if (r.prefilled && (r.shared_prefix > 0 || options_.policy != BatchingPolicy::continuous)) {
       throw std::invalid_argument(
           "request " + std::to_string(i) +
           ": a prefilled request (its prompt's KV computed elsewhere) needs continuous "
-          "batching, an output of 2 tokens or more and no shared prefix");
+          "batching and no shared prefix");
     }
     if (r.shared_prefix > 0) {
       if (prefix_tokens_ != 0 && prefix_tokens_ != r.shared_prefix) {
@@ -246,6 +245,8 @@ void Scheduler::complete(const Iteration& it, double now) {
     ++s.generated;
     SequenceRecord& rec = records_[idx];
     if (rec.first_token_s < 0) rec.first_token_s = now;
+    if (rec.last_token_s >= 0) rec.max_itl_s = std::max(rec.max_itl_s, now - rec.last_token_s);
+    rec.last_token_s = now;
     if (s.generated == requests_[idx].output) {
       rec.finish_s = now;
       s.state = State::finished;

@@ -114,18 +114,18 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
     Sequence& s = sequences_[static_cast<size_t>(i)];
     if (!admit_kv(i)) break;  // contiguous: no room for its reservation yet
     const Request& request = requests_[static_cast<size_t>(i)];
-    if (request.prefilled && s.generated == 0) {
-      // Its prompt's KV arrived with its first token (a disaggregated decode pool): the
-      // prompt's slots and the fed token's, then a decode step after the prompt. After a
-      // preemption it comes back as any other sequence (recomputed or swapped in).
-      if (!grow_kv(i, request.prompt + 1)) {
+    if (request.prefilled && s.generated == 0 && s.cached == 0) {
+      // Its prompt's KV arrived computed (a disaggregated decode pool): the slots of the prompt
+      // but its last token, which the pool runs again to sample the first output token (as
+      // vLLM's and SGLang's decode instances do). After a preemption it comes back as any
+      // other sequence (recomputed or swapped in).
+      if (!grow_kv(i, request.prompt)) {
         release_kv(i);
         break;
       }
       waiting_.pop_front();
       s.state = State::running;
-      s.cached = request.prompt;
-      s.generated = 1;
+      s.cached = request.prompt - 1;
       running_.push_back(i);
       it.items.push_back({i, 1, s.cached, true, false});
       budget -= 1;

@@ -32,8 +32,9 @@ struct Request {
   int64_t prompt = 1;
   int64_t output = 1;
   int64_t shared_prefix = 0;
-  // Its prompt's KV and first output token arrive computed (a disaggregated deployment's
-  // decode pool): admitted with the prompt cached, it decodes the other output - 1 tokens.
+  // Its prompt's KV arrives computed (a disaggregated deployment's decode pool): admitted with
+  // the prompt but its last token cached, it runs that token to sample the first output token,
+  // then decodes the rest.
   bool prefilled = false;
 };
 
@@ -160,6 +161,8 @@ struct SequenceRecord {
   double first_token_s = -1;
   double finish_s = -1;
   int64_t preemptions = 0;
+  double last_token_s = -1;  // when its latest token came
+  double max_itl_s = 0;      // the longest gap between two of its consecutive tokens
 };
 
 class Scheduler {
@@ -391,6 +394,10 @@ struct ServingOptions {
   double host_bandwidth = 0;  // bytes/s between device and host memory: swap preemption
   double slo_ttft_s = 0;      // goodput: requests meeting both SLOs (0: that SLO is not set)
   double slo_tpot_s = 0;
+  // Goodput: every gap between two of a request's consecutive tokens at most this (0: not set),
+  // the per-token inter-token latency objective serving benchmarks count (an iteration that
+  // runs a prompt beside the decodes delays each of their next tokens).
+  double slo_itl_s = 0;
   // Host time before a request reaches the scheduler (a stack's tokenization and API cost):
   // it arrives there this much after its arrival, and its TTFT and e2e include it.
   double request_overhead_s = 0;
@@ -401,6 +408,7 @@ struct RequestOutcome {
   double first_token_s = 0;  // absolute times
   double finish_s = 0;
   int64_t preemptions = 0;
+  double max_itl_s = 0;  // the longest gap between two consecutive tokens (0: one token)
   double ttft_s() const { return first_token_s - request.arrival_s; }
   double e2e_s() const { return finish_s - request.arrival_s; }
   // Mean time between output tokens after the first (0 for one-token outputs).
@@ -414,10 +422,12 @@ struct ServingMetrics {
   int64_t requests = 0;
   double duration_s = 0;              // first arrival to last finish
   Percentiles ttft_s, tpot_s, e2e_s;  // TPOT over requests with more than one output token
-  double throughput_tok_s = 0;        // output tokens per second
-  double request_rate = 0;            // finished requests per second
-  double goodput = 0;                 // requests per second meeting the SLOs that are set
-  double slo_attainment = 0;          // fraction of requests meeting them
+  // Each request's longest gap between consecutive tokens, over requests with more than one.
+  Percentiles max_itl_s;
+  double throughput_tok_s = 0;  // output tokens per second
+  double request_rate = 0;      // finished requests per second
+  double goodput = 0;           // requests per second meeting the SLOs that are set
+  double slo_attainment = 0;    // fraction of requests meeting them
   int64_t preemptions = 0;
   int64_t iterations = 0;
   // KV cache, time-weighted over iterations: allocated / capacity, and the part of the
@@ -503,15 +513,16 @@ std::optional<KvTransferLink> kv_transfer_link(const Hardware& prefill,
                                                KvLinkChoice choice, std::string* name);
 
 struct DisaggregatedResult {
-  // The requests: the first token reaches the user with the prompt's KV at the decode pool
-  // (TTFT includes the transfer and its wait for the link); the rest come from the decode
-  // pool. A one-token request ends at the prefill pool. Metrics over them, with the prefill
-  // pool's SLOs.
+  // The requests as the user sees them: every token comes from the decode pool, the first
+  // once the prompt's KV has arrived and the pool has run the prompt's last token again (as a
+  // proxy in front of vLLM's or SGLang's instances streams them), so TTFT includes the
+  // prefill, the transfer, its wait for the link and the decode pool's queue. Metrics over
+  // them, with the prefill pool's SLOs.
   SimulationResult result;
-  SimulationResult prefill, decode;  // each pool's own simulation (decode: the requests it ran)
+  SimulationResult prefill, decode;  // each pool's own simulation
   int64_t links = 0;                 // one per prefill replica
   double link_busy_s = 0;            // transfer seconds, summed over the links
-  int64_t transfers = 0;             // requests whose KV moved (output > 1)
+  int64_t transfers = 0;             // one per request
   double transfer_bytes = 0;         // summed over the transfers
   Percentiles transfer_s;            // per transfer: from its prompt's end to its KV's arrival
 };
@@ -520,11 +531,11 @@ struct DisaggregatedResult {
 // that context in the KV format, every layer's (engine/model.hpp state_bytes).
 int64_t kv_transfer_bytes(const Model& model, int64_t prompt, DType kv);
 
-// Runs the prefill pool on every request (one output token), moves each request with more
-// output over its prefill replica's link, and runs the decode pool on those (arriving as their
-// KV does, Request::prefilled). Request i runs on prefill scheduler i mod (replicas x pp),
-// whose replica is that index / pp. Throws std::invalid_argument when a pool is static
-// batching (the decode pool must admit sequences one by one).
+// Runs the prefill pool on every request (its prompt and one token, which the decode pool
+// samples again), moves each request's KV over its prefill replica's link, and runs the decode
+// pool on them (arriving as their KV does, Request::prefilled). Request i runs on prefill scheduler
+// i mod (replicas x pp), whose replica is that index / pp. Throws std::invalid_argument when a pool
+// is static batching (the decode pool must admit sequences one by one).
 DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
                                            const ServingPool& prefill, const ServingPool& decode,
                                            const KvTransferLink& link, const Model& model,

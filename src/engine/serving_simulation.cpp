@@ -81,24 +81,29 @@ ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const Serv
   ServingMetrics m;
   m.requests = static_cast<int64_t>(outcomes.size());
   if (outcomes.empty()) return m;
-  std::vector<double> ttft, tpot, e2e;
+  std::vector<double> ttft, tpot, e2e, itl;
   double start = outcomes.front().request.arrival_s, end = 0, tokens = 0;
   int64_t good = 0;
   for (const RequestOutcome& r : outcomes) {
     ttft.push_back(r.ttft_s());
     e2e.push_back(r.e2e_s());
-    if (r.request.output > 1) tpot.push_back(r.tpot_s());
+    if (r.request.output > 1) {
+      tpot.push_back(r.tpot_s());
+      itl.push_back(r.max_itl_s);
+    }
     start = std::min(start, r.request.arrival_s);
     end = std::max(end, r.finish_s);
     tokens += static_cast<double>(r.request.output);
     m.preemptions += r.preemptions;
     const bool ttft_ok = o.slo_ttft_s <= 0 || r.ttft_s() <= o.slo_ttft_s;
     const bool tpot_ok = o.slo_tpot_s <= 0 || r.tpot_s() <= o.slo_tpot_s;
-    good += (ttft_ok && tpot_ok) ? 1 : 0;
+    const bool itl_ok = o.slo_itl_s <= 0 || r.max_itl_s <= o.slo_itl_s;
+    good += (ttft_ok && tpot_ok && itl_ok) ? 1 : 0;
   }
   m.ttft_s = percentiles(std::move(ttft));
   m.tpot_s = percentiles(std::move(tpot));
   m.e2e_s = percentiles(std::move(e2e));
+  m.max_itl_s = percentiles(std::move(itl));
   m.duration_s = end - start;
   if (m.duration_s > 0) {
     m.throughput_tok_s = tokens / m.duration_s;
@@ -202,7 +207,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   result.outcomes.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const SequenceRecord& rec = scheduler.records()[i];
-    result.outcomes.push_back({requests[i], rec.first_token_s, rec.finish_s, rec.preemptions});
+    result.outcomes.push_back(
+        {requests[i], rec.first_token_s, rec.finish_s, rec.preemptions, rec.max_itl_s});
   }
   result.metrics = summarize(result.outcomes, options);
   usage.fill(result.metrics);
@@ -283,7 +289,6 @@ DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
   std::vector<double> arrives(requests.size(), 0.0);
   std::vector<double> waits;
   for (const size_t i : order) {
-    if (requests[i].output < 2) continue;
     const double done = out.prefill.outcomes[i].finish_s;
     const auto replica =
         static_cast<size_t>((static_cast<int64_t>(i) % engines) / prefill.layout.pp);
@@ -298,11 +303,9 @@ DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
     waits.push_back(arrives[i] - done);
   }
   out.transfer_s = percentiles(std::move(waits));
-  // 3. The decode pool: the requests with more output, arriving as their KV does.
-  std::vector<size_t> decoded;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (requests[i].output >= 2) decoded.push_back(i);
-  }
+  // 3. The decode pool: every request, arriving as its KV does.
+  std::vector<size_t> decoded(requests.size());
+  std::iota(decoded.begin(), decoded.end(), size_t{0});
   std::stable_sort(decoded.begin(), decoded.end(),
                    [&](size_t a, size_t b) { return arrives[a] < arrives[b]; });
   std::vector<Request> arrivals;
@@ -328,8 +331,9 @@ DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
   }
   for (size_t j = 0; j < decoded.size(); ++j) {
     RequestOutcome& o = outcomes[decoded[j]];
-    o.first_token_s = arrives[decoded[j]];
+    o.first_token_s = out.decode.outcomes[j].first_token_s;
     o.finish_s = out.decode.outcomes[j].finish_s;
+    o.max_itl_s = out.decode.outcomes[j].max_itl_s;
     o.preemptions += out.decode.outcomes[j].preemptions;
   }
   out.result.metrics = summarize(outcomes, prefill.options);

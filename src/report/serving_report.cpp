@@ -292,8 +292,11 @@ std::string serving_table(const ServingRun& r) {
   Table t;
   t.add_column("", Align::left);
   for (const char* h : {"p50", "p90", "p99", "mean"}) t.add_column(h);
-  for (const auto& [name, p] : std::vector<std::pair<const char*, Percentiles>>{
-           {"TTFT", m.ttft_s}, {"TPOT", m.tpot_s}, {"e2e latency", m.e2e_s}}) {
+  for (const auto& [name, p] :
+       std::vector<std::pair<const char*, Percentiles>>{{"TTFT", m.ttft_s},
+                                                        {"TPOT", m.tpot_s},
+                                                        {"longest ITL", m.max_itl_s},
+                                                        {"e2e latency", m.e2e_s}}) {
     t.add_row(
         {name, format_time(p.p50), format_time(p.p90), format_time(p.p99), format_time(p.mean)});
   }
@@ -301,11 +304,12 @@ std::string serving_table(const ServingRun& r) {
   out += fmt::format("\n{} requests in {} · {} output tokens/s · {} requests/s · {} iterations\n",
                      m.requests, format_time(m.duration_s), significant(m.throughput_tok_s),
                      significant(m.request_rate), m.iterations);
-  if (r.slo_ttft_s > 0 || r.slo_tpot_s > 0) {
-    out += fmt::format("goodput {} requests/s ({} of requests meet TTFT <= {}, TPOT <= {})\n",
+  if (r.slo_ttft_s > 0 || r.slo_tpot_s > 0 || r.slo_itl_s > 0) {
+    out += fmt::format("goodput {} requests/s ({} of requests meet TTFT <= {}, TPOT <= {}{})\n",
                        significant(m.goodput), percent_3_significant(m.slo_attainment),
                        r.slo_ttft_s > 0 ? format_time(r.slo_ttft_s) : "any",
-                       r.slo_tpot_s > 0 ? format_time(r.slo_tpot_s) : "any");
+                       r.slo_tpot_s > 0 ? format_time(r.slo_tpot_s) : "any",
+                       r.slo_itl_s > 0 ? ", every ITL <= " + format_time(r.slo_itl_s) : "");
   }
   if (const auto checks = app::objective_checks(r); !checks.empty()) {
     std::string line;
@@ -358,13 +362,15 @@ static json plain_serving_json(const ServingRun& r) {
               {"duration_s", m.duration_s},
               {"ttft_s", percentiles_json(m.ttft_s)},
               {"tpot_s", percentiles_json(m.tpot_s)},
+              {"max_itl_s", percentiles_json(m.max_itl_s)},
               {"e2e_s", percentiles_json(m.e2e_s)},
               {"throughput_tok_s", m.throughput_tok_s},
               {"request_rate", m.request_rate},
               // An objective not given is null: every request meets it.
               {"slo",
                {{"ttft_s", r.slo_ttft_s > 0 ? nlohmann::json(r.slo_ttft_s) : nlohmann::json()},
-                {"tpot_s", r.slo_tpot_s > 0 ? nlohmann::json(r.slo_tpot_s) : nlohmann::json()}}},
+                {"tpot_s", r.slo_tpot_s > 0 ? nlohmann::json(r.slo_tpot_s) : nlohmann::json()},
+                {"itl_s", r.slo_itl_s > 0 ? nlohmann::json(r.slo_itl_s) : nlohmann::json()}}},
               {"goodput", m.goodput},
               {"slo_attainment", m.slo_attainment},
               {"iterations", m.iterations},

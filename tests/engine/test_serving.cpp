@@ -175,6 +175,18 @@ TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait"
   CHECK(r.outcomes[1].finish_s == 3.0);
   CHECK(r.outcomes[0].finish_s == 4.0);
   CHECK(r.metrics.iterations == 4);
+  // A's tokens at 1, 3 and 4: its second waited out B's prompt, a gap of 2 s (its TPOT, the
+  // mean gap, is 1.5 s); B's at 2 and 3.
+  CHECK(r.outcomes[0].max_itl_s == 2.0);
+  CHECK(r.outcomes[0].tpot_s() == 1.5);
+  CHECK(r.outcomes[1].max_itl_s == 1.0);
+  CHECK(r.metrics.max_itl_s.p99 == 2.0);
+  // An inter-token objective of 1.5 s: A misses it (TPOT alone would pass it), B meets it.
+  o.slo_itl_s = 1.5;
+  CHECK(simulate(requests, o, timer).metrics.slo_attainment == 0.5);
+  o.slo_itl_s = 0;
+  o.slo_tpot_s = 1.5;
+  CHECK(simulate(requests, o, timer).metrics.slo_attainment == 1.0);
 }
 
 TEST_CASE("prefill-first with chunked prefill: prompt chunks run alone, decodes wait (SGLang)") {
@@ -452,7 +464,8 @@ TEST_CASE("workloads: deterministic, and their distributions as specified") {
 
 TEST_CASE("disaggregated prefill and decode, by hand: pools, link queue and prefilled requests") {
   // The requests of the tests above: A (0 s, prompt 4, 3 tokens), B (0.5 s, prompt 2, 2 tokens);
-  // every iteration of either pool takes 1 s.
+  // every iteration of either pool takes 1 s. The decode pool runs each prompt's last token
+  // again to sample the first output token, so it runs `output` steps of each request.
   const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
   OneSecond prefill_timer, decode_timer;
   ServingPool prefill{plenty(BatchingPolicy::continuous, KvLayout::paged), &prefill_timer, {}};
@@ -460,20 +473,20 @@ TEST_CASE("disaggregated prefill and decode, by hand: pools, link queue and pref
   const Model m = streamspark::test::tiny_test();
   SUBCASE("one replica each, a link of 0.25 s per transfer") {
     // Prefill: [0,1] A's prompt; [1,2] B's (arrived at 0.5). Link: A 1 -> 1.25, B 2 -> 2.25.
-    // Decode: A arrives at 1.25, [1.25,2.25] its token 2; B arrives at 2.25, [2.25,3.25] A's
-    // token 3 and B's token 2: both done at 3.25. TTFT: the KV's arrival.
+    // Decode: A arrives at 1.25, [1.25,2.25] its token 1; B arrives at 2.25, [2.25,3.25] A's
+    // token 2 and B's token 1, [3.25,4.25] A's token 3 and B's token 2: both done at 4.25.
     const DisaggregatedResult d =
         simulate_disaggregated(requests, prefill, decode, {0.0, 0.25}, m, DType::bf16);
     const auto& o = d.result.outcomes;
-    CHECK(o[0].ttft_s() == doctest::Approx(1.25));
-    CHECK(o[1].ttft_s() == doctest::Approx(1.75));
-    CHECK(o[0].finish_s == doctest::Approx(3.25));
-    CHECK(o[1].finish_s == doctest::Approx(3.25));
-    CHECK(o[0].tpot_s() == doctest::Approx(1.0));  // (3.25 - 1.25) / 2
+    CHECK(o[0].ttft_s() == doctest::Approx(2.25));
+    CHECK(o[1].ttft_s() == doctest::Approx(2.75));  // 3.25 - 0.5
+    CHECK(o[0].finish_s == doctest::Approx(4.25));
+    CHECK(o[1].finish_s == doctest::Approx(4.25));
+    CHECK(o[0].tpot_s() == doctest::Approx(1.0));  // (4.25 - 2.25) / 2
     CHECK(d.prefill.metrics.iterations == 2);
-    CHECK(d.decode.metrics.iterations == 2);
+    CHECK(d.decode.metrics.iterations == 3);
     CHECK(d.prefill.metrics.busy_s == doctest::Approx(2.0));
-    CHECK(d.decode.metrics.busy_s == doctest::Approx(2.0));
+    CHECK(d.decode.metrics.busy_s == doctest::Approx(3.0));
     CHECK(d.links == 1);
     CHECK(d.transfers == 2);
     CHECK(d.link_busy_s == doctest::Approx(0.5));
@@ -481,40 +494,41 @@ TEST_CASE("disaggregated prefill and decode, by hand: pools, link queue and pref
     // The bytes moved: each prompt's whole KV cache in the KV format.
     CHECK(d.transfer_bytes == doctest::Approx(static_cast<double>(state_bytes(m, 4, DType::bf16) +
                                                                   state_bytes(m, 2, DType::bf16))));
-    CHECK(d.result.metrics.duration_s == doctest::Approx(3.25));
+    CHECK(d.result.metrics.duration_s == doctest::Approx(4.25));
   }
   SUBCASE("a slow link queues the second transfer behind the first") {
     // 1.5 s per transfer: A 1 -> 2.5; B's prompt ends at 2 and waits for the link: 2.5 -> 4.
-    // Decode: [2.5,3.5] A's token 2, [3.5,4.5] A's token 3 (B not there yet); B, arrived at 4,
-    // runs its token 2 in [4.5,5.5].
+    // Decode: [2.5,3.5] A's token 1, [3.5,4.5] A's token 2 (B arrives at 4), [4.5,5.5] A's
+    // token 3 and B's token 1, [5.5,6.5] B's token 2.
     const DisaggregatedResult d =
         simulate_disaggregated(requests, prefill, decode, {0.0, 1.5}, m, DType::bf16);
     const auto& o = d.result.outcomes;
-    CHECK(o[0].first_token_s == doctest::Approx(2.5));
-    CHECK(o[1].first_token_s == doctest::Approx(4.0));
-    CHECK(o[0].finish_s == doctest::Approx(4.5));
-    CHECK(o[1].finish_s == doctest::Approx(5.5));
+    CHECK(o[0].first_token_s == doctest::Approx(3.5));
+    CHECK(o[1].first_token_s == doctest::Approx(5.5));
+    CHECK(o[0].finish_s == doctest::Approx(5.5));
+    CHECK(o[1].finish_s == doctest::Approx(6.5));
     CHECK(d.transfer_s.p99 == doctest::Approx(2.0));  // B: 0.5 s waiting, 1.5 s moving
   }
   SUBCASE("two prefill replicas: each request on its own replica and link") {
     // A on replica 0 [0,1], B on replica 1 [0.5,1.5]; no link cost: A's KV at 1, B's at 1.5.
-    // Decode: [1,2] A's token 2; B arrives at 1.5 and joins at 2: [2,3] A's token 3, B's 2.
+    // Decode: [1,2] A's token 1; B joins at 2: [2,3] A's token 2, B's 1; [3,4] A's 3, B's 2.
     prefill.layout.replicas = 2;
     const DisaggregatedResult d =
         simulate_disaggregated(requests, prefill, decode, {0.0, 0.0}, m, DType::bf16);
     const auto& o = d.result.outcomes;
     CHECK(d.links == 2);
-    CHECK(o[0].first_token_s == doctest::Approx(1.0));
-    CHECK(o[1].first_token_s == doctest::Approx(1.5));
-    CHECK(o[0].finish_s == doctest::Approx(3.0));
-    CHECK(o[1].finish_s == doctest::Approx(3.0));
+    CHECK(o[0].first_token_s == doctest::Approx(2.0));
+    CHECK(o[1].first_token_s == doctest::Approx(3.0));
+    CHECK(o[0].finish_s == doctest::Approx(4.0));
+    CHECK(o[1].finish_s == doctest::Approx(4.0));
   }
-  SUBCASE("a one-token request ends at the prefill pool; static batching is refused") {
+  SUBCASE("a one-token request samples its token at the decode pool; static batching refused") {
+    // Prefill [0,1], link 1 -> 1.25, decode [1.25,2.25].
     const std::vector<Request> one = {{0.0, 4, 1, 0}};
     const DisaggregatedResult d =
         simulate_disaggregated(one, prefill, decode, {0.0, 0.25}, m, DType::bf16);
-    CHECK(d.transfers == 0);
-    CHECK(d.result.outcomes[0].finish_s == doctest::Approx(1.0));
+    CHECK(d.transfers == 1);
+    CHECK(d.result.outcomes[0].finish_s == doctest::Approx(2.25));
     decode.options.scheduler.policy = BatchingPolicy::static_batching;
     CHECK_THROWS_AS(simulate_disaggregated(requests, prefill, decode, {}, m, DType::bf16),
                     std::invalid_argument);

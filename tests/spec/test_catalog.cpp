@@ -80,6 +80,8 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       {"internlm-20b", {{20e9, 1e9}, {}}},
       {"qwen-72b", {{72e9, 1e9}, {}}},
       {"phi-2", {{2.78e9, 0.01e9}, {}}},
+      // Qwen3's report: "235B total parameters and 22B activated parameters".
+      {"qwen3-235b-a22b", {{235e9, 1e9}, Figure{22e9, 1e9}}},
       {"tiny-test", {{4'868'352}, {}}},
       {"small-test", {{31'990'272}, {}}},
       {"test-1mib", {{426'624}, {}}},  // the derivations are in each file

@@ -145,6 +145,10 @@ engine::KvTransferLink kv_link(const DisaggregationRequest& d, const Pool& prefi
     link->bandwidth = *d.link_bandwidth;
     *name += " (--kv-link-bandwidth)";
   }
+  if (d.layerwise) {
+    link->layerwise = true;
+    *name += ", layer by layer";
+  }
   return *link;
 }
 

@@ -27,6 +27,7 @@ struct DisaggregationRequest {
   PoolRequest prefill, decode;
   engine::KvLinkChoice link = engine::KvLinkChoice::automatic;
   std::optional<double> link_bandwidth;  // bytes/s of one prefill replica's link
+  bool layerwise = false;                // engine::KvTransferLink::layerwise
 };
 
 struct ServeSimRequest {

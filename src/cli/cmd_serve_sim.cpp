@@ -20,6 +20,7 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
     std::string requests_csv;
     engine::KvLinkChoice kv_link = engine::KvLinkChoice::automatic;
     std::optional<double> kv_link_bandwidth;
+    bool kv_layerwise = false;
   };
   CLI::App* app = root.add_subcommand(
       "serve-sim",
@@ -46,6 +47,9 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   b.quantity("--kv-link-bandwidth", s->kv_link_bandwidth, spec::Dimension::bandwidth,
              "with --disaggregate, one prefill replica's KV link bandwidth, e.g. '50 GB/s' "
              "(default: the topology's per-GPU link times the GPUs sending at once)");
+  b.flag("--kv-layerwise", s->kv_layerwise,
+         "with --disaggregate, stream each prompt's KV layer by layer as the prefill computes "
+         "it (the transfer may start with the prompt; default: when it ends)");
   for (const char* layout : {"--hardware", "--tp", "--pp", "--ep", "--replicas"}) {
     b.conflicts("--disaggregate", {layout},
                 "each pool names its hardware and layout in --disaggregate");
@@ -75,10 +79,11 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
         if (s->r.disaggregate) {
           s->r.disaggregate->link = s->kv_link;
           s->r.disaggregate->link_bandwidth = s->kv_link_bandwidth;
+          s->r.disaggregate->layerwise = s->kv_layerwise;
         } else if (s->r.hardware.empty()) {
           throw UsageError("--hardware: required (or --disaggregate with each pool's hardware)");
         } else {
-          for (const char* o : {"--kv-link", "--kv-link-bandwidth"}) {
+          for (const char* o : {"--kv-link", "--kv-link-bandwidth", "--kv-layerwise"}) {
             if (s->b.given(o)) throw UsageError(std::string(o) + ": only with --disaggregate");
           }
         }

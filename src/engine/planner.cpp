@@ -408,6 +408,9 @@ void verify(const PlanInputs& in, const PlanGoalStrategy& goal, const std::vecto
   }
   planner_detail::record_capacity(b, c);
   goal.size_deployment(in, sim, b, c);
+  if (c.pools && c.status == CandidateStatus::ranked && c.replicas > 0 && c.served_rate > 0) {
+    sim.record_pool_loads(c.served_rate / static_cast<double>(c.replicas));
+  }
 }
 
 // The inputs every goal needs; the goal checks its own (a target rate, a fleet).
@@ -687,6 +690,22 @@ ServingMetrics ReplicaSimulator::at(double rate) {
         .result.metrics;
   }
   return simulate_deployment(scale_arrivals(unit_, rate), options_, cost_, one_).metrics;
+}
+
+void ReplicaSimulator::record_pool_loads(double rate) {
+  ++c_.simulations;
+  const DisaggregatedResult d =
+      simulate_disaggregated(scale_arrivals(unit_, rate), {options_, &cost_, one_},
+                             {decode_options_, &*decode_cost_, decode_layout_}, c_.pools->link,
+                             in_.models[c_.model], in_.formats[c_.format].precision.kv_cache);
+  const double duration = d.result.metrics.duration_s;
+  if (!(duration > 0)) return;
+  PlanPools& p = *c_.pools;
+  p.prefill_busy = d.prefill.metrics.busy_s / (duration * static_cast<double>(one_.replicas));
+  p.decode_busy =
+      d.decode.metrics.busy_s / (duration * static_cast<double>(decode_layout_.replicas));
+  p.link_busy = d.link_busy_s / (duration * static_cast<double>(d.links));
+  p.transfer_s = d.transfer_s.mean;
 }
 
 bool ReplicaSimulator::meets(const ServingMetrics& m) const {

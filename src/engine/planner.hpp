@@ -175,6 +175,13 @@ struct PlanPools {
   int64_t decode_kv_capacity_tokens = 0;  // of one decode replica
   KvTransferLink link;
   std::string link_name;
+  // Where a unit's time goes at the deployment's rate (one unit simulated at its share): the
+  // share of the run each pool's schedulers were busy and the link was sending, and the mean
+  // time a prompt's KV took from its prompt's end to the decode pool (wait and transfer).
+  double prefill_busy = 0;
+  double decode_busy = 0;
+  double link_busy = 0;
+  double transfer_s = 0;
 };
 
 struct PlanCandidate {

@@ -28,6 +28,8 @@ class ReplicaSimulator {
   ReplicaSimulator(const PlanInputs& in, const std::vector<Request>& unit, PlanCandidate& c);
   ServingMetrics at(double rate);
   bool meets(const ServingMetrics& m) const;
+  // A disaggregated unit at `rate`: its pools' and link's loads into c.pools (PlanPools).
+  void record_pool_loads(double rate);
 
  private:
   const PlanInputs& in_;

@@ -230,6 +230,13 @@ void Scheduler::complete_verification(const IterationItem& item) {
   }
 }
 
+void Scheduler::start(const Iteration& it, double now) {
+  for (const IterationItem& item : it.items) {
+    SequenceRecord& rec = records_[static_cast<size_t>(item.request)];
+    if (rec.start_s < 0) rec.start_s = now;
+  }
+}
+
 void Scheduler::complete(const Iteration& it, double now) {
   bool any_finished = false;
   for (const IterationItem& item : it.items) {

@@ -163,6 +163,7 @@ struct SequenceRecord {
   int64_t preemptions = 0;
   double last_token_s = -1;  // when its latest token came
   double max_itl_s = 0;      // the longest gap between two of its consecutive tokens
+  double start_s = -1;       // when its first iteration began
 };
 
 class Scheduler {
@@ -184,6 +185,8 @@ class Scheduler {
   // The iteration finished at time `now`: its tokens are cached, emitted tokens counted,
   // finished requests release their KV cache.
   void complete(const Iteration& it, double now);
+  // The iteration `it` (from next) begins at `now`: its sequences that never ran start now.
+  void start(const Iteration& it, double now);
 
   bool all_finished() const { return finished_ == static_cast<int64_t>(requests_.size()); }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
@@ -409,6 +412,7 @@ struct RequestOutcome {
   double finish_s = 0;
   int64_t preemptions = 0;
   double max_itl_s = 0;  // the longest gap between two consecutive tokens (0: one token)
+  double start_s = 0;    // when its first iteration began (absolute)
   double ttft_s() const { return first_token_s - request.arrival_s; }
   double e2e_s() const { return finish_s - request.arrival_s; }
   // Mean time between output tokens after the first (0 for one-token outputs).
@@ -492,6 +496,12 @@ struct ServingPool {
 struct KvTransferLink {
   double bandwidth = 0;  // bytes/s of one prefill replica's link; 0: a transfer takes no time
   double latency_s = 0;  // per transfer
+  // Layer by layer: a prompt's KV streams as its layers are computed (vLLM's MORI-IO write
+  // mode, Mooncake's layer-wise transfer), so its transfer may start when the prompt's first
+  // iteration does; it ends no sooner than bytes / bandwidth after it starts, nor than the
+  // last layer's share (bytes / (layers x bandwidth)) after the prompt ends. Otherwise the
+  // transfer starts when the prompt ends.
+  bool layerwise = false;
 };
 
 // Which link a disaggregated deployment's KV moves over (kv_transfer_link).

@@ -184,6 +184,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
       }
       throw std::logic_error("serving: the scheduler is idle with requests unfinished");
     }
+    scheduler.start(it, now);
     double dt = cost.seconds(it, scheduler);
     const int64_t swapped = it.swap_in_tokens + it.swap_out_tokens;
     if (swapped > 0) {
@@ -207,8 +208,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   result.outcomes.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const SequenceRecord& rec = scheduler.records()[i];
-    result.outcomes.push_back(
-        {requests[i], rec.first_token_s, rec.finish_s, rec.preemptions, rec.max_itl_s});
+    result.outcomes.push_back({requests[i], rec.first_token_s, rec.finish_s, rec.preemptions,
+                               rec.max_itl_s, rec.start_s});
   }
   result.metrics = summarize(result.outcomes, options);
   usage.fill(result.metrics);
@@ -293,9 +294,16 @@ DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
     const auto replica =
         static_cast<size_t>((static_cast<int64_t>(i) % engines) / prefill.layout.pp);
     const auto bytes = static_cast<double>(kv_transfer_bytes(model, requests[i].prompt, kv));
-    const double seconds = link.latency_s + (link.bandwidth > 0 ? bytes / link.bandwidth : 0.0);
-    const double start = std::max(done, link_free[replica]);
+    const double moving = link.bandwidth > 0 ? bytes / link.bandwidth : 0.0;
+    const double seconds = link.latency_s + moving;
+    double start = std::max(done, link_free[replica]);
     arrives[i] = start + seconds;
+    if (link.layerwise) {
+      start = std::max(out.prefill.outcomes[i].start_s, link_free[replica]);
+      const double last_layer =
+          moving / static_cast<double>(std::max<int64_t>(model.n_layers(), 1));
+      arrives[i] = link.latency_s + std::max(start + moving, done + last_layer);
+    }
     link_free[replica] = arrives[i];
     out.link_busy_s += seconds;
     out.transfer_bytes += bytes;

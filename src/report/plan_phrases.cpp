@@ -256,21 +256,25 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
          {"reason", c.reason}};
   if (c.pools) {  // hardware, tp, pp above: the prefill pool's; a replica is the whole unit
     const engine::PlanPools& p = *c.pools;
-    j["disaggregated"] = json{{"prefill",
-                               {{"hardware", in.hardware[c.hardware].name},
-                                {"tp", c.layout.tp},
-                                {"pp", c.layout.pp},
-                                {"replicas_per_unit", p.prefill_replicas}}},
-                              {"decode",
-                               {{"hardware", in.hardware[p.decode_hardware].name},
-                                {"tp", p.decode_layout.tp},
-                                {"pp", p.decode_layout.pp},
-                                {"replicas_per_unit", p.decode_replicas},
-                                {"kv_capacity_tokens", p.decode_kv_capacity_tokens}}},
-                              {"link",
-                               {{"name", p.link_name},
-                                {"bandwidth", p.link.bandwidth},
-                                {"latency_s", p.link.latency_s}}}};
+    j["disaggregated"] = json{
+        {"prefill",
+         {{"hardware", in.hardware[c.hardware].name},
+          {"tp", c.layout.tp},
+          {"pp", c.layout.pp},
+          {"replicas_per_unit", p.prefill_replicas}}},
+        {"decode",
+         {{"hardware", in.hardware[p.decode_hardware].name},
+          {"tp", p.decode_layout.tp},
+          {"pp", p.decode_layout.pp},
+          {"replicas_per_unit", p.decode_replicas},
+          {"kv_capacity_tokens", p.decode_kv_capacity_tokens}}},
+        {"link",
+         {{"name", p.link_name}, {"bandwidth", p.link.bandwidth}, {"latency_s", p.link.latency_s}}},
+        {"at_target",
+         {{"prefill_busy", p.prefill_busy},
+          {"decode_busy", p.decode_busy},
+          {"link_busy", p.link_busy},
+          {"transfer_s", p.transfer_s}}}};
   }
   if (c.rate_bound > 0) {
     j["rate_bound"] = c.rate_bound;
@@ -359,8 +363,17 @@ std::string kind_line(const PlanReport& r) {
         fmt::format("{} GPUs ({} {}, {} {}{})", c.gpus, hardware_text(in, c), layout_text(in, c),
                     c.replicas, c.pools ? "unit" : "replica", c.replicas == 1 ? "" : "s");
     if (c.usd_per_hour) s += fmt::format(" at ${}/hour", money(*c.usd_per_hour));
-    return s + fmt::format(", p90 TTFT {}, p90 TPOT {}", format_time(c.at_target.ttft_s.p90),
-                           format_time(c.at_target.tpot_s.p90));
+    s += fmt::format(", p90 TTFT {}, p90 TPOT {}", format_time(c.at_target.ttft_s.p90),
+                     format_time(c.at_target.tpot_s.p90));
+    if (c.pools) {  // where a unit's time goes
+      const engine::PlanPools& p = *c.pools;
+      s += fmt::format(
+          " (prefill pool {} busy, decode pool {} busy, KV link {} busy, {} from a prompt's "
+          "end to its KV at the decode pool)",
+          whole_percent(p.prefill_busy), whole_percent(p.decode_busy), whole_percent(p.link_busy),
+          format_time(p.transfer_s));
+    }
+    return s;
   };
   if (aggregated == 0) {
     return "disaggregated wins: no aggregated deployment meets the objectives; the best "

@@ -303,6 +303,16 @@ TEST_CASE("serve-sim --disaggregate: KV transfer golden, the zero-cost link, and
   CHECK(l["transfer_s"]["p50"].get<double>() == doctest::Approx(26.8489456e-3));
   CHECK(l["transfers"] == 1);
   CHECK(l["name"].get<std::string>().rfind("inter-node", 0) == 0);
+  // Layer by layer, all but the last of the 80 layers' shares move while the prompt runs:
+  // 26.8435456 ms / 80 + 5.4 us = 0.3409443 ms after the prompt's end.
+  const Run streamed = run(one +
+                           "--disaggregate prefill=h100-sxm:tp8,decode=h100-sxm:tp8 --kv-link "
+                           "inter-node --kv-link-bandwidth '50 GB/s' --kv-layerwise");
+  REQUIRE(streamed.exit_code == 0);
+  CHECK(json::parse(streamed.out)["disaggregation"]["link"]["transfer_s"]["p50"].get<double>() ==
+        doctest::Approx(0.3409443e-3));
+  CHECK(run(one + "-H h100-sxm --kv-layerwise").err ==
+        "error: --kv-layerwise: only with --disaggregate\n");
   // With a link that costs nothing, one request on a pool of each runs what the aggregated run
   // on the same GPUs runs, and one decode step more: the decode pool runs the prompt's last
   // token again (at a context of 4,095) to sample the first token. So TTFT and e2e exceed the

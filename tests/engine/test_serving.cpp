@@ -522,6 +522,24 @@ TEST_CASE("disaggregated prefill and decode, by hand: pools, link queue and pref
     CHECK(o[0].finish_s == doctest::Approx(4.0));
     CHECK(o[1].finish_s == doctest::Approx(4.0));
   }
+  SUBCASE("layer by layer, a transfer runs beside its prompt") {
+    // tiny-test keeps 2 x 4 layers x 2 KV heads x 32 x 2 B = 1,024 B a token: A moves 4,096 B,
+    // B 2,048 B; at 2,048 B/s, 2 s and 1 s. Whole: A 1 -> 3, B waits for the link, 3 -> 4.
+    // Layer by layer: A streams from its prompt's start at 0 and ends at max(0 + 2, 1 + 2 / 4)
+    // = 2; B (prompt [1,2]) starts when the link frees at 2 and ends at max(2 + 1, 2 + 1/4) = 3.
+    const DisaggregatedResult whole =
+        simulate_disaggregated(requests, prefill, decode, {2048, 0}, m, DType::bf16);
+    CHECK(whole.transfer_s.p50 == doctest::Approx(2.0));  // A: 2 s moving; B: 1 s waiting + 1
+    CHECK(whole.transfer_s.p99 == doctest::Approx(2.0));
+    KvTransferLink streamed{2048, 0};
+    streamed.layerwise = true;
+    const DisaggregatedResult layers =
+        simulate_disaggregated(requests, prefill, decode, streamed, m, DType::bf16);
+    // From each prompt's end to its KV's arrival: A 2 - 1 = 1 s, B 3 - 2 = 1 s.
+    CHECK(layers.transfer_s.p50 == doctest::Approx(1.0));
+    CHECK(layers.transfer_s.p99 == doctest::Approx(1.0));
+    CHECK(layers.result.outcomes[0].first_token_s == doctest::Approx(3.0));  // decode [2,3]
+  }
   SUBCASE("a one-token request samples its token at the decode pool; static batching refused") {
     // Prefill [0,1], link 1 -> 1.25, decode [1.25,2.25].
     const std::vector<Request> one = {{0.0, 4, 1, 0}};

@@ -464,6 +464,21 @@ std::vector<int64_t> expert_degrees(const PlanGrid& grid, bool moe, int64_t tp) 
   return eps;
 }
 
+// A configuration of one replica (prefill replica of a unit) with the grid's scheduler
+// settings, not yet analysed.
+PlanCandidate candidate(size_t model, size_t hardware, size_t format, ParallelLayout layout,
+                        int64_t max_batch, bool chunked) {
+  PlanCandidate c;
+  c.model = model;
+  c.hardware = hardware;
+  c.format = format;
+  c.layout = layout;
+  c.layout.replicas = 1;
+  c.max_batch = max_batch;
+  c.chunked_prefill = chunked;
+  return c;
+}
+
 // Every configuration of the grid, in enumeration order (model > hardware > format > tp > pp >
 // ep > max batch > chunked prefill), not yet analysed.
 std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
@@ -477,17 +492,11 @@ std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
             for (int64_t ep : expert_degrees(in.grid, moe, tp)) {
               for (int64_t mb : in.grid.max_batch) {
                 for (bool chunked : in.grid.chunked_prefill) {
-                  PlanCandidate c;
-                  c.model = m;
-                  c.hardware = h;
-                  c.format = f;
-                  c.layout.tp = tp;
-                  c.layout.pp = pp;
-                  c.layout.ep = ep;
-                  c.layout.replicas = 1;
-                  c.max_batch = mb;
-                  c.chunked_prefill = chunked;
-                  cands.push_back(std::move(c));
+                  ParallelLayout l;
+                  l.tp = tp;
+                  l.pp = pp;
+                  l.ep = ep;
+                  cands.push_back(candidate(m, h, f, l, mb, chunked));
                 }
               }
             }
@@ -506,14 +515,9 @@ std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
               for (const auto& [r, d] : in.grid.pool_ratios) {
                 for (int64_t mb : in.grid.max_batch) {
                   for (bool chunked : in.grid.chunked_prefill) {
-                    PlanCandidate c;
-                    c.model = m;
-                    c.hardware = hp;
-                    c.format = f;
-                    c.layout.tp = tp_prefill;
-                    c.layout.replicas = 1;
-                    c.max_batch = mb;
-                    c.chunked_prefill = chunked;
+                    ParallelLayout l;
+                    l.tp = tp_prefill;
+                    PlanCandidate c = candidate(m, hp, f, l, mb, chunked);
                     PlanPools p;
                     p.decode_hardware = hd;
                     p.decode_layout.tp = tp_decode;

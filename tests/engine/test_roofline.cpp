@@ -254,10 +254,10 @@ TEST_CASE("TPOT in closed form equals stepping with row kernels waiting on their
   CHECK(without.analyze({1, 100, 300}).tpot_s < a.analyze({1, 100, 300}).tpot_s);
 }
 
-TEST_CASE("sampling without a cache in closed form equals its passes with row kernels") {
-  // Each pass's rows grow by the batch: the waves step up pass by pass, summed one by one.
+namespace {
+// Naive sampling's closed form against its prefill passes of S..S+G-1 tokens summed one by one.
+void check_naive_sampling_by_passes(const Hardware& hw, int64_t G) {
   const Model m = test::tiny_test();
-  const Hardware hw = h100_with_row_kernels(0);
   AnalysisOptions o;
   o.method = Method::calibrated;
   o.naive_sampling = true;
@@ -265,33 +265,26 @@ TEST_CASE("sampling without a cache in closed form equals its passes with row ke
   AnalysisOptions plain_options;
   plain_options.method = Method::calibrated;
   Analyzer plain(m, hw, plain_options);
-  const int64_t B = 3, S = 8, G = 60;  // 24 to 201 rows: one to four waves of 64
+  const int64_t B = 3, S = 8;
   const WorkloadResult r = a.analyze({B, S, G});
   REQUIRE(r.sampling.has_value());
   double stepped = 0;
   for (int64_t n = S; n <= S + G - 1; ++n) stepped += plain.analyze({B, n, 1}).prefill.time_s;
   CHECK(r.sampling->naive_time_s == doctest::Approx(stepped).epsilon(1e-9));
 }
+}  // namespace
 
 TEST_CASE("sampling without a cache in closed form equals its passes with GEMM overlap") {
   // Naive sampling sums prefill passes of S..S+G-1 tokens in closed form; a GEMM's p-norm of
   // compute and memory time is no polynomial in the token count, so it is summed pass by pass.
   // Short prompts put the products near the ridge, where the p-norm differs most from the max.
-  const Model m = test::tiny_test();
-  const Hardware hw = h100_with_gemm_overlap(1.5);
-  AnalysisOptions o;
-  o.method = Method::calibrated;
-  o.naive_sampling = true;
-  Analyzer a(m, hw, o);
-  AnalysisOptions plain_options;
-  plain_options.method = Method::calibrated;
-  Analyzer plain(m, hw, plain_options);
-  const int64_t B = 3, S = 8, G = 400;
-  const WorkloadResult r = a.analyze({B, S, G});
-  REQUIRE(r.sampling.has_value());
-  double stepped = 0;
-  for (int64_t n = S; n <= S + G - 1; ++n) stepped += plain.analyze({B, n, 1}).prefill.time_s;
-  CHECK(r.sampling->naive_time_s == doctest::Approx(stepped).epsilon(1e-9));
+  check_naive_sampling_by_passes(h100_with_gemm_overlap(1.5), 400);
+}
+
+TEST_CASE("sampling without a cache in closed form equals its passes with row kernels") {
+  // Each pass's rows grow by the batch of 3: 24 to 201 rows, one to four waves of 64, summed
+  // pass by pass.
+  check_naive_sampling_by_passes(h100_with_row_kernels(0), 60);
 }
 
 TEST_CASE("with generate = 1 TPOT is the step at context = prompt") {

@@ -37,7 +37,9 @@
 //   (L1372, Poisson), --seed (L1391), --output-file (L1403, one JSON line per run); EOS is
 //   ignored by default.
 // - SGLang 0.4.5.post1 (the first release whose prefill/decode disaggregation transfers the KV):
-//   --disaggregation-mode prefill|decode, --disaggregation-transfer-backend mooncake, and the
+//   --disaggregation-mode prefill|decode, --disaggregation-transfer-backend mooncake,
+//   --disaggregation-bootstrap-port (default 8998; one per prefill instance), --host (default
+//   127.0.0.1; 0.0.0.0 for servers other nodes reach), and the
 //   load balancer `python -m sglang.srt.disaggregation.mini_lb --prefill URLS --decode URLS
 //   --port P` (comma-separated URLs; it routes the native /generate API).
 // - TensorRT-LLM 0.18.2: `trtllm-serve MODEL` with --tp_size, --pp_size, --max_batch_size,
@@ -157,6 +159,8 @@ struct Deployment {
   uint64_t seed = 0;
   std::string stack;  // the plan's --stack, if any
   std::string method;
+  std::string model_arg, hardware_arg;  // as the request named them (names or paths)
+  engine::KvMemoryBasis memory_basis = engine::KvMemoryBasis::total;
   int64_t node_gpus = 1;  // of the (prefill) hardware's node
 };
 
@@ -167,7 +171,8 @@ std::string model_id_of(const engine::Model& m) {
   return "";
 }
 
-Deployment deployment_of(const EmitRequest& emit, const PlanRequest& r, const PlanOutcome& p) {
+Deployment deployment_of(const EmitRequest& emit, const PlanRequest& r, const PlanOutcome& p,
+                         const Context& context) {
   if (!p.found()) throw UsageError("--emit: the plan found no deployment to emit");
   const engine::PlanInputs& in = p.inputs;
   Deployment d;
@@ -194,6 +199,16 @@ Deployment deployment_of(const EmitRequest& emit, const PlanRequest& r, const Pl
   if (c.pools) d.decode_fraction = in.memory_fraction_for(c.pools->decode_layout.tp);
   d.rate = c.served_rate / static_cast<double>(std::max<int64_t>(c.replicas, 1));
   if (r.stack) d.stack = *r.stack;
+  d.memory_basis = in.memory_basis;
+  // The model and hardware as the request named them (a path stays a path for validate.sh).
+  d.model_arg = d.model->name;
+  for (const std::string& m : r.models) {
+    if (context.catalog.model(m).name == d.model->name) d.model_arg = m;
+  }
+  d.hardware_arg = d.prefill_hw->name;
+  for (const std::string& h : r.hardware) {
+    if (context.catalog.hardware(h).name == d.prefill_hw->name) d.hardware_arg = h;
+  }
   d.method = std::string(enum_name(engine::method_for(in.method, *d.prefill_hw)));
   d.node_gpus = d.prefill_hw->topology ? d.prefill_hw->topology->gpus_per_node : 1;
   for (const auto& [hw, layout] :
@@ -419,33 +434,52 @@ Emitted emit_sglang(const Deployment& d) {
         fmt::format("SGLang 0.4.5.post1: {} unit{} of {} prefill and {} decode instances (KV over "
                     "Mooncake) behind its load balancer on port 8000",
                     c.replicas, c.replicas == 1 ? "" : "s", p.prefill_replicas, p.decode_replicas));
-    // Prefill and decode instances on their own nodes (two kinds of hardware never share
-    // one): the prefill pool's first, then the decode pool's.
-    Placer prefill_nodes(d.node_gpus);
+    // Every unit's prefill instances, then its decode instances, on the nodes in order (one
+    // placer for both pools of one hardware, so a unit that fits a node stays on it, as the
+    // plan's intra-node link assumed; two kinds of hardware never share a node). Each prefill
+    // instance has a KV bootstrap port of its own.
+    const int64_t decode_node_gpus =
+        d.decode_hw->topology ? d.decode_hw->topology->gpus_per_node : 1;
+    Placer prefill_nodes(d.node_gpus), decode_nodes(decode_node_gpus);
+    const bool shared = d.decode_hw == d.prefill_hw;
     std::vector<Instance> servers;
-    std::string prefill_urls, decode_urls;
-    const auto url = [](const Instance& i, int port) {
-      return fmt::format("http://{}:{}", host_of(i.node), port);
-    };
-    for (int64_t k = 0; k < c.replicas * p.prefill_replicas; ++k) {
-      const int port = 30000 + static_cast<int>(k);
-      servers.push_back(prefill_nodes.place(
-          c.layout.tp, sglang_instance(d, c.layout, d.fraction, port,
-                                       " --disaggregation-mode prefill "
-                                       "--disaggregation-transfer-backend mooncake")));
-      prefill_urls += (prefill_urls.empty() ? "" : ",") + url(servers.back(), port);
+    std::vector<std::pair<bool, int>> roles;  // decode?, port
+    for (int64_t u = 0; u < c.replicas; ++u) {
+      for (int64_t k = 0; k < p.prefill_replicas; ++k) {
+        const int index = static_cast<int>(u * p.prefill_replicas + k);
+        servers.push_back(prefill_nodes.place(
+            c.layout.tp, sglang_instance(d, c.layout, d.fraction, 30000 + index,
+                                         fmt::format(" --disaggregation-mode prefill "
+                                                     "--disaggregation-transfer-backend mooncake "
+                                                     "--disaggregation-bootstrap-port {}",
+                                                     8998 + index))));
+        roles.emplace_back(false, 30000 + index);
+      }
+      for (int64_t k = 0; k < p.decode_replicas; ++k) {
+        const int index = static_cast<int>(u * p.decode_replicas + k);
+        Placer& placer = shared ? prefill_nodes : decode_nodes;
+        servers.push_back(placer.place(
+            p.decode_layout.tp,
+            sglang_instance(d, p.decode_layout, d.decode_fraction, 31000 + index,
+                            " --disaggregation-mode decode --disaggregation-transfer-backend "
+                            "mooncake")));
+        roles.emplace_back(true, 31000 + index);
+      }
     }
-    const int64_t first_decode_node = prefill_nodes.nodes();
-    Placer decode_nodes(d.decode_hw->topology ? d.decode_hw->topology->gpus_per_node : 1);
-    for (int64_t k = 0; k < c.replicas * p.decode_replicas; ++k) {
-      const int port = 31000 + static_cast<int>(k);
-      Instance i = decode_nodes.place(
-          p.decode_layout.tp, sglang_instance(d, p.decode_layout, d.decode_fraction, port,
-                                              " --disaggregation-mode decode "
-                                              "--disaggregation-transfer-backend mooncake"));
-      i.node += first_decode_node;
-      servers.push_back(i);
-      decode_urls += (decode_urls.empty() ? "" : ",") + url(i, port);
+    if (!shared) {  // the decode pool's nodes after the prefill pool's
+      for (size_t k = 0; k < servers.size(); ++k) {
+        if (roles[k].first) servers[k].node += prefill_nodes.nodes();
+      }
+    }
+    int64_t nodes = 1;
+    for (const Instance& i : servers) nodes = std::max(nodes, i.node + 1);
+    std::string prefill_urls, decode_urls;
+    for (size_t k = 0; k < servers.size(); ++k) {
+      // Servers on other nodes listen beyond their host (SGLang binds 127.0.0.1 by default).
+      if (nodes > 1) servers[k].command += " --host 0.0.0.0";
+      std::string& urls = roles[k].first ? decode_urls : prefill_urls;
+      urls += fmt::format("{}http://{}:{}", urls.empty() ? "" : ",", host_of(servers[k].node),
+                          roles[k].second);
     }
     e.serve += serve_body(
         servers,
@@ -489,6 +523,12 @@ Emitted emit_trtllm(const Deployment& d) {
     throw UsageError(
         "--emit trtllm: trtllm-serve takes its formats from the checkpoint; an FP8 plan needs an "
         "FP8 checkpoint (give it with --emit-model) and is not emitted in this version");
+  }
+  if (d.memory_basis != engine::KvMemoryBasis::free) {
+    throw UsageError(
+        "--emit trtllm: --kv_cache_free_gpu_memory_fraction is a fraction of the memory free "
+        "after the weights, the plan's memory fraction one of the whole memory; plan with "
+        "--stack trtllm-0.17, whose fraction means what TensorRT-LLM's does");
   }
   Emitted e;
   const int64_t g = c.layout.tp * c.layout.pp;
@@ -555,7 +595,7 @@ std::string plan_text(const Deployment& d, const PlanOutcome& p, EmitStack stack
 std::string validate_text(const Deployment& d, const Emitted& e) {
   const engine::PlanCandidate& c = *d.c;
   const engine::Precision& pr = d.precision;
-  std::string formats = "--dtype " + d.format;
+  std::string formats = "--dtype " + sh(d.format);
   if (pr.kv_cache != pr.activations)
     formats += fmt::format(" --kv-dtype {}", enum_name(pr.kv_cache));
   return header("The benchmark's result as measurement rows, then the prediction beside them") +
@@ -564,16 +604,16 @@ std::string validate_text(const Deployment& d, const Emitted& e) {
              "\"$STREAMSPARK\" import-benchmark --from {} \"$RESULT\" -m {} -H {} {} --tp {} "
              "--pp {} --memory-fraction {:g} --max-batched-tokens {} -o measured.csv\n"
              "\"$STREAMSPARK\" validate --measured measured.csv{}\n",
-             e.result, e.import_from, sh(d.model->name), sh(d.prefill_hw->name), formats,
-             c.layout.tp, c.layout.pp, d.fraction, d.max_tokens,
+             e.result, e.import_from, sh(d.model_arg), sh(d.hardware_arg), formats, c.layout.tp,
+             c.layout.pp, d.fraction, d.max_tokens,
              d.stack.empty() ? "" : " --stack " + sh(d.stack));
 }
 
 }  // namespace
 
 std::vector<EmittedFile> emit_deployment(const EmitRequest& emit, const PlanRequest& request,
-                                         const PlanOutcome& outcome, const Context&) {
-  const Deployment d = deployment_of(emit, request, outcome);
+                                         const PlanOutcome& outcome, const Context& context) {
+  const Deployment d = deployment_of(emit, request, outcome, context);
   Emitted e;
   switch (emit.stack) {
     case EmitStack::vllm:

@@ -216,6 +216,17 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
                    grid.max_batch.size(), grid.chunked_prefill.size()}) {
     configurations *= static_cast<double>(n);
   }
+  for (const auto& [prefill, decode] : grid.pool_ratios) {
+    if (prefill > 64 || decode > 64) {
+      throw UsageError(fmt::format(
+          "--disaggregate: {}:{}: a unit holds 1 to 64 replicas of each pool", prefill, decode));
+    }
+  }
+  if (!grid.pool_ratios.empty() && r.whole_nodes) {
+    throw UsageError(
+        "--whole-nodes: not modelled with --disaggregate (a unit's pools may be different "
+        "hardware)");
+  }
   if (!grid.pool_ratios.empty()) {  // and the disaggregated units: a pair of pools each
     const auto hardware = static_cast<double>(std::max<size_t>(r.hardware.size(), 1));
     configurations += static_cast<double>(r.models.size() * r.dtypes.size()) * hardware * hardware *

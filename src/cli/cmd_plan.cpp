@@ -71,15 +71,19 @@ int run_plan(PlanCli& s, const app::Context& context) {
   if (!s.report.empty()) files.emplace_back(s.report, report::plan_html(p));
   files.emplace_back(s.out.path, render(p, s.out.format));
   std::vector<std::string> executables;
-  if (emit) {
-    // The deployment's files, each written whole or not at all (before the plan's outputs, so
-    // that a deployment the stack cannot run stops the command first).
+  if (emit && !p.found()) {
+    fmt::print(stderr, "warning: --emit: no deployment meets the objectives; nothing emitted\n");
+  } else if (emit) {
+    // The deployment's files, each written whole or not at all with the plan's outputs; a
+    // deployment the stack cannot run stops the command before anything is created.
+    const std::vector<app::EmittedFile> emitted = app::emit_deployment(*emit, s.r, p, context);
     const fs::path dir = s.emit[1];
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec)
+    if (ec) {
       throw UsageError(fmt::format("--emit: cannot create {}: {}", dir.string(), ec.message()));
-    for (const app::EmittedFile& f : app::emit_deployment(*emit, s.r, p, context)) {
+    }
+    for (const app::EmittedFile& f : emitted) {
       files.emplace_back((dir / f.name).string(), f.text);
       if (f.executable) executables.push_back((dir / f.name).string());
     }
@@ -89,6 +93,7 @@ int run_plan(PlanCli& s, const app::Context& context) {
     std::error_code ec;
     fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add, ec);
+    if (ec) fmt::print(stderr, "warning: --emit: {} is not executable: {}\n", path, ec.message());
   }
   if (p.found()) return kExitOk;
   fmt::print(stderr, "plan: {}\n", report::closest_message(p));

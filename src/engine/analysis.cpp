@@ -561,7 +561,8 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
       if (c0.overlap_s > 0 || c1.overlap_s > 0 || c2.overlap_s > 0 || rows) {
         // A GEMM class's p-norm of compute and memory time (ClassCalibration::overlap) and a
         // row kernel's waves are no polynomials in n: summed pass by pass from the two exact
-        // quadratics (a row kernel's rows grow by the same count each pass).
+        // quadratics (a row kernel's rows grow by the same count each pass: every row kernel's
+        // but an expert-parallel MoE activation's, whose routed rows round down, within a row).
         for (int64_t j = 0; j < count; ++j) {
           const auto x = static_cast<double>(j);
           double t = combined_seconds(compute[0] + (compute[1] + compute[2] * x) * x,

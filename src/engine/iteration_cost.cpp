@@ -112,6 +112,7 @@ IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64
       s.per_sequence_overhead_s += n * c.overhead_s;
     } else {
       s.shared_s += n * c.time_s;
+      s.shared_row_wait_s += n * c.row_wait_s;
     }
   }
   return s;
@@ -205,7 +206,8 @@ double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
   if (tokens < 1 || logits < 0 || logits > tokens) {
     throw std::invalid_argument("token_seconds: needs tokens >= 1 and 0 <= logits <= tokens");
   }
-  return cost(tokens, 0, logits, slot_for(0)).shared_s;
+  const Split s = cost(tokens, 0, logits, slot_for(0));
+  return s.shared_s - s.shared_row_wait_s;
 }
 
 void IterationCost::add_companion(int64_t weight_bytes, int64_t kv_bytes_per_token) {

@@ -296,7 +296,10 @@ void prepare_pools(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate
     }
   }
   SchedulerOptions prefill_s = scheduler_of(in, c), decode_s = scheduler_of(in, d);
-  if (!fits_memory(in, w, *prefill_cost, prefill_s, c)) return;
+  // A prefill pool holds a request's prompt and the token it samples, never its output.
+  WorkloadFigures prompts = w;
+  prompts.longest = w.longest_prompt + 1;
+  if (!fits_memory(in, prompts, *prefill_cost, prefill_s, c)) return;
   if (!fits_memory(in, w, *decode_cost, decode_s, d)) return reject_from(c, d, "decode");
   p.decode_kv_capacity_tokens = d.kv_capacity_tokens;
   ParallelLayout prefill_unit = c.layout, decode_unit = p.decode_layout;

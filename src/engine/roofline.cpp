@@ -412,7 +412,7 @@ OpCost roofline_cost(const Op& op, const DeviceRates& rates) {
 
 double row_wave_seconds(int64_t rows, int64_t row_elements, const ClassCalibration& c) {
   if (c.row_latency_s <= 0 || c.rows_per_wave <= 0 || rows <= 0 || row_elements <= 0) return 0;
-  const int64_t waves = (rows + c.rows_per_wave - 1) / c.rows_per_wave;
+  const int64_t waves = rows / c.rows_per_wave + (rows % c.rows_per_wave != 0 ? 1 : 0);
   return static_cast<double>(waves) * static_cast<double>(row_elements) * c.row_latency_s;
 }
 

@@ -116,9 +116,8 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
     const Request& request = requests_[static_cast<size_t>(i)];
     if (request.prefilled && s.generated == 0 && s.cached == 0) {
       // Its prompt's KV arrived computed (a disaggregated decode pool): the slots of the prompt
-      // but its last token, which the pool runs again to sample the first output token (as
-      // vLLM's and SGLang's decode instances do). After a preemption it comes back as any
-      // other sequence (recomputed or swapped in).
+      // but its last token, which the pool runs again to sample the first output token. After
+      // a preemption it comes back as any other sequence (recomputed or swapped in).
       if (!grow_kv(i, request.prompt)) {
         release_kv(i);
         break;

@@ -334,7 +334,8 @@ class IterationCost final : public IterationTimer {
   // of the weights' memory level: what any iteration with these counts costs at least. Each
   // operator costs max(FLOPs / peak, (weights + activations) / bandwidth) with FLOPs and
   // activations proportional to the tokens, so the cost per token never grows with the count
-  // (the capacity planner's throughput bound rests on that).
+  // (the capacity planner's throughput bound rests on that). Row kernels' waits are left out:
+  // their whole waves of rows would make it step up past each wave.
   double token_seconds(int64_t tokens, int64_t logits);
   // Peak activation bytes of an iteration of `tokens` concatenated tokens.
   int64_t activation_bytes(int64_t tokens);
@@ -348,9 +349,10 @@ class IterationCost final : public IterationTimer {
   int64_t kv_tokens_in(double bytes) const;
 
  private:
-  struct Split {                // one build_ops list, costed
-    double shared_s = 0;        // the token-proportional ops
-    double per_sequence_s = 0;  // the context-dependent ops, without launch overheads
+  struct Split {                   // one build_ops list, costed
+    double shared_s = 0;           // the token-proportional ops
+    double shared_row_wait_s = 0;  // of which row kernels' waits (OpCost::row_wait_s)
+    double per_sequence_s = 0;     // the context-dependent ops, without launch overheads
     double per_sequence_overhead_s = 0;
   };
   // Rates at one bucket of working set (a memory level, or 1 % of a measured curve), with the
@@ -523,11 +525,11 @@ std::optional<KvTransferLink> kv_transfer_link(const Hardware& prefill,
                                                KvLinkChoice choice, std::string* name);
 
 struct DisaggregatedResult {
-  // The requests as the user sees them: every token comes from the decode pool, the first
-  // once the prompt's KV has arrived and the pool has run the prompt's last token again (as a
-  // proxy in front of vLLM's or SGLang's instances streams them), so TTFT includes the
-  // prefill, the transfer, its wait for the link and the decode pool's queue. Metrics over
-  // them, with the prefill pool's SLOs.
+  // The requests as the user sees them: every token comes from the decode pool (a proxy in
+  // front of both pools streams them), the first once the prompt's KV has arrived and the pool
+  // has run the prompt's last token again, so TTFT includes the prefill, the transfer, its
+  // wait for the link and the decode pool's queue. Metrics over them, with the prefill pool's
+  // SLOs.
   SimulationResult result;
   SimulationResult prefill, decode;  // each pool's own simulation
   int64_t links = 0;                 // one per prefill replica

@@ -277,7 +277,11 @@ DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
   // 1. The prefill pool: every prompt and its first token.
   std::vector<Request> prompts = requests;
   for (Request& r : prompts) r.output = 1;
-  out.prefill = simulate_deployment(prompts, prefill.options, *prefill.timer, prefill.layout);
+  try {
+    out.prefill = simulate_deployment(prompts, prefill.options, *prefill.timer, prefill.layout);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("the prefill pool: ") + e.what());
+  }
   // 2. The transfers, per prefill replica in the order the prompts finished.
   const int64_t engines = checked_mul(prefill.layout.replicas, prefill.layout.pp);
   out.links = prefill.layout.replicas;
@@ -328,7 +332,14 @@ DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
   ServingOptions decode_options = decode.options;
   decode_options.request_overhead_s = 0;  // the request's host work was done on arrival
   if (!arrivals.empty()) {
-    out.decode = simulate_deployment(arrivals, decode_options, *decode.timer, decode.layout);
+    try {
+      out.decode = simulate_deployment(arrivals, decode_options, *decode.timer, decode.layout);
+    } catch (const std::invalid_argument& e) {
+      // Its request numbers count the requests in the order their KV reached the pool.
+      throw std::invalid_argument(
+          std::string("the decode pool (requests numbered in the order their KV arrived): ") +
+          e.what());
+    }
   }
   // 4. The requests as the user sees them.
   std::vector<RequestOutcome>& outcomes = out.result.outcomes;

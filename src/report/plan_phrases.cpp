@@ -386,8 +386,8 @@ std::string kind_line(const PlanReport& r) {
            summary(aggregated);
   }
   if (disaggregated < aggregated) {
-    return "disaggregated wins (its decode pool never runs a prompt, so its TPOT holds with "
-           "fewer GPUs): " +
+    return "disaggregated wins (its decode pool never runs a prompt, so prompts do not slow "
+           "its tokens): " +
            summary(disaggregated) + "; the best aggregated: " + summary(aggregated);
   }
   return "aggregated wins (every GPU serves both phases: no pool idles and no KV moves): " +

@@ -400,7 +400,12 @@ json serving_json(const ServingRun& r) {
   }
   if (r.stack) j["stack"] = stack_json(*r.stack);
   if (r.bands) j["bands"] = serving_bands_json(r);
-  if (r.disaggregation) j["disaggregation"] = disaggregation_json(*r.disaggregation);
+  if (r.disaggregation) {
+    // The pools carry their own layouts and KV figures; the run's would read as one GPU's.
+    j.erase("parallel");
+    j.erase("kv");
+    j["disaggregation"] = disaggregation_json(*r.disaggregation);
+  }
   return j;
 }
 

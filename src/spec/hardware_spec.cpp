@@ -332,6 +332,10 @@ engine::Calibration parse_calibration(MapReader& cal) {
     } else {
       row_latency = k.quantity("row_latency", Dimension::time, Presence::optional, kOverhead);
       rows_per_wave = k.integer("rows_per_wave", Presence::optional);
+      if (rows_per_wave && *rows_per_wave > int64_t{1} << 40) {
+        k.error_at("rows_per_wave", "at most 2^40");
+        rows_per_wave.reset();
+      }
       if (k.has("row_latency") != k.has("rows_per_wave")) {
         k.error_at(k.has("row_latency") ? "row_latency" : "rows_per_wave",
                    "row_latency and rows_per_wave go together (seconds per row element, and the "
@@ -575,7 +579,9 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
   hw.attention_query_tile = r.integer("attention_query_tile", Presence::optional).value_or(0);
   hw.multiprocessors = r.integer("multiprocessors", Presence::optional).value_or(0);
   hw.multiprocessors_source = r.string("multiprocessors_source", Presence::optional).value_or("");
-  if (r.has("multiprocessors") && hw.multiprocessors_source.empty()) {
+  if (hw.multiprocessors > 1'000'000) {
+    r.error_at("multiprocessors", "at most 1,000,000");
+  } else if (r.has("multiprocessors") && hw.multiprocessors_source.empty()) {
     r.error_at("multiprocessors",
                "needs multiprocessors_source: where the count is stated (datasheet, whitepaper)");
   } else if (!r.has("multiprocessors") && r.has("multiprocessors_source")) {

@@ -461,8 +461,8 @@ TEST_CASE("plan --disaggregate: both kinds searched and ranked, the winner named
   CHECK(quiet.out.find("best: 4 x h100-sxm (bf16, tp 4, pp 1") != std::string::npos);
   CHECK(quiet.out.find("aggregated wins") != std::string::npos);
   CHECK(quiet.out.find("P:D") != std::string::npos);  // units ranked below: the column shows
-  CHECK(run(base + "--rate 8 --whole-nodes").err.find("whole nodes are not modelled") !=
-        std::string::npos);
+  CHECK(run(base + "--rate 8 --whole-nodes")
+            .err.find("--whole-nodes: not modelled with --disaggregate") != std::string::npos);
   CHECK(run("plan -m llama3-70b -H h100-sxm --rate 1 --slo-ttft-p90 '1 s' --disaggregate 1-1")
             .err.find("--disaggregate: expected prefill:decode replica ratios") !=
         std::string::npos);
@@ -485,7 +485,9 @@ TEST_CASE("plan --emit: launch, benchmark and read-back scripts; the round trip 
                    "--backend openai --port 8000 --endpoint /v1/completions"}}) {
     CAPTURE(stack);
     const fs::path dir = scratch_dir() / (std::string("emit-") + stack);
-    const Run p = run(base + stack + " '" + dir.string() + "'");
+    // TensorRT-LLM's memory fraction is of the memory free after the weights: its preset's.
+    const std::string preset = std::string(stack) == "trtllm" ? " --stack trtllm-0.17" : "";
+    const Run p = run(base + stack + " '" + dir.string() + "'" + preset);
     REQUIRE(p.exit_code == 0);
     CHECK(p.out.find("best: 1 x h100-sxm") != std::string::npos);  // the plan's own output
     const std::string serve = slurp(dir / "serve.sh");
@@ -526,4 +528,29 @@ TEST_CASE("plan --emit: launch, benchmark and read-back scripts; the round trip 
             .err.find("weights need a quantized checkpoint") != std::string::npos);
   CHECK(run("plan -m llama3-8b -H h100-sxm --rate 2 --slo-ttft-p90 '1 s' --emit-model x/y").err ==
         "error: --emit-model: only with --emit\n");
+  CHECK(run(base + "trtllm '" + none.string() + "'")
+            .err.find("--emit trtllm: --kv_cache_free_gpu_memory_fraction is a fraction of the "
+                      "memory free after the weights") != std::string::npos);
+  // Nothing meets the objectives: the plan's answer and exit 5, a warning, no folder.
+  const Run nothing =
+      run("plan -m llama3-8b -H h100-sxm --tp 1 -n 100 --rate 2 --prompt-len fixed:512 "
+          "--output-len fixed:128 --slo-ttft-p90 '1 ms' --emit vllm '" +
+          none.string() + "'");
+  CHECK(nothing.exit_code == 5);
+  CHECK(nothing.err.find("warning: --emit: no deployment meets the objectives") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(none));
+  // A disaggregated unit on SGLang: 2 x tp 4 prefill and 1 x tp 4 decode instances on two
+  // nodes, reachable from node 0's balancer, each prefill with its own bootstrap port.
+  const fs::path split = scratch_dir() / "emit-sglang-split";
+  REQUIRE(run("plan -m llama3-70b -H h100-sxm --tp 4 -n 300 --rate 8 --prompt-len fixed:2048 "
+              "--output-len fixed:256 --slo-ttft-p90 '500 ms' --slo-tpot-p90 '20 ms' "
+              "--disaggregate 2:1 --emit sglang '" +
+              split.string() + "'")
+              .exit_code == 0);
+  const std::string serve = slurp(split / "serve.sh");
+  CHECK(serve.find("--disaggregation-bootstrap-port 8998 --host 0.0.0.0") != std::string::npos);
+  CHECK(serve.find("--disaggregation-bootstrap-port 8999 --host 0.0.0.0") != std::string::npos);
+  CHECK(serve.find("--decode \"http://${HOST_1:-127.0.0.1}:31000\"") != std::string::npos);
+  CHECK_FALSE(fs::exists(split / "validate.sh"));
 }

@@ -80,8 +80,13 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       {"internlm-20b", {{20e9, 1e9}, {}}},
       {"qwen-72b", {{72e9, 1e9}, {}}},
       {"phi-2", {{2.78e9, 0.01e9}, {}}},
-      // Qwen3's report: "235B total parameters and 22B activated parameters".
+      // Qwen3's report: "235B total parameters and 22B activated parameters"; Qwen3-30B-A3B's
+      // model card: 30.5B, and "3.3B activated", which truncates (this tool: 3.353B).
       {"qwen3-235b-a22b", {{235e9, 1e9}, Figure{22e9, 1e9}}},
+      {"qwen3-30b-a3b", {{30.5e9, 0.1e9}, Figure{3.35e9, 0.1e9}}},
+      // DeepSeek-V3's report: 671B total (the main model, without its MTP module); its "37B
+      // activated" leaves the input embedding out (checked below).
+      {"deepseek-v3", {{671e9, 1e9}, {}}},
       {"tiny-test", {{4'868'352}, {}}},
       {"small-test", {{31'990'272}, {}}},
       {"test-1mib", {{426'624}, {}}},  // the derivations are in each file
@@ -105,6 +110,9 @@ TEST_CASE("catalog models load and match their published parameter counts") {
   const int64_t minimax_embeddings = 2 * int64_t{200064} * 6144;
   CHECK(matches(engine::active_params(catalog.model("minimax-text-01")) - minimax_embeddings,
                 {45.9e9, 0.1e9}));
+  const int64_t deepseek_v3_embedding = int64_t{129280} * 7168;  // gathered, not computed
+  CHECK(matches(engine::active_params(catalog.model("deepseek-v3")) - deepseek_v3_embedding,
+                {37e9, 1e9}));
   const int64_t nemotron_embeddings = 2 * int64_t{256000} * 6144;
   CHECK(matches(engine::total_params(catalog.model("nemotron-4-15b")) - nemotron_embeddings,
                 {12.5e9, 0.1e9}));

@@ -174,6 +174,19 @@ void check_qwen3(const Config& c) {
   }
 }
 
+// Qwen3-MoE (HF Qwen3MoeConfig): every layer routes to num_experts_per_tok of num_experts
+// experts of moe_intermediate_size, no shared expert; decoder_sparse_step other than 1 or
+// mlp_only_layers (dense layers among the MoE ones) are refused.
+void check_qwen3_moe(const Config& c) {
+  c.refuse_if(c.integer_or("decoder_sparse_step", 1, 1) != 1, "decoder_sparse_step",
+              "MoE layers only every few layers are not modeled");
+  if (c.has("mlp_only_layers")) {
+    const json& dense = c.raw()["mlp_only_layers"];
+    c.refuse_if(!dense.is_array() || !dense.empty(), "mlp_only_layers",
+                "dense layers among the MoE layers are not modeled");
+  }
+}
+
 // Phi-3 and Phi-4-mini (HF Phi3Config / Phi3Attention / Phi3MLP): qkv_proj is one fused
 // D x (N + 2K)H matrix and gate_up_proj one D x 2F matrix, both without bias; they have the
 // FLOPs, weights and bytes of the separate q/k/v and gate/up matrices they fuse, and are costed
@@ -201,9 +214,11 @@ void map_llama_like(Yaml& y, const Config& c, const std::string& family, bool ti
     c.refuse_if(c.boolean_or("attention_bias", false), "attention_bias",
                 "llama's attention_bias also adds an o_proj bias, which is not modeled");
   }
-  if (family == "qwen3") check_qwen3(c);
+  const bool qwen3 = family == "qwen3" || family == "qwen3_moe";
+  if (qwen3) check_qwen3(c);
+  if (family == "qwen3_moe") check_qwen3_moe(c);
   if (family == "phi3") check_phi3(y, c);
-  if (family == "qwen2" || family == "qwen3") {
+  if (family == "qwen2" || qwen3) {
     c.refuse_if(c.boolean_or("use_sliding_window", false), "use_sliding_window",
                 "Qwen's per-layer window (max_window_layers) is not modeled");
   }
@@ -213,7 +228,7 @@ void map_llama_like(Yaml& y, const Config& c, const std::string& family, bool ti
   }
   std::string attention = attention_line(c);
   if (qkv_bias) attention += ", qkv_bias: true";
-  if (family == "qwen3") attention += ", qk_norm: true";
+  if (qwen3) attention += ", qk_norm: true";
   if (window > 0 && c.has("max_position_embeddings") &&
       window >= c.integer("max_position_embeddings")) {
     window = 0;  // a window as long as the context is full attention (Mistral v0.2 style)
@@ -225,6 +240,10 @@ void map_llama_like(Yaml& y, const Config& c, const std::string& family, bool ti
     y.add(fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, activation: {}}}",
                       c.integer("num_local_experts"), c.integer("num_experts_per_tok"),
                       c.integer("intermediate_size"), act));
+  } else if (family == "qwen3_moe") {
+    y.add(fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, activation: {}}}",
+                      c.integer("num_experts"), c.integer("num_experts_per_tok"),
+                      c.integer("moe_intermediate_size"), act));
   } else {
     y.add(fmt::format("mlp: {{kind: gated, d_ff: {}, activation: {}}}",
                       c.integer("intermediate_size"), act));
@@ -248,7 +267,15 @@ void map_gemma2(Yaml& y, const Config& c) {
   y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", true)));
 }
 
+// DeepSeek-V2 and V3 (V3: the same keys; its group-limited routing and sigmoid scores cost as
+// V2's routing under uniform routing; its multi-token-prediction module,
+// num_nextn_predict_layers, is not a layer of the model file and is said in a comment).
 void map_deepseek_v2(Yaml& y, const Config& c) {
+  if (c.integer_or("num_nextn_predict_layers", 0, 0) > 0) {
+    y.add(fmt::format(
+        "# num_nextn_predict_layers {}: its multi-token-prediction module is not included",
+        c.integer("num_nextn_predict_layers")));
+  }
   c.refuse_if(c.integer_or("moe_layer_freq", 1) != 1, "moe_layer_freq",
               "only every-layer MoE after the first_k_dense_replace dense layers is modeled");
   c.refuse_if(c.boolean_or("attention_bias", false), "attention_bias",
@@ -409,9 +436,9 @@ ImportedModel import_hf_model(const std::string& path, const ImportOptions& opti
   const Config c(j, path);
   const std::string family = c.string_or("model_type", "");
   if (family.empty()) c.fail("model_type", "missing; cannot tell the architecture");
-  static const std::vector<std::string> kFamilies = {"llama", "mistral", "mixtral", "qwen2",
-                                                     "qwen3", "phi3",    "gemma2",  "deepseek_v2",
-                                                     "jamba", "mamba"};
+  static const std::vector<std::string> kFamilies = {
+      "llama", "mistral", "mixtral",     "qwen2",       "qwen3", "qwen3_moe",
+      "phi3",  "gemma2",  "deepseek_v2", "deepseek_v3", "jamba", "mamba"};
   if (std::find(kFamilies.begin(), kFamilies.end(), family) == kFamilies.end()) {
     c.fail("model_type", fmt::format("cannot be mapped: '{}' (supported: {})", family,
                                      fmt::join(kFamilies, ", ")));
@@ -435,11 +462,11 @@ ImportedModel import_hf_model(const std::string& path, const ImportOptions& opti
   Yaml y;
   header(y, c, out.name, out.named_after, family, options);
   if (family == "llama" || family == "mistral" || family == "qwen2" || family == "mixtral" ||
-      family == "qwen3" || family == "phi3") {
+      family == "qwen3" || family == "qwen3_moe" || family == "phi3") {
     map_llama_like(y, c, family, false);
   } else if (family == "gemma2") {
     map_gemma2(y, c);
-  } else if (family == "deepseek_v2") {
+  } else if (family == "deepseek_v2" || family == "deepseek_v3") {
     map_deepseek_v2(y, c);
   } else if (family == "jamba") {
     map_jamba(y, c);

@@ -51,7 +51,8 @@ TEST_CASE("imported configs cost exactly like the catalog entries") {
   for (const Case& c :
        {Case{"llama2-7b.json", "llama2-7b"}, Case{"mistral-7b-v0.1.json", "mistral-7b-v0.1"},
         Case{"mixtral-8x7b.json", "mixtral-8x7b"}, Case{"gemma-2-9b.json", "gemma-2-9b"},
-        Case{"deepseek-v2-lite.json", "deepseek-v2-lite"}, Case{"jamba-v0.1.json", "jamba-v0.1"}}) {
+        Case{"deepseek-v2-lite.json", "deepseek-v2-lite"}, Case{"jamba-v0.1.json", "jamba-v0.1"},
+        Case{"qwen3-30b-a3b.json", "qwen3-30b-a3b"}, Case{"deepseek-v3.json", "deepseek-v3"}}) {
     CAPTURE(c.file);
     const engine::Model got = imported(c.file);
     const engine::Model want = catalog.model(c.catalog_name);
@@ -183,7 +184,9 @@ TEST_CASE("fields that cannot be mapped are named") {
   CHECK(error_of("bad-model-type.json") ==
         path +
             "bad-model-type.json: model_type: cannot be mapped: 'gpt_neox' (supported: llama, "
-            "mistral, mixtral, qwen2, qwen3, phi3, gemma2, deepseek_v2, jamba, mamba)");
+            "mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma2, deepseek_v2, deepseek_v3, "
+            "jamba, "
+            "mamba)");
   CHECK(error_of("bad-attention-bias.json") ==
         path +
             "bad-attention-bias.json: attention_bias: cannot be mapped: llama's "
@@ -202,6 +205,10 @@ TEST_CASE("fields that cannot be mapped are named") {
         path +
             "bad-qwen3-attention-bias.json: attention_bias: cannot be mapped: Qwen3's "
             "attention_bias also adds an o_proj bias, which is not modeled");
+  CHECK(error_of("bad-qwen3-moe-dense-layers.json") ==
+        path +
+            "bad-qwen3-moe-dense-layers.json: mlp_only_layers: cannot be mapped: dense layers "
+            "among the MoE layers are not modeled");
   CHECK(error_of("bad-phi3-rotary.json") ==
         path + "bad-phi3-rotary.json: partial_rotary_factor: expected a number in (0, 1], got 1.5");
   CHECK(error_of("mamba-2.8b.json") ==

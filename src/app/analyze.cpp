@@ -55,13 +55,20 @@ AnalyzeResult analyze(const AnalyzeRequest& r, const Context& context) {
       for (int64_t g : r.generates) check_context(model, p, g);
     }
   }
+  for (int64_t p : r.prompts) {
+    if (r.cached_prompt >= p) {
+      throw UsageError(
+          fmt::format("--cached-prompt {}: must be fewer than every prompt's tokens (--prompt {})",
+                      r.cached_prompt, p));
+    }
+  }
   std::shared_ptr<engine::Analyzer> analyzer = make_analyzer(model, hardware, options);
   AnalyzeResult out;
   for (int64_t p : r.prompts) {
     for (int64_t g : r.generates) {
       for (int64_t b : r.batches) {
         try {
-          out.results.push_back(analyzer->analyze({b, p, g, r.prefill_batch}));
+          out.results.push_back(analyzer->analyze({b, p, g, r.prefill_batch, r.cached_prompt}));
           require_finite_result(model, hardware, out.results.back());
         } catch (const engine::OverflowError& e) {
           throw UsageError(fmt::format("batch {}, prompt {}, generate {}: workload too large: {}",

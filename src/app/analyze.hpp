@@ -31,6 +31,7 @@ struct AnalyzeRequest {
   bool operators = false;                // keep every operator of each phase in the results
   bool naive_sampling = true;            // also cost sampling without a KV cache
   int64_t prefill_batch = 0;             // sequences per prefill pass; 0: the whole batch
+  int64_t cached_prompt = 0;  // prompt tokens per sequence already cached (a prefix-cache hit)
   bool allow_beyond_context = false;
   std::optional<SpeculativeRequest> speculative;  // acceptance rates required
   // A serving-stack preset: its host costs per pass and sequence (unless the hardware file's

@@ -20,6 +20,14 @@ engine::Precision precision_of(const FormatRequest& r, engine::DType base) {
   if (r.zero_points && r.group_size == 0) {
     throw UsageError("--zero-points needs --group-size (one zero point per group)");
   }
+  if (r.weight_scheme) {
+    if (r.weights || r.group_size != 0 || r.zero_points) {
+      throw UsageError(
+          "--weight-scheme sets the weights' format, block and scales; give it without "
+          "--weights, --group-size and --zero-points");
+    }
+    p.weights = engine::weight_scheme_format(*r.weight_scheme);
+  }
   p.weights.salient_fraction = r.salient_fraction;
   p.outlier_fraction = r.outlier_fraction;
   return p;

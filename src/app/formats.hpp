@@ -23,11 +23,15 @@ struct FormatRequest {
   bool zero_points = false;                         // asymmetric groups
   double salient_fraction = 0;                      // AWQ-style channels kept in fp16, [0, 1)
   double outlier_fraction = 0;                      // LLM.int8() fp16 outlier features, [0, 1)
+  // A named block-scaled weight format (mxfp4, nvfp4, fp8-block): the weights' element format,
+  // block and scale format at once, instead of weights / group_size / zero_points.
+  std::optional<engine::WeightScheme> weight_scheme;
 };
 
 // The precision with `base` in place of the request's dtype (one element of a sweep's or a
 // plan's list of formats). The embedding and the KV cache default to the stored activation
-// format. Throws UsageError for zero points without groups.
+// format. Throws UsageError for zero points without groups, and for a weight scheme beside the
+// settings it makes.
 engine::Precision precision_of(const FormatRequest& r, engine::DType base);
 inline engine::Precision precision_of(const FormatRequest& r) {
   return precision_of(r, r.dtype);

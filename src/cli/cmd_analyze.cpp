@@ -53,6 +53,9 @@ Command add_analyze_command(CLI::App& root, const app::Context& context) {
   OptionBinder& b = s->b;
   bind_model_and_hardware(b, s->r.model, s->r.hardware);
   bind_workload_grid(b, s->r.batches, s->r.prompts, s->r.generates, s->r.prefill_batch);
+  b.integer("--cached-prompt", s->r.cached_prompt, 0,
+            "prompt tokens per sequence already in the KV cache (a prefix-cache hit): the "
+            "prefill computes the rest, attending to them (fewer than every --prompt)");
   bind_costing(b, s->r.formats, s->r.generation, s->r.parallel);
   bind_method(b, s->r.method,
               "roofline (per-op max of compute and memory time), bandwidth (the lecture's "

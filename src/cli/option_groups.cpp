@@ -51,6 +51,18 @@ void bind_format_overrides(OptionBinder& b, app::FormatRequest& f) {
   for (const auto& [names, field, help] : overrides) {
     b.custom<std::optional<engine::DType>>(names, *field, "", optional_dtype, help);
   }
+  b.custom<std::optional<engine::WeightScheme>>(
+      "--weight-scheme", f.weight_scheme, "",
+      [](const std::string& text, const std::string& option) {
+        if (const auto v = parse_enum<engine::WeightScheme>(text)) {
+          return std::optional<engine::WeightScheme>(*v);
+        }
+        throw UsageError(option + ": unknown weight scheme '" + text + "'; expected " +
+                         enum_choices<engine::WeightScheme>());
+      },
+      "block-scaled layer weights: mxfp4 (FP4 in blocks of 32, E8M0 scales), nvfp4 (FP4 in "
+      "blocks of 16, FP8 scales) or fp8-block (FP8, one FP32 scale per 128 x 128 block, as "
+      "DeepSeek-V3's weights)");
   b.integer("--group-size", f.group_size, 0,
             "weight quantization group: one scale per this many input channels (0: none)");
   b.flag("--zero-points", f.zero_points, "asymmetric groups: a zero point per group too");
@@ -162,8 +174,9 @@ constexpr const char* kTpHelp =
     "replicated)";
 constexpr const char* kPpHelp = "pipeline stages (each layer kind's count must divide)";
 constexpr const char* kEpHelp =
-    "expert-parallel GPUs of MoE layers: 1 (experts split like dense layers) or the --tp value "
-    "(whole experts spread over the stage's GPUs, all-to-all)";
+    "expert-parallel GPUs of MoE layers: 1 (experts split like dense layers), the --tp value "
+    "(whole experts spread over the stage's GPUs, all-to-all), or with --attention-dp any count "
+    "(the replica's GPUs, across nodes)";
 
 void bind_layout_rest(OptionBinder& b, engine::ParallelLayout& l) {
   b.integer("--replicas", l.replicas, 1,
@@ -172,6 +185,18 @@ void bind_layout_rest(OptionBinder& b, engine::ParallelLayout& l) {
             "pipeline micro-batches per prefill pass (0: one per sequence)");
   b.flag("--overlap-communication", l.overlap_communication,
          "count collectives as hidden behind computation (default: they add to the step)");
+  b.flag("--attention-dp", l.attention_dp,
+         "attention data parallel with wide expert parallel: the replica is --ep GPUs, each "
+         "running whole attention, dense layers and shared experts for its share of the "
+         "sequences and (experts + redundant) / ep routed experts (needs --tp 1, --pp 1)");
+  b.integer("--redundant-experts", l.redundant_experts, 0,
+            "with --attention-dp: extra routed-expert copies a load balancer places (DeepSeek's "
+            "EPLB: 32)");
+  b.real("--expert-imbalance", l.expert_imbalance, 1, RealMin::inclusive,
+         "with --attention-dp: routed tokens of the busiest GPU over the mean (1: balanced)");
+  b.choice("--all-to-all", l.all_to_all, "all-to-all mode",
+           "with --attention-dp: throughput (a token crosses the network once per remote node, "
+           "NVLink forwards it) or low-latency (every copy straight over the network)");
 }
 }  // namespace
 

@@ -121,8 +121,9 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
   r.sequences_per_pass = batch;
   if (options_.method != Method::bandwidth) {
     // once per forward pass, and the host's work per sequence in it
-    r.overhead_s +=
-        rates_.step_overhead_s + static_cast<double>(batch) * rates_.sequence_overhead_s;
+    r.overhead_s += rates_.step_overhead_s +
+                    static_cast<double>(options_.costing.parallel.sequences_per_gpu(batch)) *
+                        rates_.sequence_overhead_s;
     r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s + r.communication_counted_s;
     r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
     return r;
@@ -272,7 +273,11 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
 }
 
 PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vector<OpRow>* rows,
-                                   int64_t* activation_peak) {
+                                   int64_t* activation_peak, int64_t cached) {
+  // The tokens computed, after the `cached` ones (a prefix-cache hit) they attend to.
+  auto shape = [&](int64_t seqs) {
+    return StepShape{Phase::prefill, seqs, tokens - cached, cached, 1, true, true};
+  };
   const ParallelLayout& l = options_.costing.parallel;
   // Pipeline: m micro-batches of whole sequences (the first sequences % m one larger) flow
   // through the pp stages in m + pp - 1 stage times (GPipe); a stage time is 1/pp of the
@@ -281,11 +286,12 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
       l.pp == 1 ? 1 : std::min(l.microbatches > 0 ? l.microbatches : sequences, sequences);
   const int64_t large = ceil_div(sequences, m);
   const int64_t larger = sequences % m == 0 ? m : sequences % m;  // micro-batches of `large`
-  inventory_.build(StepShape::prefill(large, tokens), scratch_ops_);
-  PhaseResult r = cost_phase(scratch_ops_, Phase::prefill, large, 0, rows);
+  inventory_.build(shape(large), scratch_ops_);
+  PhaseResult r = cost_phase(scratch_ops_, Phase::prefill, large, cached, rows);
   if (activation_peak) {
     *activation_peak = step_activation_peak(
-        scratch_ops_, storage_bytes(checked_mul(large, tokens, model().d_model),
+        scratch_ops_, storage_bytes(checked_mul(options_.costing.parallel.sequences_per_gpu(large),
+                                                tokens - cached, model().d_model),
                                     stored_activations(options_.costing.precision)));
   }
   r.sequences_per_pass = sequences;
@@ -294,8 +300,8 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
   // Work: every micro-batch's; time: (m + pp - 1) stage times.
   PhaseResult work = r;
   if (larger < m) {
-    inventory_.build(StepShape::prefill(large - 1, tokens), scratch_ops2_);
-    const PhaseResult small = cost_phase(scratch_ops2_, Phase::prefill, large - 1, 0, nullptr);
+    inventory_.build(shape(large - 1), scratch_ops2_);
+    const PhaseResult small = cost_phase(scratch_ops2_, Phase::prefill, large - 1, cached, nullptr);
     work.flops = checked_add(checked_mul(r.flops, larger), checked_mul(small.flops, m - larger));
     work.bytes = Traffic{};
     add_traffic(work.bytes, r.bytes, larger);
@@ -324,10 +330,10 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
 }
 
 PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
-                              std::vector<OpRow>* rows, int64_t* activation_peak) {
+                              std::vector<OpRow>* rows, int64_t* activation_peak, int64_t cached) {
   const int64_t full_passes = batch / per_pass;
   const int64_t remainder = batch % per_pass;
-  PhaseResult total = prefill_pass(per_pass, tokens, rows, activation_peak);
+  PhaseResult total = prefill_pass(per_pass, tokens, rows, activation_peak, cached);
   if (full_passes == 1 && remainder == 0) return total;
   // Several passes: scale the full pass, add the partial one.
   const PhaseResult one = total;
@@ -347,7 +353,7 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
         checked_add(total.kernel_launches, checked_mul(p.kernel_launches, times));
   };
   accumulate(one, full_passes);
-  if (remainder > 0) accumulate(prefill_pass(remainder, tokens, nullptr, nullptr), 1);
+  if (remainder > 0) accumulate(prefill_pass(remainder, tokens, nullptr, nullptr, cached), 1);
   total.passes = full_passes + (remainder > 0 ? 1 : 0);
   total.sequences_per_pass = per_pass;
   total.microbatches = one.microbatches;
@@ -375,15 +381,16 @@ double Analyzer::decode_step_time(int64_t batch, int64_t context) {
 }
 
 void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass,
-                                  WorkloadResult* rows) {
+                                  WorkloadResult* rows, int64_t cached) {
   StepState& st = state_;
   st.valid = false;
   st.segments.clear();
   st.batch = batch;
   st.prompt = prompt;
   st.per_pass = per_pass;
+  st.cached = cached;
   st.prefill = prefill(batch, prompt, per_pass, rows ? &rows->prefill_ops : nullptr,
-                       &st.prefill_activations);
+                       &st.prefill_activations, cached);
   const int64_t mb = decode_microbatch(batch);
   st.decode_batch = mb;
   inventory_.build(StepShape::decode(mb, prompt), decode_ops_);
@@ -410,6 +417,16 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   if (w.prefill_batch < 0) {
     throw std::invalid_argument("prefill batch must be >= 0 (0: the whole batch)");
   }
+  if (w.cached_prompt < 0 || w.cached_prompt >= w.prompt) {
+    throw std::invalid_argument("cached prompt tokens must be >= 0 and fewer than the prompt's " +
+                                std::to_string(w.prompt) + " (got " +
+                                std::to_string(w.cached_prompt) + ")");
+  }
+  if (w.cached_prompt > 0 && options_.diffusion) {
+    throw std::invalid_argument(
+        "a cached prompt prefix is not modelled for diffusion generation (its steps rerun the "
+        "prompt or read a block cache of their own)");
+  }
   WorkloadResult r;
   r.workload = w;
   const int64_t B = w.batch;
@@ -420,8 +437,9 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   // Prefill and the first decode step depend on (B, S, passes) only; sweeps vary `generate`
   // fastest, so consecutive workloads reuse them. Per-op rows are always recomputed.
   const StepState& st = state_;
-  if (options_.per_op || !st.valid || st.batch != B || st.prompt != S || st.per_pass != per_pass) {
-    prepare_step_state(B, S, per_pass, options_.per_op ? &r : nullptr);
+  if (options_.per_op || !st.valid || st.batch != B || st.prompt != S || st.per_pass != per_pass ||
+      st.cached != w.cached_prompt) {
+    prepare_step_state(B, S, per_pass, options_.per_op ? &r : nullptr, w.cached_prompt);
   }
   r.prefill = st.prefill;
   r.decode = st.decode;
@@ -443,19 +461,27 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   r.kv_bytes_per_sequence = state_bytes(peak_context);
   const int64_t kv_per_gpu =
       state_bytes_per_gpu(model(), peak_context, options_.costing.precision.kv_cache, layout);
+  // Under attention data parallelism a GPU keeps its share of the sequences (sequences_per_gpu)
+  // and the largest batch that fits is ep times a GPU's.
   ActivationModel activation_model;
-  const int64_t prefill_in_flight = layout.pp == 1 ? per_pass : st.prefill.sequences_per_microbatch;
+  const int64_t prefill_in_flight =
+      layout.pp == 1 ? layout.sequences_per_gpu(per_pass) : st.prefill.sequences_per_microbatch;
   activation_model.prefill_per_sequence =
       static_cast<double>(st.prefill_activations) / static_cast<double>(prefill_in_flight);
-  activation_model.prefill_batch = layout.pp == 1 ? w.prefill_batch : prefill_in_flight;
-  activation_model.decode_per_sequence = static_cast<double>(st.decode_activations) /
-                                         static_cast<double>(st.decode_batch) /
-                                         static_cast<double>(std::min(B, layout.pp));
-  r.memory = memory_footprint(B, figures_.weight_bytes_per_gpu, kv_per_gpu,
-                              std::max(st.prefill_activations, st.decode_activations),
+  activation_model.prefill_batch =
+      layout.pp == 1 ? layout.sequences_per_gpu(w.prefill_batch) : prefill_in_flight;
+  activation_model.decode_per_sequence =
+      static_cast<double>(st.decode_activations) /
+      static_cast<double>(layout.sequences_per_gpu(st.decode_batch)) /
+      static_cast<double>(std::min(B, layout.pp));
+  r.memory = memory_footprint(layout.sequences_per_gpu(B), figures_.weight_bytes_per_gpu,
+                              kv_per_gpu, std::max(st.prefill_activations, st.decode_activations),
                               activation_model, hardware_.device_memory().capacity_bytes);
+  if (layout.attention_dp) r.memory.max_batch = checked_mul(r.memory.max_batch, layout.ep);
 
-  if (options_.naive_sampling) r.sampling = compare_sampling(w, per_pass, r);
+  // Sampling without a KV cache has no cached prefix to compare against.
+  if (options_.naive_sampling && w.cached_prompt == 0)
+    r.sampling = compare_sampling(w, per_pass, r);
   if (options_.diffusion) r.diffusion = diffusion(w, *options_.diffusion, r.prefill);
   return r;
 }

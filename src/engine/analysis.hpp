@@ -29,6 +29,9 @@ struct Workload {
   // Sequences whose prompts run through one prefill pass; 0 = all B at once. Smaller values
   // bound prefill activation memory at the price of re-reading the weights once per pass.
   int64_t prefill_batch = 0;
+  // Prompt tokens per sequence already in the KV cache (a prefix-cache hit): the prefill
+  // computes the other prompt - cached_prompt tokens, attending to the cached ones.
+  int64_t cached_prompt = 0;
 };
 
 // Diffusion generation settings (models with a `diffusion` section).
@@ -204,6 +207,7 @@ class Analyzer {
     int64_t batch = 0;
     int64_t prompt = 0;
     int64_t per_pass = 0;
+    int64_t cached = 0;
     int64_t decode_batch = 0;  // sequences of a decode micro-batch (the batch without PP)
     PhaseResult prefill;
     PhaseResult decode;  // at context = prompt; its ops are in decode_ops_
@@ -223,14 +227,16 @@ class Analyzer {
   // or 1 % of a measured curve), so that each segment is costed at constant rates.
   std::vector<int64_t> level_starts(int64_t first, int64_t end,
                                     const std::function<int64_t(int64_t)>& working_set);
-  // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences. Fills `rows`
-  // for one full pass and returns the activation peak of a full pass in *activation_peak.
+  // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences, `cached` of
+  // each sequence's tokens already in the cache. Fills `rows` for one full pass and returns the
+  // activation peak of a full pass in *activation_peak.
   PhaseResult prefill(int64_t batch, int64_t tokens, int64_t per_pass, std::vector<OpRow>* rows,
-                      int64_t* activation_peak);
-  void prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass, WorkloadResult* rows);
+                      int64_t* activation_peak, int64_t cached = 0);
+  void prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass, WorkloadResult* rows,
+                          int64_t cached = 0);
   // One prefill pass of `sequences` prompts (split into pipeline micro-batches under pp > 1).
   PhaseResult prefill_pass(int64_t sequences, int64_t tokens, std::vector<OpRow>* rows,
-                           int64_t* activation_peak);
+                           int64_t* activation_peak, int64_t cached = 0);
   // Sequences of a decode micro-batch: ceil(B / min(B, pp)).
   int64_t decode_microbatch(int64_t batch) const;
   // Sum of decode step times over contexts first .. first+count-1 of `batch` sequences.

@@ -24,8 +24,11 @@ std::optional<PeakClass> matrix_peak_class(DType t) {
       return PeakClass::int8;
     case DType::int4:
       return PeakClass::int4;
+    case DType::fp4_e2m1:
+      return PeakClass::fp4;
     case DType::int3:
-      return std::nullopt;  // a storage format only: no hardware multiplies int3
+    case DType::fp8_e8m0:
+      return std::nullopt;  // storage formats only: no hardware multiplies int3 or e8m0
   }
   return std::nullopt;
 }

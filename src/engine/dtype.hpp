@@ -14,11 +14,14 @@ namespace streamspark::engine {
 // clang-format off
 #define STREAMSPARK_DTYPES(X)                                                                    \
   X(fp32, "fp32") X(bf16, "bf16") X(fp16, "fp16") X(fp8_e4m3, "fp8_e4m3")                        \
-  X(fp8_e5m2, "fp8_e5m2") X(int8, "int8") X(int4, "int4") X(int3, "int3")
+  X(fp8_e5m2, "fp8_e5m2") X(int8, "int8") X(int4, "int4") X(int3, "int3")                         \
+  X(fp4_e2m1, "fp4_e2m1") X(fp8_e8m0, "fp8_e8m0")
 // clang-format on
 STREAMSPARK_ENUM(DType, STREAMSPARK_DTYPES)
-// "fp8" is fp8_e4m3, the inference format on H100.
-#define STREAMSPARK_DTYPE_ALIASES(X) X(fp8_e4m3, "fp8")
+// "fp8" is fp8_e4m3, the inference format on H100; "fp4" is fp4_e2m1, the element format of
+// MXFP4 and NVFP4 (OCP Microscaling Formats (MX) Specification v1.0, 2023, §5.3.3). fp8_e8m0
+// is a scale format only (MX's shared power-of-two scale, §5.4.1): nothing multiplies in it.
+#define STREAMSPARK_DTYPE_ALIASES(X) X(fp8_e4m3, "fp8") X(fp4_e2m1, "fp4")
 STREAMSPARK_ENUM_ALIASES(DType, STREAMSPARK_DTYPE_ALIASES)
 inline constexpr auto kAllDTypes = enum_values<DType>();
 
@@ -27,13 +30,13 @@ inline constexpr auto kAllDTypes = enum_values<DType>();
 // clang-format off
 #define STREAMSPARK_PEAK_CLASSES(X)                                                              \
   X(fp32, "fp32") X(tf32, "tf32") X(bf16, "bf16") X(fp16, "fp16") X(fp8, "fp8") X(int8, "int8")  \
-  X(int4, "int4")
+  X(int4, "int4") X(fp4, "fp4")
 // clang-format on
 STREAMSPARK_ENUM(PeakClass, STREAMSPARK_PEAK_CLASSES)
 inline constexpr int kPeakClassCount = static_cast<int>(enum_count<PeakClass>());
 inline constexpr auto kAllPeakClasses = enum_values<PeakClass>();
 
-// Storage bits per element: fp32 32, bf16/fp16 16, fp8/int8 8, int4 4, int3 3 (packed).
+// Storage bits per element: fp32 32, bf16/fp16 16, fp8/int8 8, int4/fp4 4, int3 3 (packed).
 constexpr int dtype_bits(DType t) {
   switch (t) {
     case DType::fp32:
@@ -43,9 +46,11 @@ constexpr int dtype_bits(DType t) {
       return 16;
     case DType::fp8_e4m3:
     case DType::fp8_e5m2:
+    case DType::fp8_e8m0:
     case DType::int8:
       return 8;
     case DType::int4:
+    case DType::fp4_e2m1:
       return 4;
     case DType::int3:
       return 3;
@@ -54,8 +59,8 @@ constexpr int dtype_bits(DType t) {
 }
 
 // Matrix multiplies with inputs of type t run at this peak: fp32 GEMMs use the plain fp32
-// rate (TF32 is an opt-in precision loss), both fp8 formats share the fp8 rate; int3 is a
-// storage format only (nullopt).
+// rate (TF32 is an opt-in precision loss), both fp8 formats share the fp8 rate; int3 and the
+// e8m0 scale format are storage formats only (nullopt).
 std::optional<PeakClass> matrix_peak_class(DType t);
 
 // Bytes to store `count` elements of type t, rounded up to whole bytes; the multiply is

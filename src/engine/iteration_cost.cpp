@@ -55,6 +55,13 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   const int64_t at = state_bytes_per_gpu(model, c0, p.kv_cache, layout);
   kv_bytes_per_token_ = state_bytes_per_gpu(model, c0 + 1, p.kv_cache, layout) - at;
   state_bytes_per_sequence_ = at - checked_mul(kv_bytes_per_token_, c0);
+  ranks_ = layout.attention_dp ? layout.ep : 1;
+  if (layout.attention_dp) {
+    // A sequence's cache lives on one of the ep GPUs: per GPU of the replica, on average, an
+    // ep-th of it (rounded up), so the replica holds ep times what one GPU's memory holds.
+    kv_bytes_per_token_ = (kv_bytes_per_token_ + layout.ep - 1) / layout.ep;
+    state_bytes_per_sequence_ = (state_bytes_per_sequence_ + layout.ep - 1) / layout.ep;
+  }
   weight_bytes_ = weight_bytes_per_gpu(model, p, layout);
   // As the analyzer's step_working_set counts it: the embedding gather's rows, not its table
   // (a tied table is streamed whole by the lm head; stages of a pipeline keep all they hold).
@@ -96,9 +103,9 @@ size_t IterationCost::slot_for(int64_t resident_kv_tokens) {
 }
 
 IterationCost::Split IterationCost::cost(int64_t new_tokens, int64_t past, int64_t logits,
-                                         size_t slot) {
+                                         size_t slot, int64_t ranks) {
   const DeviceRates& rates = slots_[slot].rates;
-  const StepShape shape{new_tokens > 1 ? Phase::prefill : Phase::decode, 1, new_tokens, past,
+  const StepShape shape{new_tokens > 1 ? Phase::prefill : Phase::decode, ranks, new_tokens, past,
                         std::max<int64_t>(1, logits)};
   const std::vector<Op>& ops = inventory_.build(shape);
   Split s;
@@ -188,25 +195,37 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
     if (found != shared_memo_.end()) {
       shared = found->second;
     } else {
-      shared = cost(tokens, 0, logits, slot).shared_s;
+      shared = shared_seconds(tokens, logits, slot);
       shared_memo_.emplace(key, shared);
     }
   } else {
-    shared = cost(tokens, 0, logits, slot).shared_s;
+    shared = shared_seconds(tokens, logits, slot);
   }
-  const double settled = shared + per_sequence + overhead + rates_.step_overhead_s +
-                         static_cast<double>(it.items.size()) * rates_.sequence_overhead_s;
+  // Attention data parallelism: each GPU runs an ep-th of the sequences (balanced ranks), so
+  // of their context-dependent work and host cost per sequence.
+  const double host = static_cast<double>(it.items.size()) * rates_.sequence_overhead_s;
+  const double settled = ranks_ == 1
+                             ? shared + per_sequence + overhead + rates_.step_overhead_s + host
+                             : shared + (per_sequence + host) / static_cast<double>(ranks_) +
+                                   overhead + rates_.step_overhead_s;
   passes_since_eviction_ =
       has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
   if (!rewarm_ || passes_since_eviction_ == 0) return settled;
   return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
 }
 
+double IterationCost::shared_seconds(int64_t tokens, int64_t logits, size_t slot) {
+  if (ranks_ == 1) return cost(tokens, 0, logits, slot).shared_s;
+  return cost(ceil_div(tokens, ranks_), 0, ceil_div(logits, ranks_), slot, ranks_).shared_s;
+}
+
 double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
   if (tokens < 1 || logits < 0 || logits > tokens) {
     throw std::invalid_argument("token_seconds: needs tokens >= 1 and 0 <= logits <= tokens");
   }
-  const Split s = cost(tokens, 0, logits, slot_for(0));
+  const Split s = ranks_ == 1 ? cost(tokens, 0, logits, slot_for(0))
+                              : cost(ceil_div(tokens, ranks_), 0, ceil_div(logits, ranks_),
+                                     slot_for(0), ranks_);
   return s.shared_s - s.shared_row_wait_s;
 }
 
@@ -231,8 +250,10 @@ double IterationCost::ops_seconds(const std::vector<Op>& ops, int64_t resident_k
 }
 
 int64_t IterationCost::activation_bytes(int64_t tokens) {
-  const std::vector<Op>& ops = inventory_.build({Phase::prefill, 1, tokens, 0, 1});
-  return step_activation_peak(ops, storage_bytes(checked_mul(tokens, inventory_.model().d_model),
+  // One GPU's share of the iteration's tokens (all of them without attention data parallel).
+  const int64_t local = ceil_div(tokens, ranks_);
+  const std::vector<Op>& ops = inventory_.build({Phase::prefill, ranks_, local, 0, 1});
+  return step_activation_peak(ops, storage_bytes(checked_mul(local, inventory_.model().d_model),
                                                  stored_activations(inventory_.precision())));
 }
 

@@ -55,6 +55,10 @@ class OpListBuilder {
     return storage_bytes(elements, stored_activations(p_));
   }
   int64_t kv_bytes(int64_t elements) const { return storage_bytes(elements, p_.kv_cache); }
+  // Bytes of activations in the format the products run at (a GEMM's quantized input).
+  int64_t compute_act_bytes(int64_t elements) const {
+    return storage_bytes(elements, p_.activations);
+  }
   // Bytes of a layer weight matrix stored as (rows input features x cols outputs).
   int64_t weight_bytes_stored(int64_t rows, int64_t cols, bool attention_projection) const {
     return matrix_bytes(matrix_format(p_, attention_projection), rows, cols);
@@ -194,6 +198,20 @@ class OpListBuilder {
     op.collective = Collective{kind, group, bytes, inter_node, overlapped};
   }
 
+  // A wide expert-parallel dispatch or combine over `group` GPUs, `per_node` to a node, each
+  // GPU sending `bytes` (its tokens' top_k copies).
+  void expert_all_to_all(OpId id, int64_t group, int64_t per_node, int64_t bytes, int64_t top_k,
+                         AllToAllMode mode, bool overlapped) {
+    if (group <= 1) return;
+    Op& op = add(id, OpKind::communication, 0, Traffic{});
+    op.collective =
+        Collective{CollectiveKind::all_to_all, group, bytes, group > per_node, overlapped};
+    op.collective.expert_parallel = true;
+    op.collective.gpus_per_node = per_node;
+    op.collective.top_k = top_k;
+    op.collective.mode = mode;
+  }
+
   // New tokens' K/V (or latents) copied into the cache in the KV format.
   void cache_write(OpId id, int64_t elements) {
     Traffic t;
@@ -219,8 +237,16 @@ struct StepDims {
   int64_t D;
   bool causal;
   bool write_cache;
-  int64_t tp = 1;              // tensor-parallel GPUs of a stage
-  int64_t ep = 1;              // expert-parallel GPUs (1 or tp)
+  int64_t tp = 1;  // tensor-parallel GPUs of a stage
+  int64_t ep = 1;  // expert-parallel GPUs (1 or tp; any with attention_dp)
+  // Attention data parallelism (ParallelLayout::attention_dp): B, T and tokens are this GPU's
+  // share; ep_tokens the whole replica's B*T, which the routed experts serve.
+  bool attention_dp = false;
+  int64_t ep_tokens = 0;
+  int64_t redundant_experts = 0;
+  double expert_imbalance = 1.0;
+  AllToAllMode all_to_all = AllToAllMode::throughput;
+  int64_t gpus_per_node = 1;
   bool tp_inter_node = false;  // the stage's GPUs span nodes
   bool overlapped = false;     // collectives hidden behind computation
   int64_t query_tile = 0;      // the attention kernel's (CostingConfig::attention_query_tile)

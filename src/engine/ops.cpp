@@ -104,16 +104,24 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
   const MlaForm mla_form = config_.mla_form;
   out.clear();
   OpListBuilder b(precision, out);
-  const int64_t B = shape.batch;
+  const ParallelLayout& par = config_.parallel;
+  // Under attention data parallelism one GPU runs its share of the sequences; the expert
+  // layers see every GPU's tokens (StepDims::ep_tokens).
+  const int64_t B = par.sequences_per_gpu(shape.batch);
   const int64_t T = shape.new_tokens;
   const int64_t D = model.d_model;
   const int64_t V = model.vocab_size;
-  const ParallelLayout& par = config_.parallel;
   const int64_t per_node = std::max<int64_t>(1, config_.gpus_per_node);
   StepDims s{shape.phase,      B, T, shape.past_tokens, checked_mul(B, T), D, shape.causal,
              shape.write_cache};
   s.tp = par.tp;
   s.ep = par.ep;
+  s.ep_tokens = par.attention_dp ? checked_mul(shape.batch, T) : s.tokens;
+  s.attention_dp = par.attention_dp;
+  s.redundant_experts = par.redundant_experts;
+  s.expert_imbalance = par.expert_imbalance;
+  s.all_to_all = par.all_to_all;
+  s.gpus_per_node = per_node;
   s.tp_inter_node = par.tp > per_node;
   s.overlapped = par.overlap_communication;
   s.query_tile = config_.attention_query_tile;

@@ -55,6 +55,12 @@ struct Collective {
   int64_t bytes = 0;
   bool inter_node = false;
   bool overlapped = false;  // hidden behind computation (ParallelLayout::overlap_communication)
+  // A wide expert-parallel dispatch or combine (ParallelLayout::attention_dp), costed by
+  // expert_all_to_all_seconds: the group's GPUs per node, each token's copies, the mode.
+  bool expert_parallel = false;
+  int64_t gpus_per_node = 1;
+  int64_t top_k = 1;
+  AllToAllMode mode = AllToAllMode::throughput;
 };
 
 struct Op {

@@ -2,6 +2,7 @@
 #include "engine/parallel.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,14 @@ namespace streamspark::engine {
 
 std::string describe(const ParallelLayout& p) {
   if (p.gpus() == 1) return "1 GPU";
+  if (p.attention_dp) {
+    std::string out = "attention dp, ep " + std::to_string(p.ep);
+    if (p.redundant_experts > 0) {
+      out += " (+" + std::to_string(p.redundant_experts) + " redundant experts)";
+    }
+    if (p.replicas > 1) out += ", " + std::to_string(p.replicas) + " replicas";
+    return out + " (" + std::to_string(p.gpus()) + " GPUs)";
+  }
   std::string out = "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp);
   if (p.ep > 1) out += ", ep " + std::to_string(p.ep);
   if (p.replicas > 1) out += ", " + std::to_string(p.replicas) + " replicas";
@@ -27,8 +36,27 @@ void check_layout(const Model& m, const ParallelLayout& p) {
   if (p.tp < 1 || p.pp < 1 || p.ep < 1 || p.replicas < 1 || p.microbatches < 0) {
     throw std::invalid_argument("tp, pp, ep and replicas must be >= 1 and micro-batches >= 0");
   }
-  if (p.tp > 1024 || p.pp > 1024 || p.replicas > (int64_t{1} << 20)) {
-    throw std::invalid_argument("tp and pp at most 1024, replicas at most 2^20");
+  if (p.tp > 1024 || p.pp > 1024 || p.ep > 4096 || p.replicas > (int64_t{1} << 20)) {
+    throw std::invalid_argument("tp and pp at most 1024, ep at most 4096, replicas at most 2^20");
+  }
+  if (p.attention_dp) {
+    if (p.tp != 1 || p.pp != 1) {
+      throw std::invalid_argument(
+          "--attention-dp runs whole attention on each GPU: it needs --tp 1 and --pp 1 (attention "
+          "tensor parallelism inside a data-parallel group is not modelled)");
+    }
+    if (p.ep < 2) throw std::invalid_argument("--attention-dp needs --ep of 2 or more GPUs");
+  }
+  if (!p.attention_dp && (p.redundant_experts != 0 || p.expert_imbalance != 1.0 ||
+                          p.all_to_all != AllToAllMode::throughput)) {
+    throw std::invalid_argument(
+        "--redundant-experts, --expert-imbalance and --all-to-all apply to --attention-dp "
+        "layouts");
+  }
+  if (p.redundant_experts < 0 || !(p.expert_imbalance >= 1.0) || p.expert_imbalance > 64) {
+    throw std::invalid_argument(
+        "--redundant-experts must be >= 0 and --expert-imbalance (busiest GPU's routed tokens "
+        "over the mean) between 1 and 64");
   }
   const std::string name = m.name + ": ";
   bool moe = false;
@@ -52,7 +80,7 @@ void check_layout(const Model& m, const ParallelLayout& p) {
     throw std::invalid_argument(name + "--ep " + std::to_string(p.ep) +
                                 " applies to mixture-of-experts layers; the model has none");
   }
-  if (p.ep > 1 && p.ep != p.tp) {
+  if (p.ep > 1 && p.ep != p.tp && !p.attention_dp) {
     throw std::invalid_argument("--ep " + std::to_string(p.ep) + " must equal --tp " +
                                 std::to_string(p.tp) +
                                 ": experts are spread over a stage's tensor-parallel GPUs");
@@ -71,7 +99,8 @@ int64_t tensor_bytes_per_gpu(const WeightTensor& t, const Precision& p, const Pa
                              const LayerKind& k) {
   int64_t rows = t.rows, cols = t.cols, copies = t.copies;
   if (t.routed && l.ep > 1) {
-    copies /= l.ep;  // whole experts, E/ep of them
+    // whole experts, E/ep of them ((E + redundant) / ep under attention data parallelism)
+    copies = checked_add(copies, l.redundant_experts) / l.ep;
   } else {
     switch (t.split) {
       case TensorSplit::replicated:
@@ -158,6 +187,28 @@ double collective_seconds(CollectiveKind kind, int64_t group, double bytes, cons
       return bytes / link.bandwidth + link.latency_s;
   }
   return 0;
+}
+
+double expert_all_to_all_seconds(int64_t group, int64_t per_node, double bytes, int64_t top_k,
+                                 AllToAllMode mode, const Link& intra, const Link& inter) {
+  if (group <= 1) return 0;
+  const int64_t g = std::min(std::max<int64_t>(1, per_node), group);
+  const int64_t nodes = (group + g - 1) / g;
+  const double n = static_cast<double>(group);
+  if (nodes == 1) {
+    return (n - 1) / n * bytes / intra.bandwidth + intra.latency_s;
+  }
+  if (mode == AllToAllMode::low_latency) {
+    return (n - 1) / n * bytes / inter.bandwidth + inter.latency_s;
+  }
+  const double N = static_cast<double>(nodes);
+  const double k = static_cast<double>(std::max<int64_t>(1, top_k));
+  const double remote_nodes = (N - 1) * (1 - std::pow(1 - 1 / N, k));
+  const double network = bytes / k * remote_nodes;
+  const double gd = static_cast<double>(g);
+  const double nvlink = bytes * (gd - 1) / gd;
+  return std::max(network / inter.bandwidth, nvlink / intra.bandwidth) + inter.latency_s +
+         intra.latency_s;
 }
 
 }  // namespace streamspark::engine

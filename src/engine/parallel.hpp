@@ -9,6 +9,13 @@
 // over the stage's tp GPUs (ep = tp; GShard, Lepikhin et al. 2020: tokens dispatched to their
 // experts' GPUs and combined back by all-to-all). `replicas` copies of the replica serve equal
 // shares of the load (data parallelism).
+//
+// Attention data parallelism with wide expert parallelism (DeepSeek-AI, "DeepSeek-V3 Technical
+// Report", 2024, §3.4; SGLang's --enable-dp-attention): the replica is `ep` GPUs, possibly
+// across nodes. Each GPU runs the whole attention, the dense layers, the shared experts, the
+// embedding and the lm head (tp 1) for its own share of the replica's sequences, and holds
+// (E + redundant_experts) / ep of the routed experts; every MoE layer dispatches the tokens to
+// their experts' GPUs and combines the results with an all-to-all over the ep GPUs.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +24,16 @@
 #include "engine/quantization.hpp"
 
 namespace streamspark::engine {
+
+// How a wide expert-parallel all-to-all moves tokens (DeepSeek's DeepEP kernels, github
+// deepseek-ai/DeepEP):
+//  throughput:  "normal" kernels: a token crosses the network once per remote node that holds
+//               any of its experts, and NVLink forwards it inside that node (the DeepSeek-V3
+//               report's dispatch, §3.2.2); the two links work at once.
+//  low_latency: every copy of a token goes straight to its expert's GPU over the network
+//               (RDMA), no forwarding; what DeepSeek runs in decode.
+#define STREAMSPARK_ALL_TO_ALL_MODES(X) X(throughput, "throughput") X(low_latency, "low-latency")
+STREAMSPARK_ENUM(AllToAllMode, STREAMSPARK_ALL_TO_ALL_MODES)
 
 struct ParallelLayout {
   int64_t tp = 1;        // tensor-parallel GPUs per pipeline stage
@@ -29,19 +46,33 @@ struct ParallelLayout {
   // collective adds its time to the step (vLLM and TensorRT-LLM run the TP all-reduce between
   // the layers' kernels).
   bool overlap_communication = false;
+  // Attention data parallel over the ep GPUs of a wide expert-parallel replica (tp 1, pp 1).
+  bool attention_dp = false;
+  // Extra copies of routed experts a load balancer places (DeepSeek's EPLB: 32 in prefill);
+  // attention_dp only. Each GPU holds (E + redundant_experts) / ep experts.
+  int64_t redundant_experts = 0;
+  // Routed tokens of the busiest GPU over the mean (1: perfectly balanced); attention_dp only.
+  double expert_imbalance = 1.0;
+  AllToAllMode all_to_all = AllToAllMode::throughput;
 
-  int64_t gpus_per_replica() const { return tp * pp; }
-  int64_t gpus() const { return tp * pp * replicas; }
+  int64_t gpus_per_replica() const { return attention_dp ? ep : tp * pp; }
+  int64_t gpus() const { return gpus_per_replica() * replicas; }
+  // Sequences one GPU of the replica runs of `batch`: all of them, or its ceil(batch / ep)
+  // share under attention data parallelism.
+  int64_t sequences_per_gpu(int64_t batch) const {
+    return attention_dp ? (batch + ep - 1) / ep : batch;
+  }
   bool single_gpu() const { return tp == 1 && pp == 1 && ep == 1; }
   bool operator==(const ParallelLayout&) const = default;
 };
 
-// "tp 8, pp 2, ep 8, 2 replicas (32 GPUs)", or "1 GPU".
+// "tp 8, pp 2, ep 8, 2 replicas (32 GPUs)", "attention dp, ep 32 (32 GPUs)", or "1 GPU".
 std::string describe(const ParallelLayout& p);
 
 // Throws std::invalid_argument naming what does not divide: query heads by tp (KV heads either
 // divide by tp or divide tp: fewer KV heads than tp are replicated, one per GPU, as vLLM and
-// TensorRT-LLM do), each layer kind's count by pp, experts by ep, ep equal to tp when > 1,
+// TensorRT-LLM do), each layer kind's count by pp, experts by ep, ep equal to tp when > 1
+// (attention_dp: tp 1, pp 1, ep >= 2, E + redundant_experts by ep, an imbalance >= 1),
 // Mamba's inner dimension and linear-attention heads by tp, the vocabulary by tp.
 void check_layout(const Model& model, const ParallelLayout& layout);
 
@@ -94,5 +125,20 @@ STREAMSPARK_ENUM(CollectiveKind, STREAMSPARK_COLLECTIVE_KINDS)
 //   send                    bytes / bandwidth +           latency
 // 0 for a group of one.
 double collective_seconds(CollectiveKind kind, int64_t group, double bytes, const Link& link);
+
+// Seconds of a wide expert-parallel dispatch or combine (attention_dp) over `group` GPUs,
+// `per_node` of them to a node, each GPU sending `bytes`: its tokens' top_k copies of the
+// hidden state. With N = ceil(group / per_node) nodes and g = min(per_node, group) GPUs to one:
+//  - one node: (g-1)/g of the bytes over the intra-node link, + its latency;
+//  - throughput mode: a token crosses the network once per remote node holding one of its
+//    experts, (N-1) (1 - (1 - 1/N)^top_k) nodes in expectation under uniform routing, and
+//    (g-1)/g of the copies are forwarded over NVLink in the destination node; the links work at
+//    once: max(network bytes / network bandwidth, NVLink bytes / NVLink bandwidth) + both
+//    latencies;
+//  - low-latency mode: (group-1)/group of the bytes over the network, + its latency.
+// Every message of the all-to-all is in flight at once (one latency per hop, not one per
+// peer). 0 for a group of one.
+double expert_all_to_all_seconds(int64_t group, int64_t per_node, double bytes, int64_t top_k,
+                                 AllToAllMode mode, const Link& intra_node, const Link& inter_node);
 
 }  // namespace streamspark::engine

@@ -1,6 +1,7 @@
 // Storage of quantized weight matrices.
 #include "engine/quantization.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -21,11 +22,35 @@ int64_t matrix_bytes(const WeightFormat& f, int64_t k_in, int64_t n_out) {
   int64_t bytes = checked_add(storage_bytes(checked_mul(quantized_rows, n_out), f.dtype),
                               storage_bytes(checked_mul(salient_rows, n_out), f.salient_dtype));
   if (f.group_size > 0) {
-    const int64_t groups = checked_mul(k_in / f.group_size, n_out);
+    const int64_t block = std::max<int64_t>(1, f.scale_block_cols);
+    const int64_t groups = checked_mul(k_in / f.group_size, (n_out + block - 1) / block);
     bytes = checked_add(bytes, storage_bytes(groups, f.scale_dtype));
     if (f.zero_points) bytes = checked_add(bytes, storage_bytes(groups, f.dtype));
   }
   return bytes;
+}
+
+WeightFormat weight_scheme_format(WeightScheme s) {
+  WeightFormat f;
+  switch (s) {
+    case WeightScheme::mxfp4:
+      f.dtype = DType::fp4_e2m1;
+      f.group_size = 32;
+      f.scale_dtype = DType::fp8_e8m0;
+      break;
+    case WeightScheme::nvfp4:
+      f.dtype = DType::fp4_e2m1;
+      f.group_size = 16;
+      f.scale_dtype = DType::fp8_e4m3;
+      break;
+    case WeightScheme::fp8_block:
+      f.dtype = DType::fp8_e4m3;
+      f.group_size = 128;
+      f.scale_dtype = DType::fp32;
+      f.scale_block_cols = 128;
+      break;
+  }
+  return f;
 }
 
 WeightFormat matrix_format(const Precision& p, bool attention_projection) {
@@ -60,7 +85,11 @@ std::string describe(const Precision& p) {
   std::ostringstream s;
   s << "weights " << enum_name(p.weights.dtype);
   if (p.weights.group_size > 0) {
-    s << " g" << p.weights.group_size << (p.weights.zero_points ? " +zp" : "");
+    s << " g" << p.weights.group_size;
+    if (p.weights.scale_block_cols > 1) s << "x" << p.weights.scale_block_cols;
+    if (p.weights.scale_dtype != DType::fp16)
+      s << " (" << enum_name(p.weights.scale_dtype) << " scales)";
+    s << (p.weights.zero_points ? " +zp" : "");
   }
   if (p.weights.salient_fraction > 0) {
     s << " (" << p.weights.salient_fraction * 100 << "% salient in "

@@ -20,6 +20,10 @@ struct WeightFormat {
   // format such as bf16 or fp8 with a per-tensor scale, which has negligible size).
   int64_t group_size = 0;
   DType scale_dtype = DType::fp16;
+  // Output columns that share each group's scale: 1 (a scale per column, GPTQ/AWQ and the
+  // MX formats) or a block width (DeepSeek-V3's FP8 weights: one scale per 128 x 128 block,
+  // group_size 128 and scale_block_cols 128; the report's §3.3.2).
+  int64_t scale_block_cols = 1;
   // Asymmetric quantization stores one zero point per group too, packed at the weight width
   // (as GPTQ/AWQ pack qzeros).
   bool zero_points = false;
@@ -32,8 +36,23 @@ struct WeightFormat {
 // Bytes of one (k_in x n_out) weight matrix in this format:
 //   quantized part  (1 - s) * k_in * n_out elements at dtype,
 //   salient part    s * k_in * n_out at salient_dtype (s rounded to whole input channels),
-//   scales          (k_in / group_size) * n_out at scale_dtype (+ as many zero points).
+//   scales          (k_in / group_size) * ceil(n_out / scale_block_cols) at scale_dtype
+//                   (+ as many zero points).
 int64_t matrix_bytes(const WeightFormat& f, int64_t k_in, int64_t n_out);
+
+// Named block-scaled weight formats (the element format, its block and its scale):
+//   mxfp4      FP4 (E2M1) in blocks of 32 input channels, one E8M0 scale each (OCP Microscaling
+//              Formats (MX) Specification v1.0, 2023, Table 1; gpt-oss-120b's experts);
+//   nvfp4      FP4 (E2M1) in blocks of 16, one FP8 (E4M3) scale each, and a per-tensor FP32
+//              scale (negligible; NVIDIA, "Introducing NVFP4 for efficient and accurate
+//              low-precision inference", 2025);
+//   fp8_block  FP8 (E4M3) with one FP32 scale per 128 x 128 block (DeepSeek-V3's released
+//              weights: quantization_config weight_block_size [128, 128]).
+// clang-format off
+#define STREAMSPARK_WEIGHT_SCHEMES(X) X(mxfp4, "mxfp4") X(nvfp4, "nvfp4") X(fp8_block, "fp8-block")
+// clang-format on
+STREAMSPARK_ENUM(WeightScheme, STREAMSPARK_WEIGHT_SCHEMES)
+WeightFormat weight_scheme_format(WeightScheme s);
 
 struct Precision {
   WeightFormat weights;

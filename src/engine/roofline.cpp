@@ -320,6 +320,15 @@ void check_links(const OpInventory& inventory, const DeviceRates& rates, const H
   for (const Op& op : ops) {
     if (op.kind != OpKind::communication) continue;
     const bool inter = op.collective.inter_node;
+    // A wide expert-parallel all-to-all in throughput mode forwards over NVLink as well.
+    const bool both = inter && op.collective.expert_parallel &&
+                      op.collective.mode == AllToAllMode::throughput &&
+                      op.collective.gpus_per_node > 1;
+    if (both && rates.intra_node.bandwidth <= 0) {
+      throw std::invalid_argument(hw.name + "'s file has no topology.intra_node link, which " +
+                                  describe(inventory.config().parallel) + " needs for " +
+                                  std::string(op.name()) + " (throughput-mode forwarding)");
+    }
     if ((inter ? rates.inter_node : rates.intra_node).bandwidth <= 0) {
       throw std::invalid_argument(
           hw.name + "'s file has no topology." + (inter ? "inter_node" : "intra_node") +
@@ -332,6 +341,12 @@ void check_links(const OpInventory& inventory, const DeviceRates& rates, const H
 
 double DeviceRates::collective_time(const Collective& x) const {
   const double bytes = static_cast<double>(x.bytes);
+  // Wide expert parallelism: the link model (measured collective curves are NCCL's ring and
+  // pairwise algorithms, not DeepEP's).
+  if (x.expert_parallel) {
+    return expert_all_to_all_seconds(x.group, x.gpus_per_node, bytes, x.top_k, x.mode, intra_node,
+                                     inter_node);
+  }
   if (calibrated && working_set_model && !working_set_model->hardware.collectives.empty()) {
     const Hardware& hw = working_set_model->hardware;
     const int64_t per_node = hw.topology ? std::max<int64_t>(1, hw.topology->gpus_per_node) : 1;

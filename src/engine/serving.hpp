@@ -363,7 +363,14 @@ class IterationCost final : public IterationTimer {
     std::vector<Split> decode_memo;  // by past tokens; NaN shared_s = not yet costed
   };
   static constexpr size_t kMaxSlots = size_t{1} << 12;  // the memo keys' slot bits
-  Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t slot);
+  // One sequence's step of `new_tokens` after `past`, `logits` positions scored. Under attention
+  // data parallelism the token-proportional part is asked of a whole iteration: `ranks` (ep)
+  // sequences of new_tokens each, one on every GPU, so that one GPU's share is costed while the
+  // routed experts see every GPU's tokens.
+  Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t slot, int64_t ranks = 1);
+  // The token-proportional seconds of an iteration of `tokens` (`logits` scored): one GPU's.
+  double shared_seconds(int64_t tokens, int64_t logits, size_t slot);
+  int64_t ranks_ = 1;  // attention data-parallel GPUs of the replica (ParallelLayout::ep), or 1
   // The slot of the weights plus `resident_kv_tokens` tokens of KV cache.
   size_t slot_for(int64_t resident_kv_tokens);
   // Bytes an iteration reads of weights, with `resident_kv_tokens` tokens of KV cache.

@@ -115,6 +115,20 @@ Model first_layers_model(const Model& target, int64_t layers) {
   return m;
 }
 
+namespace {
+// `layers` layers of the target's last layer kind with its embedding, final norm and head: the
+// EAGLE layer (or a multi-token-prediction module: DeepSeek-V3's is a MoE block like its last
+// 58 layers, §2.2 of the report). For a model of one kind, first_layers_model's.
+Model head_layer_model(const Model& target, int64_t layers) {
+  if (target.layers.size() == 1) return first_layers_model(target, layers);
+  Model m = target;
+  m.name = target.name + "[" + target.layers.back().label + " x" + std::to_string(layers) + "]";
+  m.layers = {target.layers.back()};
+  m.layers.front().count = layers;
+  return m;
+}
+}  // namespace
+
 SpeculativeAnalyzer::SpeculativeAnalyzer(Analyzer& target, std::optional<Model> draft,
                                          SpeculativeConfig config)
     : target_(target), config_(std::move(config)) {
@@ -140,7 +154,7 @@ SpeculativeAnalyzer::SpeculativeAnalyzer(Analyzer& target, std::optional<Model> 
       if (!draft) throw std::invalid_argument("speculative: the model form needs a draft model");
       break;
     case DraftForm::eagle:
-      draft = first_layers_model(target_.model(), 1);
+      draft = head_layer_model(target_.model(), 1);
       draft->name = target_.model().name + " eagle layer";
       break;
     case DraftForm::medusa:
@@ -316,13 +330,14 @@ SpeculativeResult SpeculativeAnalyzer::analyze(const Workload& w, const Workload
   const int64_t end = checked_add(w.prompt, decoded);  // S + G - 1 positions
   const int64_t end_k = checked_add(end, config_.k);
   r.draft_weight_bytes = draft_weight_bytes();
+  const int64_t local = layout.sequences_per_gpu(w.batch);  // attention_dp: a GPU's share
   if (draft_) {
     r.draft_kv_bytes =
-        checked_mul(w.batch, state_bytes_per_gpu(draft_->model(), end_k, p.kv_cache, layout));
+        checked_mul(local, state_bytes_per_gpu(draft_->model(), end_k, p.kv_cache, layout));
   }
   r.extra_target_kv_bytes =
-      checked_mul(w.batch, state_bytes_per_gpu(target, end_k, p.kv_cache, layout) -
-                               state_bytes_per_gpu(target, end, p.kv_cache, layout));
+      checked_mul(local, state_bytes_per_gpu(target, end_k, p.kv_cache, layout) -
+                             state_bytes_per_gpu(target, end, p.kv_cache, layout));
   r.total_memory_bytes = checked_add(plain.memory.total_bytes, r.draft_weight_bytes,
                                      r.draft_kv_bytes, r.extra_target_kv_bytes);
   r.capacity_bytes = plain.memory.capacity_bytes;
@@ -342,10 +357,10 @@ int64_t SpeculativeAnalyzer::draft_weight_bytes() const {
   if (config_.form == DraftForm::eagle) {
     // One layer's weights (a two-layer model minus a one-layer one) and the fusing FC; the
     // embedding and head are the target's.
-    const int64_t one = weight_bytes_per_gpu(first_layers_model(target, 1), p, layout);
+    const int64_t one = weight_bytes_per_gpu(head_layer_model(target, 1), p, layout);
     const int64_t per_layer =
-        target.layers.front().count >= 2
-            ? weight_bytes_per_gpu(first_layers_model(target, 2), p, layout) - one
+        target.layers.size() > 1 || target.layers.front().count >= 2
+            ? weight_bytes_per_gpu(head_layer_model(target, 2), p, layout) - one
             : one;
     return checked_add(per_layer, fuse_ops(1).front().bytes.weights / layout.tp);
   }

@@ -25,7 +25,8 @@ namespace streamspark::engine {
 //  medusa: k heads on the target's last hidden state, each a residual SiLU block (D x D) and
 //          its own lm head (D x V), run once per pass inside the verification pass (Cai et
 //          al., "Medusa", 2024, §2.1.1); no draft KV cache.
-//  eagle:  one decoder layer of the target's width on the target's features, fused with the
+//  eagle:  one decoder layer of the target's width (of its last layer kind, when it has
+//          several) on the target's features, fused with the
 //          token embedding by a (2D -> D) layer and read out by the target's lm head, run k
 //          times (Li et al., "EAGLE", 2024; DeepSeek-V3's multi-token prediction module is
 //          the same shape).

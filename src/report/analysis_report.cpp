@@ -108,13 +108,21 @@ json precision_json(const engine::Precision& p) {
 }  // namespace
 
 json parallel_json(const engine::ParallelLayout& p) {
-  return json{{"tp", p.tp},
-              {"pp", p.pp},
-              {"ep", p.ep},
-              {"replicas", p.replicas},
-              {"gpus", p.gpus()},
-              {"microbatches", p.microbatches},
-              {"overlap_communication", p.overlap_communication}};
+  json j{{"tp", p.tp},
+         {"pp", p.pp},
+         {"ep", p.ep},
+         {"replicas", p.replicas},
+         {"gpus", p.gpus()},
+         {"microbatches", p.microbatches},
+         {"overlap_communication", p.overlap_communication}};
+  // Only for attention data-parallel layouts, so that every other output keeps its keys.
+  if (p.attention_dp) {
+    j["attention_dp"] = true;
+    j["redundant_experts"] = p.redundant_experts;
+    j["expert_imbalance"] = p.expert_imbalance;
+    j["all_to_all"] = str(enum_name(p.all_to_all));
+  }
+  return j;
 }
 
 json result_json(const WorkloadResult& r) {
@@ -155,6 +163,8 @@ json result_json(const WorkloadResult& r) {
                           {"flops", d.flops},
                           {"tokens_per_s", d.tokens_per_s}};
   }
+  // Only where a prefix was cached, so that every other output keeps its keys.
+  if (r.workload.cached_prompt > 0) j["cached_prompt"] = r.workload.cached_prompt;
   if (r.sampling) {
     j["sampling"] = json{{"naive_flops", r.sampling->naive_flops},
                          {"naive_time_s", r.sampling->naive_time_s},
@@ -327,6 +337,19 @@ std::string workload_table(const AnalysisContext& ctx, const std::vector<Workloa
     out +=
         "Per GPU: memory, fits and max batch. A decode step is one micro-batch's pass through "
         "every pipeline stage; comm: share of the phase's time in collectives.\n";
+  }
+  if (const engine::ParallelLayout& l = ctx.options.costing.parallel; l.attention_dp) {
+    out += fmt::format(
+        "Attention data parallel: each GPU runs ceil(batch / {}) of the sequences and a "
+        "{}-way all-to-all dispatches and combines every MoE layer's tokens; max batch is the "
+        "replica's.\n",
+        l.ep, l.ep);
+  }
+  if (!results.empty() && results.front().workload.cached_prompt > 0) {
+    out += fmt::format(
+        "Prefix cache: {} tokens of each prompt already cached; the prefill computes the rest "
+        "(TTFT), attending to them.\n",
+        results.front().workload.cached_prompt);
   }
 
   return out;

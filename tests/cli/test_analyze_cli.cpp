@@ -158,3 +158,32 @@ TEST_CASE("analyze --plot: the roofline with every operator of each phase") {
   render_png(svg, png);
   CHECK(run("analyze -m llama2-13b -H h100-sxm --plot /nonexistent-dir/r.svg").exit_code != 0);
 }
+
+TEST_CASE("analyze with attention data parallel and a cached prefix: table notes and JSON keys") {
+  const std::string base =
+      "analyze -m deepseek-v3 -H h800 --dtype fp8 --activation-storage bf16 --kv-dtype bf16 "
+      "--attention-dp --ep 32 --redundant-experts 32 -b 128 -p 4096 --cached-prompt 2306 -g 2 "
+      "--no-bands ";
+  const Run t = run(base);
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("layout    attention dp, ep 32 (+32 redundant experts) (32 GPUs)") !=
+        std::string::npos);
+  CHECK(t.out.find("each GPU runs ceil(batch / 32) of the sequences") != std::string::npos);
+  CHECK(t.out.find("Prefix cache: 2306 tokens of each prompt already cached") != std::string::npos);
+  const Run j = run(base + "-f json");
+  REQUIRE(j.exit_code == 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["parallel"]["attention_dp"] == true);
+  CHECK(doc["parallel"]["gpus"] == 32);
+  CHECK(doc["parallel"]["redundant_experts"] == 32);
+  CHECK(doc["parallel"]["all_to_all"] == "throughput");
+  CHECK(doc["results"][0]["cached_prompt"] == 2306);
+  // Without the cached prefix the prefill costs more; the decode step is the same.
+  const auto full = nlohmann::json::parse(
+      run("analyze -m deepseek-v3 -H h800 --dtype fp8 --activation-storage bf16 --kv-dtype bf16 "
+          "--attention-dp --ep 32 --redundant-experts 32 -b 128 -p 4096 -g 2 --no-bands -f json")
+          .out);
+  CHECK(full["results"][0].count("cached_prompt") == 0);
+  CHECK(full["results"][0]["ttft_s"].get<double>() > doc["results"][0]["ttft_s"].get<double>());
+  CHECK(full["results"][0]["decode"]["step_time_s"] == doc["results"][0]["decode"]["step_time_s"]);
+}

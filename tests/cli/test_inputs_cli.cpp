@@ -169,3 +169,45 @@ TEST_CASE("models and hardware list the catalog") {
   const json j = json::parse(hw.out);
   CHECK(j.size() >= 7);
 }
+
+TEST_CASE("attention data parallel, cached prompts, weight schemes: bad values exit 2 naming why") {
+  const std::string base = "analyze -m deepseek-v3 -H h800 --dtype fp8 ";
+  SUBCASE("redundant experts that do not divide") {
+    const Run r = run(base + "--attention-dp --ep 32 --redundant-experts 30");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "error: deepseek-v3 on h800: deepseek-v3: attention+moe layers: experts with the "
+          "redundant copies 286 does not divide by --ep 32\n");
+  }
+  SUBCASE("wide expert-parallel settings without --attention-dp") {
+    const Run r = run(base + "--tp 8 --ep 8 --redundant-experts 8");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("apply to --attention-dp layouts") != std::string::npos);
+  }
+  SUBCASE("an unknown all-to-all mode") {
+    const Run r = run(base + "--attention-dp --ep 32 --all-to-all fast");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "error: --all-to-all: unknown all-to-all mode 'fast'; expected throughput or "
+          "low-latency\n");
+  }
+  SUBCASE("a weight scheme beside the settings it makes") {
+    const Run r = run(base + "--weight-scheme mxfp4 --group-size 32");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "error: --weight-scheme sets the weights' format, block and scales; give it without "
+          "--weights, --group-size and --zero-points\n");
+    const Run unknown = run(base + "--weight-scheme fp6");
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.err ==
+          "error: --weight-scheme: unknown weight scheme 'fp6'; expected mxfp4, nvfp4 or "
+          "fp8-block\n");
+  }
+  SUBCASE("a cached prefix as long as a prompt") {
+    const Run r = run(base + "--attention-dp --ep 32 -p 512,1024 --cached-prompt 512");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "error: --cached-prompt 512: must be fewer than every prompt's tokens (--prompt "
+          "512)\n");
+  }
+}

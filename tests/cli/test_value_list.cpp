@@ -73,8 +73,8 @@ TEST_CASE("parse_real: finite numbers at or above (or strictly above) a minimum"
   CHECK(parse_real("1e3", "--price x", 0, RealMin::exclusive) == 1000);
   CHECK_THROWS_WITH_AS(parse_real("0", "--price x", 0, RealMin::exclusive),
                        "--price x: expected a decimal number > 0, got '0'", UsageError);
-  CHECK_THROWS_WITH_AS(parse_real("-1", "--rate", 0), "--rate: expected a decimal number >= 0, got '-1'",
-                       UsageError);
+  CHECK_THROWS_WITH_AS(parse_real("-1", "--rate", 0),
+                       "--rate: expected a decimal number >= 0, got '-1'", UsageError);
   // Decimal only: hexadecimal ("0x10" is 16 to strtod), spaces and the special values refused.
   for (const char* bad : {"", "x", "1x", "nan", "inf", "1e999", "0x10", " 5", "5 ", "1e-400"}) {
     CAPTURE(bad);
@@ -83,8 +83,8 @@ TEST_CASE("parse_real: finite numbers at or above (or strictly above) a minimum"
 }
 
 TEST_CASE("lists: a value or name given twice is refused, an empty list too") {
-  CHECK_THROWS_WITH_AS(parse_int_list("1,64,1", "--batch"),
-                       "--batch: 1 is given twice in '1,64,1'", UsageError);
+  CHECK_THROWS_WITH_AS(parse_int_list("1,64,1", "--batch"), "--batch: 1 is given twice in '1,64,1'",
+                       UsageError);
   CHECK_THROWS_WITH_AS(parse_int_list("1..8,4", "--tp"), "--tp: 4 is given twice in '1..8,4'",
                        UsageError);
   CHECK_THROWS_WITH_AS(parse_name_list("a100-80gb,a100-80gb", "--hardware"),

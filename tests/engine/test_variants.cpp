@@ -335,6 +335,29 @@ TEST_CASE("quantization: AWQ-style salient channels stay in fp16") {
   CHECK(matrix_bytes(f, 4096, 4096) == quantized + salient + scales);
 }
 
+TEST_CASE("block-scaled formats: MXFP4, NVFP4 and DeepSeek's 128 x 128 FP8 blocks") {
+  // One DeepSeek-V3 expert matrix, 7168 inputs x 2048 outputs = 14,680,064 elements.
+  const int64_t k = 7168, n = 2048;
+  // MXFP4: 4-bit elements, 7,340,032 B; one 1-byte E8M0 scale per 32 inputs of each output:
+  // 7168 / 32 x 2048 = 458,752 B; 4.25 bits a weight.
+  CHECK(matrix_bytes(weight_scheme_format(WeightScheme::mxfp4), k, n) == 7'340'032 + 458'752);
+  // NVFP4: the same elements, one 1-byte FP8 scale per 16: 7168 / 16 x 2048 = 917,504 B; 4.5
+  // bits a weight.
+  CHECK(matrix_bytes(weight_scheme_format(WeightScheme::nvfp4), k, n) == 7'340'032 + 917'504);
+  // FP8 with a 4-byte scale per 128 x 128 block: 14,680,064 + 56 x 16 x 4 = 14,683,648 B.
+  CHECK(matrix_bytes(weight_scheme_format(WeightScheme::fp8_block), k, n) == 14'683'648);
+  // A partial block of outputs still has its scale: 100 outputs, 56 x 1 scales.
+  CHECK(matrix_bytes(weight_scheme_format(WeightScheme::fp8_block), k, 100) == k * 100 + 56 * 4);
+  // FP4 products run at the fp4 peak; the E8M0 scale format multiplies nowhere.
+  CHECK(matrix_peak_class(DType::fp4_e2m1) == PeakClass::fp4);
+  CHECK(!matrix_peak_class(DType::fp8_e8m0).has_value());
+  CHECK(parse_enum<DType>("fp4") == DType::fp4_e2m1);
+  Precision p;
+  p.weights = weight_scheme_format(WeightScheme::nvfp4);
+  CHECK(describe(p) ==
+        "weights fp4_e2m1 g16 (fp8_e4m3 scales), embedding bf16, activations bf16, KV cache bf16");
+}
+
 TEST_CASE("LLM.int8(): outlier features run at the fp16 rate, with decomposition traffic") {
   const Model m = test::tiny_test();
   Precision p = Precision::uniform(DType::int8);

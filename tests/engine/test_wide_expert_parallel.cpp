@@ -1,0 +1,239 @@
+// Attention data parallel with wide expert parallel (DeepSeek-V3's serving layout), the
+// all-to-all over nodes, and prompts with a cached prefix, against hand derivations.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "engine/analysis.hpp"
+#include "engine/parallel.hpp"
+#include "engine/roofline.hpp"
+#include "engine/serving.hpp"
+#include "engine/speculative.hpp"
+#include "engine/test_fixtures.hpp"
+
+using namespace streamspark;
+using namespace streamspark::engine;
+using streamspark::test::find_op;
+
+namespace {
+
+// DeepSeek-V3 as model_zoo/deepseek-v3.yaml has it (its config.json): D 7168, MLA with 128
+// heads (q_lora_rank 1536, kv_lora_rank 512, 128 + 64 query-key dims, 128 value dims), 3
+// dense layers of F = 18432, then 58 MoE layers of 256 routed experts (top 8, F = 2048) and one
+// shared expert; vocabulary 129280.
+Model deepseek_v3() {
+  Attention a;
+  a.kind = AttentionKind::mla;
+  a.n_heads = 128;
+  a.n_kv_heads = 128;
+  a.mla = Mla{1536, 512, 128, 64, 128};
+  Model m = test::dense_model("deepseek-v3", 129280, 7168, 3, a,
+                              Mlp{MlpKind::gated, 18432, Activation::silu}, 163840);
+  m.tied_embeddings = false;
+  m.layers[0].label = "attention+mlp";
+  LayerKind moe = m.layers[0];
+  moe.label = "attention+moe";
+  moe.count = 58;
+  moe.ffn = FfnKind::moe;
+  moe.moe = Moe{256, 8, 2048, 1, 2048, MlpKind::gated, Activation::silu};
+  m.layers.push_back(moe);
+  return m;
+}
+
+// The H800 of hardware/h800.yaml: the lecture's H100 rates with FP8 at twice BF16, NVLink
+// 160 GB/s and 1.8 us, 8 GPUs a node, InfiniBand 50 GB/s and 5.4 us (the DeepSeek-V3 report's
+// figures, §3.2.2).
+Hardware h800() {
+  Hardware h = test::h100_lecture();
+  h.name = "h800";
+  h.peak_flops[static_cast<int>(PeakClass::fp8)] = 1979e12;
+  Topology t;
+  t.gpus_per_node = 8;
+  t.intra_node = NodeLink{"nvlink", 160e9, 1.8e-6};
+  t.inter_node = NodeLink{"ib", 50e9, 5.4e-6};
+  h.topology = t;
+  return h;
+}
+
+// DeepSeek's serving formats: FP8 weights and GEMMs (activations stored in BF16), BF16 KV
+// latents, BF16 embedding and head.
+Precision deepseek_formats() {
+  Precision p;
+  p.weights = WeightFormat{DType::fp8_e4m3};
+  p.activations = DType::fp8_e4m3;
+  p.activation_storage = DType::bf16;
+  p.kv_cache = DType::bf16;
+  p.embedding = DType::bf16;
+  return p;
+}
+
+AnalysisOptions wide_ep(int64_t ep, int64_t redundant = 0, double imbalance = 1.0,
+                        AllToAllMode mode = AllToAllMode::throughput) {
+  AnalysisOptions o;
+  o.costing.precision = deepseek_formats();
+  o.costing.parallel.ep = ep;
+  o.costing.parallel.attention_dp = true;
+  o.costing.parallel.redundant_experts = redundant;
+  o.costing.parallel.expert_imbalance = imbalance;
+  o.costing.parallel.all_to_all = mode;
+  return o;
+}
+
+int64_t count_ops(const std::vector<Op>& ops, OpId id) {
+  int64_t n = 0;
+  for (const Op& op : ops) n += op.id == id ? op.repeat : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("expert all-to-all: one node, low-latency and throughput modes by hand") {
+  const Link nvlink{160e9, 1.8e-6};
+  const Link ib{50e9, 5.4e-6};
+  // DeepEP's low-latency test: 128 tokens a GPU, top 8, 7168 FP8 bytes each: 7,340,032 B sent.
+  const double ll = 128.0 * 8 * 7168;
+  // One node of 8: (7/8) x 7,340,032 / 160e9 + 1.8 us = 40.1408 + 1.8 = 41.9408 us.
+  CHECK(expert_all_to_all_seconds(8, 8, ll, 8, AllToAllMode::low_latency, nvlink, ib) ==
+        doctest::Approx(41.9408e-6).epsilon(1e-12));
+  // 128 GPUs, low latency: (127/128) x 7,340,032 = 7,282,688 B over 50e9 = 145.65376 us + 5.4.
+  CHECK(expert_all_to_all_seconds(128, 8, ll, 8, AllToAllMode::low_latency, nvlink, ib) ==
+        doctest::Approx(151.05376e-6).epsilon(1e-12));
+  // Throughput mode, 32 GPUs on 4 nodes, 16,384 tokens a GPU (DeepSeek's prefill batch):
+  // 939,524,096 B of copies. A token reaches 3 (1 - (3/4)^8) = 2.6996612548828125 remote nodes,
+  // so 939,524,096 / 8 x 2.69966... = 317,049,600 B cross the network (6.340992 ms at 50 GB/s)
+  // while NVLink forwards 7/8 of the copies, 822,083,584 B (5.1380224 ms at 160 GB/s): the
+  // network decides, + 5.4 + 1.8 us.
+  const double prefill = 16384.0 * 8 * 7168;
+  CHECK(expert_all_to_all_seconds(32, 8, prefill, 8, AllToAllMode::throughput, nvlink, ib) ==
+        doctest::Approx(6.340992e-3 + 7.2e-6).epsilon(1e-12));
+  // Low latency sends every copy over the network: 31/32 x 939,524,096 / 50e9 = 18.2 ms.
+  CHECK(expert_all_to_all_seconds(32, 8, prefill, 8, AllToAllMode::low_latency, nvlink, ib) ==
+        doctest::Approx(31.0 / 32 * prefill / 50e9 + 5.4e-6).epsilon(1e-12));
+  CHECK(expert_all_to_all_seconds(1, 8, prefill, 8, AllToAllMode::throughput, nvlink, ib) == 0);
+}
+
+TEST_CASE("DeepSeek-V3 prefill at attention DP 32, EP 32 with 32 redundant experts") {
+  const Model m = deepseek_v3();
+  Analyzer a(m, h800(), wide_ep(32, 32));
+  CHECK(a.options().costing.parallel.gpus() == 32);
+  CHECK(describe(a.options().costing.parallel) ==
+        "attention dp, ep 32 (+32 redundant experts) (32 GPUs)");
+  std::vector<Op> ops;
+  // 128 prompts of 4,096 tokens over 32 GPUs: 4 a GPU, 16,384 tokens.
+  a.inventory().build(StepShape::prefill(128, 4096), ops);
+  CHECK(find_op(ops, "q_up").gemm.m == 16384);
+  CHECK(find_op(ops, "q_up").gemm.n == 128 * (128 + 64));  // whole attention: tp 1
+  // The routed experts of one GPU serve 128 x 4,096 x 8 / 32 = 131,072 rows; they are
+  // (256 + 32) / 32 = 9 whole experts, every one touched: 9 x 7168 x 2048 FP8 bytes.
+  const Op& up = find_op(ops, "moe_up");
+  CHECK(up.gemm.m == 131072);
+  CHECK(up.gemm.n == 2048);
+  CHECK(up.bytes.weights == 9 * 7168 * 2048);
+  // Dispatch sends the GEMM input in FP8: 16,384 x 8 x 7168 x 1 B; combine returns BF16.
+  const Op& dispatch = find_op(ops, "ep_dispatch");
+  CHECK(dispatch.collective.bytes == 939'524'096);
+  CHECK(dispatch.collective.expert_parallel);
+  CHECK(dispatch.collective.inter_node);
+  CHECK(find_op(ops, "ep_combine").collective.bytes == 2 * 939'524'096);
+  CHECK(count_ops(ops, OpId::ep_dispatch) == 58);
+  // Nothing is all-reduced: every GPU holds whole attention, dense layers and shared expert.
+  CHECK(count_ops(ops, OpId::mlp_allreduce) == 0);
+  CHECK(count_ops(ops, OpId::attn_allreduce) == 0);
+  CHECK(find_op(ops, "shared_up").gemm.n == 2048);
+  const OpCost c = roofline_cost(dispatch, a.rates());
+  CHECK(c.communication_s == doctest::Approx(6.340992e-3 + 7.2e-6).epsilon(1e-12));
+
+  // Weights per GPU: the routed experts are 9 of 256 per layer; everything else whole.
+  ParallelLayout one;
+  const int64_t all = weight_bytes_per_gpu(m, deepseek_formats(), one);
+  const int64_t routed_layer = 3 * int64_t{7168} * 2048;  // one expert's gate, up and down
+  CHECK(weight_bytes_per_gpu(m, deepseek_formats(), a.options().costing.parallel) ==
+        all - 58 * (256 - 9) * routed_layer);
+
+  // An imbalance of 1.25: the busiest GPU's experts see ceil(131,072 x 1.25) rows.
+  Analyzer skewed(m, h800(), wide_ep(32, 32, 1.25));
+  skewed.inventory().build(StepShape::prefill(128, 4096), ops);
+  CHECK(find_op(ops, "moe_up").gemm.m == 163840);
+}
+
+TEST_CASE("attention DP: each GPU keeps its share of the sequences; max batch is the replica's") {
+  const Model m = deepseek_v3();
+  Analyzer a(m, h800(), wide_ep(144, 32, 1.0, AllToAllMode::low_latency));
+  CHECK(a.options().costing.parallel.sequences_per_gpu(1000) == 7);  // ceil(1000 / 144)
+  const WorkloadResult r = a.analyze({1000, 4096, 2, 144});
+  // A sequence's latents: 61 layers x 576 x 2 B = 70,272 B a token, at 4,097 tokens, 7 of them.
+  CHECK(r.memory.kv_cache_bytes == 7 * int64_t{70272} * 4097);
+  CHECK(r.memory.max_batch % 144 == 0);
+  CHECK(r.memory.max_batch > 144);
+  // Decode: 7 sequences a GPU; the routed experts see 1000 x 8 / 144 rows, rounded up.
+  std::vector<Op> ops;
+  a.inventory().build(StepShape::decode(1000, 4096), ops);
+  CHECK(find_op(ops, "q_up").gemm.m == 7);
+  CHECK(find_op(ops, "moe_up").gemm.m == 56);  // ceil(8000 / 144 = 55.6)
+  CHECK(find_op(ops, "ep_dispatch").collective.mode == AllToAllMode::low_latency);
+  // Serving: a replica's KV capacity is 144 GPUs' (bytes per token per GPU: 70,272 / 144).
+  IterationCost cost(m, h800(), a.options());
+  CHECK(cost.kv_bytes_per_token() == 488);
+}
+
+TEST_CASE("attention DP layouts that cannot be built are refused, naming why") {
+  const Model m = deepseek_v3();
+  auto refusal = [&](AnalysisOptions o) -> std::string {
+    try {
+      Analyzer a(m, h800(), o);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(refusal(wide_ep(32, 30))
+            .find("experts with the redundant copies 286 does not divide by "
+                  "--ep 32") != std::string::npos);
+  AnalysisOptions tp2 = wide_ep(32);
+  tp2.costing.parallel.tp = 2;
+  CHECK(refusal(tp2).find("--tp 1 and --pp 1") != std::string::npos);
+  AnalysisOptions plain;
+  plain.costing.parallel.tp = 8;
+  plain.costing.parallel.ep = 8;
+  plain.costing.parallel.redundant_experts = 8;
+  CHECK(refusal(plain).find("apply to --attention-dp") != std::string::npos);
+  CHECK(refusal(wide_ep(32, 0, 0.5)).find("--expert-imbalance") != std::string::npos);
+  CHECK(refusal(wide_ep(1)).find("--ep of 2 or more") != std::string::npos);
+}
+
+TEST_CASE("a cached prompt prefix: the prefill computes the rest, attending to it") {
+  const Model m = deepseek_v3();
+  AnalysisOptions o = wide_ep(32, 32);
+  Analyzer a(m, h800(), o);
+  const WorkloadResult cached = a.analyze({128, 4096, 2, 0, 2306});
+  // The same as one step of 4,096 - 2,306 = 1,790 new tokens after 2,306 cached ones.
+  const PhaseResult step = a.cost_step({Phase::prefill, 128, 1790, 2306, 1, true, true});
+  CHECK(cached.prefill.time_s == doctest::Approx(step.time_s).epsilon(1e-12));
+  CHECK(cached.prefill.flops == step.flops);
+  const WorkloadResult full = a.analyze({128, 4096, 2, 0, 0});
+  CHECK(cached.prefill.time_s < full.prefill.time_s);
+  CHECK(cached.decode.time_s == doctest::Approx(full.decode.time_s).epsilon(1e-12));
+  CHECK_THROWS_AS(a.analyze({128, 4096, 2, 0, 4096}), std::invalid_argument);
+  CHECK_THROWS_AS(a.analyze({128, 4096, 2, 0, -1}), std::invalid_argument);
+}
+
+TEST_CASE("MTP / EAGLE draft of a model with dense and MoE layers: one layer of the last kind") {
+  const Model m = deepseek_v3();
+  Analyzer target(m, h800(), wide_ep(32, 32));
+  SpeculativeConfig c;
+  c.form = DraftForm::eagle;
+  c.k = 1;
+  c.acceptance = {0.875};
+  SpeculativeAnalyzer spec(target, std::nullopt, c);
+  REQUIRE(spec.draft_model() != nullptr);
+  REQUIRE(spec.draft_model()->layers.size() == 1);
+  CHECK(spec.draft_model()->layers.front().ffn == FfnKind::moe);
+  // Its weights: one MoE layer's share on a GPU (9 routed experts, the shared one, MLA) and
+  // the (2D -> D) fusing layer, more than the 9 routed experts alone.
+  CHECK(spec.draft_weight_bytes() > 9 * 3 * int64_t{7168} * 2048);
+  const SpeculativePass pass = spec.pass(256, 4096, 1);
+  CHECK(pass.tokens_per_pass == doctest::Approx(1.875));
+  CHECK(pass.verify_s > pass.plain_step_s);
+}

@@ -314,6 +314,42 @@ void map_deepseek_v2(Yaml& y, const Config& c) {
   y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", false)));
 }
 
+// gpt-oss (HF GptOssConfig / GptOssAttention / GptOssMLP): GQA with head_dim given and biased
+// q, k, v and o projections; layer_types alternating "sliding_attention" (a window of
+// sliding_window tokens) and "full_attention", starting with a sliding layer (any other
+// pattern is refused); a MoE of num_local_experts experts of intermediate_size, top
+// num_experts_per_tok, in every layer. Left out, said in a comment: o_proj's, the experts' and
+// the router's biases and the attention sinks (one learned logit per head and layer).
+void map_gpt_oss(Yaml& y, const Config& c) {
+  const int64_t layers = c.integer("num_hidden_layers");
+  c.refuse_if(layers % 2 != 0, "num_hidden_layers",
+              "gpt-oss alternates sliding-window and full-attention layers");
+  if (c.has("layer_types")) {
+    const json& types = c.raw()["layer_types"];
+    bool alternating = types.is_array() && static_cast<int64_t>(types.size()) == layers;
+    for (size_t i = 0; alternating && i < types.size(); ++i) {
+      alternating =
+          types[i].is_string() &&
+          types[i].get<std::string>() == (i % 2 == 0 ? "sliding_attention" : "full_attention");
+    }
+    c.refuse_if(!alternating, "layer_types",
+                "only sliding_attention and full_attention alternating from layer 0 is modeled");
+  }
+  y.add(
+      "# left out (about 0.04% of the parameters, no cost worth counting): o_proj's, the "
+      "experts' and the router's biases, and the attention sinks");
+  std::string attention = attention_line(c);
+  if (c.boolean_or("attention_bias", true)) attention += ", qkv_bias: true";
+  attention += fmt::format(", window: {}}}", c.integer("sliding_window"));
+  y.add("attention: " + attention);
+  y.add(fmt::format("moe: {{n_experts: {}, top_k: {}, d_ff: {}, activation: {}}}",
+                    c.integer("num_local_experts"), c.integer("num_experts_per_tok"),
+                    c.integer("intermediate_size"), activation(c, "hidden_act", "silu")));
+  y.add("layers:");
+  y.add(fmt::format("  - {{repeat: {}, pattern: [local+moe, attention+moe]}}", layers / 2));
+  y.add(fmt::format("tied_embeddings: {}", c.boolean_or("tie_word_embeddings", false)));
+}
+
 std::string mamba_line(const Config& c, const std::string& prefix, bool jamba) {
   const int64_t d_model = c.integer("hidden_size");
   int64_t dt_rank = (d_model + 15) / 16;  // "auto"
@@ -437,8 +473,8 @@ ImportedModel import_hf_model(const std::string& path, const ImportOptions& opti
   const std::string family = c.string_or("model_type", "");
   if (family.empty()) c.fail("model_type", "missing; cannot tell the architecture");
   static const std::vector<std::string> kFamilies = {
-      "llama", "mistral", "mixtral",     "qwen2",       "qwen3", "qwen3_moe",
-      "phi3",  "gemma2",  "deepseek_v2", "deepseek_v3", "jamba", "mamba"};
+      "llama",  "mistral",     "mixtral",     "qwen2",   "qwen3",   "qwen3_moe", "phi3",
+      "gemma2", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "jamba",     "mamba"};
   if (std::find(kFamilies.begin(), kFamilies.end(), family) == kFamilies.end()) {
     c.fail("model_type", fmt::format("cannot be mapped: '{}' (supported: {})", family,
                                      fmt::join(kFamilies, ", ")));
@@ -466,8 +502,10 @@ ImportedModel import_hf_model(const std::string& path, const ImportOptions& opti
     map_llama_like(y, c, family, false);
   } else if (family == "gemma2") {
     map_gemma2(y, c);
-  } else if (family == "deepseek_v2" || family == "deepseek_v3") {
-    map_deepseek_v2(y, c);
+  } else if (family == "deepseek_v2" || family == "deepseek_v3" || family == "kimi_k2") {
+    map_deepseek_v2(y, c);  // Kimi K2 is DeepseekV3ForCausalLM with its own model_type
+  } else if (family == "gpt_oss") {
+    map_gpt_oss(y, c);
   } else if (family == "jamba") {
     map_jamba(y, c);
   } else {

@@ -87,6 +87,13 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       // DeepSeek-V3's report: 671B total (the main model, without its MTP module); its "37B
       // activated" leaves the input embedding out (checked below).
       {"deepseek-v3", {{671e9, 1e9}, {}}},
+      // Kimi K2's README: "1 trillion total parameters", "32 billion activated" (without the
+      // input embedding, checked below).
+      {"kimi-k2", {{1e12, 1e12}, {}}},
+      // gpt-oss-120b's model card, Table 1: 116.83B total, 5.13B active (the unembedding
+      // counted, the embedding not: checked below). The file leaves out 0.04B of biases, so the
+      // total is held to 116.8B (this tool: 116.789B).
+      {"gpt-oss-120b", {{116.8e9, 0.1e9}, {}}},
       {"tiny-test", {{4'868'352}, {}}},
       {"small-test", {{31'990'272}, {}}},
       {"test-1mib", {{426'624}, {}}},  // the derivations are in each file
@@ -113,6 +120,11 @@ TEST_CASE("catalog models load and match their published parameter counts") {
   const int64_t deepseek_v3_embedding = int64_t{129280} * 7168;  // gathered, not computed
   CHECK(matches(engine::active_params(catalog.model("deepseek-v3")) - deepseek_v3_embedding,
                 {37e9, 1e9}));
+  const int64_t kimi_k2_embedding = int64_t{163840} * 7168;
+  CHECK(matches(engine::active_params(catalog.model("kimi-k2")) - kimi_k2_embedding, {32e9, 1e9}));
+  const int64_t gpt_oss_embedding = int64_t{201088} * 2880;
+  CHECK(matches(engine::active_params(catalog.model("gpt-oss-120b")) - gpt_oss_embedding,
+                {5.13e9, 0.01e9}));
   const int64_t nemotron_embeddings = 2 * int64_t{256000} * 6144;
   CHECK(matches(engine::total_params(catalog.model("nemotron-4-15b")) - nemotron_embeddings,
                 {12.5e9, 0.1e9}));

@@ -52,7 +52,8 @@ TEST_CASE("imported configs cost exactly like the catalog entries") {
        {Case{"llama2-7b.json", "llama2-7b"}, Case{"mistral-7b-v0.1.json", "mistral-7b-v0.1"},
         Case{"mixtral-8x7b.json", "mixtral-8x7b"}, Case{"gemma-2-9b.json", "gemma-2-9b"},
         Case{"deepseek-v2-lite.json", "deepseek-v2-lite"}, Case{"jamba-v0.1.json", "jamba-v0.1"},
-        Case{"qwen3-30b-a3b.json", "qwen3-30b-a3b"}, Case{"deepseek-v3.json", "deepseek-v3"}}) {
+        Case{"qwen3-30b-a3b.json", "qwen3-30b-a3b"}, Case{"deepseek-v3.json", "deepseek-v3"},
+        Case{"kimi-k2.json", "kimi-k2"}, Case{"gpt-oss-120b.json", "gpt-oss-120b"}}) {
     CAPTURE(c.file);
     const engine::Model got = imported(c.file);
     const engine::Model want = catalog.model(c.catalog_name);
@@ -185,6 +186,7 @@ TEST_CASE("fields that cannot be mapped are named") {
         path +
             "bad-model-type.json: model_type: cannot be mapped: 'gpt_neox' (supported: llama, "
             "mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma2, deepseek_v2, deepseek_v3, "
+            "kimi_k2, gpt_oss, "
             "jamba, "
             "mamba)");
   CHECK(error_of("bad-attention-bias.json") ==
@@ -209,6 +211,10 @@ TEST_CASE("fields that cannot be mapped are named") {
         path +
             "bad-qwen3-moe-dense-layers.json: mlp_only_layers: cannot be mapped: dense layers "
             "among the MoE layers are not modeled");
+  CHECK(error_of("bad-gpt-oss-layer-types.json") ==
+        path +
+            "bad-gpt-oss-layer-types.json: layer_types: cannot be mapped: only "
+            "sliding_attention and full_attention alternating from layer 0 is modeled");
   CHECK(error_of("bad-phi3-rotary.json") ==
         path + "bad-phi3-rotary.json: partial_rotary_factor: expected a number in (0, 1], got 1.5");
   CHECK(error_of("mamba-2.8b.json") ==

@@ -238,6 +238,9 @@ Deployment deployment_of(const EmitRequest& emit, const PlanRequest& r, const Pl
   if (w.shared_prefix_fraction > 0) {
     throw UsageError("--emit: a shared prefix on a fraction of the prompts has no benchmark flag");
   }
+  if (w.sessions > 0) {
+    throw UsageError("--emit: the benchmark clients send no conversations (--sessions)");
+  }
   if (w.arrivals != engine::ArrivalProcess::poisson) {
     throw UsageError("--emit: the benchmark clients send Poisson arrivals; plan with them");
   }

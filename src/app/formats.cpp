@@ -28,6 +28,17 @@ engine::Precision precision_of(const FormatRequest& r, engine::DType base) {
     }
     p.weights = engine::weight_scheme_format(*r.weight_scheme);
   }
+  // E8M0 is a power-of-two scale format (the MX formats' shared scale): nothing is stored or
+  // multiplied in it alone.
+  for (const std::optional<engine::DType>& t :
+       {std::optional<engine::DType>(base), r.weights, r.attention_weights, r.activation_storage,
+        r.activations, r.embedding, r.kv_cache}) {
+    if (t == engine::DType::fp8_e8m0) {
+      throw UsageError(
+          "fp8_e8m0 is a scale format only (MXFP4's block scales: --weight-scheme mxfp4); "
+          "weights, activations, embedding and KV cache cannot be stored in it");
+    }
+  }
   p.weights.salient_fraction = r.salient_fraction;
   p.outlier_fraction = r.outlier_fraction;
   return p;

@@ -236,7 +236,14 @@ ServeSimResult serve_sim_disaggregated(const ServeSimRequest& r, const Context& 
 
 ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   const std::optional<engine::ServingStack> stack = load_serving_stack(r.stack, context);
-  if (r.disaggregate) return serve_sim_disaggregated(r, context, stack);
+  if (r.disaggregate) {
+    if (r.scheduler.prefix_cache) {
+      throw UsageError(
+          "--prefix-cache: not modelled with --disaggregate (a prefix cache per pool and the "
+          "transfer of hits are not)");
+    }
+    return serve_sim_disaggregated(r, context, stack);
+  }
   const engine::ServingStack* preset = stack ? &*stack : nullptr;
   engine::AnalysisOptions analysis;
   analysis.costing.precision = precision_of(r.formats);
@@ -250,6 +257,14 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   const auto requests = workload_requests(r.workload, &workload);
   check_requests_context(requests, model, r.workload);
   engine::ServingOptions options = serving_options(r.scheduler, model.max_context, preset);
+  if (const engine::SchedulerOptions& s = options.scheduler;
+      s.prefix_cache &&
+      (s.kv != engine::KvLayout::paged || s.policy != engine::BatchingPolicy::continuous ||
+       s.preemption != engine::Preemption::recompute || r.speculative)) {
+    throw UsageError(
+        "--prefix-cache: needs paged KV and continuous batching with recompute preemption, "
+        "without --speculative");
+  }
   std::unique_ptr<engine::SpeculativeIterationCost> spec_cost;
   std::unique_ptr<engine::IterationCost> plain_cost;
   if (r.speculative) {

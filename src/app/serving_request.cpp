@@ -9,12 +9,16 @@
 namespace streamspark::app {
 
 std::string describe_workload(const engine::WorkloadSpec& w, const std::string& arrivals) {
-  return fmt::format("{} requests, {}, prompt {}, output {}{} · seed {}", w.requests, arrivals,
+  return fmt::format("{} requests, {}, prompt {}, output {}{}{} · seed {}", w.requests, arrivals,
                      engine::describe(w.prompt), engine::describe(w.output),
                      w.prefix_tokens > 0 && w.shared_prefix_fraction > 0
                          ? fmt::format(", {}% share a {}-token prefix",
                                        100 * w.shared_prefix_fraction, w.prefix_tokens)
                          : "",
+                     w.sessions > 0 ? fmt::format(", {} conversations at a time of {} turns "
+                                                  "(each prompt: the conversation so far + new)",
+                                                  w.sessions, w.session_turns)
+                                    : "",
                      w.seed);
 }
 
@@ -41,6 +45,11 @@ std::vector<engine::Request> workload_requests(const WorkloadRequest& w, std::st
   }
   const engine::WorkloadSpec& g = w.generated;
   check_request_count(w, g.requests, "--requests");
+  if (g.sessions > 0 && g.shared_prefix_fraction > 0 && g.prefix_tokens > 0) {
+    throw UsageError(
+        "--sessions: conversations start from their own history; give them without "
+        "--shared-prefix-fraction and --prefix-tokens");
+  }
   check_request_rate(g.rate, "--rate");
   *description = describe_workload(
       g, g.rate > 0 ? fmt::format("{} arrivals at {}/s", enum_name(g.arrivals), g.rate)
@@ -107,6 +116,7 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   c.max_output = s.max_output == 0 ? max_context : s.max_output;
   c.max_context = max_context;
   c.preemption = s.preemption;
+  c.prefix_cache = s.prefix_cache;
   if (s.preemption == engine::Preemption::swap && !s.host_bandwidth) {
     throw UsageError("--preemption swap needs --host-bandwidth (the device-host link)");
   }

@@ -58,6 +58,8 @@ struct SchedulerRequest {
   std::optional<double> slo_ttft_s;      // goodput objectives
   std::optional<double> slo_tpot_s;
   std::optional<double> slo_itl_s;  // every inter-token gap of a request (engine ServingOptions)
+  // Prefix caching across requests (serve-sim): a prompt starts from its group's cached blocks.
+  bool prefix_cache = false;
 };
 
 // The requests (generated, or read from the trace) and a one-line description of them.

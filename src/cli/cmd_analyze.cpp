@@ -27,6 +27,11 @@ int run_analyze(AnalyzeCli& s, const app::Context& context) {
     require_extension("--plot", s.plot, {".svg"}, "an SVG chart");
     check_distinct_outputs({{"--output", s.out.path}, {"--plot", s.plot}});
   }
+  if (s.r.parallel.attention_dp && s.out.format == report::Format::csv) {
+    throw UsageError(
+        "--attention-dp: CSV has no columns for the layout's data-parallel attention and experts; "
+        "use --format json");
+  }
   if (s.r.speculative && s.out.format == report::Format::csv) {
     throw UsageError("--speculative: use --format table or json");
   }

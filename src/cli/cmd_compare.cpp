@@ -50,6 +50,11 @@ Command add_compare_command(CLI::App& root, const app::Context& context) {
   bind_output(b, s->out, FormatChoice::any(), "table, json or csv");
   return Command{app, [s, &context] {
                    s->b.resolve();
+                   if (s->r.parallel.attention_dp && s->out.format == report::Format::csv) {
+                     throw UsageError(
+                         "--attention-dp: CSV has no columns for the layout's data-parallel "
+                         "attention and experts; use --format json");
+                   }
                    write_output(s->out.path, render(app::compare(s->r, context), s->out.format));
                    return kExitOk;
                  }};

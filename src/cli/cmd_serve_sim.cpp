@@ -50,7 +50,9 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   b.flag("--kv-layerwise", s->kv_layerwise,
          "with --disaggregate, stream each prompt's KV layer by layer as the prefill computes "
          "it (the transfer may start with the prompt; default: when it ends)");
-  for (const char* layout : {"--hardware", "--tp", "--pp", "--ep", "--replicas"}) {
+  for (const char* layout : {"--hardware", "--tp", "--pp", "--ep", "--replicas", "--microbatches",
+                             "--overlap-communication", "--attention-dp", "--redundant-experts",
+                             "--expert-imbalance", "--all-to-all"}) {
     b.conflicts("--disaggregate", {layout},
                 "each pool names its hardware and layout in --disaggregate");
   }
@@ -64,6 +66,10 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
               "give the KV cache's bytes or the memory fraction it is derived from, not both");
   bind_workload(b, s->r.workload, "arrivals per second (0: all at time 0)");
   bind_scheduler(b, s->r.scheduler, /*with_stack=*/true);
+  b.flag("--prefix-cache", s->r.scheduler.prefix_cache,
+         "cache prompt blocks across requests (a system prompt, a conversation's history) and "
+         "reuse them, evicting the least recently used idle ones (paged KV, continuous "
+         "batching, recompute preemption)");
   bind_stack(b, s->r.stack);
   bind_bands(b, s->r.bands);
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),

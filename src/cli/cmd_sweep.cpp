@@ -26,6 +26,11 @@ struct SweepCli {
 
 int run_sweep(SweepCli& s, const app::Context& context) {
   s.b.resolve();
+  if (s.r.layouts.base.attention_dp && s.out.format == report::Format::csv) {
+    throw UsageError(
+        "--attention-dp: CSV has no columns for the layout's data-parallel attention and experts; "
+        "use --format json");
+  }
   const bool show_progress = !s.quiet && ::isatty(STDERR_FILENO);
   OutputFile out(s.out.path);
   const app::SweepOutcome o = app::sweep(

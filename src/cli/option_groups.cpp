@@ -332,7 +332,7 @@ void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& 
   engine::WorkloadSpec& g = w.generated;
   b.text("--trace", w.trace,
          "requests from a file (.csv or .jsonl: arrival_s, prompt_tokens, output_tokens[, "
-         "shared_prefix_tokens]) instead of a generated workload");
+         "shared_prefix_tokens, session_id]) instead of a generated workload");
   b.integer("--requests,-n", g.requests, 1, "requests to generate");
   b.real("--rate", g.rate, 0, RealMin::inclusive, rate_help);
   b.choice("--arrivals", g.arrivals, "arrival process", "poisson or constant",
@@ -354,13 +354,19 @@ void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& 
       },
       "fraction of requests that start with a common prefix");
   b.integer("--prefix-tokens", g.prefix_tokens, 0, "length of the common prefix");
+  b.integer("--sessions", g.sessions, 0,
+            "conversations at a time: requests are dealt to them in turn, each prompt the "
+            "conversation so far plus --prompt-len new tokens (0: none)");
+  b.integer("--session-turns", g.session_turns, 1,
+            "turns of a conversation before its slot starts a new one");
   b.seed("--seed", g.seed, "workload seed");
   b.integer("--max-requests", w.max_requests, 1,
             "the most requests one simulation replays (generated or from --trace)");
-  b.conflicts("--trace",
-              {"--requests", "--arrivals", "--prompt-len", "--output-len",
-               "--shared-prefix-fraction", "--prefix-tokens", "--seed"},
-              "the trace gives the requests, their arrivals and lengths");
+  b.conflicts(
+      "--trace",
+      {"--requests", "--arrivals", "--prompt-len", "--output-len", "--shared-prefix-fraction",
+       "--prefix-tokens", "--sessions", "--session-turns", "--seed"},
+      "the trace gives the requests, their arrivals and lengths");
 }
 
 void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o) {

@@ -210,7 +210,9 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
            bandwidth_decode_time(batch, weights, mean_state, bandwidth);
   }
   double total = static_cast<double>(count) *  // one per step, and per sequence in it
-                 (rates_.step_overhead_s + static_cast<double>(batch) * rates_.sequence_overhead_s);
+                 (rates_.step_overhead_s +
+                  static_cast<double>(options_.costing.parallel.sequences_per_gpu(batch)) *
+                      rates_.sequence_overhead_s);
   for (const DecodeLine& l : decode_lines(batch, first)) {
     // The last step's counts must fit in 64 bits, like every count the engine reports.
     (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
@@ -554,8 +556,9 @@ void Analyzer::sum_prefill_segment(int64_t sequences, int64_t first, int64_t cou
   };
   const double n = static_cast<double>(count);
   if (options_.method != Method::bandwidth) {  // per pass, and per sequence in it
-    *time_s +=
-        n * (rates_.step_overhead_s + static_cast<double>(sequences) * rates_.sequence_overhead_s);
+    *time_s += n * (rates_.step_overhead_s +
+                    static_cast<double>(options_.costing.parallel.sequences_per_gpu(sequences)) *
+                        rates_.sequence_overhead_s);
   }
   const double sum_j = n * (n - 1) / 2;
   const double sum_j2 = (n - 1) * n * (2 * n - 1) / 6;

@@ -183,7 +183,9 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   if (decode_only && !stack_.graph_batch_sizes.empty()) {
     // The captured graph of the next size up runs: its padding slots go through every
     // token-proportional operator (their attention reads no context).
-    const int64_t padded = graph_batch(stack_, static_cast<int64_t>(it.items.size()), longest);
+    // Under attention data parallelism each GPU pads its own share of the sequences.
+    const int64_t per_rank = ceil_div(static_cast<int64_t>(it.items.size()), ranks_);
+    const int64_t padded = checked_mul(graph_batch(stack_, per_rank, longest), ranks_);
     logits += padded - tokens;
     tokens = padded;
   }

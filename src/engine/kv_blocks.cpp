@@ -43,6 +43,18 @@ BlockAllocator::Sequence& BlockAllocator::slot(SequenceId id) {
 }
 
 int32_t BlockAllocator::take_block() {
+  if (free_.empty()) {
+    // Evict the least recently released idle cached block: forget its name, reuse it.
+    const int32_t victim = idle_.front();
+    idle_.pop_front();
+    is_idle_[static_cast<size_t>(victim)] = 0;
+    named_.erase(name_of_[static_cast<size_t>(victim)]);
+    name_of_[static_cast<size_t>(victim)] = {-1, -1};
+    ++evictions_;
+    refcount_[static_cast<size_t>(victim)] = 1;
+    fill_[static_cast<size_t>(victim)] = 0;
+    return victim;
+  }
   const int32_t b = free_.back();
   free_.pop_back();
   refcount_[static_cast<size_t>(b)] = 1;
@@ -54,8 +66,63 @@ void BlockAllocator::drop_block(int32_t b) {
   int32_t& r = refcount_[static_cast<size_t>(b)];
   if (--r == 0) {
     stored_tokens_ -= fill_[static_cast<size_t>(b)];
+    if (prefix_cache_ && name_of_[static_cast<size_t>(b)].first >= 0) {
+      // Named: idle in the cache, its tokens kept (fill_) for the next owner.
+      idle_at_[static_cast<size_t>(b)] = idle_.insert(idle_.end(), b);
+      is_idle_[static_cast<size_t>(b)] = 1;
+      return;
+    }
     fill_[static_cast<size_t>(b)] = 0;
     free_.push_back(b);
+  }
+}
+
+void BlockAllocator::enable_prefix_cache() {
+  if (prefix_cache_) return;
+  prefix_cache_ = true;
+  name_of_.assign(refcount_.size(), {-1, -1});
+  idle_at_.assign(refcount_.size(), idle_.end());
+  is_idle_.assign(refcount_.size(), 0);
+}
+
+int64_t BlockAllocator::cached_prefix_blocks(int64_t group, int64_t max_blocks) const {
+  int64_t n = 0;
+  while (prefix_cache_ && n < max_blocks && named_.count({group, n}) != 0) ++n;
+  return n;
+}
+
+void BlockAllocator::attach_prefix(SequenceId id, int64_t group, int64_t blocks) {
+  if (has(id)) throw std::invalid_argument("KV blocks: attaching a prefix to a live sequence");
+  if (blocks > cached_prefix_blocks(group, blocks)) {
+    throw std::invalid_argument("KV blocks: attaching more blocks than are cached");
+  }
+  Sequence& s = slot(id);
+  s.live = true;
+  for (int64_t i = 0; i < blocks; ++i) {
+    const int32_t b = named_.at({group, i});
+    const auto at = static_cast<size_t>(b);
+    if (refcount_[at] == 0) {  // idle: in use again, its tokens stored again
+      idle_.erase(idle_at_[at]);
+      is_idle_[at] = 0;
+      stored_tokens_ += fill_[at];
+    }
+    ++refcount_[at];
+    s.blocks.push_back(b);
+  }
+  s.tokens = blocks * block_size_;
+  logical_tokens_ += s.tokens;
+  logical_blocks_ += blocks;
+}
+
+void BlockAllocator::name_blocks(SequenceId id, int64_t group, int64_t from, int64_t to) {
+  if (!prefix_cache_ || !has(id) || group < 0) return;
+  const Sequence& s = sequences_[static_cast<size_t>(id)];
+  to = std::min<int64_t>(to, s.tokens / block_size_);  // full blocks only
+  for (int64_t i = std::max<int64_t>(0, from); i < to; ++i) {
+    const int32_t b = s.blocks[static_cast<size_t>(i)];
+    if (name_of_[static_cast<size_t>(b)].first >= 0 || named_.count({group, i}) != 0) continue;
+    named_.emplace(std::pair{group, i}, b);
+    name_of_[static_cast<size_t>(b)] = {group, i};
   }
 }
 
@@ -217,11 +284,26 @@ void BlockAllocator::check_invariants() const {
     is_free[static_cast<size_t>(b)] = true;
     if (refcount_[static_cast<size_t>(b)] != 0) fail("a referenced block is on the free list");
   }
+  std::vector<bool> idle(refcount_.size(), false);
+  for (const int32_t b : idle_) {
+    if (idle[static_cast<size_t>(b)] || is_free[static_cast<size_t>(b)]) {
+      fail("an idle cached block is listed twice, or free too");
+    }
+    idle[static_cast<size_t>(b)] = true;
+    if (refcount_[static_cast<size_t>(b)] != 0) fail("a referenced block is idle");
+    if (name_of_[static_cast<size_t>(b)].first < 0) fail("an idle block has no name");
+  }
+  for (const auto& [name, b] : named_) {
+    if (name_of_[static_cast<size_t>(b)] != name) fail("a cached block's name differs");
+    if (is_free[static_cast<size_t>(b)]) fail("a named block is free");
+  }
   int64_t stored = 0;
   for (size_t b = 0; b < refcount_.size(); ++b) {
-    if (refcount_[b] == 0 && !is_free[b]) fail("an unreferenced block is not free (leaked)");
+    if (refcount_[b] == 0 && !is_free[b] && !idle[b]) {
+      fail("an unreferenced block is neither free nor cached (leaked)");
+    }
     if (fill_[b] < 0 || fill_[b] > block_size_) fail("a block's fill is out of range");
-    stored += fill_[b];
+    if (!idle[b]) stored += fill_[b];  // idle blocks keep their tokens, not counted as stored
   }
   if (stored != stored_tokens_) fail("stored token count drifted");
   if (logical_tokens != logical_tokens_ || logical_blocks != logical_blocks_) {

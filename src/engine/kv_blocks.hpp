@@ -15,6 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace streamspark::engine {
@@ -49,7 +52,8 @@ class BlockAllocator {
 
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return static_cast<int64_t>(refcount_.size()); }
-  int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  // Blocks a new allocation can take: the free ones and the idle cached ones it may evict.
+  int64_t free_blocks() const { return static_cast<int64_t>(free_.size() + idle_.size()); }
   int64_t used_blocks() const { return num_blocks() - free_blocks(); }
   bool has(SequenceId id) const;
   int64_t tokens(SequenceId id) const;
@@ -72,6 +76,26 @@ class BlockAllocator {
   void truncate(SequenceId id, int64_t tokens);
   // Drops the sequence; blocks whose last reference it held return to the pool.
   void release(SequenceId id);
+
+  // Prefix caching across sequences (vLLM's automatic prefix caching, SGLang's radix cache):
+  // full blocks are named by their content, here (group, block index): a group is a token
+  // stream (a system prompt, a conversation) that sequences start with. A named block whose
+  // last owner is released stays cached, idle, until a new block is needed and none is free:
+  // then the least recently released idle block is evicted (its name forgotten). Idle blocks
+  // count as free in free_blocks(). Off until enabled.
+  void enable_prefix_cache();
+  bool prefix_cache() const { return prefix_cache_; }
+  // The named blocks (group, 0), (group, 1), ... that are cached, in a row from 0, at most
+  // `max_blocks`.
+  int64_t cached_prefix_blocks(int64_t group, int64_t max_blocks) const;
+  // Starts sequence `id` (not live) with the first `blocks` cached blocks of `group` (as
+  // cached_prefix_blocks counted them): referenced, no copy; an idle one is in use again.
+  void attach_prefix(SequenceId id, int64_t group, int64_t blocks);
+  // Names `id`'s full blocks [from, to) (block indices of its table) as (group, index), except
+  // where the name is taken or the block already has one.
+  void name_blocks(SequenceId id, int64_t group, int64_t from, int64_t to);
+  int64_t evicted_blocks() const { return evictions_; }
+  int64_t idle_cached_blocks() const { return static_cast<int64_t>(idle_.size()); }
 
   // The copy-on-writes since clear_copies(), in order: a runtime that holds the blocks'
   // contents performs them before writing the new tokens.
@@ -106,6 +130,15 @@ class BlockAllocator {
   int64_t logical_blocks_ = 0;  // sum of table lengths
   int64_t copy_on_writes_ = 0;
   std::vector<BlockCopy> copies_;
+  // Prefix cache: names of cached blocks and the blocks' names (group -1: none); idle named
+  // blocks, least recently released first, and where each is in that list.
+  bool prefix_cache_ = false;
+  std::map<std::pair<int64_t, int64_t>, int32_t> named_;
+  std::vector<std::pair<int64_t, int64_t>> name_of_;
+  std::list<int32_t> idle_;
+  std::vector<std::list<int32_t>::iterator> idle_at_;
+  std::vector<char> is_idle_;
+  int64_t evictions_ = 0;
 };
 
 // The contiguous baseline: per-request reservations of whole maximum lengths.

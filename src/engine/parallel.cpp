@@ -53,10 +53,11 @@ void check_layout(const Model& m, const ParallelLayout& p) {
         "--redundant-experts, --expert-imbalance and --all-to-all apply to --attention-dp "
         "layouts");
   }
-  if (p.redundant_experts < 0 || !(p.expert_imbalance >= 1.0) || p.expert_imbalance > 64) {
+  if (p.redundant_experts < 0 || !(p.expert_imbalance >= 1.0) ||
+      p.expert_imbalance > static_cast<double>(std::max<int64_t>(1, p.ep))) {
     throw std::invalid_argument(
         "--redundant-experts must be >= 0 and --expert-imbalance (busiest GPU's routed tokens "
-        "over the mean) between 1 and 64");
+        "over the mean) between 1 and --ep (one GPU serving every routed token)");
   }
   const std::string name = m.name + ": ";
   bool moe = false;

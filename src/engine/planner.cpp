@@ -99,9 +99,12 @@ struct WorkloadFigures {
 WorkloadFigures workload_of(const std::vector<Request>& requests) {
   WorkloadFigures w;
   for (const Request& r : requests) {
-    w.mean_tokens += static_cast<double>(r.prompt - r.shared_prefix + r.output - 1);
+    // A conversation's history is recomputed (plans have no prefix cache); a system prompt
+    // is cached once.
+    const int64_t shared = r.prefix_group <= 0 ? r.shared_prefix : 0;
+    w.mean_tokens += static_cast<double>(r.prompt - shared + r.output - 1);
     w.mean_prompt += static_cast<double>(r.prompt);
-    w.mean_prefill += static_cast<double>(r.prompt - r.shared_prefix);
+    w.mean_prefill += static_cast<double>(r.prompt - shared);
     w.mean_output += static_cast<double>(r.output);
     w.longest = std::max(w.longest, r.prompt + r.output - 1);
     w.longest_prompt = std::max(w.longest_prompt, r.prompt);
@@ -171,7 +174,8 @@ ServingMetrics latencies_alone(const std::vector<Request>& requests, IterationCo
   Iteration it;
   it.items.resize(1);
   for (const Request& r : requests) {
-    it.items[0] = IterationItem{0, r.prompt - r.shared_prefix, r.shared_prefix, true, false};
+    const int64_t shared = r.prefix_group <= 0 ? r.shared_prefix : 0;  // as workload_of
+    it.items[0] = IterationItem{0, r.prompt - shared, shared, true, false};
     const double prefill = request_overhead_s + cost.seconds(it, 0);
     it.items[0] = IterationItem{0, 1, r.prompt, true, false};
     const double step = cost.seconds(it, 0);

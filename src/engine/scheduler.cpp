@@ -55,13 +55,21 @@ Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>
           " KV positions, more than its contiguous reservation of " +
           std::to_string(reservation_for(r.prompt)) + " (raise --max-output)");
     }
-    if (r.prefilled && (r.shared_prefix > 0 || options_.policy != BatchingPolicy::continuous)) {
+    if (r.prefilled && (pinned_prefix(r) || options_.prefix_cache ||
+                        options_.policy != BatchingPolicy::continuous)) {
       throw std::invalid_argument(
           "request " + std::to_string(i) +
           ": a prefilled request (its prompt's KV computed elsewhere) needs continuous "
           "batching and no shared prefix");
     }
-    if (r.shared_prefix > 0) {
+    if (options_.prefix_cache &&
+        (r.prefix_group < -1 || r.publish_tokens < 0 || r.publish_tokens > r.prompt + r.output ||
+         (r.shared_prefix > 0 && r.prefix_group < 0))) {
+      throw std::invalid_argument("request " + std::to_string(i) +
+                                  ": a shared prefix needs a prefix group, and the tokens it "
+                                  "adds to its group are at most its prompt and output");
+    }
+    if (pinned_prefix(r)) {
       if (prefix_tokens_ != 0 && prefix_tokens_ != r.shared_prefix) {
         throw std::invalid_argument(
             "requests share prefixes of different lengths (" + std::to_string(prefix_tokens_) +
@@ -70,8 +78,16 @@ Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>
       prefix_tokens_ = r.shared_prefix;
     }
   }
+  if (options_.prefix_cache &&
+      (options_.kv != KvLayout::paged || options_.policy != BatchingPolicy::continuous ||
+       options_.preemption != Preemption::recompute || options_.speculative.k != 0)) {
+    throw std::invalid_argument(
+        "a prefix cache needs paged KV, continuous batching and recompute preemption, without "
+        "speculative decoding");
+  }
   if (options_.kv == KvLayout::paged) {
     paged_.emplace(options_.kv_capacity_tokens / options_.block_size, options_.block_size);
+    if (options_.prefix_cache) paged_->enable_prefix_cache();
     // The shared prefix is cached once, as its own sequence, before any request arrives.
     if (prefix_tokens_ > 0 &&
         !paged_->append(static_cast<int64_t>(requests.size()), prefix_tokens_)) {
@@ -120,9 +136,22 @@ bool Scheduler::admit_kv(int64_t i) {
   if (paged_) {
     // The constant state's slots, as a sequence of their own.
     if (state > 0 && !paged_->append(state_id(i), state)) return false;
-    if (requests_[static_cast<size_t>(i)].shared_prefix > 0) {
+    const Request& r = requests_[static_cast<size_t>(i)];
+    if (prefix_tokens_ > 0 && pinned_prefix(r)) {
       paged_->share(static_cast<int64_t>(requests_.size()), i, prefix_tokens_);
       s.cached = prefix_tokens_;
+    }
+    if (options_.prefix_cache && r.prefix_group >= 0) {
+      // Its group's cached blocks in a row, within what the group and it share (the last
+      // known token is always computed: it yields the next one).
+      const int64_t shares = std::min(std::max(r.shared_prefix, r.publish_tokens), known(i) - 1);
+      const int64_t blocks =
+          paged_->cached_prefix_blocks(r.prefix_group, shares / options_.block_size);
+      if (blocks > 0) {
+        paged_->attach_prefix(i, r.prefix_group, blocks);
+        s.cached = blocks * options_.block_size;
+      }
+      s.named_blocks = blocks;
     }
     return true;
   }
@@ -148,7 +177,7 @@ void Scheduler::release_kv(int64_t i) {
 void Scheduler::preempt(int64_t i, Iteration& it) {
   Sequence& s = sequences_[static_cast<size_t>(i)];
   ++records_[static_cast<size_t>(i)].preemptions;
-  const int64_t shared = requests_[static_cast<size_t>(i)].shared_prefix > 0 ? prefix_tokens_ : 0;
+  const int64_t shared = pinned_prefix(requests_[static_cast<size_t>(i)]) ? prefix_tokens_ : 0;
   if (options_.preemption == Preemption::swap) {
     s.swapped_tokens = s.cached - shared;
     it.swap_out_tokens += s.swapped_tokens;
@@ -161,6 +190,7 @@ void Scheduler::preempt(int64_t i, Iteration& it) {
   }
   release_kv(i);
   s.cached = 0;
+  s.named_blocks = 0;
 }
 
 Iteration Scheduler::next() {
@@ -248,6 +278,14 @@ void Scheduler::complete(const Iteration& it, double now) {
       s.cached += item.new_tokens;
       s.draft_lag = 0;  // the draft ran the same tokens (SpeculativeIterationCost)
     }
+    if (const Request& r = requests_[idx]; options_.prefix_cache && r.prefix_group >= 0) {
+      // Its computed full blocks of the group's stream are cached under their names.
+      const int64_t full = std::min(s.cached, r.publish_tokens) / options_.block_size;
+      if (full > s.named_blocks) {
+        paged_->name_blocks(item.request, r.prefix_group, s.named_blocks, full);
+        s.named_blocks = full;
+      }
+    }
     if (!item.emits_token || item.padding) continue;
     ++s.generated;
     SequenceRecord& rec = records_[idx];
@@ -287,6 +325,9 @@ int64_t Scheduler::kv_allocated_tokens() const {
 }
 int64_t Scheduler::kv_stored_tokens() const {
   return paged_ ? paged_->stats().stored_tokens : contiguous_->stored_tokens();
+}
+int64_t Scheduler::evicted_blocks() const {
+  return paged_ ? paged_->evicted_blocks() : 0;
 }
 int64_t Scheduler::kv_capacity_tokens() const {
   return paged_ ? paged_->num_blocks() * paged_->block_size() : contiguous_->capacity_tokens();

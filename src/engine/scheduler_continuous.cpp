@@ -150,6 +150,9 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
     waiting_.pop_front();
     s.state = State::running;
     running_.push_back(i);
+    if (SequenceRecord& rec = records_[static_cast<size_t>(i)]; rec.prefix_hit_tokens < 0) {
+      rec.prefix_hit_tokens = options_.prefix_cache ? s.cached : 0;
+    }
     it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
     any_prefill = true;
     budget -= tokens;

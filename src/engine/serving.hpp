@@ -32,6 +32,13 @@ struct Request {
   int64_t prompt = 1;
   int64_t output = 1;
   int64_t shared_prefix = 0;
+  // With a prefix cache (SchedulerOptions::prefix_cache): the token stream its prompt starts
+  // with (a system prompt, a conversation; -1: none), of which its first `shared_prefix` tokens
+  // are, and how many of its own tokens (prompt and output) continue that stream: the shared
+  // prefix alone (a system prompt), or all of them (a conversation's turn, which the next turn
+  // starts with).
+  int64_t prefix_group = -1;
+  int64_t publish_tokens = 0;
   // Its prompt's KV arrives computed (a disaggregated deployment's decode pool): admitted with
   // the prompt but its last token cached, it runs that token to sample the first output token,
   // then decodes the rest.
@@ -66,6 +73,13 @@ struct WorkloadSpec {
   // sampled prompt length).
   double shared_prefix_fraction = 0;
   int64_t prefix_tokens = 0;
+  // Conversations (0: none): requests are dealt in arrival order to `sessions` conversation
+  // slots; in a slot, each request is the next turn of its conversation, its prompt the
+  // conversation so far (the previous turn's prompt and output, its shared prefix) plus its
+  // sampled prompt length, until `session_turns` turns start a new conversation. Each
+  // conversation is a prefix group of its own (1, 2, ...); system-prompt requests are group 0.
+  int64_t sessions = 0;
+  int64_t session_turns = 4;
   uint64_t seed = 0;
 };
 
@@ -119,6 +133,11 @@ struct SchedulerOptions {
   int64_t max_context = 0;
   Preemption preemption = Preemption::recompute;
   SpeculativeScheduling speculative;
+  // Prefix caching across requests (paged KV, continuous batching, recompute preemption, no
+  // speculation): a request's prompt starts from the cached full blocks of its prefix group
+  // (BlockAllocator's prefix cache, LRU eviction of idle blocks); without it requests with a
+  // shared prefix share one prefix cached once.
+  bool prefix_cache = false;
 };
 
 // One sequence's work in an iteration: `new_tokens` tokens after `past` cached ones.
@@ -164,6 +183,8 @@ struct SequenceRecord {
   double last_token_s = -1;  // when its latest token came
   double max_itl_s = 0;      // the longest gap between two of its consecutive tokens
   double start_s = -1;       // when its first iteration began
+  // Prefix cache: prompt tokens its first admission found cached (-1: not admitted yet).
+  int64_t prefix_hit_tokens = -1;
 };
 
 class Scheduler {
@@ -197,6 +218,8 @@ class Scheduler {
   int64_t kv_allocated_tokens() const;
   int64_t kv_stored_tokens() const;
   int64_t kv_capacity_tokens() const;
+  // Prefix cache: idle cached blocks evicted so far (0 without one).
+  int64_t evicted_blocks() const;
   // KV tokens resident: the tokens every running sequence reads (shared ones once).
   const BlockAllocator* paged() const { return paged_ ? &*paged_ : nullptr; }
   // Paged: the blocks of the cached shared prefix's own table (0 without one).
@@ -211,9 +234,15 @@ class Scheduler {
     int64_t cached = 0;     // tokens in the KV cache
     int64_t generated = 0;  // output tokens produced
     int64_t swapped_tokens = 0;
-    int64_t draft_lag = 0;  // speculative: cached tokens the draft's cache lacks
+    int64_t draft_lag = 0;     // speculative: cached tokens the draft's cache lacks
+    int64_t named_blocks = 0;  // prefix cache: its blocks named in its group so far
   };
   int64_t known(int64_t i) const;  // prompt + generated: tokens whose identity is known
+  // Without a prefix cache, a request whose shared prefix is the one common prefix (not a
+  // conversation's history, which it then recomputes) starts from that prefix, cached once.
+  bool pinned_prefix(const Request& r) const {
+    return !options_.prefix_cache && r.shared_prefix > 0 && r.prefix_group <= 0;
+  }
   // The batching policies' steps (scheduler_continuous.cpp, scheduler_static.cpp): the next
   // iteration's batch.
   void next_continuous(Iteration& it);
@@ -420,8 +449,9 @@ struct RequestOutcome {
   double first_token_s = 0;  // absolute times
   double finish_s = 0;
   int64_t preemptions = 0;
-  double max_itl_s = 0;  // the longest gap between two consecutive tokens (0: one token)
-  double start_s = 0;    // when its first iteration began (absolute)
+  double max_itl_s = 0;           // the longest gap between two consecutive tokens (0: one token)
+  double start_s = 0;             // when its first iteration began (absolute)
+  int64_t prefix_hit_tokens = 0;  // prefix cache: prompt tokens found cached when admitted
   double ttft_s() const { return first_token_s - request.arrival_s; }
   double e2e_s() const { return finish_s - request.arrival_s; }
   // Mean time between output tokens after the first (0 for one-token outputs).
@@ -454,6 +484,12 @@ struct ServingMetrics {
   SpeculativeCounts speculative;  // all zero without speculative decoding
   // Seconds the schedulers' iterations ran, summed over the schedulers (simulations only).
   double busy_s = 0;
+  // Prefix cache (SchedulerOptions::prefix_cache): prompt tokens, those found cached when
+  // their requests were first admitted (prefill they saved), and idle cached blocks evicted.
+  bool prefix_cache = false;
+  int64_t prompt_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t evicted_blocks = 0;
 };
 
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o);
@@ -482,7 +518,9 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
 // A parallel deployment: `replicas` copies, each running pp pipeline micro-batch schedulers
 // at once (vLLM's virtual engines: while one micro-batch runs on stage s, the others run on
 // the other stages), each scheduler with 1/pp of its replica's KV slots and an iteration time
-// of one pass through every stage. Request i goes to scheduler i mod (replicas x pp). The
+// of one pass through every stage. Request i goes to scheduler i mod (replicas x pp) (with a
+// prefix cache, a request of prefix group g to scheduler g mod (replicas x pp): the router keeps
+// a group where its blocks are cached). The
 // outcomes are merged in request order; the KV figures are the schedulers' means.
 SimulationResult simulate_deployment(const std::vector<Request>& requests,
                                      const ServingOptions& options, IterationTimer& timer,

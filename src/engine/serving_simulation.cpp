@@ -38,9 +38,13 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     s.speculative.seed = options.scheduler.speculative.seed + static_cast<uint64_t>(e);
     std::vector<Request> mine;
     std::vector<size_t> index;
-    for (size_t i = static_cast<size_t>(e); i < requests.size();
-         i += static_cast<size_t>(engines)) {
-      mine.push_back(requests[i]);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& r = requests[i];
+      const int64_t to = options.scheduler.prefix_cache && r.prefix_group >= 0
+                             ? r.prefix_group % engines
+                             : static_cast<int64_t>(i) % engines;
+      if (to != e) continue;
+      mine.push_back(r);
       index.push_back(i);
     }
     if (mine.empty()) continue;
@@ -53,6 +57,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
         std::max(kv.kv_peak_allocated_fraction, m.kv_peak_allocated_fraction);
     kv.kv_shared_fraction += m.kv_shared_fraction;
     kv.copy_on_writes += m.copy_on_writes;
+    kv.evicted_blocks += m.evicted_blocks;
     kv.iterations += m.iterations;
     kv.busy_s += m.busy_s;
     SpeculativeCounts& c = kv.speculative;
@@ -71,6 +76,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   merged.metrics.kv_peak_allocated_fraction = kv.kv_peak_allocated_fraction;
   merged.metrics.kv_shared_fraction = kv.kv_shared_fraction / n;
   merged.metrics.copy_on_writes = kv.copy_on_writes;
+  merged.metrics.evicted_blocks = kv.evicted_blocks;
   merged.metrics.iterations = kv.iterations;
   merged.metrics.busy_s = kv.busy_s;
   merged.metrics.speculative = kv.speculative;
@@ -79,6 +85,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
 
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o) {
   ServingMetrics m;
+  m.prefix_cache = o.scheduler.prefix_cache;
   m.requests = static_cast<int64_t>(outcomes.size());
   if (outcomes.empty()) return m;
   std::vector<double> ttft, tpot, e2e, itl;
@@ -95,6 +102,8 @@ ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const Serv
     end = std::max(end, r.finish_s);
     tokens += static_cast<double>(r.request.output);
     m.preemptions += r.preemptions;
+    m.prompt_tokens += r.request.prompt;
+    m.prefix_hit_tokens += r.prefix_hit_tokens;
     const bool ttft_ok = o.slo_ttft_s <= 0 || r.ttft_s() <= o.slo_ttft_s;
     const bool tpot_ok = o.slo_tpot_s <= 0 || r.tpot_s() <= o.slo_tpot_s;
     const bool itl_ok = o.slo_itl_s <= 0 || r.max_itl_s <= o.slo_itl_s;
@@ -209,13 +218,15 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   for (size_t i = 0; i < requests.size(); ++i) {
     const SequenceRecord& rec = scheduler.records()[i];
     result.outcomes.push_back({requests[i], rec.first_token_s, rec.finish_s, rec.preemptions,
-                               rec.max_itl_s, rec.start_s});
+                               rec.max_itl_s, rec.start_s,
+                               std::max<int64_t>(0, rec.prefix_hit_tokens)});
   }
   result.metrics = summarize(result.outcomes, options);
   usage.fill(result.metrics);
   result.metrics.iterations = iterations;
   result.metrics.busy_s = busy;
   result.metrics.speculative = scheduler.speculative_counts();
+  result.metrics.evicted_blocks = scheduler.evicted_blocks();
   return result;
 }
 

@@ -65,6 +65,13 @@ std::vector<Request> generate_requests(const WorkloadSpec& spec) {
   std::vector<Request> out;
   out.reserve(static_cast<size_t>(spec.requests));
   double t = 0;
+  struct Slot {
+    int64_t group = 0;    // its conversation (0: none yet)
+    int64_t turns = 0;    // turns of it so far
+    int64_t context = 0;  // its tokens so far
+  };
+  std::vector<Slot> slots(static_cast<size_t>(std::max<int64_t>(0, spec.sessions)));
+  int64_t conversations = 0;
   for (int64_t i = 0; i < spec.requests; ++i) {
     Request r;
     if (spec.rate > 0) {
@@ -78,6 +85,18 @@ std::vector<Request> generate_requests(const WorkloadSpec& spec) {
     if (spec.prefix_tokens > 0 && rng.uniform() < spec.shared_prefix_fraction) {
       r.shared_prefix = spec.prefix_tokens;
       r.prompt = checked_add(r.prompt, spec.prefix_tokens);
+      r.prefix_group = 0;  // the system prompt
+      r.publish_tokens = spec.prefix_tokens;
+    }
+    if (!slots.empty()) {
+      Slot& slot = slots[static_cast<size_t>(i % spec.sessions)];
+      if (slot.group == 0 || slot.turns >= spec.session_turns) slot = {++conversations, 0, 0};
+      r.prefix_group = slot.group;
+      r.shared_prefix = slot.context;
+      r.prompt = checked_add(r.prompt, slot.context);
+      r.publish_tokens = checked_add(r.prompt, r.output);
+      slot.context = r.publish_tokens;
+      ++slot.turns;
     }
     out.push_back(r);
   }

@@ -235,7 +235,7 @@ double SpeculativeAnalyzer::draft_steps_s(int64_t batch, int64_t context, int64_
     target_.inventory().build(StepShape::decode(batch, context), ops);
     const int64_t target_set = step_working_set(ops);
     for (int64_t i = 0; i < need; ++i) {
-      const std::vector<Op> extra = eagle ? fuse_ops(batch) : std::vector<Op>{};
+      const std::vector<Op> extra = eagle ? fuse_ops(local_rows(batch)) : std::vector<Op>{};
       cached_steps_.push_back(draft_
                                   ->cost_step(StepShape::decode(batch, checked_add(context, i)),
                                               extra, i == 0 ? target_set : 0)
@@ -244,7 +244,8 @@ double SpeculativeAnalyzer::draft_steps_s(int64_t batch, int64_t context, int64_
     // After a pass that accepted every draft token the draft has not seen the last of them:
     // its first step feeds two tokens.
     StepShape two{Phase::decode, batch, 2, std::max<int64_t>(0, context - 1), 1, true, true};
-    const std::vector<Op> extra = eagle ? fuse_ops(checked_mul(2, batch)) : std::vector<Op>{};
+    const std::vector<Op> extra =
+        eagle ? fuse_ops(checked_mul(2, local_rows(batch))) : std::vector<Op>{};
     cached_two_token_step_ = draft_->cost_step(two, extra, target_set).time_s;
     draft_->inventory().build(StepShape::decode(batch, context), ops);
     cached_draft_set_ = step_working_set(ops);
@@ -271,7 +272,7 @@ SpeculativePass SpeculativeAnalyzer::pass(int64_t batch, int64_t context, int64_
   // sequence, logits for each (the acceptance test and the token after the accepted prefix).
   const StepShape verify{Phase::decode, batch, k + 1, context, k + 1, true, true};
   const std::vector<Op> extra =
-      config_.form == DraftForm::medusa ? head_ops(batch, k) : std::vector<Op>{};
+      config_.form == DraftForm::medusa ? head_ops(local_rows(batch), k) : std::vector<Op>{};
   // The draft's steps ran since the target's last pass (its data is where both fit).
   const PhaseResult v = target_.cost_step(verify, extra, draft_ ? cached_draft_set_ : 0);
   r.verify_s = v.time_s;
@@ -315,10 +316,14 @@ SpeculativeResult SpeculativeAnalyzer::analyze(const Workload& w, const Workload
   if (draft_) {
     const int64_t per_pass = w.prefill_batch == 0 ? w.batch : std::min(w.prefill_batch, w.batch);
     const int64_t passes_needed = ceil_div(w.batch, per_pass);
+    // The prompt's tokens after the cached prefix (the draft's cache holds it too).
+    const int64_t computed = w.prompt - w.cached_prompt;
     std::vector<Op> extra;
-    if (config_.form == DraftForm::eagle) extra = fuse_ops(checked_mul(per_pass, w.prompt));
-    r.draft_prefill_s = static_cast<double>(passes_needed) *
-                        draft_->cost_step(StepShape::prefill(per_pass, w.prompt), extra).time_s;
+    if (config_.form == DraftForm::eagle) {
+      extra = fuse_ops(checked_mul(local_rows(per_pass), computed));
+    }
+    const StepShape shape{Phase::prefill, per_pass, computed, w.cached_prompt, 1, true, true};
+    r.draft_prefill_s = static_cast<double>(passes_needed) * draft_->cost_step(shape, extra).time_s;
   }
   r.ttft_s = plain.ttft_s + r.draft_prefill_s;
   r.e2e_s = r.ttft_s + r.decode_s;
@@ -436,7 +441,8 @@ double SpeculativeIterationCost::seconds(const Iteration& it, int64_t resident_k
     steps = std::max(steps, item.draft_tokens);
   }
   if (c.form == DraftForm::medusa && verifying > 0) {
-    target += target_.ops_seconds(speculative_.head_ops(verifying, c.k), resident_kv_tokens);
+    target += target_.ops_seconds(speculative_.head_ops(speculative_.local_rows(verifying), c.k),
+                                  resident_kv_tokens);
   }
   // The draft's steps, one forward pass of the draft each.
   double draft = 0;
@@ -471,7 +477,8 @@ double SpeculativeIterationCost::seconds(const Iteration& it, int64_t resident_k
       if (draft_step_.items.empty()) continue;
       draft += draft_->seconds(draft_step_, resident_kv_tokens);
       if (c.form == DraftForm::eagle) {
-        draft += draft_->ops_seconds(speculative_.fuse_ops(rows), resident_kv_tokens);
+        draft += draft_->ops_seconds(speculative_.fuse_ops(speculative_.local_rows(rows)),
+                                     resident_kv_tokens);
       }
     }
   }

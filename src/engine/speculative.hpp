@@ -146,6 +146,13 @@ class SpeculativeAnalyzer {
   std::vector<Op> head_ops(int64_t batch, int64_t k) const;
   // EAGLE: the layer fusing the target's feature and the token embedding, on `rows` tokens.
   std::vector<Op> fuse_ops(int64_t rows) const;
+  // Of `rows` sequences or tokens of the replica, those one GPU runs: all of them, or an
+  // ep-th (rounded up) under attention data parallelism, where the heads and the fusing layer
+  // run on each GPU's own.
+  int64_t local_rows(int64_t rows) const {
+    const ParallelLayout& l = target_.options().costing.parallel;
+    return l.attention_dp ? ceil_div(rows, l.ep) : rows;
+  }
 
  private:
   double draft_steps_s(int64_t batch, int64_t context, int64_t k);

@@ -33,6 +33,7 @@ std::string setup_line(const ServingRun& r) {
   const engine::SchedulerOptions& s = r.scheduler;
   std::string kv = std::string(enum_name(s.kv)) + " KV";
   if (s.kv == engine::KvLayout::paged) kv += fmt::format(" ({}-token blocks)", s.block_size);
+  if (s.prefix_cache) kv += " with a prefix cache (LRU)";
   return fmt::format(
       "{} batching{} · max batch {} · max {} tokens/iteration · {} · {} preemption · KV "
       "capacity {} tokens",
@@ -334,6 +335,15 @@ std::string serving_table(const ServingRun& r) {
     }
     out += fmt::format(" · {} preemptions\n", m.preemptions);
   }
+  if (m.prefix_cache) {
+    out += fmt::format(
+        "prefix cache: {} of the prompt tokens found cached ({} of {}), the prefill they save · "
+        "{} idle blocks evicted\n",
+        percent_3_significant(m.prompt_tokens > 0 ? static_cast<double>(m.prefix_hit_tokens) /
+                                                        static_cast<double>(m.prompt_tokens)
+                                                  : 0.0),
+        m.prefix_hit_tokens, m.prompt_tokens, m.evicted_blocks);
+  }
   if (r.speculative) out += speculative_line(*r.speculative, m.speculative);
   if (r.bands) out += serving_bands_table(r);
   return out;
@@ -385,6 +395,15 @@ static json plain_serving_json(const ServingRun& r) {
 
 json serving_json(const ServingRun& r) {
   json j = plain_serving_json(r);
+  if (const ServingMetrics& m = r.metrics; m.prefix_cache) {  // only with --prefix-cache
+    j["prefix_cache"] = {
+        {"prompt_tokens", m.prompt_tokens},
+        {"hit_tokens", m.prefix_hit_tokens},
+        {"hit_rate", m.prompt_tokens > 0 ? static_cast<double>(m.prefix_hit_tokens) /
+                                               static_cast<double>(m.prompt_tokens)
+                                         : 0.0},
+        {"evicted_blocks", m.evicted_blocks}};
+  }
   if (const auto checks = app::objective_checks(r); !checks.empty()) {
     json o = json::array();
     for (const app::ObjectiveCheck& c : checks) {

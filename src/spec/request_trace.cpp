@@ -21,7 +21,7 @@ namespace streamspark::spec {
 namespace {
 
 constexpr const char* kTraceColumns[] = {"arrival_s", "prompt_tokens", "output_tokens",
-                                         "shared_prefix_tokens"};
+                                         "shared_prefix_tokens", "session_id"};
 
 std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t\r");
@@ -68,6 +68,7 @@ struct TraceRowReader {
     const auto prompt = number("prompt_tokens", get("prompt_tokens"), true);
     const auto output = number("output_tokens", get("output_tokens"), true);
     const auto prefix = number("shared_prefix_tokens", get("shared_prefix_tokens"), false);
+    const auto session = number("session_id", get("session_id"), false);
     const size_t before = diags.size();
     auto integer = [&](const char* key, double v, double min) {
       if (v != std::floor(v) || v < min || v > 1e15) {
@@ -85,9 +86,19 @@ struct TraceRowReader {
                          "must be below prompt_tokens (the last prompt token is always computed)"});
       }
     }
+    if (session) integer("session_id", *session, 0);
     if (diags.size() != before || !arrival || !prompt || !output) return;
-    out.push_back({*arrival, static_cast<int64_t>(*prompt), static_cast<int64_t>(*output),
-                   prefix ? static_cast<int64_t>(*prefix) : 0});
+    engine::Request r{*arrival, static_cast<int64_t>(*prompt), static_cast<int64_t>(*output),
+                      prefix ? static_cast<int64_t>(*prefix) : 0};
+    if (session) {
+      // A conversation's turn: its tokens continue the conversation (prefix group id + 1).
+      r.prefix_group = static_cast<int64_t>(*session) + 1;
+      r.publish_tokens = r.prompt + r.output;
+    } else if (r.shared_prefix > 0) {
+      r.prefix_group = 0;  // the one common prefix
+      r.publish_tokens = r.shared_prefix;
+    }
+    out.push_back(r);
   }
 };
 
@@ -122,7 +133,7 @@ std::vector<engine::Request> load_request_trace(const std::string& path, std::ve
               std::end(kTraceColumns)) {
             diags.push_back({path, number, 0, h,
                              "unknown column (expected arrival_s, prompt_tokens, "
-                             "output_tokens, shared_prefix_tokens)"});
+                             "output_tokens, shared_prefix_tokens, session_id)"});
           } else if (std::find(header.begin(), header.begin() + static_cast<long>(k), h) !=
                      header.begin() + static_cast<long>(k)) {
             diags.push_back({path, number, 0, h, "column given twice"});
@@ -170,8 +181,9 @@ std::vector<engine::Request> load_request_trace(const std::string& path, std::ve
     const size_t before = out.size();
     TraceRowReader{path, diags, number}.read(fields, out);
     if (out.size() > before) line_of.push_back(number);
-    // One shared prefix: the simulator caches it once (engine/serving.hpp).
-    if (out.size() > before && out.back().shared_prefix > 0) {
+    // One shared prefix outside conversations: the simulator caches it once
+    // (engine/serving.hpp); a conversation's turns share their own histories.
+    if (out.size() > before && out.back().shared_prefix > 0 && out.back().prefix_group == 0) {
       if (prefix_line == 0) {
         prefix_line = number;
         prefix_tokens = out.back().shared_prefix;

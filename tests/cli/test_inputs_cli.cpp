@@ -203,6 +203,32 @@ TEST_CASE("attention data parallel, cached prompts, weight schemes: bad values e
           "error: --weight-scheme: unknown weight scheme 'fp6'; expected mxfp4, nvfp4 or "
           "fp8-block\n");
   }
+  SUBCASE("the E8M0 scale format as a storage format") {
+    const Run r = run(base + "--kv-dtype fp8_e8m0");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("error: fp8_e8m0 is a scale format only", 0) == 0);
+  }
+  SUBCASE("CSV cannot say an attention data-parallel layout") {
+    for (const std::string& cmd :
+         {base + "--attention-dp --ep 32 -f csv",
+          std::string("sweep -m deepseek-v3 -H h800 --attention-dp --ep 32 -b 64")}) {
+      CAPTURE(cmd);
+      const Run r = run(cmd);
+      CHECK(r.exit_code == 2);
+      CHECK(r.err ==
+            "error: --attention-dp: CSV has no columns for the layout's data-parallel attention "
+            "and experts; use --format json\n");
+    }
+  }
+  SUBCASE("serve-sim pools name their layouts: the attention-DP options are refused beside them") {
+    const Run r =
+        run("serve-sim -m qwen3-30b-a3b --disaggregate prefill=h800:tp2,decode=h800:tp2 "
+            "--attention-dp");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "error: --disaggregate and --attention-dp: each pool names its hardware and layout in "
+          "--disaggregate\n");
+  }
   SUBCASE("a cached prefix as long as a prompt") {
     const Run r = run(base + "--attention-dp --ep 32 -p 512,1024 --cached-prompt 512");
     CHECK(r.exit_code == 2);

@@ -390,3 +390,56 @@ TEST_CASE("serve-sim --disaggregate: where splitting the pools wins and where it
   // 17 ms), and its prompts' queue stays within 200 ms for most.
   CHECK(attainment(split, "4") > attainment(together, "4") + 0.2);
 }
+
+TEST_CASE("serve-sim --prefix-cache: conversations reuse their history; keys and refusals") {
+  // conversations.csv: two conversations; each later turn's shared prefix is the turn before
+  // (prompt + output). Turn 1 of conversation 0 (400 + 100) caches its 499 computed tokens'
+  // 31 full blocks (496 tokens); turn 2 (shared 500) finds them: 496 hit. Turn 3 (shared 800)
+  // finds turn 2's 799 computed tokens' 49 blocks: 784. Conversation 1: 379 -> 23 blocks, 368.
+  // Hits: 496 + 784 + 368 = 1,648 of 2,980 prompt tokens.
+  const std::string trace = std::string(STREAMSPARK_TEST_DATA_DIR) + "/serving/conversations.csv";
+  const std::string base = "serve-sim -m llama3-8b -H h100-sxm -f json --trace '" + trace + "' ";
+  const Run cached = run(base + "--prefix-cache");
+  REQUIRE(cached.exit_code == 0);
+  const json c = json::parse(cached.out);
+  CHECK(c["prefix_cache"]["prompt_tokens"] == 2980);
+  CHECK(c["prefix_cache"]["hit_tokens"] == 1648);
+  CHECK(c["prefix_cache"]["evicted_blocks"] == 0);
+  // Without the cache every turn recomputes its history: later turns' first tokens come later.
+  const Run plain = run(base);
+  REQUIRE(plain.exit_code == 0);
+  const json p = json::parse(plain.out);
+  CHECK(p.count("prefix_cache") == 0);
+  CHECK(p["ttft_s"]["p99"].get<double>() > c["ttft_s"]["p99"].get<double>());
+  // The table says it.
+  const Run table =
+      run("serve-sim -m llama3-8b -H h100-sxm --trace '" + trace + "' --prefix-cache");
+  CHECK(table.out.find("paged KV (16-token blocks) with a prefix cache (LRU)") !=
+        std::string::npos);
+  CHECK(table.out.find("prefix cache: 55.3% of the prompt tokens found cached (1648 of 2980)") !=
+        std::string::npos);
+  // Generated conversations.
+  const Run generated =
+      run("serve-sim -m llama3-8b -H h100-sxm -f json -n 40 --rate 4 --sessions 4 "
+          "--session-turns 5 --prompt-len 100 --output-len 20 --prefix-cache");
+  REQUIRE(generated.exit_code == 0);
+  CHECK(json::parse(generated.out)["prefix_cache"]["hit_tokens"].get<int64_t>() > 0);
+  // Refusals, each naming the option.
+  for (const std::string& bad :
+       {std::string("--policy static"), std::string("--preemption swap --host-bandwidth 25GB/s")}) {
+    CAPTURE(bad);
+    const Run r = run("serve-sim -m llama3-8b -H h100-sxm -n 8 --prefix-cache " + bad);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("error: --prefix-cache: needs paged KV and continuous batching", 0) == 0);
+  }
+  const Run pools =
+      run("serve-sim -m llama3-8b -n 8 --prefix-cache "
+          "--disaggregate prefill=h100-sxm:tp1,decode=h100-sxm:tp1");
+  CHECK(pools.exit_code == 2);
+  CHECK(pools.err.rfind("error: --prefix-cache: not modelled with --disaggregate", 0) == 0);
+  const Run mixed =
+      run("serve-sim -m llama3-8b -H h100-sxm -n 8 --sessions 2 --shared-prefix-fraction 0.5 "
+          "--prefix-tokens 64");
+  CHECK(mixed.exit_code == 2);
+  CHECK(mixed.err.rfind("error: --sessions: conversations start from their own history", 0) == 0);
+}

@@ -200,6 +200,7 @@ TEST_CASE("attention DP layouts that cannot be built are refused, naming why") {
   plain.costing.parallel.redundant_experts = 8;
   CHECK(refusal(plain).find("apply to --attention-dp") != std::string::npos);
   CHECK(refusal(wide_ep(32, 0, 0.5)).find("--expert-imbalance") != std::string::npos);
+  CHECK(refusal(wide_ep(32, 0, 33)).find("between 1 and --ep") != std::string::npos);
   CHECK(refusal(wide_ep(1)).find("--ep of 2 or more") != std::string::npos);
 }
 
@@ -214,6 +215,10 @@ TEST_CASE("a cached prompt prefix: the prefill computes the rest, attending to i
   CHECK(cached.prefill.flops == step.flops);
   const WorkloadResult full = a.analyze({128, 4096, 2, 0, 0});
   CHECK(cached.prefill.time_s < full.prefill.time_s);
+  // The cached tokens are attended to: more work than a fresh prompt of the 1,790 new tokens.
+  const WorkloadResult fresh = a.analyze({128, 1790, 2, 0, 0});
+  CHECK(cached.prefill.flops > fresh.prefill.flops);
+  CHECK(cached.prefill.time_s > fresh.prefill.time_s);
   CHECK(cached.decode.time_s == doctest::Approx(full.decode.time_s).epsilon(1e-12));
   CHECK_THROWS_AS(a.analyze({128, 4096, 2, 0, 4096}), std::invalid_argument);
   CHECK_THROWS_AS(a.analyze({128, 4096, 2, 0, -1}), std::invalid_argument);
@@ -236,4 +241,62 @@ TEST_CASE("MTP / EAGLE draft of a model with dense and MoE layers: one layer of 
   const SpeculativePass pass = spec.pass(256, 4096, 1);
   CHECK(pass.tokens_per_pass == doctest::Approx(1.875));
   CHECK(pass.verify_s > pass.plain_step_s);
+  // The draft's step is one GPU's: 256 sequences over 32 GPUs, 8 a GPU, whose fusing layer runs
+  // on its 8 tokens (16 after a pass that kept every draft token, which feeds two). k = 1:
+  // draft = (1 - 0.875) x step + 0.875 x two-token step.
+  Analyzer draft(*spec.draft_model(), h800(), wide_ep(32, 32));
+  const double step = draft.cost_step(StepShape::decode(256, 4096), spec.fuse_ops(8)).time_s;
+  const double two =
+      draft.cost_step({Phase::decode, 256, 2, 4095, 1, true, true}, spec.fuse_ops(16)).time_s;
+  CHECK(pass.draft_s == doctest::Approx(0.125 * step + 0.875 * two).epsilon(1e-12));
+  // The draft's prefill skips a cached prefix as the target's does.
+  const WorkloadResult plain = target.analyze({256, 4096, 2, 0, 0});
+  const WorkloadResult cached = target.analyze({256, 4096, 2, 0, 3000});
+  CHECK(spec.analyze({256, 4096, 2, 0, 3000}, cached).draft_prefill_s <
+        spec.analyze({256, 4096, 2, 0, 0}, plain).draft_prefill_s);
+}
+
+TEST_CASE("attention DP: a stack's host cost per sequence is one GPU's share in TPOT too") {
+  const Model m = deepseek_v3();
+  AnalysisOptions o = wide_ep(144, 32, 1.0, AllToAllMode::low_latency);
+  o.stack.sequence_s = 100e-6;  // 100 us a sequence in an iteration
+  o.stack.iteration_s = 1e-3;
+  Analyzer a(m, h800(), o);
+  // 14,400 sequences, 100 a GPU: 1 ms + 100 x 100 us = 11 ms of host time a step, the same in
+  // the decode step and in TPOT (one step, at the prompt's context).
+  const WorkloadResult r = a.analyze({14400, 4989, 2, 144});
+  CHECK(r.decode.overhead_s >= 11e-3);
+  CHECK(r.decode.overhead_s < 11e-3 + 1e-3);  // + the kernels' launches
+  CHECK(r.tpot_s == doctest::Approx(r.decode.time_s).epsilon(1e-12));
+}
+
+TEST_CASE("serving under attention DP: an iteration costs what the analysis's step costs") {
+  // A GQA MoE model (MLA's prefill and decode forms differ in their token-proportional ops,
+  // which the serving iteration costs in the prefill form): 8 layers, D 4096, 32 query and 8
+  // KV heads of 128, 64 experts of 1024 (top 8).
+  Attention a;
+  a.kind = AttentionKind::gqa;
+  a.n_heads = 32;
+  a.n_kv_heads = 8;
+  a.head_dim = 128;
+  Model m = test::dense_model("gqa-moe", 32000, 4096, 8, a,
+                              Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
+  m.layers[0].ffn = FfnKind::moe;
+  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+  AnalysisOptions o;
+  o.costing.parallel.ep = 16;  // two nodes of 8
+  o.costing.parallel.attention_dp = true;
+  o.costing.parallel.all_to_all = AllToAllMode::low_latency;
+  IterationCost cost(m, h800(), o);
+  Analyzer analyzer(m, h800(), o);
+  // 32 sequences over 16 GPUs: 2 a GPU, whose attention the iteration costs as an ep-th of the
+  // 32 items', and whose projections and experts run on a GPU's 2 tokens and the experts' share
+  // of all 32.
+  Iteration it;
+  for (int64_t b = 0; b < 32; ++b) it.items.push_back({b, 1, 1024, true, false});
+  CHECK(cost.seconds(it, 32 * 1024) ==
+        doctest::Approx(analyzer.decode_step_time(32, 1024)).epsilon(1e-9));
+  // The replica keeps 16 GPUs' caches: a token's 8 layers x 2 x 8 x 128 x 2 B = 32,768 B over
+  // 16 GPUs is 2,048 B a GPU.
+  CHECK(cost.kv_bytes_per_token() == 2048);
 }

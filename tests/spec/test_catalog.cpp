@@ -88,8 +88,9 @@ TEST_CASE("catalog models load and match their published parameter counts") {
       // activated" leaves the input embedding out (checked below).
       {"deepseek-v3", {{671e9, 1e9}, {}}},
       // Kimi K2's README: "1 trillion total parameters", "32 billion activated" (without the
-      // input embedding, checked below).
-      {"kimi-k2", {{1e12, 1e12}, {}}},
+      // input embedding, checked below); the total held to this tool's 1.026T (a dump of the
+      // released checkpoint counts 1,026,470,731,056 values, 62.5M of them FP8 block scales).
+      {"kimi-k2", {{1.026e12, 0.001e12}, {}}},
       // gpt-oss-120b's model card, Table 1: 116.83B total, 5.13B active (the unembedding
       // counted, the embedding not: checked below). The file leaves out 0.04B of biases, so the
       // total is held to 116.8B (this tool: 116.789B).

@@ -265,6 +265,11 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
         "--prefix-cache: needs paged KV and continuous batching with recompute preemption, "
         "without --speculative");
   }
+  if (r.kv_offload_bytes && (!options.scheduler.prefix_cache || options.host_bandwidth <= 0)) {
+    throw UsageError(
+        "--kv-offload: offloads the prefix cache's evicted blocks; it needs --prefix-cache and "
+        "the host link's --host-bandwidth");
+  }
   std::unique_ptr<engine::SpeculativeIterationCost> spec_cost;
   std::unique_ptr<engine::IterationCost> plain_cost;
   if (r.speculative) {
@@ -284,6 +289,10 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
           : fmt::format("--memory-fraction {} ({:.4g} bytes for the KV cache; pass --kv-memory)",
                         fraction, bytes);
   check_kv_capacity(options.scheduler, bytes, cost->kv_bytes_per_token(), source);
+  if (r.kv_offload_bytes) {  // the host tier in tokens of this GPU's KV
+    options.scheduler.host_cache_tokens = static_cast<int64_t>(
+        std::min(9e15, *r.kv_offload_bytes / static_cast<double>(cost->kv_bytes_per_token())));
+  }
   try {
     if (spec_cost) {
       spec_cost->configure(options.scheduler, bytes);

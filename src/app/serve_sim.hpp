@@ -39,6 +39,8 @@ struct ServeSimRequest {
   std::optional<double> kv_memory_bytes;  // per GPU; unset: what memory_fraction leaves
   // Unset: the stack's, else kDefaultMemoryFraction (serving_stack.hpp).
   std::optional<double> memory_fraction;
+  // With scheduler.prefix_cache: bytes of host memory a GPU keeps KV in (the offload tier).
+  std::optional<double> kv_offload_bytes;
   std::optional<std::string> stack;  // a serving-stack preset (stacks/<name>.yaml) or its path
   WorkloadRequest workload;
   SchedulerRequest scheduler;

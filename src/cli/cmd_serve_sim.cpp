@@ -70,6 +70,9 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
          "cache prompt blocks across requests (a system prompt, a conversation's history) and "
          "reuse them, evicting the least recently used idle ones (paged KV, continuous "
          "batching, recompute preemption)");
+  b.quantity("--kv-offload", s->r.kv_offload_bytes, spec::Dimension::bytes,
+             "with --prefix-cache: host memory per GPU for the cache's evicted blocks, e.g. "
+             "'200 GB'; a hit there loads them back (both ways at --host-bandwidth)");
   bind_stack(b, s->r.stack);
   bind_bands(b, s->r.bands);
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),

@@ -48,9 +48,19 @@ int32_t BlockAllocator::take_block() {
     const int32_t victim = idle_.front();
     idle_.pop_front();
     is_idle_[static_cast<size_t>(victim)] = 0;
-    named_.erase(name_of_[static_cast<size_t>(victim)]);
+    const std::pair<int64_t, int64_t> name = name_of_[static_cast<size_t>(victim)];
+    named_.erase(name);
     name_of_[static_cast<size_t>(victim)] = {-1, -1};
     ++evictions_;
+    if (host_capacity_ > 0) {  // offloaded: its name lives on in the host tier
+      if (static_cast<int64_t>(host_.size()) == host_capacity_) {
+        on_host_.erase(host_.front());
+        host_.pop_front();
+        ++host_evictions_;
+      }
+      on_host_[name] = host_.insert(host_.end(), name);
+      ++offloads_;
+    }
     refcount_[static_cast<size_t>(victim)] = 1;
     fill_[static_cast<size_t>(victim)] = 0;
     return victim;
@@ -77,7 +87,9 @@ void BlockAllocator::drop_block(int32_t b) {
   }
 }
 
-void BlockAllocator::enable_prefix_cache() {
+void BlockAllocator::enable_prefix_cache(int64_t host_blocks) {
+  if (host_blocks < 0) throw std::invalid_argument("KV blocks: negative host tier");
+  host_capacity_ = host_blocks;
   if (prefix_cache_) return;
   prefix_cache_ = true;
   name_of_.assign(refcount_.size(), {-1, -1});
@@ -87,19 +99,26 @@ void BlockAllocator::enable_prefix_cache() {
 
 int64_t BlockAllocator::cached_prefix_blocks(int64_t group, int64_t max_blocks) const {
   int64_t n = 0;
-  while (prefix_cache_ && n < max_blocks && named_.count({group, n}) != 0) ++n;
+  while (prefix_cache_ && n < max_blocks &&
+         (named_.count({group, n}) != 0 || on_host_.count({group, n}) != 0)) {
+    ++n;
+  }
   return n;
 }
 
-void BlockAllocator::attach_prefix(SequenceId id, int64_t group, int64_t blocks) {
+int64_t BlockAllocator::attach_prefix(SequenceId id, int64_t group, int64_t blocks,
+                                      int64_t* reloaded) {
   if (has(id)) throw std::invalid_argument("KV blocks: attaching a prefix to a live sequence");
   if (blocks > cached_prefix_blocks(group, blocks)) {
     throw std::invalid_argument("KV blocks: attaching more blocks than are cached");
   }
-  Sequence& s = slot(id);
-  s.live = true;
+  // First every device-resident block of the run is referenced (an idle one is in use again),
+  // so that loading the host-resident ones cannot evict them.
+  std::vector<int32_t> table(static_cast<size_t>(blocks), -1);
   for (int64_t i = 0; i < blocks; ++i) {
-    const int32_t b = named_.at({group, i});
+    const auto it = named_.find({group, i});
+    if (it == named_.end()) continue;
+    const int32_t b = it->second;
     const auto at = static_cast<size_t>(b);
     if (refcount_[at] == 0) {  // idle: in use again, its tokens stored again
       idle_.erase(idle_at_[at]);
@@ -107,11 +126,45 @@ void BlockAllocator::attach_prefix(SequenceId id, int64_t group, int64_t blocks)
       stored_tokens_ += fill_[at];
     }
     ++refcount_[at];
-    s.blocks.push_back(b);
+    table[static_cast<size_t>(i)] = b;
   }
-  s.tokens = blocks * block_size_;
+  // Then the host-resident ones, in order, while device blocks can be taken; the run ends at
+  // the first that cannot (the blocks past it are let go again).
+  int64_t attached = blocks, loads = 0;
+  for (int64_t i = 0; i < blocks; ++i) {
+    if (table[static_cast<size_t>(i)] >= 0) continue;
+    const std::pair<int64_t, int64_t> name{group, i};
+    const auto host = on_host_.find(name);
+    // No device block to load it into, or the host tier dropped it while an earlier load
+    // offloaded another block.
+    if (free_blocks() == 0 || host == on_host_.end()) {
+      attached = i;
+      break;
+    }
+    host_.erase(host->second);
+    on_host_.erase(host);
+    const int32_t b = take_block();
+    fill_[static_cast<size_t>(b)] = static_cast<int32_t>(block_size_);
+    stored_tokens_ += block_size_;
+    named_.emplace(name, b);
+    name_of_[static_cast<size_t>(b)] = name;
+    table[static_cast<size_t>(i)] = b;
+    ++loads;
+  }
+  for (int64_t i = attached; i < blocks; ++i) {
+    if (table[static_cast<size_t>(i)] >= 0) drop_block(table[static_cast<size_t>(i)]);
+  }
+  table.resize(static_cast<size_t>(attached));
+  reloads_ += loads;
+  if (reloaded) *reloaded = loads;
+  if (attached == 0) return 0;
+  Sequence& s = slot(id);
+  s.live = true;
+  s.blocks = std::move(table);
+  s.tokens = attached * block_size_;
   logical_tokens_ += s.tokens;
-  logical_blocks_ += blocks;
+  logical_blocks_ += attached;
+  return attached;
 }
 
 void BlockAllocator::name_blocks(SequenceId id, int64_t group, int64_t from, int64_t to) {
@@ -296,6 +349,12 @@ void BlockAllocator::check_invariants() const {
   for (const auto& [name, b] : named_) {
     if (name_of_[static_cast<size_t>(b)] != name) fail("a cached block's name differs");
     if (is_free[static_cast<size_t>(b)]) fail("a named block is free");
+  }
+  if (static_cast<int64_t>(host_.size()) > host_capacity_ || host_.size() != on_host_.size()) {
+    fail("the host tier holds more than it may, or its index drifted");
+  }
+  for (const auto& name : host_) {
+    if (named_.count(name) != 0) fail("a block is both on the device and in the host tier");
   }
   int64_t stored = 0;
   for (size_t b = 0; b < refcount_.size(); ++b) {

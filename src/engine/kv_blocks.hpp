@@ -83,18 +83,30 @@ class BlockAllocator {
   // last owner is released stays cached, idle, until a new block is needed and none is free:
   // then the least recently released idle block is evicted (its name forgotten). Idle blocks
   // count as free in free_blocks(). Off until enabled.
-  void enable_prefix_cache();
+  // `host_blocks` > 0: a host-memory tier (KV offload, LMCache / vLLM's CPU offloading): an
+  // evicted idle block moves there under its name instead of being forgotten, and the host
+  // tier evicts its own least recently offloaded block when full.
+  void enable_prefix_cache(int64_t host_blocks = 0);
   bool prefix_cache() const { return prefix_cache_; }
-  // The named blocks (group, 0), (group, 1), ... that are cached, in a row from 0, at most
-  // `max_blocks`.
+  // The named blocks (group, 0), (group, 1), ... that are cached, on the device or in the
+  // host tier, in a row from 0, at most `max_blocks`.
   int64_t cached_prefix_blocks(int64_t group, int64_t max_blocks) const;
   // Starts sequence `id` (not live) with the first `blocks` cached blocks of `group` (as
-  // cached_prefix_blocks counted them): referenced, no copy; an idle one is in use again.
-  void attach_prefix(SequenceId id, int64_t group, int64_t blocks);
+  // cached_prefix_blocks counted them): referenced, no copy; an idle one is in use again; one
+  // in the host tier is loaded back into a new device block, as long as blocks can be taken.
+  // Returns the blocks attached (the run stops at a host block that finds no device block);
+  // *reloaded gets how many of them came from the host tier.
+  int64_t attach_prefix(SequenceId id, int64_t group, int64_t blocks, int64_t* reloaded = nullptr);
   // Names `id`'s full blocks [from, to) (block indices of its table) as (group, index), except
   // where the name is taken or the block already has one.
   void name_blocks(SequenceId id, int64_t group, int64_t from, int64_t to);
   int64_t evicted_blocks() const { return evictions_; }
+  // Host tier: blocks moved there (each costs a device-to-host copy), loaded back (host to
+  // device), and dropped from it when it was full.
+  int64_t offloaded_blocks() const { return offloads_; }
+  int64_t reloaded_blocks() const { return reloads_; }
+  int64_t host_evicted_blocks() const { return host_evictions_; }
+  int64_t host_cached_blocks() const { return static_cast<int64_t>(host_.size()); }
   int64_t idle_cached_blocks() const { return static_cast<int64_t>(idle_.size()); }
 
   // The copy-on-writes since clear_copies(), in order: a runtime that holds the blocks'
@@ -139,6 +151,13 @@ class BlockAllocator {
   std::vector<std::list<int32_t>::iterator> idle_at_;
   std::vector<char> is_idle_;
   int64_t evictions_ = 0;
+  // Host tier: names held there, least recently offloaded first, and where each is.
+  int64_t host_capacity_ = 0;
+  std::list<std::pair<int64_t, int64_t>> host_;
+  std::map<std::pair<int64_t, int64_t>, std::list<std::pair<int64_t, int64_t>>::iterator> on_host_;
+  int64_t offloads_ = 0;
+  int64_t reloads_ = 0;
+  int64_t host_evictions_ = 0;
 };
 
 // The contiguous baseline: per-request reservations of whole maximum lengths.

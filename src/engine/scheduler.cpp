@@ -78,6 +78,10 @@ Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>
       prefix_tokens_ = r.shared_prefix;
     }
   }
+  if (options_.host_cache_tokens < 0 ||
+      (options_.host_cache_tokens > 0 && !options_.prefix_cache)) {
+    throw std::invalid_argument("a host KV tier needs a prefix cache, and a size >= 0");
+  }
   if (options_.prefix_cache &&
       (options_.kv != KvLayout::paged || options_.policy != BatchingPolicy::continuous ||
        options_.preemption != Preemption::recompute || options_.speculative.k != 0)) {
@@ -87,7 +91,9 @@ Scheduler::Scheduler(const SchedulerOptions& options, const std::vector<Request>
   }
   if (options_.kv == KvLayout::paged) {
     paged_.emplace(options_.kv_capacity_tokens / options_.block_size, options_.block_size);
-    if (options_.prefix_cache) paged_->enable_prefix_cache();
+    if (options_.prefix_cache) {
+      paged_->enable_prefix_cache(options_.host_cache_tokens / options_.block_size);
+    }
     // The shared prefix is cached once, as its own sequence, before any request arrives.
     if (prefix_tokens_ > 0 &&
         !paged_->append(static_cast<int64_t>(requests.size()), prefix_tokens_)) {
@@ -147,11 +153,9 @@ bool Scheduler::admit_kv(int64_t i) {
       const int64_t shares = std::min(std::max(r.shared_prefix, r.publish_tokens), known(i) - 1);
       const int64_t blocks =
           paged_->cached_prefix_blocks(r.prefix_group, shares / options_.block_size);
-      if (blocks > 0) {
-        paged_->attach_prefix(i, r.prefix_group, blocks);
-        s.cached = blocks * options_.block_size;
-      }
-      s.named_blocks = blocks;
+      const int64_t attached = blocks > 0 ? paged_->attach_prefix(i, r.prefix_group, blocks) : 0;
+      s.cached = attached * options_.block_size;
+      s.named_blocks = attached;
     }
     return true;
   }
@@ -209,7 +213,11 @@ void Scheduler::next(Iteration& it) {
   static constexpr PolicyStep kPolicySteps[] = {&Scheduler::next_continuous,
                                                 &Scheduler::next_static};
   static_assert(std::size(kPolicySteps) == enum_count<BatchingPolicy>());
+  const int64_t offloaded = offloaded_blocks(), reloaded = reloaded_blocks();
   (this->*kPolicySteps[static_cast<size_t>(options_.policy)])(it);
+  // A host KV tier's copies this iteration's allocations caused: evicted blocks out, hits in.
+  it.swap_out_tokens += (offloaded_blocks() - offloaded) * options_.block_size;
+  it.swap_in_tokens += (reloaded_blocks() - reloaded) * options_.block_size;
   if (it.empty() && running_.empty() && batch_.empty() && swapped_.empty() && !waiting_.empty() &&
       (no_more_arrivals_ || options_.policy == BatchingPolicy::continuous)) {
     const int64_t i = waiting_.front();
@@ -328,6 +336,15 @@ int64_t Scheduler::kv_stored_tokens() const {
 }
 int64_t Scheduler::evicted_blocks() const {
   return paged_ ? paged_->evicted_blocks() : 0;
+}
+int64_t Scheduler::offloaded_blocks() const {
+  return paged_ ? paged_->offloaded_blocks() : 0;
+}
+int64_t Scheduler::reloaded_blocks() const {
+  return paged_ ? paged_->reloaded_blocks() : 0;
+}
+int64_t Scheduler::host_evicted_blocks() const {
+  return paged_ ? paged_->host_evicted_blocks() : 0;
 }
 int64_t Scheduler::kv_capacity_tokens() const {
   return paged_ ? paged_->num_blocks() * paged_->block_size() : contiguous_->capacity_tokens();

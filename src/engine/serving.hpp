@@ -138,6 +138,10 @@ struct SchedulerOptions {
   // (BlockAllocator's prefix cache, LRU eviction of idle blocks); without it requests with a
   // shared prefix share one prefix cached once.
   bool prefix_cache = false;
+  // With a prefix cache: tokens of KV a host-memory tier holds (0: none). Evicted idle blocks
+  // move there and are loaded back on a hit; each way costs the host link (the iteration's
+  // swap_out_tokens and swap_in_tokens, at ServingOptions::host_bandwidth).
+  int64_t host_cache_tokens = 0;
 };
 
 // One sequence's work in an iteration: `new_tokens` tokens after `past` cached ones.
@@ -218,8 +222,12 @@ class Scheduler {
   int64_t kv_allocated_tokens() const;
   int64_t kv_stored_tokens() const;
   int64_t kv_capacity_tokens() const;
-  // Prefix cache: idle cached blocks evicted so far (0 without one).
+  // Prefix cache: idle cached blocks evicted from the device so far (0 without one), and with
+  // a host tier: blocks offloaded to it, loaded back from it, and dropped from it.
   int64_t evicted_blocks() const;
+  int64_t offloaded_blocks() const;
+  int64_t reloaded_blocks() const;
+  int64_t host_evicted_blocks() const;
   // KV tokens resident: the tokens every running sequence reads (shared ones once).
   const BlockAllocator* paged() const { return paged_ ? &*paged_ : nullptr; }
   // Paged: the blocks of the cached shared prefix's own table (0 without one).
@@ -490,6 +498,11 @@ struct ServingMetrics {
   int64_t prompt_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t evicted_blocks = 0;
+  // Its host tier (SchedulerOptions::host_cache_tokens): blocks offloaded, reloaded, dropped.
+  int64_t host_cache_tokens = 0;
+  int64_t offloaded_blocks = 0;
+  int64_t reloaded_blocks = 0;
+  int64_t host_evicted_blocks = 0;
 };
 
 ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o);

@@ -27,6 +27,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   // The pp schedulers of a replica share its GPUs' KV slots (each stage's GPUs hold every
   // scheduler's sequences for their layers).
   s.kv_capacity_tokens = options.scheduler.kv_capacity_tokens / layout.pp;
+  s.host_cache_tokens = options.scheduler.host_cache_tokens / layout.pp;
   if (s.kv_capacity_tokens < 1) throw std::invalid_argument("the KV cache holds no token");
   SimulationResult merged;
   merged.kv_capacity_tokens = options.scheduler.kv_capacity_tokens;
@@ -58,6 +59,9 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     kv.kv_shared_fraction += m.kv_shared_fraction;
     kv.copy_on_writes += m.copy_on_writes;
     kv.evicted_blocks += m.evicted_blocks;
+    kv.offloaded_blocks += m.offloaded_blocks;
+    kv.reloaded_blocks += m.reloaded_blocks;
+    kv.host_evicted_blocks += m.host_evicted_blocks;
     kv.iterations += m.iterations;
     kv.busy_s += m.busy_s;
     SpeculativeCounts& c = kv.speculative;
@@ -77,6 +81,10 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   merged.metrics.kv_shared_fraction = kv.kv_shared_fraction / n;
   merged.metrics.copy_on_writes = kv.copy_on_writes;
   merged.metrics.evicted_blocks = kv.evicted_blocks;
+  merged.metrics.host_cache_tokens = engine_options.scheduler.host_cache_tokens;
+  merged.metrics.offloaded_blocks = kv.offloaded_blocks;
+  merged.metrics.reloaded_blocks = kv.reloaded_blocks;
+  merged.metrics.host_evicted_blocks = kv.host_evicted_blocks;
   merged.metrics.iterations = kv.iterations;
   merged.metrics.busy_s = kv.busy_s;
   merged.metrics.speculative = kv.speculative;
@@ -227,6 +235,10 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   result.metrics.busy_s = busy;
   result.metrics.speculative = scheduler.speculative_counts();
   result.metrics.evicted_blocks = scheduler.evicted_blocks();
+  result.metrics.host_cache_tokens = options.scheduler.host_cache_tokens;
+  result.metrics.offloaded_blocks = scheduler.offloaded_blocks();
+  result.metrics.reloaded_blocks = scheduler.reloaded_blocks();
+  result.metrics.host_evicted_blocks = scheduler.host_evicted_blocks();
   return result;
 }
 

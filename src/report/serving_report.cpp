@@ -343,6 +343,12 @@ std::string serving_table(const ServingRun& r) {
                                                         static_cast<double>(m.prompt_tokens)
                                                   : 0.0),
         m.prefix_hit_tokens, m.prompt_tokens, m.evicted_blocks);
+    if (m.host_cache_tokens > 0) {
+      out += fmt::format(
+          "KV offload: a host tier of {} tokens · {} blocks offloaded, {} loaded back, {} "
+          "dropped from it\n",
+          m.host_cache_tokens, m.offloaded_blocks, m.reloaded_blocks, m.host_evicted_blocks);
+    }
   }
   if (r.speculative) out += speculative_line(*r.speculative, m.speculative);
   if (r.bands) out += serving_bands_table(r);
@@ -403,6 +409,12 @@ json serving_json(const ServingRun& r) {
                                                static_cast<double>(m.prompt_tokens)
                                          : 0.0},
         {"evicted_blocks", m.evicted_blocks}};
+    if (m.host_cache_tokens > 0) {
+      j["prefix_cache"]["host_tier"] = {{"capacity_tokens", m.host_cache_tokens},
+                                        {"offloaded_blocks", m.offloaded_blocks},
+                                        {"reloaded_blocks", m.reloaded_blocks},
+                                        {"dropped_blocks", m.host_evicted_blocks}};
+    }
   }
   if (const auto checks = app::objective_checks(r); !checks.empty()) {
     json o = json::array();

@@ -424,6 +424,22 @@ TEST_CASE("serve-sim --prefix-cache: conversations reuse their history; keys and
           "--session-turns 5 --prompt-len 100 --output-len 20 --prefix-cache");
   REQUIRE(generated.exit_code == 0);
   CHECK(json::parse(generated.out)["prefix_cache"]["hit_tokens"].get<int64_t>() > 0);
+  // KV offload: a 1 GB device cache thrashes 64 conversations; a 40 GB host tier brings the
+  // hits back, each loaded back at the host link's cost.
+  const std::string thrash =
+      "serve-sim -m llama3-8b -H h100-sxm -f json --kv-memory 1GB -n 300 --rate 6 --sessions 64 "
+      "--session-turns 6 --prompt-len 512 --output-len 64 --prefix-cache ";
+  const json device_only = json::parse(run(thrash).out);
+  const json offload = json::parse(run(thrash + "--kv-offload 40GB --host-bandwidth 25GB/s").out);
+  CHECK(device_only["prefix_cache"].count("host_tier") == 0);
+  CHECK(offload["prefix_cache"]["host_tier"]["reloaded_blocks"].get<int64_t>() > 0);
+  CHECK(offload["prefix_cache"]["hit_tokens"].get<int64_t>() >
+        device_only["prefix_cache"]["hit_tokens"].get<int64_t>());
+  const Run no_link =
+      run("serve-sim -m llama3-8b -H h100-sxm -n 8 --prefix-cache --kv-offload 1GB");
+  CHECK(no_link.exit_code == 2);
+  CHECK(no_link.err.rfind("error: --kv-offload: offloads the prefix cache's evicted blocks", 0) ==
+        0);
   // Refusals, each naming the option.
   for (const std::string& bad :
        {std::string("--policy static"), std::string("--preemption swap --host-bandwidth 25GB/s")}) {

@@ -246,3 +246,76 @@ TEST_CASE(
   simulate(r, o, timer);
   CHECK(timer.computed == (10 + 10 + 25 + 25 + 10) + 5 * 4);
 }
+
+TEST_CASE("KV offload: evicted blocks move to the host tier and come back on a hit") {
+  BlockAllocator a(2, 4);
+  a.enable_prefix_cache(/*host_blocks=*/2);
+  REQUIRE(a.append(0, 4));
+  a.name_blocks(0, 1, 0, 1);
+  a.release(0);             // (1, 0) idle on the device
+  REQUIRE(a.append(1, 8));  // the free block, then (1, 0) evicted: offloaded to the host
+  CHECK(a.evicted_blocks() == 1);
+  CHECK(a.offloaded_blocks() == 1);
+  CHECK(a.host_cached_blocks() == 1);
+  CHECK(a.cached_prefix_blocks(1, 1) == 1);  // still a hit, from the host
+  // No device block to load it into while sequence 1 holds both: nothing attached.
+  int64_t reloaded = -1;
+  CHECK(a.attach_prefix(2, 1, 1, &reloaded) == 0);
+  CHECK(reloaded == 0);
+  CHECK(!a.has(2));
+  a.release(1);
+  CHECK(a.attach_prefix(2, 1, 1, &reloaded) == 1);
+  CHECK(reloaded == 1);
+  CHECK(a.tokens(2) == 4);
+  CHECK(a.host_cached_blocks() == 0);
+  CHECK(a.reloaded_blocks() == 1);
+  a.check_invariants();
+  // A host tier of one block drops its oldest when a second arrives.
+  BlockAllocator b(1, 4);
+  b.enable_prefix_cache(1);
+  for (int64_t g = 0; g < 3; ++g) {
+    REQUIRE(b.append(g, 4));
+    b.name_blocks(g, g, 0, 1);
+    b.release(g);
+  }
+  CHECK(b.offloaded_blocks() == 2);
+  CHECK(b.host_evicted_blocks() == 1);
+  CHECK(b.cached_prefix_blocks(0, 1) == 0);  // dropped from the host
+  CHECK(b.cached_prefix_blocks(1, 1) == 1);  // on the host
+  CHECK(b.cached_prefix_blocks(2, 1) == 1);  // idle on the device
+  b.check_invariants();
+}
+
+TEST_CASE("KV offload under memory pressure: hits come back at the host link's cost") {
+  // The memory-pressure workload above (20 system prompts of 256 tokens, twice, in a cache of
+  // 4,096 slots): with a host tier of 8,192 tokens every evicted prompt is offloaded, and the
+  // second pass finds all 20 again (from the device or the host), 16 blocks each.
+  std::vector<Request> requests;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int g = 0; g < 20; ++g) {
+      Request r{static_cast<double>(pass * 20 + g) * 50, 300, 2, 256};
+      r.prefix_group = g;
+      r.publish_tokens = 256;
+      requests.push_back(r);
+    }
+  }
+  ServingOptions o = cached(4096);
+  o.scheduler.host_cache_tokens = 8192;
+  o.host_bandwidth = 1;  // a token (1 byte here) a second: the copies' time is their count
+  Tokens timer;
+  const SimulationResult out = simulate(requests, o, timer);
+  CHECK(out.metrics.prefix_hit_tokens == 20 * 256);
+  CHECK(out.metrics.offloaded_blocks > 0);
+  CHECK(out.metrics.reloaded_blocks > 0);
+  CHECK(out.metrics.host_evicted_blocks == 0);
+  // Each iteration takes 1 s plus its copies at 1 token/s: the busy time counts every copy.
+  CHECK(out.metrics.busy_s ==
+        doctest::Approx(static_cast<double>(out.metrics.iterations) +
+                        16.0 * static_cast<double>(out.metrics.offloaded_blocks +
+                                                   out.metrics.reloaded_blocks)));
+  // A host tier needs a prefix cache.
+  ServingOptions plain;
+  plain.scheduler.kv_capacity_tokens = 4096;
+  plain.scheduler.host_cache_tokens = 1024;
+  CHECK_THROWS_AS(Scheduler(plain.scheduler, requests), std::invalid_argument);
+}

@@ -33,6 +33,21 @@ ServingOptions cached(int64_t capacity_tokens) {
   return o;
 }
 
+// 20 requests in 20 groups (distinct system prompts of 256 tokens, 300-token prompts, 2 output
+// tokens), one every 50 s, then the same 20 again.
+std::vector<Request> twenty_prompts_twice() {
+  std::vector<Request> requests;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int g = 0; g < 20; ++g) {
+      Request r{static_cast<double>(pass * 20 + g) * 50, 300, 2, 256};
+      r.prefix_group = g;
+      r.publish_tokens = 256;
+      requests.push_back(r);
+    }
+  }
+  return requests;
+}
+
 }  // namespace
 
 TEST_CASE("prefix cache in the allocator: full blocks named, kept idle, evicted oldest first") {
@@ -169,15 +184,7 @@ TEST_CASE("prefix cache under memory pressure: idle prefixes are evicted, hits f
   // 20 requests in 20 groups (distinct system prompts of 256 tokens), then the same 20 again.
   // A cache of 4,096 slots keeps every prompt's 16 blocks idle (320 of 256 blocks do not fit):
   // the first pass evicts, the second finds only the groups still cached.
-  std::vector<Request> requests;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int g = 0; g < 20; ++g) {
-      Request r{static_cast<double>(pass * 20 + g) * 50, 300, 2, 256};
-      r.prefix_group = g;
-      r.publish_tokens = 256;
-      requests.push_back(r);
-    }
-  }
+  const std::vector<Request> requests = twenty_prompts_twice();
   Tokens roomy, tight;
   const SimulationResult all = simulate(requests, cached(1 << 16), roomy);
   const SimulationResult some = simulate(requests, cached(4096), tight);
@@ -290,15 +297,7 @@ TEST_CASE("KV offload under memory pressure: hits come back at the host link's c
   // The memory-pressure workload above (20 system prompts of 256 tokens, twice, in a cache of
   // 4,096 slots): with a host tier of 8,192 tokens every evicted prompt is offloaded, and the
   // second pass finds all 20 again (from the device or the host), 16 blocks each.
-  std::vector<Request> requests;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int g = 0; g < 20; ++g) {
-      Request r{static_cast<double>(pass * 20 + g) * 50, 300, 2, 256};
-      r.prefix_group = g;
-      r.publish_tokens = 256;
-      requests.push_back(r);
-    }
-  }
+  const std::vector<Request> requests = twenty_prompts_twice();
   ServingOptions o = cached(4096);
   o.scheduler.host_cache_tokens = 8192;
   o.host_bandwidth = 1;  // a token (1 byte here) a second: the copies' time is their count

@@ -19,6 +19,19 @@ namespace {
 // combines the results; a GPU's experts then see B*T*top_k/ep rows. The shared experts are
 // tensor-parallel, and one all-reduce of (B*T, D) ends the layer (it sums the shared experts'
 // partial outputs and returns every token's output to every GPU of the stage).
+// The layer's norm, the router's logits over every expert (D x E, kept like the other small
+// parameters) and the top-k selection over them, on this GPU's `rows` tokens.
+void add_norm_and_router(OpListBuilder& b, const StepDims& s, const Moe& e, NormKind norm,
+                         int64_t rows) {
+  b.norm(OpId::mlp_norm, norm, rows, s.D);
+  Op& router = b.gemm(OpId::moe_router, rows, e.n_experts, s.D);
+  router.bytes.weights = b.small_param_bytes(checked_mul(s.D, e.n_experts));
+  Traffic t;
+  t.activations = b.act_bytes(checked_mul(rows, e.n_experts));
+  b.add(OpId::moe_topk, OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit),
+        t);
+}
+
 // Attention data parallel with wide expert parallelism (s.attention_dp; DeepSeek-V3 report
 // §3.4): this GPU's tokens (s.tokens) go to their top_k experts anywhere in the ep GPUs, and
 // its (E + R)/ep experts serve every GPU's tokens routed to them: ep_tokens * top_k / ep rows
@@ -33,15 +46,7 @@ void add_wide_ep_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, No
   const double mean_routed =
       static_cast<double>(checked_mul(s.ep_tokens, e.top_k)) / static_cast<double>(s.ep);
   const int64_t routed = static_cast<int64_t>(std::ceil(mean_routed * s.expert_imbalance));
-  b.norm(OpId::mlp_norm, norm, rows, s.D);
-  {
-    Op& router = b.gemm(OpId::moe_router, rows, e.n_experts, s.D);
-    router.bytes.weights = b.small_param_bytes(checked_mul(s.D, e.n_experts));
-    Traffic t;
-    t.activations = b.act_bytes(checked_mul(rows, e.n_experts));
-    b.add(OpId::moe_topk, OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit),
-          t);
-  }
+  add_norm_and_router(b, s, e, norm, rows);
   const int64_t copies = checked_mul(rows, e.top_k, s.D);
   b.expert_all_to_all(OpId::ep_dispatch, s.ep, s.gpus_per_node, b.compute_act_bytes(copies),
                       e.top_k, s.all_to_all, s.overlapped);
@@ -85,15 +90,7 @@ void add_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, NormKind n
   const int64_t routed = checked_mul(rows, e.top_k) / s.ep;  // rows of this GPU's experts
   const int64_t experts = e.n_experts / s.ep;                // experts this GPU holds
   const int64_t F = ep ? e.d_ff : e.d_ff / s.tp;
-  b.norm(OpId::mlp_norm, norm, rows, s.D);
-  {
-    Op& router = b.gemm(OpId::moe_router, rows, e.n_experts, s.D);
-    router.bytes.weights = b.small_param_bytes(checked_mul(s.D, e.n_experts));
-    Traffic t;
-    t.activations = b.act_bytes(checked_mul(rows, e.n_experts));
-    b.add(OpId::moe_topk, OpKind::elementwise, checked_mul(rows, e.n_experts, kRouterFlopsPerLogit),
-          t);
-  }
+  add_norm_and_router(b, s, e, norm, rows);
   const int64_t dispatched = b.act_bytes(checked_mul(rows / s.ep, e.top_k, s.D));
   if (ep) {
     b.collective(OpId::ep_dispatch, CollectiveKind::all_to_all, s.ep, dispatched, s.tp_inter_node,

@@ -289,9 +289,21 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
           : fmt::format("--memory-fraction {} ({:.4g} bytes for the KV cache; pass --kv-memory)",
                         fraction, bytes);
   check_kv_capacity(options.scheduler, bytes, cost->kv_bytes_per_token(), source);
+  if (options.scheduler.prefix_cache &&
+      (cost->state_bytes_per_sequence() != 0 || cost->kv_bytes_per_token() == 0)) {
+    throw UsageError(fmt::format(
+        "--prefix-cache: {} keeps state that a prefix's KV blocks do not hold (sliding-window "
+        "or recurrent layers); a prefix cache of it is not modelled",
+        model.name));
+  }
   if (r.kv_offload_bytes) {  // the host tier in tokens of this GPU's KV
     options.scheduler.host_cache_tokens = static_cast<int64_t>(
         std::min(9e15, *r.kv_offload_bytes / static_cast<double>(cost->kv_bytes_per_token())));
+    if (options.scheduler.host_cache_tokens < options.scheduler.block_size) {
+      throw UsageError(fmt::format(
+          "--kv-offload: {:.4g} bytes hold {} tokens of KV, less than one {}-token block",
+          *r.kv_offload_bytes, options.scheduler.host_cache_tokens, options.scheduler.block_size));
+    }
   }
   try {
     if (spec_cost) {

@@ -174,6 +174,12 @@ void BlockAllocator::name_blocks(SequenceId id, int64_t group, int64_t from, int
   for (int64_t i = std::max<int64_t>(0, from); i < to; ++i) {
     const int32_t b = s.blocks[static_cast<size_t>(i)];
     if (name_of_[static_cast<size_t>(b)].first >= 0 || named_.count({group, i}) != 0) continue;
+    // Recomputed while its host copy was still there (an earlier block of the run had been
+    // dropped): the device copy replaces it.
+    if (const auto host = on_host_.find({group, i}); host != on_host_.end()) {
+      host_.erase(host->second);
+      on_host_.erase(host);
+    }
     named_.emplace(std::pair{group, i}, b);
     name_of_[static_cast<size_t>(b)] = {group, i};
   }

@@ -532,8 +532,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
 // at once (vLLM's virtual engines: while one micro-batch runs on stage s, the others run on
 // the other stages), each scheduler with 1/pp of its replica's KV slots and an iteration time
 // of one pass through every stage. Request i goes to scheduler i mod (replicas x pp) (with a
-// prefix cache, a request of prefix group g to scheduler g mod (replicas x pp): the router keeps
-// a group where its blocks are cached). The
+// prefix cache, a conversation's turn, prefix group g >= 1, to scheduler g mod (replicas x pp):
+// the router keeps it where its history is cached). The
 // outcomes are merged in request order; the KV figures are the schedulers' means.
 SimulationResult simulate_deployment(const std::vector<Request>& requests,
                                      const ServingOptions& options, IterationTimer& timer,

@@ -41,7 +41,9 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     std::vector<size_t> index;
     for (size_t i = 0; i < requests.size(); ++i) {
       const Request& r = requests[i];
-      const int64_t to = options.scheduler.prefix_cache && r.prefix_group >= 0
+      // A conversation stays where its history is cached; system-prompt requests (group 0)
+      // spread over the schedulers like the rest, each caching the prompt.
+      const int64_t to = options.scheduler.prefix_cache && r.prefix_group >= 1
                              ? r.prefix_group % engines
                              : static_cast<int64_t>(i) % engines;
       if (to != e) continue;
@@ -81,7 +83,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   merged.metrics.kv_shared_fraction = kv.kv_shared_fraction / n;
   merged.metrics.copy_on_writes = kv.copy_on_writes;
   merged.metrics.evicted_blocks = kv.evicted_blocks;
-  merged.metrics.host_cache_tokens = engine_options.scheduler.host_cache_tokens;
+  merged.metrics.host_cache_tokens = options.scheduler.host_cache_tokens;  // the replica's
   merged.metrics.offloaded_blocks = kv.offloaded_blocks;
   merged.metrics.reloaded_blocks = kv.reloaded_blocks;
   merged.metrics.host_evicted_blocks = kv.host_evicted_blocks;

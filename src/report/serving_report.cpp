@@ -345,8 +345,8 @@ std::string serving_table(const ServingRun& r) {
         m.prefix_hit_tokens, m.prompt_tokens, m.evicted_blocks);
     if (m.host_cache_tokens > 0) {
       out += fmt::format(
-          "KV offload: a host tier of {} tokens · {} blocks offloaded, {} loaded back, {} "
-          "dropped from it\n",
+          "KV offload: a host tier of {} tokens (per replica) · {} blocks offloaded, {} loaded "
+          "back, {} dropped from it\n",
           m.host_cache_tokens, m.offloaded_blocks, m.reloaded_blocks, m.host_evicted_blocks);
     }
   }

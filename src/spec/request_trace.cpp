@@ -91,9 +91,10 @@ struct TraceRowReader {
     engine::Request r{*arrival, static_cast<int64_t>(*prompt), static_cast<int64_t>(*output),
                       prefix ? static_cast<int64_t>(*prefix) : 0};
     if (session) {
-      // A conversation's turn: its tokens continue the conversation (prefix group id + 1).
+      // A conversation's turn (prefix group id + 1); whether its tokens continue the
+      // conversation is decided in arrival order (continue_conversations).
       r.prefix_group = static_cast<int64_t>(*session) + 1;
-      r.publish_tokens = r.prompt + r.output;
+      r.publish_tokens = r.shared_prefix;
     } else if (r.shared_prefix > 0) {
       r.prefix_group = 0;  // the one common prefix
       r.publish_tokens = r.shared_prefix;
@@ -205,6 +206,19 @@ std::vector<engine::Request> load_request_trace(const std::string& path, std::ve
                    [&](size_t a, size_t b) { return out[a].arrival_s < out[b].arrival_s; });
   std::vector<engine::Request> sorted;
   sorted.reserve(out.size());
+  // A conversation's turn continues it when it repeats all of it, the turn before's prompt and
+  // output (the first turn: nothing): then its own tokens are the conversation the next turn
+  // repeats. A turn that repeats less shares only what it declares.
+  std::map<int64_t, int64_t> conversation;  // prefix group -> tokens of it so far
+  for (size_t k : order) {
+    engine::Request& r = out[k];
+    if (r.prefix_group < 1) continue;
+    int64_t& so_far = conversation[r.prefix_group];
+    if (r.shared_prefix == so_far) {
+      r.publish_tokens = r.prompt + r.output;
+      so_far = r.publish_tokens;
+    }
+  }
   if (lines) lines->clear();
   for (size_t k : order) {
     sorted.push_back(out[k]);

@@ -453,6 +453,20 @@ TEST_CASE("serve-sim --prefix-cache: conversations reuse their history; keys and
           "--disaggregate prefill=h100-sxm:tp1,decode=h100-sxm:tp1");
   CHECK(pools.exit_code == 2);
   CHECK(pools.err.rfind("error: --prefix-cache: not modelled with --disaggregate", 0) == 0);
+  // Models whose prefix is not all in KV blocks: recurrent state (Mamba), a sliding window
+  // (Mistral 7B v0.1's 4096-token window).
+  for (const std::string& stateful : {std::string("mamba-2.8b"), std::string("mistral-7b-v0.1")}) {
+    CAPTURE(stateful);
+    const Run r = run("serve-sim -m " + stateful + " -H h100-sxm -n 8 --prefix-cache");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("error: --prefix-cache: " + stateful + " keeps state", 0) == 0);
+  }
+  // A host tier smaller than one block (1000 bytes; Llama 3 8B's KV is 131,072 B/token).
+  const Run tiny =
+      run("serve-sim -m llama3-8b -H h100-sxm -n 8 --prefix-cache --kv-offload 1000 "
+          "--host-bandwidth 25GB/s");
+  CHECK(tiny.exit_code == 2);
+  CHECK(tiny.err.rfind("error: --kv-offload: 1000 bytes hold 0 tokens of KV", 0) == 0);
   const Run mixed =
       run("serve-sim -m llama3-8b -H h100-sxm -n 8 --sessions 2 --shared-prefix-fraction 0.5 "
           "--prefix-tokens 64");

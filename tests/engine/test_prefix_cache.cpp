@@ -48,6 +48,8 @@ std::vector<Request> twenty_prompts_twice() {
   return requests;
 }
 
+void random_operations(int64_t host);
+
 }  // namespace
 
 TEST_CASE("prefix cache in the allocator: full blocks named, kept idle, evicted oldest first") {
@@ -102,9 +104,41 @@ TEST_CASE("prefix cache: the least recently released idle block goes first") {
 }
 
 TEST_CASE("prefix cache: random operations leak nothing and keep names consistent") {
+  for (const int64_t host : {0, 16}) {
+    CAPTURE(host);
+    random_operations(host);
+  }
+}
+
+TEST_CASE("KV offload: a prefix recomputed while its tail is on the host replaces the host copy") {
+  // Host tier of 2 blocks; group 1's blocks 0 and 1 both offloaded, then block 0 dropped from
+  // the host: a request finds no run (block 0 missing), recomputes both blocks and names them
+  // on the device; the host copy of block 1 must go, or the name would be in two places.
+  BlockAllocator a(2, 4);
+  a.enable_prefix_cache(2);
+  REQUIRE(a.append(0, 8));
+  a.name_blocks(0, 1, 0, 2);
+  a.release(0);
+  REQUIRE(a.append(1, 8));  // evicts both: offloaded
+  CHECK(a.host_cached_blocks() == 2);
+  a.name_blocks(1, 2, 0, 2);  // group 2 on the device
+  a.release(1);
+  REQUIRE(a.append(2, 4));  // evicts (2, 0): offloaded, the host drops (1, 0)
+  CHECK(a.cached_prefix_blocks(1, 2) == 0);
+  a.release(2);
+  REQUIRE(a.append(3, 8));
+  a.name_blocks(3, 1, 0, 2);
+  a.check_invariants();
+  CHECK(a.cached_prefix_blocks(1, 2) == 2);
+  CHECK(a.host_cached_blocks() <= 2);
+}
+
+namespace {
+// 4,000 random appends, attaches, namings and releases; the invariants after each.
+void random_operations(int64_t host) {
   std::mt19937_64 rng(7);
   BlockAllocator a(64, 4);
-  a.enable_prefix_cache();
+  a.enable_prefix_cache(host);
   std::vector<int64_t> live;
   int64_t next = 0;
   for (int step = 0; step < 4000; ++step) {
@@ -133,7 +167,12 @@ TEST_CASE("prefix cache: random operations leak nothing and keep names consisten
   a.check_invariants();
   CHECK(a.used_blocks() == 0);
   CHECK(a.evicted_blocks() > 0);
+  if (host > 0) {
+    CHECK(a.offloaded_blocks() > 0);
+    CHECK(a.reloaded_blocks() > 0);
+  }
 }
+}  // namespace
 
 TEST_CASE("a system prompt cached across requests: later requests compute their own part only") {
   // 10 requests, one a second, each a 512-token system prompt (group 0) + 512 own tokens and 4
@@ -215,7 +254,7 @@ TEST_CASE("prefix cache: settings it cannot work with are refused; replicas keep
   std::vector<Request> requests;
   for (int i = 0; i < 8; ++i) {
     Request r{static_cast<double>(i) * 20, 128, 2, 64};
-    r.prefix_group = i % 2;
+    r.prefix_group = 1 + i % 2;  // two conversations' turns (groups 1 and 2)
     r.publish_tokens = 64;
     requests.push_back(r);
   }
@@ -224,6 +263,12 @@ TEST_CASE("prefix cache: settings it cannot work with are refused; replicas keep
   Tokens timer;
   const SimulationResult out = simulate_deployment(requests, cached(1 << 12), timer, two);
   CHECK(out.metrics.prefix_hit_tokens == 6 * 64);
+  // A system prompt (group 0) spreads over both: each caches it once, 6 of 8 requests hit.
+  for (Request& r : requests) r.prefix_group = 0;
+  Tokens spread;
+  const SimulationResult sys = simulate_deployment(requests, cached(1 << 12), spread, two);
+  CHECK(sys.metrics.prefix_hit_tokens == 6 * 64);
+  CHECK(sys.outcomes[1].prefix_hit_tokens == 0);  // the second scheduler's first request
 }
 
 TEST_CASE(

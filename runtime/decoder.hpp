@@ -143,6 +143,8 @@ class Decoder {
   // per layer); sampling is the caller's (Backend::sample), timed as engine::OpId::sampling.
   const std::vector<engine::OpId>& kernels() const { return kernels_; }
   bool paged() const { return paged_; }
+  int64_t block_size() const { return block_size_; }  // positions per KV block
+  int64_t kv_blocks() const { return blocks_; }       // KV blocks per layer
   // Decode steps of a contiguous decoder run as a captured graph (one launch a step) when the
   // backend supports graphs (the CUDA backend) and no operator is timed; on by default.
   void set_graphs(bool enabled) { graphs_ = enabled; }

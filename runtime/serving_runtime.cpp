@@ -1,9 +1,12 @@
 // serve-bench's executor: the scheduler's iterations on a paged decoder, on the wall clock.
 #include "runtime/serving_runtime.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -30,6 +33,43 @@ std::vector<std::vector<int32_t>> workload_prompts(const std::vector<engine::Req
   return prompts;
 }
 
+bool has_conversations(const std::vector<engine::Request>& requests) {
+  return std::any_of(requests.begin(), requests.end(), [](const engine::Request& r) {
+    return r.prefix_group >= 1 && r.shared_prefix > 0;
+  });
+}
+
+WorkloadTokens conversation_prompts(Decoder& contiguous,
+                                    const std::vector<engine::Request>& requests, uint64_t seed) {
+  WorkloadTokens out;
+  out.prompts = workload_prompts(requests, contiguous.model().vocab_size, seed);
+  out.references.reserve(requests.size());
+  std::map<int64_t, std::vector<int32_t>> so_far;  // prefix group -> its conversation's tokens
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const engine::Request& r = requests[i];
+    std::vector<int32_t>& prompt = out.prompts[i];
+    if (r.prefix_group >= 1) {
+      const std::vector<int32_t>& history = so_far[r.prefix_group];
+      if (r.shared_prefix > static_cast<int64_t>(history.size())) {
+        throw std::invalid_argument(
+            fmt::format("serve-bench: request {} (in arrival order, from 0) repeats {} tokens of "
+                        "its conversation, which has {} so far (its turns before it: prompts "
+                        "and outputs)",
+                        i, r.shared_prefix, history.size()));
+      }
+      std::copy(history.begin(), history.begin() + r.shared_prefix, prompt.begin());
+    }
+    out.references.push_back(generate_alone(contiguous, prompt, r.output));
+    if (r.prefix_group >= 1 && r.publish_tokens == r.prompt + r.output) {
+      std::vector<int32_t> history = prompt;
+      const std::vector<int32_t>& generated = out.references.back().tokens;
+      history.insert(history.end(), generated.begin(), generated.end());
+      so_far[r.prefix_group] = std::move(history);
+    }
+  }
+  return out;
+}
+
 RuntimeIterations::RuntimeIterations(Decoder& decoder, const std::vector<engine::Request>& requests,
                                      std::vector<std::vector<int32_t>> prompts)
     : decoder_(decoder), requests_(requests), tokens_(std::move(prompts)) {
@@ -46,6 +86,27 @@ RuntimeIterations::RuntimeIterations(Decoder& decoder, const std::vector<engine:
     prompt_lengths_.push_back(requests[i].prompt);
     tokens_[i].reserve(static_cast<size_t>(requests[i].prompt + requests[i].output));
   }
+  pool_tokens_.assign(static_cast<size_t>(decoder.kv_blocks() * decoder.block_size()), -1);
+  next_position_.assign(requests.size(), -1);
+}
+
+void RuntimeIterations::record(const std::vector<int32_t>& table, const int32_t* tokens,
+                               int64_t from, int64_t n) {
+  const int64_t bs = decoder_.block_size();
+  for (int64_t p = from; p < from + n; ++p) {
+    const int32_t block = table.at(static_cast<size_t>(p / bs));
+    pool_tokens_.at(static_cast<size_t>(block * bs + p % bs)) = tokens[p - from];
+  }
+}
+
+bool RuntimeIterations::holds(const std::vector<int32_t>& table, const int32_t* tokens,
+                              int64_t n) const {
+  const int64_t bs = decoder_.block_size();
+  for (int64_t p = 0; p < n; ++p) {
+    const int32_t block = table.at(static_cast<size_t>(p / bs));
+    if (pool_tokens_.at(static_cast<size_t>(block * bs + p % bs)) != tokens[p]) return false;
+  }
+  return true;
 }
 
 void RuntimeIterations::prepare(const engine::Scheduler& scheduler) {
@@ -59,6 +120,7 @@ void RuntimeIterations::prepare(const engine::Scheduler& scheduler) {
     for (size_t i = 0; i < requests_.size(); ++i) {
       if (requests_[i].shared_prefix == n) {
         decoder_.step({{tokens_[i].data(), n, 0, &blocks->block_table(prefix_id), false}});
+        record(blocks->block_table(prefix_id), tokens_[i].data(), 0, n);
         break;
       }
     }
@@ -73,7 +135,11 @@ double RuntimeIterations::seconds(const engine::Iteration& it, const engine::Sch
   if (it.swap_in_tokens > 0 || it.swap_out_tokens > 0) {
     throw std::invalid_argument("the runtime does not swap KV blocks to the host; use recompute");
   }
-  for (const engine::BlockCopy& c : blocks->copies()) decoder_.copy_block(c.from, c.to);
+  const int64_t bs = decoder_.block_size();
+  for (const engine::BlockCopy& c : blocks->copies()) {
+    decoder_.copy_block(c.from, c.to);
+    std::copy_n(pool_tokens_.begin() + c.from * bs, bs, pool_tokens_.begin() + c.to * bs);
+  }
   steps_.clear();
   emitting_.clear();
   for (const engine::IterationItem& item : it.items) {
@@ -82,8 +148,15 @@ double RuntimeIterations::seconds(const engine::Iteration& it, const engine::Sch
     if (item.past + item.new_tokens > static_cast<int64_t>(tokens_[i].size())) {
       throw std::logic_error("serving: an iteration feeds tokens not generated yet");
     }
-    steps_.push_back({tokens_[i].data() + item.past, item.new_tokens, item.past,
-                      &blocks->block_table(item.request), emits});
+    const std::vector<int32_t>& table = blocks->block_table(item.request);
+    // An admission that starts on cached positions: they must hold its tokens.
+    if (item.past != next_position_[i] && item.past > 0 &&
+        !holds(table, tokens_[i].data(), item.past)) {
+      ++stale_prefix_admissions_;
+    }
+    next_position_[i] = item.past + item.new_tokens;
+    record(table, tokens_[i].data() + item.past, item.past, item.new_tokens);
+    steps_.push_back({tokens_[i].data() + item.past, item.new_tokens, item.past, &table, emits});
     if (emits) emitting_.push_back(item.request);
   }
   decoder_.step_on_device(steps_);
@@ -116,14 +189,6 @@ std::vector<int32_t> RuntimeIterations::output(int64_t i) const {
   return {all.begin() + prompt_lengths_[static_cast<size_t>(i)], all.end()};
 }
 
-namespace {
-
-// One request alone, greedy; with each token, (top logit - runner-up) / (1 + |top logit|).
-struct ReferenceGeneration {
-  std::vector<int32_t> tokens;
-  std::vector<double> margins;
-};
-
 ReferenceGeneration generate_alone(Decoder& contiguous, const std::vector<int32_t>& prompt,
                                    int64_t output) {
   const int64_t V = contiguous.model().vocab_size;
@@ -145,6 +210,22 @@ ReferenceGeneration generate_alone(Decoder& contiguous, const std::vector<int32_
   return g;
 }
 
+namespace {
+
+void compare(const ReferenceGeneration& alone, const std::vector<int32_t>& batched,
+             TokenCheck& check) {
+  ++check.requests;
+  const auto diff =
+      std::mismatch(alone.tokens.begin(), alone.tokens.end(), batched.begin(), batched.end());
+  if (diff.first == alone.tokens.end() && diff.second == batched.end()) {
+    ++check.matched;
+  } else if (diff.first != alone.tokens.end() &&
+             alone.margins[static_cast<size_t>(diff.first - alone.tokens.begin())] <
+                 kNearTieMargin) {
+    ++check.near_ties;
+  }
+}
+
 }  // namespace
 
 TokenCheck check_tokens(Decoder& contiguous, const std::vector<engine::Request>& requests,
@@ -152,18 +233,17 @@ TokenCheck check_tokens(Decoder& contiguous, const std::vector<engine::Request>&
                         const RuntimeIterations& ran) {
   TokenCheck check;
   for (size_t i = 0; i < requests.size(); ++i) {
-    const ReferenceGeneration alone = generate_alone(contiguous, prompts[i], requests[i].output);
-    const std::vector<int32_t> batched = ran.output(static_cast<int64_t>(i));
-    ++check.requests;
-    const auto diff =
-        std::mismatch(alone.tokens.begin(), alone.tokens.end(), batched.begin(), batched.end());
-    if (diff.first == alone.tokens.end() && diff.second == batched.end()) {
-      ++check.matched;
-    } else if (diff.first != alone.tokens.end() &&
-               alone.margins[static_cast<size_t>(diff.first - alone.tokens.begin())] <
-                   kNearTieMargin) {
-      ++check.near_ties;
-    }
+    compare(generate_alone(contiguous, prompts[i], requests[i].output),
+            ran.output(static_cast<int64_t>(i)), check);
+  }
+  return check;
+}
+
+TokenCheck check_tokens(const std::vector<ReferenceGeneration>& references,
+                        const RuntimeIterations& ran) {
+  TokenCheck check;
+  for (size_t i = 0; i < references.size(); ++i) {
+    compare(references[i], ran.output(static_cast<int64_t>(i)), check);
   }
   return check;
 }

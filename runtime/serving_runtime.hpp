@@ -18,6 +18,31 @@ namespace streamspark::runtime {
 std::vector<std::vector<int32_t>> workload_prompts(const std::vector<engine::Request>& requests,
                                                    int64_t vocab, uint64_t seed);
 
+// One request generated greedily alone on a contiguous-cache decoder: its tokens and, with each,
+// (top logit - runner-up) / (1 + |top logit|).
+struct ReferenceGeneration {
+  std::vector<int32_t> tokens;
+  std::vector<double> margins;
+};
+ReferenceGeneration generate_alone(Decoder& contiguous, const std::vector<int32_t>& prompt,
+                                   int64_t output);
+
+// A workload with conversations (requests of prefix group >= 1 with a shared prefix): a turn's
+// prompt is its conversation so far, then fresh ids (from `seed`, as workload_prompts); the
+// conversation so far is the last turn of its group that continued it (publish_tokens = prompt
+// + output): that turn's prompt and the tokens it generates, which are known only by running
+// it, so each request is generated alone on `contiguous`, in order, as the prompts are built
+// (the token check's references, returned beside them). Other requests' prompts are
+// workload_prompts'. Throws std::invalid_argument for a turn whose shared prefix is longer than
+// its conversation so far.
+struct WorkloadTokens {
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<ReferenceGeneration> references;  // one per request
+};
+WorkloadTokens conversation_prompts(Decoder& contiguous,
+                                    const std::vector<engine::Request>& requests, uint64_t seed);
+bool has_conversations(const std::vector<engine::Request>& requests);
+
 // An iteration timer that executes the iterations on a paged decoder and times them on the
 // wall clock. The scheduler must use the paged layout with the decoder's block size and at
 // most its blocks, and recompute preemption (swapping is not implemented in the runtime).
@@ -36,6 +61,11 @@ class RuntimeIterations final : public engine::IterationTimer {
   // Request i's generated tokens.
   std::vector<int32_t> output(int64_t i) const;
   int64_t iterations() const { return iterations_; }
+  // Admissions (a request's first step, or its first after a preemption) that started on
+  // cached KV positions (a shared or cached prefix, blocks it kept) of which one held another
+  // token than the request's own at that position: the cache served the wrong prefix. Each
+  // position's token is recorded as a step writes it, per pool block.
+  int64_t stale_prefix_admissions() const { return stale_prefix_admissions_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -46,6 +76,13 @@ class RuntimeIterations final : public engine::IterationTimer {
   std::vector<SequenceStep> steps_;
   std::vector<int64_t> emitting_;
   std::vector<int32_t> sampled_;  // the tokens the backend sampled, one per emitting request
+  // The token each pool position was last written with (block x block size + offset; -1:
+  // never), and the position after each request's last step (-1: not running).
+  std::vector<int32_t> pool_tokens_;
+  std::vector<int64_t> next_position_;
+  int64_t stale_prefix_admissions_ = 0;
+  void record(const std::vector<int32_t>& table, const int32_t* tokens, int64_t from, int64_t n);
+  bool holds(const std::vector<int32_t>& table, const int32_t* tokens, int64_t n) const;
   Clock::time_point start_;
   int64_t iterations_ = 0;
 };
@@ -66,6 +103,9 @@ struct TokenCheck {
 };
 TokenCheck check_tokens(Decoder& contiguous, const std::vector<engine::Request>& requests,
                         const std::vector<std::vector<int32_t>>& prompts,
+                        const RuntimeIterations& ran);
+// The same against references already generated (conversation_prompts').
+TokenCheck check_tokens(const std::vector<ReferenceGeneration>& references,
                         const RuntimeIterations& ran);
 
 }  // namespace streamspark::runtime

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "engine/memory.hpp"
@@ -112,6 +113,11 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
         "serve-bench: the runtime does not swap KV blocks to the host; use --preemption "
         "recompute");
   }
+  if (s.host_cache_tokens > 0) {
+    throw std::invalid_argument(
+        "serve-bench: the runtime keeps no host KV tier; the prefix cache runs on the device "
+        "pool only");
+  }
   if (s.block_size % 8 != 0) {
     throw std::invalid_argument(
         fmt::format("--block-size: the runtime's KV blocks hold multiples of 8 positions, got {}",
@@ -169,11 +175,21 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
   }
   const MachineCheckStart check =
       start_machine_check(backend, hardware, working_sets, batches, plan.machine_check);
+  // Conversations' prompts hold the tokens their turns before generate: each request is run
+  // alone first (untimed, before the machine check's second half), and those runs are the
+  // token check's references.
+  std::optional<Decoder> contiguous;
+  WorkloadTokens workload;
+  if (has_conversations(requests)) {
+    contiguous.emplace(backend, model, random_weights(model, plan.seed), 1, model.max_context);
+    workload = conversation_prompts(*contiguous, requests, plan.seed + 1);
+  } else {
+    workload.prompts = workload_prompts(requests, model.vocab_size, plan.seed + 1);
+  }
   Decoder decoder(backend, model, random_weights(model, plan.seed),
                   PagedKvConfig{blocks, s.block_size}, model.max_context);
   warm_up(decoder, model, blocks, s.block_size, plan.seed);
-  RuntimeIterations executor(decoder, requests,
-                             workload_prompts(requests, model.vocab_size, plan.seed + 1));
+  RuntimeIterations executor(decoder, requests, workload.prompts);
   ComparedIterations compared(executor);
   result.measured = engine::simulate(requests, result.options, compared);
   result.machine_check = finish_machine_check(backend, hardware, check);
@@ -181,11 +197,16 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
   result.iterations = compared.compare(cost);
 
   // Tokens of the paged, batched run against each request alone on a contiguous cache.
+  result.stale_prefix_admissions = executor.stale_prefix_admissions();
   if (plan.verify_tokens) {
-    Decoder contiguous(backend, model, random_weights(model, plan.seed), 1, model.max_context);
-    result.tokens =
-        check_tokens(contiguous, requests,
-                     workload_prompts(requests, model.vocab_size, plan.seed + 1), executor);
+    if (!workload.references.empty()) {
+      result.tokens = check_tokens(workload.references, executor);
+    } else {
+      if (!contiguous) {
+        contiguous.emplace(backend, model, random_weights(model, plan.seed), 1, model.max_context);
+      }
+      result.tokens = check_tokens(*contiguous, requests, workload.prompts, executor);
+    }
     result.verified = true;
   }
   return result;

@@ -50,14 +50,17 @@ struct ServeBenchResult {
   std::vector<IterationComparison> iterations;
   bool verified = false;
   TokenCheck tokens;
+  // Admissions whose cached KV positions held other tokens than the request's
+  // (RuntimeIterations::stale_prefix_admissions): 0 unless the cache served a wrong prefix.
+  int64_t stale_prefix_admissions = 0;
   // The probe's GEMM points at the anchor nearest a decode step of the mean prompt at batch 1,
   // 4 and 16 (at most max_batch), and its compute-bound end; empty when not checked.
   std::vector<MachineCheck> machine_check;
 };
 
 // Throws std::invalid_argument for a plan the runtime cannot run (another batching policy or
-// KV layout, swap preemption, a block size that is not a multiple of 8, a KV pool outside
-// 1 .. 2^31-1 blocks) and DeviceError when it does not fit the backend's memory; nothing is
+// KV layout, swap preemption, a host KV tier, a block size that is not a multiple of 8, a KV pool
+// outside 1 .. 2^31-1 blocks) and DeviceError when it does not fit the backend's memory; nothing is
 // allocated then.
 ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
                                  const engine::Hardware& hardware,

@@ -64,6 +64,13 @@ ServeBenchOutcome serve_bench(const ServeBenchRequest& r, const Context& context
         "a contiguous one",
         b.tokens.mismatched(), b.tokens.requests);
   }
+  if (b.stale_prefix_admissions > 0) {
+    out.failure += fmt::format(
+        "{}{} admissions started on cached KV positions that held other tokens than their "
+        "prompt (a conversation's turn before them generated otherwise batched than alone, "
+        "or the cache named the wrong blocks)",
+        out.failure.empty() ? "" : "; ", b.stale_prefix_admissions);
+  }
   return out;
 }
 

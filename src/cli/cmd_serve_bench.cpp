@@ -67,6 +67,9 @@ Command add_serve_bench_command(CLI::App& root, const app::Context& context) {
                  "skip re-running each request alone on a contiguous KV cache to compare tokens");
   bind_workload(b, s->r.workload, "arrivals per second (0: all at time 0)");
   bind_scheduler(b, s->r.scheduler, /*with_stack=*/false);
+  b.flag("--prefix-cache", s->r.scheduler.prefix_cache,
+         "keep prompt blocks across requests and reuse them (the runtime attends over the "
+         "cached blocks; tokens still checked against each request alone)");
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),
               "table or json");
   b.text("--requests-csv", s->requests_csv, "also write one measured CSV row per request");

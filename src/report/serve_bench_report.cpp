@@ -26,6 +26,11 @@ std::string serve_bench_table(const app::ServeBenchOutcome& o) {
                       r.tokens.near_ties, runtime::kNearTieMargin)
                 : "\n";
   }
+  if (r.stale_prefix_admissions > 0) {
+    text += fmt::format(
+        "cached prefixes: {} admissions started on cached KV positions holding other tokens\n",
+        r.stale_prefix_admissions);
+  }
   return text + machine_check_table(r.machine_check);
 }
 
@@ -37,6 +42,7 @@ nlohmann::json serve_bench_json(const app::ServeBenchOutcome& o) {
   j["token_matches"] = r.tokens.matched;
   j["token_near_ties"] = r.tokens.near_ties;
   j["token_mismatches"] = r.tokens.mismatched();
+  j["stale_prefix_admissions"] = r.stale_prefix_admissions;
   j["machine_check"] = machine_check_json(r.machine_check);
   return j;
 }

@@ -463,6 +463,12 @@ std::string serving_comparison_table(const ServingRun& measured, const ServingRu
     t.add_row({row.name, show(p, row.time), show(m, row.time),
                m > 0 ? fmt::format("{:+.1f}%", 100 * engine::relative_error(p, m)) : "-"});
   }
+  if (measured.scheduler.prefix_cache) {  // the scheduling decides what is still cached
+    const auto p = static_cast<double>(predicted.metrics.prefix_hit_tokens);
+    const auto m = static_cast<double>(measured.metrics.prefix_hit_tokens);
+    t.add_row({"prefix hit tokens", significant(p), significant(m),
+               m > 0 ? fmt::format("{:+.1f}%", 100 * engine::relative_error(p, m)) : "-"});
+  }
   return fmt::format("predicted by serve-sim ({} on {}, method {}) against measured:\n",
                      predicted.model, predicted.hardware, predicted.method) +
          t.render();
@@ -474,6 +480,13 @@ json serving_comparison_json(const ServingRun& measured, const ServingRun& predi
     const double p = value(predicted.metrics, row), m = value(measured.metrics, row);
     json r{{"metric", row.name}, {"predicted", p}, {"measured", m}};
     if (m > 0) r["error"] = engine::relative_error(p, m);  // none against a measured 0
+    rows.push_back(std::move(r));
+  }
+  if (measured.scheduler.prefix_cache) {
+    const auto p = static_cast<double>(predicted.metrics.prefix_hit_tokens);
+    const auto m = static_cast<double>(measured.metrics.prefix_hit_tokens);
+    json r{{"metric", "prefix hit tokens"}, {"predicted", p}, {"measured", m}};
+    if (m > 0) r["error"] = engine::relative_error(p, m);
     rows.push_back(std::move(r));
   }
   return json{{"measured", serving_json(measured)},

@@ -117,6 +117,23 @@ TEST_CASE(
   REQUIRE(j["iterations_compared"].size() == 4);
   CHECK(j["iterations_compared"][1]["kind"] == "decode, passes 1-4 after a prompt or wait");
 
+  // The prefix cache for real: 2 conversations of 4 turns, a request every 50 ms; each turn's
+  // prompt is its conversation so far (the tokens the turn before generated alone) and new
+  // tokens, and the paged run attends over the blocks the turns before it computed.
+  const Run cached =
+      run("serve-bench -m tiny-test -H l40s --method roofline -j 1 -n 8 --rate 20 --arrivals "
+          "constant --sessions 2 --session-turns 4 --prompt-len uniform:16:40 --output-len "
+          "uniform:4:12 --prefix-cache -f json");
+  REQUIRE(cached.exit_code == 0);
+  const json c = json::parse(cached.out);
+  CHECK(c["token_mismatches"] == 0);
+  CHECK(c["stale_prefix_admissions"] == 0);
+  CHECK(c["measured"]["prefix_cache"]["hit_tokens"].get<int64_t>() > 0);
+  REQUIRE(c["comparison"].size() == 11);
+  CHECK(c["comparison"][10]["metric"] == "prefix hit tokens");
+  const Run offload = run("serve-bench -m tiny-test -H l40s --prefix-cache --kv-offload 1MB");
+  CHECK(offload.exit_code == 2);
+
   const Run swap =
       run("serve-bench -m tiny-test -H l40s --preemption swap --host-bandwidth "
           "'10 GB/s'");

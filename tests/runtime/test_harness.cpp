@@ -2,13 +2,16 @@
 // run and serve-bench return their report structs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "report/validation_report.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/generation.hpp"
 #include "runtime/harness/measured_run.hpp"
 #include "runtime/harness/serve_bench.hpp"
 #include "runtime/harness/validation.hpp"
+#include "runtime/serving_runtime.hpp"
 #include "spec/model_spec.hpp"
 #include "test_source_dir.hpp"
 
@@ -248,4 +251,73 @@ TEST_CASE("serve-bench harness: measured and predicted runs of one workload, tok
   plan.options.scheduler.preemption = engine::Preemption::swap;
   CHECK_THROWS_AS(rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan),
                   std::invalid_argument);
+}
+
+TEST_CASE("serve-bench harness: conversations on the prefix cache attend over their cached turns") {
+  // 2 conversations of 3 turns, one request every 50 ms: each turn's prompt is its
+  // conversation so far (the turn before's prompt and the tokens it generated alone) and 4 to
+  // 12 new tokens, so its history's full 8-token blocks are found cached, and the paged run
+  // attends over blocks another request computed. Tokens must equal each request alone.
+  auto backend = rt::make_cpu_backend(1);
+  engine::WorkloadSpec w;
+  w.requests = 6;
+  w.rate = 20;
+  w.arrivals = engine::ArrivalProcess::constant;
+  w.prompt = {engine::LengthKind::uniform, 4, 12, 0};
+  w.output = {engine::LengthKind::uniform, 2, 6, 0};
+  w.sessions = 2;
+  w.session_turns = 3;
+  const auto requests = engine::generate_requests(w);
+  rt::ServeBenchPlan plan;
+  plan.options.scheduler.max_batch = 4;
+  plan.options.scheduler.max_tokens = 64;
+  plan.options.scheduler.block_size = 8;
+  plan.options.scheduler.max_context = micro().max_context;
+  plan.options.scheduler.prefix_cache = true;
+  plan.kv_memory_bytes = 1 << 20;
+  plan.method = engine::Method::roofline;
+  const rt::ServeBenchResult r = rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan);
+  CHECK(r.measured.metrics.prefix_hit_tokens > 0);
+  CHECK(r.measured.metrics.prefix_hit_tokens % 8 == 0);  // whole blocks
+  CHECK(r.stale_prefix_admissions == 0);
+  REQUIRE(r.verified);
+  CHECK(r.tokens.requests == 6);
+  CHECK(r.tokens.mismatched() == 0);
+  // The runtime keeps no host tier: refused before anything runs.
+  plan.options.scheduler.host_cache_tokens = 64;
+  CHECK_THROWS_AS(rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan),
+                  std::invalid_argument);
+}
+
+TEST_CASE("serve-bench's executor names an admission on cached blocks holding other tokens") {
+  // Request 0 (40 prompt tokens, 4 out) continues conversation 1; request 1 arrives 0.2 s later
+  // declaring its first 32 tokens the conversation's: it starts on 4 cached 8-token blocks.
+  // With its first 32 prompt tokens request 0's, the blocks hold them; with other tokens the
+  // executor counts a stale admission (the cache served a wrong prefix).
+  auto backend = rt::make_cpu_backend(1);
+  const engine::Model m = micro();
+  std::vector<engine::Request> requests{{0.0, 40, 4, 0}, {0.2, 48, 2, 32}};
+  for (engine::Request& r : requests) r.prefix_group = 1;
+  requests[0].publish_tokens = 44;
+  requests[1].publish_tokens = 50;
+  engine::ServingOptions options;
+  options.scheduler.max_batch = 4;
+  options.scheduler.max_tokens = 64;
+  options.scheduler.block_size = 8;
+  options.scheduler.max_context = m.max_context;
+  options.scheduler.kv_capacity_tokens = 32 * 8;
+  options.scheduler.prefix_cache = true;
+  for (const bool same : {true, false}) {
+    CAPTURE(same);
+    rt::Decoder decoder(*backend, m, rt::random_weights(m, 1), rt::PagedKvConfig{32, 8},
+                        m.max_context);
+    std::vector<std::vector<int32_t>> prompts{rt::random_prompts(1, 40, m.vocab_size, 2),
+                                              rt::random_prompts(1, 48, m.vocab_size, 3)};
+    if (same) std::copy_n(prompts[0].begin(), 32, prompts[1].begin());
+    rt::RuntimeIterations executor(decoder, requests, prompts);
+    const engine::SimulationResult out = engine::simulate(requests, options, executor);
+    REQUIRE(out.outcomes.size() == 2);
+    CHECK(out.outcomes[1].prefix_hit_tokens == 32);
+    CHECK(executor.stale_prefix_admissions() == (same ? 0 : 1));
+  }
 }

@@ -99,7 +99,7 @@ Pool make_pool(const std::string& role, const PoolRequest& p, const ServeSimRequ
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("--disaggregate: the {} pool: {}", role, e.what()));
   }
-  pool.options = serving_options(r.scheduler, model.max_context, preset);
+  pool.options = serving_options(r.scheduler, model.max_context, preset, &pool.hardware);
   pool.fraction = memory_fraction_of(r.memory_fraction, preset, p.layout.tp);
   double bytes = 0;
   if (r.kv_memory_bytes) {
@@ -256,7 +256,8 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   check_prefix_context(model, r.workload);
   const auto requests = workload_requests(r.workload, &workload);
   check_requests_context(requests, model, r.workload);
-  engine::ServingOptions options = serving_options(r.scheduler, model.max_context, preset);
+  engine::ServingOptions options =
+      serving_options(r.scheduler, model.max_context, preset, &hardware);
   if (const engine::SchedulerOptions& s = options.scheduler;
       s.prefix_cache &&
       (s.kv != engine::KvLayout::paged || s.policy != engine::BatchingPolicy::continuous ||
@@ -267,8 +268,10 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   }
   if (r.kv_offload_bytes && (!options.scheduler.prefix_cache || options.host_bandwidth <= 0)) {
     throw UsageError(
-        "--kv-offload: offloads the prefix cache's evicted blocks; it needs --prefix-cache and "
-        "the host link's --host-bandwidth");
+        fmt::format("--kv-offload: offloads the prefix cache's evicted blocks; it needs "
+                    "--prefix-cache and the host link's bandwidth (--host-bandwidth; {} has no "
+                    "host_link)",
+                    hardware.name));
   }
   std::unique_ptr<engine::SpeculativeIterationCost> spec_cost;
   std::unique_ptr<engine::IterationCost> plain_cost;
@@ -326,6 +329,10 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
                         workload, options, result);
   out.run.layout = analysis.costing.parallel;
   out.run.objectives = r.objectives;
+  if (options.scheduler.preemption == engine::Preemption::swap || r.kv_offload_bytes) {
+    out.run.host_bandwidth = options.host_bandwidth;
+    out.run.host_link = host_link_origin(r.scheduler, hardware);
+  }
   if (stack) {
     out.run.stack =
         stack_in_use(*stack, fraction, {hardware}, analysis.costing.precision, analysis.method);

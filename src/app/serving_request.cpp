@@ -89,7 +89,8 @@ void check_requests_context(const std::vector<engine::Request>& requests,
 }
 
 engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context,
-                                       const engine::ServingStack* stack) {
+                                       const engine::ServingStack* stack,
+                                       const engine::Hardware* hardware) {
   engine::ServingOptions out;
   engine::SchedulerOptions& c = out.scheduler;
   c.policy = s.policy;
@@ -117,19 +118,31 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   c.max_context = max_context;
   c.preemption = s.preemption;
   c.prefix_cache = s.prefix_cache;
-  if (s.preemption == engine::Preemption::swap && !s.host_bandwidth) {
-    throw UsageError("--preemption swap needs --host-bandwidth (the device-host link)");
+  const bool file_link = hardware && hardware->host_link;
+  if (s.preemption == engine::Preemption::swap && !s.host_bandwidth && !file_link) {
+    throw UsageError(fmt::format(
+        "--preemption swap needs --host-bandwidth (the device-host link{})",
+        hardware ? fmt::format("; {} has no host_link", hardware->name) : std::string()));
   }
   // The range of a hardware file's bandwidths (docs/file-formats.md, ranges).
   if (s.host_bandwidth && !(*s.host_bandwidth >= 1 && *s.host_bandwidth <= 1e21)) {
     throw UsageError(fmt::format("--host-bandwidth: {:.4g} B/s is outside [1 B/s, 1e21 B/s]",
                                  *s.host_bandwidth));
   }
-  out.host_bandwidth = s.host_bandwidth.value_or(out.host_bandwidth);
+  out.host_bandwidth =
+      s.host_bandwidth.value_or(file_link ? hardware->host_link->bandwidth : out.host_bandwidth);
   out.slo_ttft_s = s.slo_ttft_s.value_or(0);
   out.slo_tpot_s = s.slo_tpot_s.value_or(0);
   out.slo_itl_s = s.slo_itl_s.value_or(0);
   return out;
+}
+
+std::string host_link_origin(const SchedulerRequest& s, const engine::Hardware& hardware) {
+  if (s.host_bandwidth) return "--host-bandwidth";
+  if (hardware.host_link) {
+    return fmt::format("{}'s host_link, {}", hardware.name, hardware.host_link->name);
+  }
+  return "";
 }
 
 }  // namespace streamspark::app

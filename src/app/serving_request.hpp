@@ -81,8 +81,13 @@ void check_prefix_context(const engine::Model& model, const WorkloadRequest& w);
 // model; what the request leaves unset from `stack` when there is one (its limits, chunked
 // prefill and budget, how prompts are batched, block size, per-request host cost). UsageError
 // for settings that contradict each other (paged KV with static batching, swap preemption
-// without a host link).
+// without a host link). The host link's bandwidth: --host-bandwidth, else the hardware file's
+// `host_link` when given.
 engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context,
-                                       const engine::ServingStack* stack = nullptr);
+                                       const engine::ServingStack* stack = nullptr,
+                                       const engine::Hardware* hardware = nullptr);
+// Where a run's host-link bandwidth comes from: "--host-bandwidth", "<hardware>'s host_link
+// (<name>)", or "" when there is none.
+std::string host_link_origin(const SchedulerRequest& s, const engine::Hardware& hardware);
 
 }  // namespace streamspark::app

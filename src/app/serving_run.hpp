@@ -57,7 +57,11 @@ struct ServingRun {
   double slo_tpot_s = 0;
   double slo_itl_s = 0;
   int64_t kv_capacity_tokens = 0;  // of one replica's GPUs (all its pipeline schedulers)
-  engine::ParallelLayout layout;   // of the deployment (one GPU by default)
+  // The device-host link swap preemption and a host KV tier use (0: none used), and where its
+  // bandwidth comes from (host_link_origin).
+  double host_bandwidth = 0;
+  std::string host_link;
+  engine::ParallelLayout layout;  // of the deployment (one GPU by default)
   engine::ServingMetrics metrics;
   std::optional<SpeculativeServing> speculative;
   // plan's percentile objectives (--slo-ttft-p90 ...), each reported met or missed.

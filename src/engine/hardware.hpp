@@ -27,6 +27,15 @@ struct NodeLink {
   double latency_s = 0;
 };
 
+// The link between a GPU and its host's memory (PCIe, NVLink-C2C): bytes/s per direction as
+// copies between pinned host memory and the device reach them. Swap preemption and a host KV
+// tier move blocks over it.
+struct HostLink {
+  std::string name;
+  double bandwidth = 0;
+  std::string source;
+};
+
 // How GPUs of this kind are connected: `gpus_per_node` on one intra-node link (NVLink and
 // NVSwitch, Infinity Fabric, PCIe), nodes on a network (InfiniBand, RoCE).
 struct Topology {
@@ -155,8 +164,9 @@ struct Hardware {
   // Ordered fastest/smallest first; the last level is device memory, where weights and the
   // KV cache live.
   std::vector<MemoryLevel> memory;
-  std::optional<Topology> topology;  // multi-GPU layouts need it
-  double kernel_overhead_s = 0;      // fixed cost per kernel launch
+  std::optional<Topology> topology;   // multi-GPU layouts need it
+  std::optional<HostLink> host_link;  // swap preemption and KV offload use it
+  double kernel_overhead_s = 0;       // fixed cost per kernel launch
   // Query rows a causal prompt-attention kernel computes together: each tile multiplies every
   // key its last query sees, so the masked pairs of its diagonal block are computed too
   // (computed_attention_pairs). 0: the kernel computes unmasked pairs only (datasheet files).

@@ -34,11 +34,16 @@ std::string setup_line(const ServingRun& r) {
   std::string kv = std::string(enum_name(s.kv)) + " KV";
   if (s.kv == engine::KvLayout::paged) kv += fmt::format(" ({}-token blocks)", s.block_size);
   if (s.prefix_cache) kv += " with a prefix cache (LRU)";
-  return fmt::format(
+  std::string line = fmt::format(
       "{} batching{} · max batch {} · max {} tokens/iteration · {} · {} preemption · KV "
       "capacity {} tokens",
       enum_name(s.policy), s.chunked_prefill ? " with chunked prefill" : "", s.max_batch,
       s.max_tokens, kv, enum_name(s.preemption), r.kv_capacity_tokens);
+  if (r.host_bandwidth > 0) {
+    line += fmt::format(" · host link {} per direction ({})", format_bandwidth(r.host_bandwidth),
+                        r.host_link);
+  }
+  return line;
 }
 
 // The metrics compared between runs, with how to print them.
@@ -401,6 +406,10 @@ static json plain_serving_json(const ServingRun& r) {
 
 json serving_json(const ServingRun& r) {
   json j = plain_serving_json(r);
+  if (r.host_bandwidth > 0) {  // swap preemption or a host KV tier
+    j["scheduler"]["host_link"] = {{"bandwidth_bytes_per_s", r.host_bandwidth},
+                                   {"origin", r.host_link}};
+  }
   if (const ServingMetrics& m = r.metrics; m.prefix_cache) {  // only with --prefix-cache
     j["prefix_cache"] = {
         {"prompt_tokens", m.prompt_tokens},

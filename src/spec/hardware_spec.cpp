@@ -7,6 +7,7 @@
 //                                dense peaks (no structured sparsity), FLOP/s or OP/s
 //   memory: [{name, capacity, bandwidth, source}, ...]
 //                                fastest/smallest first; the last is device memory
+//   host_link: {name, bandwidth, source}  optional; device <-> host memory, per direction
 //   topology: {gpus_per_node, intra_node: {name, bandwidth, latency, source},
 //              inter_node: {...}, source}     optional; bandwidths per GPU and direction,
 //                                latencies per message step (multi-GPU layouts need it)
@@ -241,6 +242,21 @@ void parse_topology(MapReader& r, engine::Hardware& hw) {
     t.inter_node = parse_node_link(*topo, "inter_node");
     topo->finish();
     hw.topology = t;
+  }
+}
+
+// host_link: {name, bandwidth, source}, if given; the source is required (a copy rate that
+// someone measured, or a datasheet's).
+void parse_host_link(MapReader& r, engine::Hardware& hw) {
+  auto l = r.map("host_link", Presence::optional);
+  if (!l) return;
+  const auto link_name = l->string("name", Presence::required);
+  const auto bandwidth =
+      l->quantity("bandwidth", Dimension::bandwidth, Presence::required, kBandwidth);
+  const auto source = l->string("source", Presence::required);
+  l->finish();
+  if (link_name && bandwidth && source) {
+    hw.host_link = engine::HostLink{*link_name, *bandwidth, *source};
   }
 }
 
@@ -571,6 +587,7 @@ std::optional<engine::Hardware> parse_hardware(const YAML::Node& root, const Spe
     parse_memory_levels(r, *levels, ctx, hw.memory);
   }
   parse_topology(r, hw);
+  parse_host_link(r, hw);
 
   const auto overhead =
       r.quantity("kernel_overhead", Dimension::time, Presence::optional, kOverhead);

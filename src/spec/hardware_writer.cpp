@@ -163,6 +163,11 @@ std::string hardware_yaml(const engine::Hardware& hw) {
   if (hw.attention_query_tile > 0)
     fmt::format_to(o, "attention_query_tile: {}\n", hw.attention_query_tile);
   if (hw.topology) write_topology(out, *hw.topology);
+  if (hw.host_link) {
+    fmt::format_to(
+        std::back_inserter(out), "host_link: {{name: {}, bandwidth: {:.6g} B/s, source: {}}}\n",
+        quoted(hw.host_link->name), hw.host_link->bandwidth, quoted(hw.host_link->source));
+  }
   if (hw.price_per_hour) {
     fmt::format_to(o, "price_per_hour: {:.6g}\nprice_source: {}\nprice_date: {}\n",
                    *hw.price_per_hour, quoted(hw.price_source), quoted(hw.price_date));

@@ -55,9 +55,21 @@ TEST_CASE("serve-sim: settings that contradict each other, and a KV cache that h
                        app::UsageError);
   r = llama_on_h100();
   r.scheduler.preemption = engine::Preemption::swap;
-  CHECK_THROWS_WITH_AS(app::serve_sim(r, s.context),
-                       "--preemption swap needs --host-bandwidth (the device-host link)",
-                       app::UsageError);
+  r.hardware = "a100-80gb";  // a file without a host_link
+  CHECK_THROWS_WITH_AS(
+      app::serve_sim(r, s.context),
+      "--preemption swap needs --host-bandwidth (the device-host link; a100-80gb has no host_link)",
+      app::UsageError);
+  // The H100 SXM file's host link (51 GB/s, measured copies) serves, and the run names it;
+  // --host-bandwidth overrides it.
+  r.hardware = "h100-sxm";
+  const app::ServeSimResult swapped = app::serve_sim(r, s.context);
+  CHECK(swapped.run.host_bandwidth == 51e9);
+  CHECK(swapped.run.host_link == "h100-sxm's host_link, PCIe Gen5 x16");
+  r.scheduler.host_bandwidth = 25e9;
+  const app::ServeSimResult given = app::serve_sim(r, s.context);
+  CHECK(given.run.host_bandwidth == 25e9);
+  CHECK(given.run.host_link == "--host-bandwidth");
   r = llama_on_h100();
   r.kv_memory_bytes = 1000;  // less than one token of 131,072 bytes (32 layers x 8 x 128 x 2 x 2)
   CHECK_THROWS_WITH_AS(app::serve_sim(r, s.context),

@@ -453,7 +453,7 @@ TEST_CASE("serve-sim --prefix-cache: conversations reuse their history; keys and
   CHECK(offload["prefix_cache"]["hit_tokens"].get<int64_t>() >
         device_only["prefix_cache"]["hit_tokens"].get<int64_t>());
   const Run no_link =
-      run("serve-sim -m llama3-8b -H h100-sxm -n 8 --prefix-cache --kv-offload 1GB");
+      run("serve-sim -m llama3-8b -H l40s -n 8 --prefix-cache --kv-offload 1GB");
   CHECK(no_link.exit_code == 2);
   CHECK(no_link.err.rfind("error: --kv-offload: offloads the prefix cache's evicted blocks", 0) ==
         0);

@@ -314,6 +314,7 @@ peak_flops: {fp32: 1 TFLOP/s, bf16: 100 TFLOP/s}
 memory: [{name: hbm, capacity: 80 GB, bandwidth: 2 TB/s}]
 multiprocessors: 108
 multiprocessors_source: "a datasheet"
+host_link: {name: "PCIe Gen5 x16", bandwidth: 51 GB/s, source: "a measurement"}
 calibration:
   source: test
   step_overhead: 800 us
@@ -352,6 +353,10 @@ collectives:
   CHECK(back.calibration->sequence_overhead_s == doctest::Approx(40e-6));
   CHECK(back.multiprocessors == 108);
   CHECK(back.multiprocessors_source == "a datasheet");
+  REQUIRE(back.host_link);
+  CHECK(back.host_link->name == "PCIe Gen5 x16");
+  CHECK(back.host_link->bandwidth == 51e9);
+  CHECK(back.host_link->source == "a measurement");
   const engine::ClassCalibration& norm = back.calibration->operators.at(engine::OpId::attn_norm);
   CHECK(norm.row_latency_s == doctest::Approx(0.88e-9));
   CHECK(norm.rows_per_wave == 216);

@@ -280,6 +280,15 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   for (const engine::Model& m : in.models) max_context = std::max(max_context, m.max_context);
   in.scheduler = serving_options(r.scheduler, max_context, preset).scheduler;
   in.scheduler.max_output = 0;  // each model's max_context (paged KV does not use it)
+  if (in.scheduler.prefix_cache) {
+    if (!grid.pool_ratios.empty()) {
+      throw UsageError(
+          "--prefix-cache: not modelled with --disaggregate (a prefix cache per pool and the "
+          "transfer of hits are not)");
+    }
+    check_prefix_cache(in.scheduler, false);
+    for (const engine::Model& m : in.models) check_prefix_cache(m);
+  }
   for (const engine::Model& m : in.models) check_prefix_context(m, r.workload);
   plan_workload(r, in, out);
   apply_bands(r, context, stack, in, out);

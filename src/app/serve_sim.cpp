@@ -258,14 +258,8 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   check_requests_context(requests, model, r.workload);
   engine::ServingOptions options =
       serving_options(r.scheduler, model.max_context, preset, &hardware);
-  if (const engine::SchedulerOptions& s = options.scheduler;
-      s.prefix_cache &&
-      (s.kv != engine::KvLayout::paged || s.policy != engine::BatchingPolicy::continuous ||
-       s.preemption != engine::Preemption::recompute || r.speculative)) {
-    throw UsageError(
-        "--prefix-cache: needs paged KV and continuous batching with recompute preemption, "
-        "without --speculative");
-  }
+  check_prefix_cache(options.scheduler, r.speculative.has_value());
+  if (options.scheduler.prefix_cache) check_prefix_cache(model);
   if (r.kv_offload_bytes && (!options.scheduler.prefix_cache || options.host_bandwidth <= 0)) {
     throw UsageError(
         fmt::format("--kv-offload: offloads the prefix cache's evicted blocks; it needs "
@@ -292,13 +286,6 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
           : fmt::format("--memory-fraction {} ({:.4g} bytes for the KV cache; pass --kv-memory)",
                         fraction, bytes);
   check_kv_capacity(options.scheduler, bytes, cost->kv_bytes_per_token(), source);
-  if (options.scheduler.prefix_cache &&
-      (cost->state_bytes_per_sequence() != 0 || cost->kv_bytes_per_token() == 0)) {
-    throw UsageError(fmt::format(
-        "--prefix-cache: {} keeps state that a prefix's KV blocks do not hold (sliding-window "
-        "or recurrent layers); a prefix cache of it is not modelled",
-        model.name));
-  }
   if (r.kv_offload_bytes) {  // the host tier in tokens of this GPU's KV
     options.scheduler.host_cache_tokens = static_cast<int64_t>(
         std::min(9e15, *r.kv_offload_bytes / static_cast<double>(cost->kv_bytes_per_token())));

@@ -137,6 +137,29 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   return out;
 }
 
+void check_prefix_cache(const engine::SchedulerOptions& s, bool speculative) {
+  if (s.prefix_cache &&
+      (s.kv != engine::KvLayout::paged || s.policy != engine::BatchingPolicy::continuous ||
+       s.preemption != engine::Preemption::recompute || speculative)) {
+    throw UsageError(
+        "--prefix-cache: needs paged KV and continuous batching with recompute preemption, "
+        "without --speculative");
+  }
+}
+
+void check_prefix_cache(const engine::Model& model) {
+  const bool in_blocks =
+      std::all_of(model.layers.begin(), model.layers.end(), [](const engine::LayerKind& k) {
+        return k.mixer == engine::MixerKind::attention && !k.local;
+      });
+  if (!in_blocks) {
+    throw UsageError(fmt::format(
+        "--prefix-cache: {} keeps state that a prefix's KV blocks do not hold (sliding-window "
+        "or recurrent layers); a prefix cache of it is not modelled",
+        model.name));
+  }
+}
+
 std::string host_link_origin(const SchedulerRequest& s, const engine::Hardware& hardware) {
   if (s.host_bandwidth) return "--host-bandwidth";
   if (hardware.host_link) {

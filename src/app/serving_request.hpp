@@ -86,6 +86,12 @@ void check_prefix_context(const engine::Model& model, const WorkloadRequest& w);
 engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_context,
                                        const engine::ServingStack* stack = nullptr,
                                        const engine::Hardware* hardware = nullptr);
+// UsageError when --prefix-cache cannot be modelled: the scheduler settings it needs (paged KV,
+// continuous batching, recompute preemption; not with speculation), and a model whose prefix
+// is not all in KV blocks (a sliding window, recurrent or linear-attention state).
+void check_prefix_cache(const engine::SchedulerOptions& s, bool speculative);
+void check_prefix_cache(const engine::Model& model);
+
 // Where a run's host-link bandwidth comes from: "--host-bandwidth", "<hardware>'s host_link
 // (<name>)", or "" when there is none.
 std::string host_link_origin(const SchedulerRequest& s, const engine::Hardware& hardware);

@@ -85,6 +85,10 @@ void bind_grid(OptionBinder& b, app::PlanRequest& r) {
   b.integer("--block-size", r.scheduler.block_size, 1,
             fmt::format("paged KV: tokens per block (default {}, or the --stack preset's)",
                         app::kDefaultBlockSize));
+  b.flag("--prefix-cache", r.scheduler.prefix_cache,
+         "each replica caches prompt blocks across requests (a system prompt, conversations' "
+         "histories) as serve-sim --prefix-cache does; the bounds take every declared shared "
+         "prefix as a hit");
   b.fraction("--memory-fraction", r.memory_fraction, FractionRange::above_zero_to_one,
              "usable fraction of device memory (default 0.9, or the --stack preset's; KV gets it "
              "minus weights and activations, or as the preset accounts it)");

@@ -96,12 +96,18 @@ struct WorkloadFigures {
   double mean_prefill = 0;  // prompt - shared prefix: what a prefill pool runs of a request
 };
 
-WorkloadFigures workload_of(const std::vector<Request>& requests) {
+// The prompt tokens a request may find cached, at most: a system prompt's (cached once, or
+// in the prefix cache); a conversation's history only with a prefix cache (else recomputed).
+// With a prefix cache every declared shared prefix is taken as a hit, which no run exceeds: the
+// bounds built on it stay bounds.
+int64_t cached_at_most(const Request& r, bool prefix_cache) {
+  return r.prefix_group <= 0 || prefix_cache ? r.shared_prefix : 0;
+}
+
+WorkloadFigures workload_of(const std::vector<Request>& requests, bool prefix_cache) {
   WorkloadFigures w;
   for (const Request& r : requests) {
-    // A conversation's history is recomputed (plans have no prefix cache); a system prompt
-    // is cached once.
-    const int64_t shared = r.prefix_group <= 0 ? r.shared_prefix : 0;
+    const int64_t shared = cached_at_most(r, prefix_cache);
     w.mean_tokens += static_cast<double>(r.prompt - shared + r.output - 1);
     w.mean_prompt += static_cast<double>(r.prompt);
     w.mean_prefill += static_cast<double>(r.prompt - shared);
@@ -168,13 +174,13 @@ bool fits_memory(const PlanInputs& in, const WorkloadFigures& w, IterationCost& 
 // set only adds time, so each request's TTFT, TPOT and e2e are at least these, and so are
 // their percentiles.
 ServingMetrics latencies_alone(const std::vector<Request>& requests, IterationCost& cost,
-                               double request_overhead_s) {
+                               double request_overhead_s, bool prefix_cache) {
   std::vector<double> ttft, tpot, e2e;
   ttft.reserve(requests.size());
   Iteration it;
   it.items.resize(1);
   for (const Request& r : requests) {
-    const int64_t shared = r.prefix_group <= 0 ? r.shared_prefix : 0;  // as workload_of
+    const int64_t shared = cached_at_most(r, prefix_cache);
     it.items[0] = IterationItem{0, r.prompt - shared, shared, true, false};
     const double prefill = request_overhead_s + cost.seconds(it, 0);
     it.items[0] = IterationItem{0, 1, r.prompt, true, false};
@@ -246,8 +252,9 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   }
   SchedulerOptions s = scheduler_of(in, c);
   if (!fits_memory(in, w, *cost, s, c)) return;
-  if (const auto miss = worst_miss(latencies_alone(in.unit_requests, *cost, in.stack.request_s),
-                                   objectives_for(in, c))) {
+  if (const auto miss = worst_miss(
+          latencies_alone(in.unit_requests, *cost, in.stack.request_s, in.scheduler.prefix_cache),
+          objectives_for(in, c))) {
     c.miss = miss;
     c.miss_rate = 0;
     reject(c, kind_of(*miss),
@@ -320,8 +327,8 @@ void prepare_pools(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate
   p.link = *link;
   ServingMetrics alone;
   const ServingMetrics prefill_alone =
-      latencies_alone(in.unit_requests, *prefill_cost, in.stack.request_s);
-  const ServingMetrics decode_alone = latencies_alone(in.unit_requests, *decode_cost, 0);
+      latencies_alone(in.unit_requests, *prefill_cost, in.stack.request_s, false);
+  const ServingMetrics decode_alone = latencies_alone(in.unit_requests, *decode_cost, 0, false);
   alone.ttft_s = prefill_alone.ttft_s;
   alone.tpot_s = decode_alone.tpot_s;
   if (const auto miss = worst_miss(alone, objectives_for(in, c))) {
@@ -777,7 +784,7 @@ PlanResult plan(const PlanInputs& in, const ParallelRunner& run_tasks,
       run_tasks ? run_tasks : [](size_t count, const std::function<void(size_t)>& task) {
         for (size_t i = 0; i < count; ++i) task(i);
       };
-  const WorkloadFigures w = workload_of(in.unit_requests);
+  const WorkloadFigures w = workload_of(in.unit_requests, in.scheduler.prefix_cache);
 
   PlanResult result;
   result.requests_per_simulation = static_cast<int64_t>(in.unit_requests.size());

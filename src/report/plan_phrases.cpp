@@ -232,6 +232,13 @@ std::string labels_text(const std::vector<std::string>& labels, size_t shown) {
   return s;
 }
 
+// Prompt tokens found cached over prompt tokens (0 with none).
+double prefix_hit_rate(const engine::ServingMetrics& m) {
+  return m.prompt_tokens > 0
+             ? static_cast<double>(m.prefix_hit_tokens) / static_cast<double>(m.prompt_tokens)
+             : 0.0;
+}
+
 json latency_json(const engine::ServingMetrics& m) {
   return json{{"ttft_s", percentiles_json(m.ttft_s)},
               {"tpot_s", percentiles_json(m.tpot_s)},
@@ -302,6 +309,7 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
     j["served_rate"] = c.served_rate;
     j["headroom"] = c.headroom;
     j["at_target"] = latency_json(c.at_target);
+    if (in.scheduler.prefix_cache) j["at_target"]["prefix_hit_rate"] = prefix_hit_rate(c.at_target);
     if (c.usd_per_hour) {
       j["usd_per_hour"] = *c.usd_per_hour;
       j["usd_per_month"] = *c.usd_per_hour * kHoursPerMonth;
@@ -339,6 +347,10 @@ std::string answer_line(const PlanReport& r) {
   }
   s += fmt::format(" · p90 TTFT {}, p90 TPOT {}", format_time(c.at_target.ttft_s.p90),
                    format_time(c.at_target.tpot_s.p90));
+  if (in.scheduler.prefix_cache) {
+    s += fmt::format(" · {}% of prompt tokens found cached",
+                     significant(100 * prefix_hit_rate(c.at_target), 3));
+  }
   return s;
 }
 

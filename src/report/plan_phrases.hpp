@@ -85,6 +85,8 @@ std::vector<std::pair<std::vector<std::string>, std::string>> rejection_groups(c
 std::string labels_text(const std::vector<std::string>& labels, size_t shown);
 
 json latency_json(const engine::ServingMetrics& m);
+// Prompt tokens found cached over prompt tokens (0 with none).
+double prefix_hit_rate(const engine::ServingMetrics& m);
 
 json candidate_json(const PlanReport& r, const PlanCandidate& c);
 

@@ -214,6 +214,12 @@ std::string plan_table(const PlanReport& r) {
   out += fmt::format("objectives: {}\n", objectives_text(in.objectives));
   for (const std::string& line : confidence_lines(r)) out += line + "\n";
   out += "grid: " + grid_text(r) + "\n";
+  if (in.scheduler.prefix_cache) {
+    out +=
+        "prefix cache: each replica keeps prompt blocks across requests (LRU); a replica is "
+        "simulated with the whole workload at its share of the rate, so it holds every "
+        "conversation\n";
+  }
   if (r.stack) out += stack_line(*r.stack);
   std::string prices;
   for (const engine::Hardware& h : in.hardware) {

@@ -554,3 +554,35 @@ TEST_CASE("plan --emit: launch, benchmark and read-back scripts; the round trip 
   CHECK(serve.find("--decode \"http://${HOST_1:-127.0.0.1}:31000\"") != std::string::npos);
   CHECK_FALSE(fs::exists(split / "validate.sh"));
 }
+
+TEST_CASE("plan --prefix-cache: conversations' histories cached, a cheaper plan; refusals") {
+  // 64 conversations of 6 turns (512 new prompt tokens and 64 output tokens a turn) at 20/s:
+  // without a cache every turn recomputes its history (mean prompt 1,687 tokens); with it most
+  // of each prompt is found cached, and the cheapest deployment needs no more GPUs.
+  const std::string base =
+      "plan -m llama3-8b -H h100-sxm,a100-80gb --rate 20 --sessions 64 --session-turns 6 "
+      "--prompt-len 512 --output-len 64 -n 600 --slo-ttft-p90 '500 ms' --slo-tpot-p90 '50 ms' "
+      "-f json";
+  const Run recompute = run(base);
+  const Run cached = run(base + " --prefix-cache");
+  REQUIRE(recompute.exit_code == 0);
+  REQUIRE(cached.exit_code == 0);
+  const json a = json::parse(recompute.out)["chosen"];
+  const json b = json::parse(cached.out)["chosen"];
+  CHECK(a["at_target"].count("prefix_hit_rate") == 0);
+  CHECK(b["at_target"]["prefix_hit_rate"].get<double>() > 0.5);
+  CHECK(b["usd_per_hour"].get<double>() <= a["usd_per_hour"].get<double>());
+  const Run text = run(base.substr(0, base.size() - 8) + " --prefix-cache");
+  CHECK(text.out.find("prefix cache: each replica keeps prompt blocks") != std::string::npos);
+  CHECK(text.out.find("of prompt tokens found cached") != std::string::npos);
+  // Refusals: a model with recurrent state, disaggregated units.
+  const Run mamba =
+      run("plan -m mamba-2.8b -H h100-sxm --rate 2 --slo-ttft-p90 '1 s' --prefix-cache");
+  CHECK(mamba.exit_code == 2);
+  CHECK(mamba.err.rfind("error: --prefix-cache: mamba-2.8b keeps state", 0) == 0);
+  const Run pools =
+      run("plan -m llama3-8b -H h100-sxm --rate 2 --slo-ttft-p90 '1 s' --prefix-cache "
+          "--disaggregate 1:1");
+  CHECK(pools.exit_code == 2);
+  CHECK(pools.err.rfind("error: --prefix-cache: not modelled with --disaggregate", 0) == 0);
+}

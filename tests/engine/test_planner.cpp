@@ -236,6 +236,68 @@ TEST_CASE("plan: exhaustive within its grid, against a brute force") {
   CHECK(pruned.simulations <= all.simulations);
 }
 
+TEST_CASE("plan with a prefix cache: conversations, against a brute force and without it") {
+  // 8 conversations of 4 turns: each turn's prompt repeats its conversation so far. With the
+  // cache, the bounds take every repeated token as cached (no run finds more), so they stay
+  // bounds: nothing they reject unsimulated can be served (a brute force of simulations finds
+  // no replica count), and pruning keeps the top ranks. Whether a turn finds its history
+  // depends on whether the turn before has finished, so meeting the objectives is not quite
+  // monotonic in the rate near a tight TTFT limit: the plan's replicas meet the objectives and
+  // are at least the brute force's fewest (its bisection over rates may stop above a lucky
+  // count), rather than equal to them. The cheapest deployment costs no more than without it.
+  PlanInputs in = small_grid();
+  WorkloadSpec w;
+  w.requests = 120;
+  w.rate = 1;
+  w.prompt = {LengthKind::uniform, 100, 300, 0};
+  w.output = {LengthKind::uniform, 20, 60, 0};
+  w.sessions = 8;
+  w.session_turns = 4;
+  w.seed = 3;
+  in.unit_requests = generate_requests(w);
+  in.grid.chunked_prefill = {false};
+  // A turn's whole prompt (up to ~1,400 tokens) alone takes longer than this on one GPU; its
+  // new part does not: without the cache in its bounds, tp 1 would be rejected unsimulated.
+  in.objectives.ttft_p90_s = 0.030;
+  PlanInputs recompute = in;
+  recompute.prune = false;
+  in.scheduler.prefix_cache = true;
+  PlanInputs no_prune = in;
+  no_prune.prune = false;
+  const PlanResult all = plan(no_prune);
+  const PlanResult pruned = plan(in);
+  REQUIRE_FALSE(all.ranking.empty());
+  int64_t ranked = 0;
+  for (const PlanCandidate& c : all.candidates) {
+    CAPTURE(c.hardware);
+    CAPTURE(c.format);
+    CAPTURE(c.layout.tp);
+    CAPTURE(c.max_batch);
+    if (c.reject == RejectKind::does_not_fit || c.reject == RejectKind::unsupported) continue;
+    const int64_t n = brute_force_replicas(in, c);
+    if (c.status == CandidateStatus::ranked) {
+      ++ranked;
+      CHECK(n > 0);
+      CHECK(c.replicas >= n);
+      CHECK_FALSE(worst_miss(c.at_target, in.objectives).has_value());
+      CHECK(c.rate_bound >= c.sustainable_rate);
+      CHECK(c.at_target.prefix_hit_tokens > 0);
+    } else {
+      CHECK(n == 0);
+    }
+  }
+  CHECK(ranked >= 4);
+  REQUIRE(pruned.ranking.size() >= static_cast<size_t>(in.top));
+  for (size_t k = 0; k < static_cast<size_t>(in.top); ++k) {
+    CHECK(key_of(pruned.candidates[pruned.ranking[k]]) == key_of(all.candidates[all.ranking[k]]));
+  }
+  const PlanResult without = plan(recompute);
+  REQUIRE_FALSE(without.ranking.empty());
+  CHECK(*all.candidates[all.ranking.front()].usd_per_hour <=
+        *without.candidates[without.ranking.front()].usd_per_hour);
+  CHECK(without.candidates[without.ranking.front()].at_target.prefix_hit_tokens == 0);
+}
+
 TEST_CASE("plan: disaggregated units, against a brute force") {
   PlanInputs in = small_grid();
   in.formats.resize(1);  // bf16

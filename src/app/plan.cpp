@@ -289,6 +289,17 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
     check_prefix_cache(in.scheduler, false);
     for (const engine::Model& m : in.models) check_prefix_cache(m);
   }
+  if (r.kv_offload_bytes) {
+    if (!in.scheduler.prefix_cache) {
+      throw UsageError(
+          "--kv-offload: offloads the prefix cache's evicted blocks; it needs "
+          "--prefix-cache");
+    }
+    in.host_tier_bytes = *r.kv_offload_bytes;
+    in.host_bandwidth = r.scheduler.host_bandwidth.value_or(0);
+  } else if (r.scheduler.host_bandwidth) {
+    throw UsageError("--host-bandwidth: plan moves KV over the host link only with --kv-offload");
+  }
   for (const engine::Model& m : in.models) check_prefix_context(m, r.workload);
   plan_workload(r, in, out);
   apply_bands(r, context, stack, in, out);

@@ -42,6 +42,9 @@ struct PlanRequest {
   std::optional<engine::Method> method;  // unset: each hardware's engine::default_method
   engine::PlanGrid grid;
   SchedulerRequest scheduler;  // token budget and block size; the grid gives the rest
+  // With scheduler.prefix_cache: host memory per GPU for the cache's evicted blocks, moved at
+  // scheduler.host_bandwidth, else each hardware's host_link (serve-sim --kv-offload).
+  std::optional<double> kv_offload_bytes;
   // Unset: the stack's, else kDefaultMemoryFraction.
   std::optional<double> memory_fraction;
   // A serving-stack preset: its limits, KV accounting, CUDA graphs and host costs for every

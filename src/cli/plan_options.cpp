@@ -89,6 +89,12 @@ void bind_grid(OptionBinder& b, app::PlanRequest& r) {
          "each replica caches prompt blocks across requests (a system prompt, conversations' "
          "histories) as serve-sim --prefix-cache does; the bounds take every declared shared "
          "prefix as a hit");
+  b.quantity("--kv-offload", r.kv_offload_bytes, spec::Dimension::bytes,
+             "with --prefix-cache: host memory per GPU for the cache's evicted blocks, e.g. "
+             "'200 GB' (over the hardware file's host_link; a GPU without one is left out "
+             "unless --host-bandwidth)");
+  b.quantity("--host-bandwidth", r.scheduler.host_bandwidth, spec::Dimension::bandwidth,
+             "with --kv-offload: the device-host link for every GPU, e.g. '64 GB/s'");
   b.fraction("--memory-fraction", r.memory_fraction, FractionRange::above_zero_to_one,
              "usable fraction of device memory (default 0.9, or the --stack preset's; KV gets it "
              "minus weights and activations, or as the preset accounts it)");

@@ -250,6 +250,12 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
     reject(c, RejectKind::unsupported, e.what());
     return;
   }
+  if (in.host_tier_bytes > 0 && in.host_bandwidth <= 0 && !in.hardware[c.hardware].host_link) {
+    reject(c, RejectKind::unsupported,
+           "no host link for the KV offload tier (the hardware file's host_link, or "
+           "--host-bandwidth)");
+    return;
+  }
   SchedulerOptions s = scheduler_of(in, c);
   if (!fits_memory(in, w, *cost, s, c)) return;
   if (const auto miss = worst_miss(
@@ -684,6 +690,13 @@ ReplicaSimulator::ReplicaSimulator(const PlanInputs& in, const std::vector<Reque
   cost_.configure(options_.scheduler,
                   cost_.kv_bytes_available(in.memory_fraction_for(c.layout.tp),
                                            options_.scheduler.max_tokens, in.memory_basis));
+  if (in.host_tier_bytes > 0 && !c.pools) {  // the host tier in tokens of this GPU's KV
+    const Hardware& hw = in.hardware[c.hardware];
+    options_.host_bandwidth =
+        in.host_bandwidth > 0 ? in.host_bandwidth : (hw.host_link ? hw.host_link->bandwidth : 0);
+    options_.scheduler.host_cache_tokens = static_cast<int64_t>(
+        std::min(9e15, in.host_tier_bytes / static_cast<double>(cost_.kv_bytes_per_token())));
+  }
   one_.replicas = 1;
   if (c.pools) {
     const PlanCandidate d = decode_side(c);

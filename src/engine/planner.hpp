@@ -111,6 +111,11 @@ struct PlanInputs {
     return fraction_for_tp(memory_fraction, memory_fraction_by_tp, tp);
   }
   KvMemoryBasis memory_basis = KvMemoryBasis::total;  // what memory_fraction is a fraction of
+  // With scheduler.prefix_cache: bytes of host memory per GPU for the cache's evicted blocks
+  // (serve-sim --kv-offload; 0: none), moved at host_bandwidth (0: each hardware's host_link;
+  // a candidate on hardware without one is unsupported).
+  double host_tier_bytes = 0;
+  double host_bandwidth = 0;
   // A serving stack's host costs and CUDA-graph sizes (every candidate's iteration cost) and
   // its per-request host cost (every simulated request's).
   StackExecution stack;

@@ -575,6 +575,39 @@ TEST_CASE("plan --prefix-cache: conversations' histories cached, a cheaper plan;
   const Run text = run(base.substr(0, base.size() - 8) + " --prefix-cache");
   CHECK(text.out.find("prefix cache: each replica keeps prompt blocks") != std::string::npos);
   CHECK(text.out.find("of prompt tokens found cached") != std::string::npos);
+  // A host tier: with a quarter of the memory the device cache alone thrashes (0% found), a
+  // 40 GB host tier over the H100 file's host link brings the hits back; the A100 file has no
+  // host link, so its configuration is left out, saying why.
+  const std::string tight =
+      "plan -m llama3-8b -H h100-sxm,a100-80gb --rate 6 --sessions 64 --session-turns 6 "
+      "--prompt-len 512 --output-len 64 -n 600 --slo-ttft-p90 '500 ms' --slo-tpot-p90 '50 ms' "
+      "--memory-fraction 0.25 --tp 1 --prefix-cache -f json";
+  const json device_only = json::parse(run(tight).out);
+  const json offload = json::parse(run(tight + " --kv-offload 40GB").out);
+  CHECK(device_only["chosen"]["at_target"]["prefix_hit_rate"].get<double>() < 0.01);
+  CHECK(offload["chosen"]["hardware"] == "h100-sxm");
+  CHECK(offload["chosen"]["at_target"]["prefix_hit_rate"].get<double>() > 0.5);
+  bool a100_left_out = false;
+  for (const json& c : offload["candidates"]) {
+    if (c["hardware"] == "a100-80gb") {
+      a100_left_out =
+          c["status"] == "rejected" && c["reason"].get<std::string>().rfind("no host link", 0) == 0;
+    }
+  }
+  CHECK(a100_left_out);
+  const Run with_link = run(tight + " --kv-offload 40GB --host-bandwidth 25GB/s");
+  REQUIRE(with_link.exit_code == 0);
+  CHECK(json::parse(with_link.out)["candidates"].size() == 2);
+  const Run no_cache =
+      run("plan -m llama3-8b -H h100-sxm --rate 2 --slo-ttft-p90 '1 s' "
+          "--kv-offload 40GB");
+  CHECK(no_cache.exit_code == 2);
+  CHECK(no_cache.err.rfind("error: --kv-offload: offloads the prefix cache's evicted blocks", 0) ==
+        0);
+  const Run stray =
+      run("plan -m llama3-8b -H h100-sxm --rate 2 --slo-ttft-p90 '1 s' "
+          "--host-bandwidth 25GB/s");
+  CHECK(stray.exit_code == 2);
   // Refusals: a model with recurrent state, disaggregated units.
   const Run mamba =
       run("plan -m mamba-2.8b -H h100-sxm --rate 2 --slo-ttft-p90 '1 s' --prefix-cache");

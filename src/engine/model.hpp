@@ -107,6 +107,11 @@ struct Moe {
   int64_t shared_d_ff = 0;  // per shared expert
   MlpKind kind = MlpKind::gated;
   Activation activation = Activation::silu;
+  // Group-limited routing (DeepSeek-V2/V3's n_group, topk_group): the routed experts in
+  // `groups` equal groups, a token's top_k chosen within its best `groups_per_token` groups.
+  // 0: unlimited.
+  int64_t groups = 0;
+  int64_t groups_per_token = 0;
 };
 
 // Layers of one kind; a model is a stack of kinds with counts (their order does not change

@@ -201,7 +201,7 @@ class OpListBuilder {
   // A wide expert-parallel dispatch or combine over `group` GPUs, `per_node` to a node, each
   // GPU sending `bytes` (its tokens' top_k copies).
   void expert_all_to_all(OpId id, int64_t group, int64_t per_node, int64_t bytes, int64_t top_k,
-                         AllToAllMode mode, bool overlapped) {
+                         AllToAllMode mode, bool overlapped, GroupLimit routing) {
     if (group <= 1) return;
     Op& op = add(id, OpKind::communication, 0, Traffic{});
     op.collective =
@@ -210,6 +210,7 @@ class OpListBuilder {
     op.collective.gpus_per_node = per_node;
     op.collective.top_k = top_k;
     op.collective.mode = mode;
+    op.collective.routing = routing;
   }
 
   // New tokens' K/V (or latents) copied into the cache in the KV format.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "engine/layers/layer_family.hpp"
 #include "engine/model.hpp"
@@ -190,8 +191,59 @@ double collective_seconds(CollectiveKind kind, int64_t group, double bytes, cons
   return 0;
 }
 
+double expected_remote_nodes(int64_t nodes, int64_t top_k, GroupLimit routing) {
+  const double N = static_cast<double>(nodes);
+  const double k = static_cast<double>(std::max<int64_t>(1, top_k));
+  const int64_t G = routing.groups, t = routing.groups_per_token;
+  if (G <= 1 || t >= G || nodes <= 1) return (N - 1) * (1 - std::pow(1 - 1 / N, k));
+  if (t < 1) throw std::invalid_argument("group-limited routing needs 1 <= groups_per_token");
+  double choices = 1;  // C(G, t)
+  for (int64_t i = 0; i < t; ++i) {
+    choices = choices * static_cast<double>(G - i) / static_cast<double>(i + 1);
+  }
+  if (choices > 1e6) {
+    throw std::invalid_argument("group-limited routing: more than 10^6 choices of " +
+                                std::to_string(t) + " groups of " + std::to_string(G));
+  }
+  // Overlap of group g ([g/G, (g+1)/G) of the experts) with node n ([n/N, (n+1)/N)), as a
+  // fraction of all experts.
+  std::vector<double> overlap(static_cast<size_t>(G * nodes));
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t n = 0; n < nodes; ++n) {
+      const double lo =
+          std::max(static_cast<double>(g) / static_cast<double>(G), static_cast<double>(n) / N);
+      const double hi = std::min(static_cast<double>(g + 1) / static_cast<double>(G),
+                                 static_cast<double>(n + 1) / N);
+      overlap[static_cast<size_t>(g * nodes + n)] = std::max(0.0, hi - lo);
+    }
+  }
+  // Every t-subset of the groups, in lexicographic order.
+  std::vector<int64_t> pick(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i) pick[static_cast<size_t>(i)] = i;
+  const double chosen_share = static_cast<double>(t) / static_cast<double>(G);
+  double reached = 0;
+  int64_t subsets = 0;
+  while (true) {
+    for (int64_t n = 0; n < nodes; ++n) {
+      double share = 0;
+      for (const int64_t g : pick) share += overlap[static_cast<size_t>(g * nodes + n)];
+      reached += 1 - std::pow(1 - share / chosen_share, k);
+    }
+    ++subsets;
+    int64_t i = t - 1;
+    while (i >= 0 && pick[static_cast<size_t>(i)] == G - t + i) --i;
+    if (i < 0) break;
+    ++pick[static_cast<size_t>(i)];
+    for (int64_t j = i + 1; j < t; ++j) {
+      pick[static_cast<size_t>(j)] = pick[static_cast<size_t>(j - 1)] + 1;
+    }
+  }
+  return (1 - 1 / N) * reached / static_cast<double>(subsets);
+}
+
 double expert_all_to_all_seconds(int64_t group, int64_t per_node, double bytes, int64_t top_k,
-                                 AllToAllMode mode, const Link& intra, const Link& inter) {
+                                 AllToAllMode mode, const Link& intra, const Link& inter,
+                                 GroupLimit routing) {
   if (group <= 1) return 0;
   const int64_t g = std::min(std::max<int64_t>(1, per_node), group);
   const int64_t nodes = (group + g - 1) / g;
@@ -202,9 +254,8 @@ double expert_all_to_all_seconds(int64_t group, int64_t per_node, double bytes, 
   if (mode == AllToAllMode::low_latency) {
     return (n - 1) / n * bytes / inter.bandwidth + inter.latency_s;
   }
-  const double N = static_cast<double>(nodes);
   const double k = static_cast<double>(std::max<int64_t>(1, top_k));
-  const double remote_nodes = (N - 1) * (1 - std::pow(1 - 1 / N, k));
+  const double remote_nodes = expected_remote_nodes(nodes, top_k, routing);
   const double network = bytes / k * remote_nodes;
   const double gd = static_cast<double>(g);
   const double nvlink = bytes * (gd - 1) / gd;

@@ -137,8 +137,23 @@ double collective_seconds(CollectiveKind kind, int64_t group, double bytes, cons
 //    latencies;
 //  - low-latency mode: (group-1)/group of the bytes over the network, + its latency.
 // Every message of the all-to-all is in flight at once (one latency per hop, not one per
-// peer). 0 for a group of one.
+// peer). 0 for a group of one. With group-limited routing (`routing`), the throughput mode's
+// remote nodes are expected_remote_nodes'.
+struct GroupLimit {
+  int64_t groups = 0;  // 0: uniform routing over all experts
+  int64_t groups_per_token = 0;
+};
 double expert_all_to_all_seconds(int64_t group, int64_t per_node, double bytes, int64_t top_k,
-                                 AllToAllMode mode, const Link& intra_node, const Link& inter_node);
+                                 AllToAllMode mode, const Link& intra_node, const Link& inter_node,
+                                 GroupLimit routing = {});
+
+// Remote nodes a token's top_k experts lie on, in expectation, over `nodes` nodes. Uniform
+// routing: (N - 1)(1 - (1 - 1/N)^k). Group-limited: the experts laid out in order over the
+// nodes (each node an N-th of them) and over the groups (each group a G-th): a token takes t
+// of the G groups uniformly and its k experts uniformly from those groups' experts, so node n
+// is reached with probability 1 - (1 - f_n)^k, f_n the chosen groups' share on node n; averaged
+// over the C(G, t) choices and the token's own node (uniform): (1 - 1/N) x the expected nodes
+// reached. Refused (std::invalid_argument) beyond 10^6 group choices.
+double expected_remote_nodes(int64_t nodes, int64_t top_k, GroupLimit routing);
 
 }  // namespace streamspark::engine

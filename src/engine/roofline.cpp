@@ -345,7 +345,7 @@ double DeviceRates::collective_time(const Collective& x) const {
   // pairwise algorithms, not DeepEP's).
   if (x.expert_parallel) {
     return expert_all_to_all_seconds(x.group, x.gpus_per_node, bytes, x.top_k, x.mode, intra_node,
-                                     inter_node);
+                                     inter_node, x.routing);
   }
   if (calibrated && working_set_model && !working_set_model->hardware.collectives.empty()) {
     const Hardware& hw = working_set_model->hardware;

@@ -302,11 +302,18 @@ void map_deepseek_v2(Yaml& y, const Config& c) {
                       c.integer("intermediate_size"), act));
   }
   if (moe) {
+    // Group-limited routing (n_group groups, topk_group of them a token) where it limits.
+    const int64_t groups = c.integer_or("n_group", 1, 1);
+    const int64_t per_token = c.integer_or("topk_group", groups, 1);
+    const std::string limit =
+        groups > 1 && per_token < groups
+            ? fmt::format(", groups: {}, groups_per_token: {}", groups, per_token)
+            : std::string();
     y.add(fmt::format(
         "moe: {{n_experts: {}, top_k: {}, d_ff: {}, n_shared_experts: {}, "
-        "activation: {}}}",
+        "activation: {}{}}}",
         c.integer("n_routed_experts"), c.integer("num_experts_per_tok"),
-        c.integer("moe_intermediate_size"), c.integer_or("n_shared_experts", 0, 0), act));
+        c.integer("moe_intermediate_size"), c.integer_or("n_shared_experts", 0, 0), act, limit));
     y.add("layers:");
     if (dense > 0) y.add(fmt::format("  - {{kind: attention+mlp, count: {}}}", dense));
     y.add(fmt::format("  - {{kind: attention+moe, count: {}}}", layers - dense));

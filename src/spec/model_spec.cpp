@@ -14,7 +14,8 @@
 //               kv_share, rope, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 //               v_head_dim}
 //   mlp: {kind: gated|plain, d_ff, activation: silu|gelu|relu|relu2}
-//   moe: {n_experts, top_k, d_ff, n_shared_experts, shared_d_ff, kind, activation}
+//   moe: {n_experts, top_k, d_ff, n_shared_experts, shared_d_ff, kind, activation,
+//         groups, groups_per_token (group-limited routing, together)}
 //   mamba: {d_state, d_conv, expand, dt_rank, conv_bias, inner_norms}
 //   linear_attention: {n_heads, key_dim, head_dim, feature_dim, normalizer, output_gate}
 //   layers: the layer pattern, a list of "mixer+ffn" tokens (mixer: attention, local, mamba,
@@ -246,6 +247,9 @@ void parse_moe(MapReader& r, Sections& out) {
   const auto shared_d_ff = r.integer("shared_d_ff", Presence::optional);
   const auto kind = r.enumeration<MlpKind>("kind", Presence::optional);
   const auto activation = r.enumeration<Activation>("activation", Presence::optional);
+  const bool has_groups = r.has("groups"), has_groups_per_token = r.has("groups_per_token");
+  const auto groups = r.integer("groups", Presence::optional, 1);
+  const auto groups_per_token = r.integer("groups_per_token", Presence::optional, 1);
   r.finish();
   if (!n_experts || !top_k || !d_ff) {
     out.ok = false;
@@ -256,6 +260,35 @@ void parse_moe(MapReader& r, Sections& out) {
     out.ok = false;
     return;
   }
+  if (has_groups != has_groups_per_token) {
+    r.error_at(has_groups ? "groups" : "groups_per_token",
+               "group-limited routing needs both groups and groups_per_token");
+    out.ok = false;
+    return;
+  }
+  if (has_groups && (!groups || !groups_per_token)) {
+    out.ok = false;
+    return;
+  }
+  if (groups) {
+    const char* problem = nullptr;
+    if (*n_experts % *groups != 0) {
+      problem = "groups must divide n_experts";
+    } else if (*groups_per_token > *groups) {
+      problem = "groups_per_token exceeds groups";
+    } else if (*top_k > *groups_per_token * (*n_experts / *groups)) {
+      problem = "top_k exceeds the experts of groups_per_token groups";
+    } else if (*groups > 64) {
+      problem = "at most 64 groups";
+    }
+    if (problem) {
+      r.error_at("groups", fmt::format("{} (n_experts {}, top_k {}, groups {}, groups_per_token "
+                                       "{})",
+                                       problem, *n_experts, *top_k, *groups, *groups_per_token));
+      out.ok = false;
+      return;
+    }
+  }
   engine::Moe e;
   e.n_experts = *n_experts;
   e.top_k = *top_k;
@@ -264,6 +297,8 @@ void parse_moe(MapReader& r, Sections& out) {
   e.shared_d_ff = shared_d_ff.value_or(*d_ff);
   e.kind = kind.value_or(MlpKind::gated);
   e.activation = activation.value_or(default_activation(e.kind));
+  e.groups = groups.value_or(0);
+  e.groups_per_token = groups_per_token.value_or(0);
   out.moe = e;
 }
 

@@ -114,6 +114,36 @@ TEST_CASE("expert all-to-all: one node, low-latency and throughput modes by hand
   CHECK(expert_all_to_all_seconds(1, 8, prefill, 8, AllToAllMode::throughput, nvlink, ib) == 0);
 }
 
+TEST_CASE("group-limited routing: the remote nodes a token reaches, by hand") {
+  // Uniform routing, and a limit that limits nothing: (N - 1)(1 - (1 - 1/N)^k).
+  CHECK(expected_remote_nodes(4, 8, {}) == doctest::Approx(2.6996612548828125).epsilon(1e-15));
+  CHECK(expected_remote_nodes(4, 8, {8, 8}) == expected_remote_nodes(4, 8, {}));
+  CHECK(expected_remote_nodes(1, 8, {8, 4}) == 0);
+  // DeepSeek-V3 (8 groups, 4 a token, top 8) on 4 nodes, two whole groups a node. Of the 4
+  // chosen groups, j lie on a given node with hypergeometric odds C(2,j) C(6,4-j) / C(8,4):
+  // 15/70, 40/70, 15/70 for j = 0, 1, 2; each of the 8 experts lands there with probability
+  // j/4, so the node is reached with 40/70 (1 - (3/4)^8) + 15/70 (1 - (1/2)^8), and a token
+  // reaches 3 x that = 250365/114688 = 2.18300955636... remote nodes (uniform: 2.6997).
+  CHECK(expected_remote_nodes(4, 8, {8, 4}) == doctest::Approx(250365.0 / 114688).epsilon(1e-14));
+  // 16 nodes, each group on two of them: a node is one of the chosen groups' 8 nodes with odds
+  // 4/8, then reached with 1 - (7/8)^8: (15/16) x 16 x 1/2 x (1 - (7/8)^8).
+  CHECK(expected_remote_nodes(16, 8, {8, 4}) ==
+        doctest::Approx(7.5 * (1 - std::pow(7.0 / 8, 8))).epsilon(1e-14));
+  // The throughput-mode all-to-all of DeepSeek's prefill (32 GPUs on 4 nodes, 939,524,096 B of
+  // copies): 939,524,096 / 8 x 250365/114688 = 256,373,760 B cross the network (5.1274752 ms at
+  // 50 GB/s), now under NVLink's 822,083,584 B at 160 GB/s (5.1380224 ms), which decides.
+  const Link nvlink{160e9, 1.8e-6};
+  const Link ib{50e9, 5.4e-6};
+  const double prefill = 16384.0 * 8 * 7168;
+  CHECK(expert_all_to_all_seconds(32, 8, prefill, 8, AllToAllMode::throughput, nvlink, ib,
+                                  {8, 4}) == doctest::Approx(5.1380224e-3 + 7.2e-6).epsilon(1e-12));
+  // Low latency sends each copy to its expert's GPU: the limit changes nothing.
+  CHECK(
+      expert_all_to_all_seconds(32, 8, prefill, 8, AllToAllMode::low_latency, nvlink, ib, {8, 4}) ==
+      expert_all_to_all_seconds(32, 8, prefill, 8, AllToAllMode::low_latency, nvlink, ib));
+  CHECK_THROWS_AS(expected_remote_nodes(4, 8, {64, 32}), std::invalid_argument);  // C(64,32)
+}
+
 TEST_CASE("DeepSeek-V3 prefill at attention DP 32, EP 32 with 32 redundant experts") {
   const Model m = deepseek_v3();
   Analyzer a(m, h800(), wide_ep(32, 32));

@@ -61,6 +61,10 @@ TEST_CASE("imported configs cost exactly like the catalog entries") {
     CHECK(engine::active_params(got) == engine::active_params(want));
     CHECK(engine::state_elements(got, 5000) == engine::state_elements(want, 5000));
     CHECK(got.max_context == want.max_context);
+    for (size_t k = 0; k < want.layers.size() && k < got.layers.size(); ++k) {
+      CHECK(got.layers[k].moe.groups == want.layers[k].moe.groups);
+      CHECK(got.layers[k].moe.groups_per_token == want.layers[k].moe.groups_per_token);
+    }
   }
   // Mamba's config has no max_position_embeddings: the context comes from the option.
   ImportOptions with_context;

@@ -48,8 +48,9 @@ void add_wide_ep_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, No
   const int64_t routed = static_cast<int64_t>(std::ceil(mean_routed * s.expert_imbalance));
   add_norm_and_router(b, s, e, norm, rows);
   const int64_t copies = checked_mul(rows, e.top_k, s.D);
+  const GroupLimit routing{e.groups, e.groups_per_token};
   b.expert_all_to_all(OpId::ep_dispatch, s.ep, s.gpus_per_node, b.compute_act_bytes(copies),
-                      e.top_k, s.all_to_all, s.overlapped);
+                      e.top_k, s.all_to_all, s.overlapped, routing);
   // Experts touched by the replica's tokens (uniform routing), this GPU's share of them.
   const double touched = expected_experts_touched(e.n_experts, e.top_k, s.ep_tokens) /
                          static_cast<double>(e.n_experts);
@@ -63,7 +64,7 @@ void add_wide_ep_moe(OpListBuilder& b, const StepDims& s, const LayerKind& k, No
   b.activation(OpId::moe_act, routed, e.d_ff, e.kind, e.activation);
   expert_gemm(OpId::moe_down, s.D, e.d_ff);
   b.expert_all_to_all(OpId::ep_combine, s.ep, s.gpus_per_node, b.act_bytes(copies), e.top_k,
-                      s.all_to_all, s.overlapped);
+                      s.all_to_all, s.overlapped, routing);
   {
     Traffic t;  // weighted sum of each token's top_k expert outputs, on the token's own GPU
     t.activations = b.act_bytes(checked_add(copies, checked_mul(rows, s.D)));

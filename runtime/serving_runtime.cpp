@@ -44,12 +44,17 @@ WorkloadTokens conversation_prompts(Decoder& contiguous,
   WorkloadTokens out;
   out.prompts = workload_prompts(requests, contiguous.model().vocab_size, seed);
   out.references.reserve(requests.size());
-  std::map<int64_t, std::vector<int32_t>> so_far;  // prefix group -> its conversation's tokens
+  out.history_from.assign(requests.size(), -1);
+  // Prefix group -> its conversation's tokens so far, and the turn they end with.
+  std::map<int64_t, std::pair<std::vector<int32_t>, int64_t>> so_far;
   for (size_t i = 0; i < requests.size(); ++i) {
     const engine::Request& r = requests[i];
     std::vector<int32_t>& prompt = out.prompts[i];
-    if (r.prefix_group >= 1) {
-      const std::vector<int32_t>& history = so_far[r.prefix_group];
+    // A conversation's first turn here repeats what came before the workload (a trace cut
+    // from a log): its own fresh tokens stand for it.
+    if (const auto seen = so_far.find(r.prefix_group);
+        r.prefix_group >= 1 && seen != so_far.end()) {
+      const std::vector<int32_t>& history = seen->second.first;
       if (r.shared_prefix > static_cast<int64_t>(history.size())) {
         throw std::invalid_argument(
             fmt::format("serve-bench: request {} (in arrival order, from 0) repeats {} tokens of "
@@ -58,21 +63,29 @@ WorkloadTokens conversation_prompts(Decoder& contiguous,
                         i, r.shared_prefix, history.size()));
       }
       std::copy(history.begin(), history.begin() + r.shared_prefix, prompt.begin());
+      if (r.shared_prefix > 0) out.history_from[i] = seen->second.second;
     }
     out.references.push_back(generate_alone(contiguous, prompt, r.output));
     if (r.prefix_group >= 1 && r.publish_tokens == r.prompt + r.output) {
       std::vector<int32_t> history = prompt;
       const std::vector<int32_t>& generated = out.references.back().tokens;
       history.insert(history.end(), generated.begin(), generated.end());
-      so_far[r.prefix_group] = std::move(history);
+      so_far[r.prefix_group] = {std::move(history), static_cast<int64_t>(i)};
     }
   }
   return out;
 }
 
 RuntimeIterations::RuntimeIterations(Decoder& decoder, const std::vector<engine::Request>& requests,
-                                     std::vector<std::vector<int32_t>> prompts)
-    : decoder_(decoder), requests_(requests), tokens_(std::move(prompts)) {
+                                     std::vector<std::vector<int32_t>> prompts,
+                                     std::vector<int64_t> history_from)
+    : decoder_(decoder),
+      requests_(requests),
+      tokens_(std::move(prompts)),
+      history_from_(std::move(history_from)) {
+  if (!history_from_.empty() && history_from_.size() != requests.size()) {
+    throw std::invalid_argument("serving: one history source per request, or none");
+  }
   if (!decoder.paged()) throw std::invalid_argument("serving runs a paged decoder");
   if (tokens_.size() != requests.size()) {
     throw std::invalid_argument("serving: one prompt per request");
@@ -88,6 +101,7 @@ RuntimeIterations::RuntimeIterations(Decoder& decoder, const std::vector<engine:
   }
   pool_tokens_.assign(static_cast<size_t>(decoder.kv_blocks() * decoder.block_size()), -1);
   next_position_.assign(requests.size(), -1);
+  last_iteration_.assign(requests.size(), -1);
 }
 
 void RuntimeIterations::record(const std::vector<int32_t>& table, const int32_t* tokens,
@@ -118,7 +132,7 @@ void RuntimeIterations::prepare(const engine::Scheduler& scheduler) {
   if (blocks->has(prefix_id)) {
     const int64_t n = blocks->tokens(prefix_id);
     for (size_t i = 0; i < requests_.size(); ++i) {
-      if (requests_[i].shared_prefix == n) {
+      if (requests_[i].prefix_group <= 0 && requests_[i].shared_prefix == n) {  // pinned_prefix
         decoder_.step({{tokens_[i].data(), n, 0, &blocks->block_table(prefix_id), false}});
         record(blocks->block_table(prefix_id), tokens_[i].data(), 0, n);
         break;
@@ -149,12 +163,23 @@ double RuntimeIterations::seconds(const engine::Iteration& it, const engine::Sch
       throw std::logic_error("serving: an iteration feeds tokens not generated yet");
     }
     const std::vector<int32_t>& table = blocks->block_table(item.request);
-    // An admission that starts on cached positions: they must hold its tokens.
-    if (item.past != next_position_[i] && item.past > 0 &&
-        !holds(table, tokens_[i].data(), item.past)) {
+    if (next_position_[i] < 0 && !history_from_.empty() && history_from_[i] >= 0) {
+      // First admission of a conversation's turn: its history is the turn before as that
+      // turn ran here (prompt and the tokens generated so far), which is what its cached
+      // blocks hold; alone, the turn before may have chosen otherwise at a near tie.
+      const std::vector<int32_t>& before = tokens_[static_cast<size_t>(history_from_[i])];
+      const auto n = static_cast<ptrdiff_t>(
+          std::min<size_t>(static_cast<size_t>(requests_[i].shared_prefix), before.size()));
+      std::copy(before.begin(), before.begin() + n, tokens_[i].begin());
+    }
+    // An admission (the first, or one after a preemption: the request missed the iteration
+    // before) that starts on cached positions: they must hold its tokens.
+    const bool resumes = item.past != next_position_[i] || last_iteration_[i] + 1 != iterations_;
+    if (resumes && item.past > 0 && !holds(table, tokens_[i].data(), item.past)) {
       ++stale_prefix_admissions_;
     }
     next_position_[i] = item.past + item.new_tokens;
+    last_iteration_[i] = iterations_;
     record(table, tokens_[i].data() + item.past, item.past, item.new_tokens);
     steps_.push_back({tokens_[i].data() + item.past, item.new_tokens, item.past, &table, emits});
     if (emits) emitting_.push_back(item.request);
@@ -182,6 +207,11 @@ double RuntimeIterations::now() {
 void RuntimeIterations::wait_until(double seconds) {
   std::this_thread::sleep_until(
       start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+}
+
+std::vector<int32_t> RuntimeIterations::prompt(int64_t i) const {
+  const auto& all = tokens_[static_cast<size_t>(i)];
+  return {all.begin(), all.begin() + prompt_lengths_[static_cast<size_t>(i)]};
 }
 
 std::vector<int32_t> RuntimeIterations::output(int64_t i) const {

@@ -33,11 +33,15 @@ ReferenceGeneration generate_alone(Decoder& contiguous, const std::vector<int32_
 // + output): that turn's prompt and the tokens it generates, which are known only by running
 // it, so each request is generated alone on `contiguous`, in order, as the prompts are built
 // (the token check's references, returned beside them). Other requests' prompts are
-// workload_prompts'. Throws std::invalid_argument for a turn whose shared prefix is longer than
-// its conversation so far.
+// workload_prompts'. A conversation's first turn in the workload keeps fresh ids for what it
+// repeats (what came before a trace). Throws std::invalid_argument for a later turn whose shared
+// prefix is longer than its conversation so far.
 struct WorkloadTokens {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<ReferenceGeneration> references;  // one per request
+  // Per request, the turn whose tokens its shared prefix repeats (-1: none): RuntimeIterations
+  // takes them from that turn as it ran.
+  std::vector<int64_t> history_from;
 };
 WorkloadTokens conversation_prompts(Decoder& contiguous,
                                     const std::vector<engine::Request>& requests, uint64_t seed);
@@ -48,8 +52,13 @@ bool has_conversations(const std::vector<engine::Request>& requests);
 // most its blocks, and recompute preemption (swapping is not implemented in the runtime).
 class RuntimeIterations final : public engine::IterationTimer {
  public:
+  // `history_from` (empty, or one per request): a conversation's turn takes its shared prefix,
+  // at its first admission, from that request's tokens as they ran here (prompt and output so
+  // far): what the cached blocks it starts on hold, even where the turn before chose another
+  // token batched than alone (a near tie).
   RuntimeIterations(Decoder& decoder, const std::vector<engine::Request>& requests,
-                    std::vector<std::vector<int32_t>> prompts);
+                    std::vector<std::vector<int32_t>> prompts,
+                    std::vector<int64_t> history_from = {});
 
   void prepare(const engine::Scheduler& scheduler) override;  // the shared prefix; clock starts
   double seconds(const engine::Iteration& it, const engine::Scheduler& scheduler) override;
@@ -58,10 +67,12 @@ class RuntimeIterations final : public engine::IterationTimer {
   double now() override;
   void wait_until(double seconds) override;
 
-  // Request i's generated tokens.
+  // Request i's prompt as it ran, and its generated tokens.
+  std::vector<int32_t> prompt(int64_t i) const;
   std::vector<int32_t> output(int64_t i) const;
   int64_t iterations() const { return iterations_; }
-  // Admissions (a request's first step, or its first after a preemption) that started on
+  // Admissions (a request's first step, or its first after a preemption or a skipped
+  // iteration) that started on
   // cached KV positions (a shared or cached prefix, blocks it kept) of which one held another
   // token than the request's own at that position: the cache served the wrong prefix. Each
   // position's token is recorded as a step writes it, per pool block.
@@ -80,6 +91,8 @@ class RuntimeIterations final : public engine::IterationTimer {
   // never), and the position after each request's last step (-1: not running).
   std::vector<int32_t> pool_tokens_;
   std::vector<int64_t> next_position_;
+  std::vector<int64_t> last_iteration_;  // the iteration of each request's last step (-1: none)
+  std::vector<int64_t> history_from_;
   int64_t stale_prefix_admissions_ = 0;
   void record(const std::vector<int32_t>& table, const int32_t* tokens, int64_t from, int64_t n);
   bool holds(const std::vector<int32_t>& table, const int32_t* tokens, int64_t n) const;

@@ -189,7 +189,7 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
   Decoder decoder(backend, model, random_weights(model, plan.seed),
                   PagedKvConfig{blocks, s.block_size}, model.max_context);
   warm_up(decoder, model, blocks, s.block_size, plan.seed);
-  RuntimeIterations executor(decoder, requests, workload.prompts);
+  RuntimeIterations executor(decoder, requests, workload.prompts, workload.history_from);
   ComparedIterations compared(executor);
   result.measured = engine::simulate(requests, result.options, compared);
   result.machine_check = finish_machine_check(backend, hardware, check);
@@ -200,6 +200,14 @@ ServeBenchResult run_serve_bench(Backend& backend, const engine::Model& model,
   result.stale_prefix_admissions = executor.stale_prefix_admissions();
   if (plan.verify_tokens) {
     if (!workload.references.empty()) {
+      // A turn whose history ran otherwise than alone (a near tie before it) ran another
+      // prompt: its reference is that prompt's, generated alone again.
+      for (size_t i = 0; i < requests.size(); ++i) {
+        std::vector<int32_t> ran = executor.prompt(static_cast<int64_t>(i));
+        if (ran == workload.prompts[i]) continue;
+        workload.references[i] = generate_alone(*contiguous, ran, requests[i].output);
+        ++result.prompts_rebuilt;
+      }
       result.tokens = check_tokens(workload.references, executor);
     } else {
       if (!contiguous) {

@@ -53,6 +53,9 @@ struct ServeBenchResult {
   // Admissions whose cached KV positions held other tokens than the request's
   // (RuntimeIterations::stale_prefix_admissions): 0 unless the cache served a wrong prefix.
   int64_t stale_prefix_admissions = 0;
+  // Conversation turns whose history, as the turns before them ran batched, differed from
+  // their runs alone (near ties), so their references were generated again.
+  int64_t prompts_rebuilt = 0;
   // The probe's GEMM points at the anchor nearest a decode step of the mean prompt at batch 1,
   // 4 and 16 (at most max_batch), and its compute-bound end; empty when not checked.
   std::vector<MachineCheck> machine_check;

@@ -297,6 +297,13 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
     }
     in.host_tier_bytes = *r.kv_offload_bytes;
     in.host_bandwidth = r.scheduler.host_bandwidth.value_or(0);
+    if (in.host_bandwidth <= 0 &&
+        std::none_of(in.hardware.begin(), in.hardware.end(),
+                     [](const engine::Hardware& h) { return h.host_link.has_value(); })) {
+      throw UsageError(
+          "--kv-offload: needs the host link's bandwidth: no --hardware file has a host_link; "
+          "pass --host-bandwidth");
+    }
   } else if (r.scheduler.host_bandwidth) {
     throw UsageError("--host-bandwidth: plan moves KV over the host link only with --kv-offload");
   }

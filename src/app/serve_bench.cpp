@@ -34,7 +34,7 @@ ServeBenchOutcome serve_bench(const ServeBenchRequest& r, const Context& context
   check_prefix_context(model, r.workload);
   const auto requests = workload_requests(r.workload, &workload);
   check_requests_context(requests, model, r.workload);
-  plan.options = serving_options(r.scheduler, model.max_context);
+  plan.options = serving_options(r.scheduler, model.max_context, nullptr, &hardware);
   plan.kv_memory_bytes = r.kv_memory_bytes;
   const auto backend = make_backend(r.backend);
   const int threads = resolve_threads(r.backend.threads);
@@ -67,8 +67,7 @@ ServeBenchOutcome serve_bench(const ServeBenchRequest& r, const Context& context
   if (b.stale_prefix_admissions > 0) {
     out.failure += fmt::format(
         "{}{} admissions started on cached KV positions that held other tokens than their "
-        "prompt (a conversation's turn before them generated otherwise batched than alone, "
-        "or the cache named the wrong blocks)",
+        "prompt: the cache served a wrong prefix",
         out.failure.empty() ? "" : "; ", b.stale_prefix_admissions);
   }
   return out;

@@ -242,6 +242,9 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
           "--prefix-cache: not modelled with --disaggregate (a prefix cache per pool and the "
           "transfer of hits are not)");
     }
+    if (r.kv_offload_bytes) {
+      throw UsageError("--kv-offload: not modelled with --disaggregate (it needs --prefix-cache)");
+    }
     return serve_sim_disaggregated(r, context, stack);
   }
   const engine::ServingStack* preset = stack ? &*stack : nullptr;
@@ -260,11 +263,14 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
       serving_options(r.scheduler, model.max_context, preset, &hardware);
   check_prefix_cache(options.scheduler, r.speculative.has_value());
   if (options.scheduler.prefix_cache) check_prefix_cache(model);
-  if (r.kv_offload_bytes && (!options.scheduler.prefix_cache || options.host_bandwidth <= 0)) {
+  if (r.kv_offload_bytes && !options.scheduler.prefix_cache) {
     throw UsageError(
-        fmt::format("--kv-offload: offloads the prefix cache's evicted blocks; it needs "
-                    "--prefix-cache and the host link's bandwidth (--host-bandwidth; {} has no "
-                    "host_link)",
+        "--kv-offload: offloads the prefix cache's evicted blocks; it needs --prefix-cache");
+  }
+  if (r.kv_offload_bytes && options.host_bandwidth <= 0) {
+    throw UsageError(
+        fmt::format("--kv-offload: needs the host link's bandwidth: {} has no host_link; pass "
+                    "--host-bandwidth",
                     hardware.name));
   }
   std::unique_ptr<engine::SpeculativeIterationCost> spec_cost;
@@ -289,10 +295,16 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   if (r.kv_offload_bytes) {  // the host tier in tokens of this GPU's KV
     options.scheduler.host_cache_tokens = static_cast<int64_t>(
         std::min(9e15, *r.kv_offload_bytes / static_cast<double>(cost->kv_bytes_per_token())));
-    if (options.scheduler.host_cache_tokens < options.scheduler.block_size) {
+    // Each pipeline micro-batch scheduler gets 1/pp of the tier (simulate_deployment).
+    const int64_t pp = analysis.costing.parallel.pp;
+    if (options.scheduler.host_cache_tokens / pp < options.scheduler.block_size) {
       throw UsageError(fmt::format(
-          "--kv-offload: {:.4g} bytes hold {} tokens of KV, less than one {}-token block",
-          *r.kv_offload_bytes, options.scheduler.host_cache_tokens, options.scheduler.block_size));
+          "--kv-offload: {:.4g} bytes hold {} tokens of KV{}, less than one {}-token block",
+          *r.kv_offload_bytes, options.scheduler.host_cache_tokens,
+          pp > 1 ? fmt::format(" ({} per pipeline scheduler)",
+                               options.scheduler.host_cache_tokens / pp)
+                 : std::string(),
+          options.scheduler.block_size));
     }
   }
   try {

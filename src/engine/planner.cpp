@@ -258,6 +258,18 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   }
   SchedulerOptions s = scheduler_of(in, c);
   if (!fits_memory(in, w, *cost, s, c)) return;
+  if (in.host_tier_bytes > 0 && cost->kv_bytes_per_token() > 0) {
+    // Each pipeline scheduler gets 1/pp of the tier (simulate_deployment).
+    const double tokens = in.host_tier_bytes / static_cast<double>(cost->kv_bytes_per_token()) /
+                          static_cast<double>(c.layout.pp);
+    if (tokens < static_cast<double>(s.block_size)) {
+      reject(c, RejectKind::does_not_fit,
+             "the KV offload tier holds " + std::to_string(static_cast<int64_t>(tokens)) +
+                 " tokens per scheduler, less than one " + std::to_string(s.block_size) +
+                 "-token block");
+      return;
+    }
+  }
   if (const auto miss = worst_miss(
           latencies_alone(in.unit_requests, *cost, in.stack.request_s, in.scheduler.prefix_cache),
           objectives_for(in, c))) {

@@ -150,11 +150,14 @@ bool Scheduler::admit_kv(int64_t i) {
     if (options_.prefix_cache && r.prefix_group >= 0) {
       // Its group's cached blocks in a row, within what the group and it share (the last
       // known token is always computed: it yields the next one).
-      // First admission: what it declares shared with its group. After a preemption, also
-      // its own tokens it named in the group before (a conversation's turn).
-      const bool first = records_[static_cast<size_t>(i)].prefix_hit_tokens < 0;
+      // What it declares shared with its group; after a preemption that came once its prompt
+      // was done (a token generated), also its own tokens it named in the group before (a
+      // conversation's turn). Not before: a later turn may have named its prompt's blocks, and
+      // finding them would let its first token come sooner than its prompt alone allows (the
+      // planner's bound).
+      const bool own = sequences_[static_cast<size_t>(i)].generated > 0;
       const int64_t shares = std::min(
-          first ? r.shared_prefix : std::max(r.shared_prefix, r.publish_tokens), known(i) - 1);
+          own ? std::max(r.shared_prefix, r.publish_tokens) : r.shared_prefix, known(i) - 1);
       const int64_t blocks =
           paged_->cached_prefix_blocks(r.prefix_group, shares / options_.block_size);
       const int64_t attached = blocks > 0 ? paged_->attach_prefix(i, r.prefix_group, blocks) : 0;

@@ -179,6 +179,9 @@ std::string html_inputs(const PlanReport& r) {
   input_row("objectives", objectives_text(in.objectives));
   for (const std::string& line : confidence_lines(r)) input_row("confidence", line);
   input_row("grid", grid_text(r));
+  if (const std::string cache = prefix_cache_text(in); !cache.empty()) {
+    input_row("prefix cache", cache);
+  }
   input_row("limits", fmt::format("max GPUs {}, max GPUs per node {}",
                                   in.max_gpus > 0 ? std::to_string(in.max_gpus) : "no limit",
                                   in.max_gpus_per_node > 0 ? std::to_string(in.max_gpus_per_node)

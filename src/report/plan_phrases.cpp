@@ -232,6 +232,20 @@ std::string labels_text(const std::vector<std::string>& labels, size_t shown) {
   return s;
 }
 
+std::string prefix_cache_text(const engine::PlanInputs& in) {
+  if (!in.scheduler.prefix_cache) return "";
+  std::string s = "each replica keeps prompt blocks across requests (LRU)";
+  if (in.host_tier_bytes > 0) {
+    s += fmt::format(", with a host tier of {} a GPU over {}", format_bytes(in.host_tier_bytes),
+                     in.host_bandwidth > 0
+                         ? format_bandwidth(in.host_bandwidth) + " (--host-bandwidth)"
+                         : std::string("each hardware file's host_link"));
+  }
+  return s +
+         "; a replica is simulated with the whole workload at its share of the rate, so it "
+         "holds every conversation";
+}
+
 // Prompt tokens found cached over prompt tokens (0 with none).
 double prefix_hit_rate(const engine::ServingMetrics& m) {
   return m.prompt_tokens > 0

@@ -85,6 +85,9 @@ std::vector<std::pair<std::vector<std::string>, std::string>> rejection_groups(c
 std::string labels_text(const std::vector<std::string>& labels, size_t shown);
 
 json latency_json(const engine::ServingMetrics& m);
+// The prefix cache the replicas keep (plan --prefix-cache, --kv-offload), one line; empty
+// without one.
+std::string prefix_cache_text(const engine::PlanInputs& in);
 // Prompt tokens found cached over prompt tokens (0 with none).
 double prefix_hit_rate(const engine::ServingMetrics& m);
 

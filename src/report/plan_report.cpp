@@ -214,11 +214,8 @@ std::string plan_table(const PlanReport& r) {
   out += fmt::format("objectives: {}\n", objectives_text(in.objectives));
   for (const std::string& line : confidence_lines(r)) out += line + "\n";
   out += "grid: " + grid_text(r) + "\n";
-  if (in.scheduler.prefix_cache) {
-    out +=
-        "prefix cache: each replica keeps prompt blocks across requests (LRU); a replica is "
-        "simulated with the whole workload at its share of the rate, so it holds every "
-        "conversation\n";
+  if (const std::string cache = prefix_cache_text(in); !cache.empty()) {
+    out += "prefix cache: " + cache + "\n";
   }
   if (r.stack) out += stack_line(*r.stack);
   std::string prices;
@@ -345,6 +342,12 @@ nlohmann::json plan_json(const PlanReport& r) {
            {"candidates", candidates}};
   if (r.stack) out["stack"] = stack_json(*r.stack);
   if (r.bands) out["bands"] = plan_bands_json(r);
+  if (in.scheduler.prefix_cache) {
+    out["prefix_cache"] = {{"host_tier_bytes", in.host_tier_bytes}};
+    // null: each hardware file's host_link
+    out["prefix_cache"]["host_bandwidth"] =
+        in.host_bandwidth > 0 ? json(in.host_bandwidth) : json(nullptr);
+  }
   if (in.goal == PlanGoal::max_rate) {
     out["limits"]["fleet_gpus"] = in.fleet_gpus;
   } else {

@@ -26,6 +26,12 @@ std::string serve_bench_table(const app::ServeBenchOutcome& o) {
                       r.tokens.near_ties, runtime::kNearTieMargin)
                 : "\n";
   }
+  if (r.prompts_rebuilt > 0) {
+    text += fmt::format(
+        "{} conversation turns ran on a history that differed from the turns before them run "
+        "alone (near ties); their references were generated again from the prompts they ran\n",
+        r.prompts_rebuilt);
+  }
   if (r.stale_prefix_admissions > 0) {
     text += fmt::format(
         "cached prefixes: {} admissions started on cached KV positions holding other tokens\n",
@@ -43,6 +49,7 @@ nlohmann::json serve_bench_json(const app::ServeBenchOutcome& o) {
   j["token_near_ties"] = r.tokens.near_ties;
   j["token_mismatches"] = r.tokens.mismatched();
   j["stale_prefix_admissions"] = r.stale_prefix_admissions;
+  j["prompts_rebuilt"] = r.prompts_rebuilt;
   j["machine_check"] = machine_check_json(r.machine_check);
   return j;
 }

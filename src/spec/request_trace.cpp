@@ -207,14 +207,16 @@ std::vector<engine::Request> load_request_trace(const std::string& path, std::ve
   std::vector<engine::Request> sorted;
   sorted.reserve(out.size());
   // A conversation's turn continues it when it repeats all of it, the turn before's prompt and
-  // output (the first turn: nothing): then its own tokens are the conversation the next turn
+  // output; its first row in the trace always does (what it repeats came before the trace, as
+  // in a trace cut from a log): then its own tokens are the conversation the next turn
   // repeats. A turn that repeats less shares only what it declares.
   std::map<int64_t, int64_t> conversation;  // prefix group -> tokens of it so far
   for (size_t k : order) {
     engine::Request& r = out[k];
     if (r.prefix_group < 1) continue;
-    int64_t& so_far = conversation[r.prefix_group];
-    if (r.shared_prefix == so_far) {
+    const auto [at, first] = conversation.try_emplace(r.prefix_group, 0);
+    int64_t& so_far = at->second;
+    if (first || r.shared_prefix == so_far) {
       r.publish_tokens = r.prompt + r.output;
       so_far = r.publish_tokens;
     }

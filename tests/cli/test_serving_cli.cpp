@@ -131,8 +131,33 @@ TEST_CASE(
   CHECK(c["measured"]["prefix_cache"]["hit_tokens"].get<int64_t>() > 0);
   REQUIRE(c["comparison"].size() == 11);
   CHECK(c["comparison"][10]["metric"] == "prefix hit tokens");
+  // serve-bench has no host tier: the option is not there.
   const Run offload = run("serve-bench -m tiny-test -H l40s --prefix-cache --kv-offload 1MB");
   CHECK(offload.exit_code == 2);
+  CHECK(offload.err.find("--kv-offload") != std::string::npos);
+  // 40-token outputs fill whole blocks that the next turn attaches. Where a turn chose another
+  // token batched than alone (a near tie, which this workload has shown on 2 vCPUs), the next
+  // turn's history is the tokens as they ran (its reference generated again), not a stale hit.
+  const Run ties =
+      run("serve-bench -m tiny-test -H l40s --method roofline -j 2 -n 48 --rate 40 --sessions 4 "
+          "--session-turns 6 --prompt-len 64 --output-len 40 --prefix-cache -f json");
+  REQUIRE(ties.exit_code == 0);
+  const json t = json::parse(ties.out);
+  CHECK(t["stale_prefix_admissions"] == 0);
+  CHECK(t["token_mismatches"] == 0);
+  // A pinned system prompt (no --prefix-cache) beside a conversation of the same prefix
+  // length: the prompt cached before the clock starts is the system prompt's, not the turn's.
+  const fs::path mix = scratch_dir() / "mix.csv";
+  {
+    std::ofstream f(mix);
+    f << "arrival_s,prompt_tokens,output_tokens,shared_prefix_tokens,session_id\n"
+         "0,64,16,0,0\n0.01,96,8,80,0\n0.02,96,8,80,\n0.03,96,8,80,\n";
+  }
+  const Run pinned = run("serve-bench -m tiny-test -H l40s --method roofline -f json --trace '" +
+                         mix.string() + "'");
+  REQUIRE(pinned.exit_code == 0);
+  CHECK(json::parse(pinned.out)["stale_prefix_admissions"] == 0);
+  CHECK(json::parse(pinned.out)["token_mismatches"] == 0);
 
   const Run swap =
       run("serve-bench -m tiny-test -H l40s --preemption swap --host-bandwidth "
@@ -452,11 +477,23 @@ TEST_CASE("serve-sim --prefix-cache: conversations reuse their history; keys and
   CHECK(offload["prefix_cache"]["host_tier"]["reloaded_blocks"].get<int64_t>() > 0);
   CHECK(offload["prefix_cache"]["hit_tokens"].get<int64_t>() >
         device_only["prefix_cache"]["hit_tokens"].get<int64_t>());
-  const Run no_link =
-      run("serve-sim -m llama3-8b -H l40s -n 8 --prefix-cache --kv-offload 1GB");
+  const Run no_link = run("serve-sim -m llama3-8b -H l40s -n 8 --prefix-cache --kv-offload 1GB");
   CHECK(no_link.exit_code == 2);
-  CHECK(no_link.err.rfind("error: --kv-offload: offloads the prefix cache's evicted blocks", 0) ==
-        0);
+  CHECK(no_link.err ==
+        "error: --kv-offload: needs the host link's bandwidth: l40s has no host_link; pass "
+        "--host-bandwidth\n");
+  const Run no_cache = run("serve-sim -m llama3-8b -H h100-sxm -n 8 --kv-offload 1GB");
+  CHECK(no_cache.exit_code == 2);
+  CHECK(no_cache.err.rfind("error: --kv-offload: offloads the prefix cache's evicted blocks; it "
+                           "needs --prefix-cache",
+                           0) == 0);
+  // A tier split over 2 pipeline schedulers: 1.5 MB is 11 tokens of Llama 3 8B's 131,072 B
+  // per token at pp 2 (65,536 B a GPU: 22 tokens, 11 a scheduler), under one 16-token block.
+  const Run split =
+      run("serve-sim -m llama3-8b -H h100-sxm --pp 2 -n 8 --prefix-cache --kv-offload '1.5 MB'");
+  CHECK(split.exit_code == 2);
+  CHECK(split.err.find("(11 per pipeline scheduler), less than one 16-token block") !=
+        std::string::npos);
   // Refusals, each naming the option.
   for (const std::string& bad :
        {std::string("--policy static"), std::string("--preemption swap --host-bandwidth 25GB/s")}) {

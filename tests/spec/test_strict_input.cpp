@@ -147,3 +147,24 @@ TEST_CASE("benchmark results: vLLM's default file, lengths within 2% of their me
   CHECK(s[0].request_rate == 0);
   CHECK(s[0].input_len == 1024);
 }
+
+TEST_CASE("trace conversations: which turns continue their conversation") {
+  // Session 1 starts mid-conversation (its first row repeats 300 tokens from before the trace):
+  // it continues the conversation, so the next turn, repeating its 400 + 50 tokens, does too.
+  // Session 2's second turn repeats only 100 of the 250 tokens so far: it shares what it
+  // declares and publishes nothing new. Rows are taken in arrival order (the third row first).
+  const fs::path f = scratch_file("sessions.csv",
+                                  "arrival_s,prompt_tokens,output_tokens,shared_prefix_tokens,"
+                                  "session_id\n"
+                                  "0.5,400,50,300,1\n"
+                                  "1.5,500,20,450,1\n"
+                                  "0.2,200,50,0,2\n"
+                                  "1.0,300,10,100,2\n");
+  const auto r = load_request_trace(f.string());
+  REQUIRE(r.size() == 4);
+  CHECK(r[0].prefix_group == 3);  // session 2 (group = id + 1), arrived at 0.2
+  CHECK(r[0].publish_tokens == 250);
+  CHECK(r[1].publish_tokens == 450);  // session 1's first row
+  CHECK(r[2].publish_tokens == 100);  // repeats less than 250: only its declared prefix
+  CHECK(r[3].publish_tokens == 520);  // repeats 450, all of it
+}

@@ -204,6 +204,21 @@ TEST_CASE("run harness: TTFT, TPOT, e2e and the operators of one generation") {
   CHECK(r.decode_ops.seconds(engine::OpId::sampling).has_value());
 }
 
+namespace {
+// 4 sequences and 64 tokens an iteration over 8-token blocks, a 1 MiB KV pool, predicted at
+// the roofline.
+rt::ServeBenchPlan small_bench_plan() {
+  rt::ServeBenchPlan plan;
+  plan.options.scheduler.max_batch = 4;
+  plan.options.scheduler.max_tokens = 64;
+  plan.options.scheduler.block_size = 8;
+  plan.options.scheduler.max_context = micro().max_context;
+  plan.kv_memory_bytes = 1 << 20;
+  plan.method = engine::Method::roofline;
+  return plan;
+}
+}  // namespace
+
 TEST_CASE("serve-bench harness: measured and predicted runs of one workload, tokens verified") {
   auto backend = rt::make_cpu_backend(1);
   engine::WorkloadSpec w;
@@ -212,13 +227,7 @@ TEST_CASE("serve-bench harness: measured and predicted runs of one workload, tok
   w.prompt = {engine::LengthKind::uniform, 4, 24, 0};
   w.output = {engine::LengthKind::uniform, 2, 6, 0};
   const auto requests = engine::generate_requests(w);
-  rt::ServeBenchPlan plan;
-  plan.options.scheduler.max_batch = 4;
-  plan.options.scheduler.max_tokens = 64;
-  plan.options.scheduler.block_size = 8;
-  plan.options.scheduler.max_context = micro().max_context;
-  plan.kv_memory_bytes = 1 << 20;
-  plan.method = engine::Method::roofline;
+  rt::ServeBenchPlan plan = small_bench_plan();
   const rt::ServeBenchResult r = rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan);
   CHECK(r.measured.outcomes.size() == 6);
   CHECK(r.predicted.outcomes.size() == 6);
@@ -268,14 +277,8 @@ TEST_CASE("serve-bench harness: conversations on the prefix cache attend over th
   w.sessions = 2;
   w.session_turns = 3;
   const auto requests = engine::generate_requests(w);
-  rt::ServeBenchPlan plan;
-  plan.options.scheduler.max_batch = 4;
-  plan.options.scheduler.max_tokens = 64;
-  plan.options.scheduler.block_size = 8;
-  plan.options.scheduler.max_context = micro().max_context;
+  rt::ServeBenchPlan plan = small_bench_plan();
   plan.options.scheduler.prefix_cache = true;
-  plan.kv_memory_bytes = 1 << 20;
-  plan.method = engine::Method::roofline;
   const rt::ServeBenchResult r = rt::run_serve_bench(*backend, micro(), some_cpu(), requests, plan);
   CHECK(r.measured.metrics.prefix_hit_tokens > 0);
   CHECK(r.measured.metrics.prefix_hit_tokens % 8 == 0);  // whole blocks

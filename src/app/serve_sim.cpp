@@ -236,6 +236,12 @@ ServeSimResult serve_sim_disaggregated(const ServeSimRequest& r, const Context& 
 
 ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   const std::optional<engine::ServingStack> stack = load_serving_stack(r.stack, context);
+  if (r.scheduler.host_bandwidth && r.scheduler.preemption != engine::Preemption::swap &&
+      !r.kv_offload_bytes) {
+    throw UsageError(
+        "--host-bandwidth: serve-sim moves KV over the host link only with --preemption swap or "
+        "--kv-offload");
+  }
   if (r.disaggregate) {
     if (r.scheduler.prefix_cache) {
       throw UsageError(

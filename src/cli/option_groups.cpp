@@ -416,8 +416,8 @@ void bind_scheduler(OptionBinder& b, app::SchedulerRequest& s, bool with_stack) 
   b.choice("--preemption", s.preemption, "preemption",
            "recompute or swap, when the KV cache is full", OptionBinder::use_instead);
   b.quantity("--host-bandwidth", s.host_bandwidth, spec::Dimension::bandwidth,
-             "device-host link for swapping and --kv-offload, e.g. '64 GB/s' (default: the "
-             "hardware file's host_link)");
+             "device-host link for swap preemption (and serve-sim's --kv-offload), e.g. '64 "
+             "GB/s' (default: the hardware file's host_link)");
   b.quantity("--slo-ttft", s.slo_ttft_s, spec::Dimension::time,
              "TTFT objective for goodput, e.g. '500 ms'");
   b.quantity("--slo-tpot", s.slo_tpot_s, spec::Dimension::time,

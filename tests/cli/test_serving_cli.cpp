@@ -482,6 +482,10 @@ TEST_CASE("serve-sim --prefix-cache: conversations reuse their history; keys and
   CHECK(no_link.err ==
         "error: --kv-offload: needs the host link's bandwidth: l40s has no host_link; pass "
         "--host-bandwidth\n");
+  const Run stray = run("serve-sim -m llama3-8b -H h100-sxm -n 8 --host-bandwidth 25GB/s");
+  CHECK(stray.exit_code == 2);
+  CHECK(stray.err.rfind("error: --host-bandwidth: serve-sim moves KV over the host link only", 0) ==
+        0);
   const Run no_cache = run("serve-sim -m llama3-8b -H h100-sxm -n 8 --kv-offload 1GB");
   CHECK(no_cache.exit_code == 2);
   CHECK(no_cache.err.rfind("error: --kv-offload: offloads the prefix cache's evicted blocks; it "

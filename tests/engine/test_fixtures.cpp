@@ -78,4 +78,10 @@ const Op& find_op(const std::vector<Op>& ops, std::string_view name) {
   return *it;
 }
 
+int64_t count_ops(const std::vector<engine::Op>& ops, engine::OpId id) {
+  int64_t n = 0;
+  for (const engine::Op& op : ops) n += op.id == id ? op.repeat : 0;
+  return n;
+}
+
 }  // namespace streamspark::test

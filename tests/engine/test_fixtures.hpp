@@ -28,6 +28,9 @@ std::vector<engine::Op> step_ops(const engine::Model& model, const engine::StepS
                                  const engine::Precision& precision = {},
                                  engine::MlaForm mla_form = engine::MlaForm::automatic);
 
+// How many times operator `id` runs in `ops` (its repeats summed).
+int64_t count_ops(const std::vector<engine::Op>& ops, engine::OpId id);
+
 // The operator named `name` in `ops` (fails the test when there is none).
 const engine::Op& find_op(const std::vector<engine::Op>& ops, std::string_view name);
 

@@ -14,6 +14,8 @@ using namespace streamspark;
 using namespace streamspark::engine;
 using streamspark::test::find_op;
 
+using streamspark::test::count_ops;
+
 namespace {
 
 // Llama 2 70B and Llama 3 70B (their config.json): D 8192, 80 layers, 64 query heads, 8 KV
@@ -46,12 +48,6 @@ AnalysisOptions layout(int64_t tp, int64_t pp = 1, int64_t ep = 1) {
   o.costing.parallel.pp = pp;
   o.costing.parallel.ep = ep;
   return o;
-}
-
-int64_t count_ops(const std::vector<Op>& ops, OpId id) {
-  int64_t n = 0;
-  for (const Op& op : ops) n += op.id == id ? op.repeat : 0;
-  return n;
 }
 
 }  // namespace

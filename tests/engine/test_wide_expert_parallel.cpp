@@ -17,6 +17,8 @@ using namespace streamspark;
 using namespace streamspark::engine;
 using streamspark::test::find_op;
 
+using streamspark::test::count_ops;
+
 namespace {
 
 // DeepSeek-V3 as model_zoo/deepseek-v3.yaml has it (its config.json): D 7168, MLA with 128
@@ -79,12 +81,6 @@ AnalysisOptions wide_ep(int64_t ep, int64_t redundant = 0, double imbalance = 1.
   o.costing.parallel.expert_imbalance = imbalance;
   o.costing.parallel.all_to_all = mode;
   return o;
-}
-
-int64_t count_ops(const std::vector<Op>& ops, OpId id) {
-  int64_t n = 0;
-  for (const Op& op : ops) n += op.id == id ? op.repeat : 0;
-  return n;
 }
 
 }  // namespace

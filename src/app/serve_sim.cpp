@@ -299,17 +299,15 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
                         fraction, bytes);
   check_kv_capacity(options.scheduler, bytes, cost->kv_bytes_per_token(), source);
   if (r.kv_offload_bytes) {  // the host tier in tokens of this GPU's KV
-    options.scheduler.host_cache_tokens = static_cast<int64_t>(
-        std::min(9e15, *r.kv_offload_bytes / static_cast<double>(cost->kv_bytes_per_token())));
-    // Each pipeline micro-batch scheduler gets 1/pp of the tier (simulate_deployment).
-    const int64_t pp = analysis.costing.parallel.pp;
-    if (options.scheduler.host_cache_tokens / pp < options.scheduler.block_size) {
+    const int64_t tokens =
+        engine::host_tier_tokens(*r.kv_offload_bytes, cost->kv_bytes_per_token());
+    options.scheduler.host_cache_tokens = tokens;
+    const int64_t each = engine::host_tier_tokens_per_scheduler(tokens, analysis.costing.parallel);
+    if (each < options.scheduler.block_size) {
       throw UsageError(fmt::format(
           "--kv-offload: {:.4g} bytes hold {} tokens of KV{}, less than one {}-token block",
-          *r.kv_offload_bytes, options.scheduler.host_cache_tokens,
-          pp > 1 ? fmt::format(" ({} per pipeline scheduler)",
-                               options.scheduler.host_cache_tokens / pp)
-                 : std::string(),
+          *r.kv_offload_bytes, tokens,
+          each != tokens ? fmt::format(" ({} per pipeline scheduler)", each) : std::string(),
           options.scheduler.block_size));
     }
   }

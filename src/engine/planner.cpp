@@ -259,12 +259,11 @@ void prepare(const PlanInputs& in, const WorkloadFigures& w, PlanCandidate& c) {
   SchedulerOptions s = scheduler_of(in, c);
   if (!fits_memory(in, w, *cost, s, c)) return;
   if (in.host_tier_bytes > 0 && cost->kv_bytes_per_token() > 0) {
-    // Each pipeline scheduler gets 1/pp of the tier (simulate_deployment).
-    const double tokens = in.host_tier_bytes / static_cast<double>(cost->kv_bytes_per_token()) /
-                          static_cast<double>(c.layout.pp);
-    if (tokens < static_cast<double>(s.block_size)) {
+    const int64_t tokens = host_tier_tokens_per_scheduler(
+        host_tier_tokens(in.host_tier_bytes, cost->kv_bytes_per_token()), c.layout);
+    if (tokens < s.block_size) {
       reject(c, RejectKind::does_not_fit,
-             "the KV offload tier holds " + std::to_string(static_cast<int64_t>(tokens)) +
+             "the KV offload tier holds " + std::to_string(tokens) +
                  " tokens per scheduler, less than one " + std::to_string(s.block_size) +
                  "-token block");
       return;
@@ -706,8 +705,8 @@ ReplicaSimulator::ReplicaSimulator(const PlanInputs& in, const std::vector<Reque
     const Hardware& hw = in.hardware[c.hardware];
     options_.host_bandwidth =
         in.host_bandwidth > 0 ? in.host_bandwidth : (hw.host_link ? hw.host_link->bandwidth : 0);
-    options_.scheduler.host_cache_tokens = static_cast<int64_t>(
-        std::min(9e15, in.host_tier_bytes / static_cast<double>(cost_.kv_bytes_per_token())));
+    options_.scheduler.host_cache_tokens =
+        host_tier_tokens(in.host_tier_bytes, cost_.kv_bytes_per_token());
   }
   one_.replicas = 1;
   if (c.pools) {

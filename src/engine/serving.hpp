@@ -7,6 +7,7 @@
 // serve-bench by running the iteration.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -498,6 +499,12 @@ struct ServingMetrics {
   int64_t prompt_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t evicted_blocks = 0;
+  // The share of prompt tokens found cached (0 without prompt tokens).
+  double prefix_hit_rate() const {
+    return prompt_tokens > 0
+               ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prompt_tokens)
+               : 0.0;
+  }
   // Its host tier (SchedulerOptions::host_cache_tokens): blocks offloaded, reloaded, dropped.
   int64_t host_cache_tokens = 0;
   int64_t offloaded_blocks = 0;
@@ -527,6 +534,14 @@ struct SimulationResult {
 // Runs the workload to completion on the simulated clock.
 SimulationResult simulate(const std::vector<Request>& requests, const ServingOptions& options,
                           IterationTimer& timer);
+
+// A host KV tier of `bytes` per GPU in tokens of that GPU's KV (SchedulerOptions::
+// host_cache_tokens; at most 9e15), and what each of a replica's pp pipeline schedulers gets
+// of it (simulate_deployment splits it evenly).
+int64_t host_tier_tokens(double bytes, int64_t kv_bytes_per_token);
+inline int64_t host_tier_tokens_per_scheduler(int64_t replica_tokens, const ParallelLayout& l) {
+  return replica_tokens / std::max<int64_t>(1, l.pp);
+}
 
 // A parallel deployment: `replicas` copies, each running pp pipeline micro-batch schedulers
 // at once (vLLM's virtual engines: while one micro-batch runs on stage s, the others run on

@@ -17,6 +17,11 @@
 
 namespace streamspark::engine {
 
+int64_t host_tier_tokens(double bytes, int64_t kv_bytes_per_token) {
+  if (kv_bytes_per_token <= 0) return 0;
+  return static_cast<int64_t>(std::min(9e15, bytes / static_cast<double>(kv_bytes_per_token)));
+}
+
 SimulationResult simulate_deployment(const std::vector<Request>& requests,
                                      const ServingOptions& options, IterationTimer& timer,
                                      const ParallelLayout& layout) {
@@ -27,7 +32,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   // The pp schedulers of a replica share its GPUs' KV slots (each stage's GPUs hold every
   // scheduler's sequences for their layers).
   s.kv_capacity_tokens = options.scheduler.kv_capacity_tokens / layout.pp;
-  s.host_cache_tokens = options.scheduler.host_cache_tokens / layout.pp;
+  s.host_cache_tokens = host_tier_tokens_per_scheduler(options.scheduler.host_cache_tokens, layout);
   if (s.kv_capacity_tokens < 1) throw std::invalid_argument("the KV cache holds no token");
   SimulationResult merged;
   merged.kv_capacity_tokens = options.scheduler.kv_capacity_tokens;

@@ -246,13 +246,6 @@ std::string prefix_cache_text(const engine::PlanInputs& in) {
          "holds every conversation";
 }
 
-// Prompt tokens found cached over prompt tokens (0 with none).
-double prefix_hit_rate(const engine::ServingMetrics& m) {
-  return m.prompt_tokens > 0
-             ? static_cast<double>(m.prefix_hit_tokens) / static_cast<double>(m.prompt_tokens)
-             : 0.0;
-}
-
 json latency_json(const engine::ServingMetrics& m) {
   return json{{"ttft_s", percentiles_json(m.ttft_s)},
               {"tpot_s", percentiles_json(m.tpot_s)},
@@ -323,7 +316,8 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
     j["served_rate"] = c.served_rate;
     j["headroom"] = c.headroom;
     j["at_target"] = latency_json(c.at_target);
-    if (in.scheduler.prefix_cache) j["at_target"]["prefix_hit_rate"] = prefix_hit_rate(c.at_target);
+    if (in.scheduler.prefix_cache)
+      j["at_target"]["prefix_hit_rate"] = c.at_target.prefix_hit_rate();
     if (c.usd_per_hour) {
       j["usd_per_hour"] = *c.usd_per_hour;
       j["usd_per_month"] = *c.usd_per_hour * kHoursPerMonth;
@@ -363,7 +357,7 @@ std::string answer_line(const PlanReport& r) {
                    format_time(c.at_target.tpot_s.p90));
   if (in.scheduler.prefix_cache) {
     s += fmt::format(" · {}% of prompt tokens found cached",
-                     significant(100 * prefix_hit_rate(c.at_target), 3));
+                     significant(100 * c.at_target.prefix_hit_rate(), 3));
   }
   return s;
 }

@@ -88,8 +88,6 @@ json latency_json(const engine::ServingMetrics& m);
 // The prefix cache the replicas keep (plan --prefix-cache, --kv-offload), one line; empty
 // without one.
 std::string prefix_cache_text(const engine::PlanInputs& in);
-// Prompt tokens found cached over prompt tokens (0 with none).
-double prefix_hit_rate(const engine::ServingMetrics& m);
 
 json candidate_json(const PlanReport& r, const PlanCandidate& c);
 

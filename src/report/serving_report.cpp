@@ -344,10 +344,8 @@ std::string serving_table(const ServingRun& r) {
     out += fmt::format(
         "prefix cache: {} of the prompt tokens found cached ({} of {}), the prefill they save · "
         "{} idle blocks evicted\n",
-        percent_3_significant(m.prompt_tokens > 0 ? static_cast<double>(m.prefix_hit_tokens) /
-                                                        static_cast<double>(m.prompt_tokens)
-                                                  : 0.0),
-        m.prefix_hit_tokens, m.prompt_tokens, m.evicted_blocks);
+        percent_3_significant(m.prefix_hit_rate()), m.prefix_hit_tokens, m.prompt_tokens,
+        m.evicted_blocks);
     if (m.host_cache_tokens > 0) {
       out += fmt::format(
           "KV offload: a host tier of {} tokens (per replica) · {} blocks offloaded, {} loaded "
@@ -411,13 +409,10 @@ json serving_json(const ServingRun& r) {
                                    {"origin", r.host_link}};
   }
   if (const ServingMetrics& m = r.metrics; m.prefix_cache) {  // only with --prefix-cache
-    j["prefix_cache"] = {
-        {"prompt_tokens", m.prompt_tokens},
-        {"hit_tokens", m.prefix_hit_tokens},
-        {"hit_rate", m.prompt_tokens > 0 ? static_cast<double>(m.prefix_hit_tokens) /
-                                               static_cast<double>(m.prompt_tokens)
-                                         : 0.0},
-        {"evicted_blocks", m.evicted_blocks}};
+    j["prefix_cache"] = {{"prompt_tokens", m.prompt_tokens},
+                         {"hit_tokens", m.prefix_hit_tokens},
+                         {"hit_rate", m.prefix_hit_rate()},
+                         {"evicted_blocks", m.evicted_blocks}};
     if (m.host_cache_tokens > 0) {
       j["prefix_cache"]["host_tier"] = {{"capacity_tokens", m.host_cache_tokens},
                                         {"offloaded_blocks", m.offloaded_blocks},

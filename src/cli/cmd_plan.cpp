@@ -72,7 +72,7 @@ int run_plan(PlanCli& s, const app::Context& context) {
   files.emplace_back(s.out.path, render(p, s.out.format));
   std::vector<std::string> executables;
   if (emit && !p.found()) {
-    fmt::print(stderr, "warning: --emit: no deployment meets the objectives; nothing emitted\n");
+    print_message("warning: --emit: no deployment meets the objectives; nothing emitted");
   } else if (emit) {
     // The deployment's files, each written whole or not at all with the plan's outputs; a
     // deployment the stack cannot run stops the command before anything is created.
@@ -93,10 +93,11 @@ int run_plan(PlanCli& s, const app::Context& context) {
     std::error_code ec;
     fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add, ec);
-    if (ec) fmt::print(stderr, "warning: --emit: {} is not executable: {}\n", path, ec.message());
+    if (ec)
+      print_message(fmt::format("warning: --emit: {} is not executable: {}", path, ec.message()));
   }
   if (p.found()) return kExitOk;
-  fmt::print(stderr, "plan: {}\n", report::closest_message(p));
+  print_message("plan: " + report::closest_message(p));
   return kExitNoPlan;
 }
 

@@ -37,7 +37,7 @@ int run_serve_bench(ServeBenchCli& s, const app::Context& context) {
                                      ? report::serve_bench_json(o).dump(2) + "\n"
                                      : report::serve_bench_table(o));
   write_outputs(files);
-  for (const std::string& w : o.warnings) fmt::print(stderr, "warning: {}\n", w);
+  for (const std::string& w : o.warnings) print_message("warning: " + w);
   if (!o.failure.empty()) throw app::RuntimeFailure(o.failure);
   return kExitOk;
 }

@@ -44,7 +44,7 @@ int run_sweep(SweepCli& s, const app::Context& context) {
   if (show_progress) fmt::print(stderr, "\n");
   // One line per distinct reason, however many points it skipped.
   for (const auto& [reason, n] : o.summary.reasons) {
-    fmt::print(stderr, "sweep: skipped {} of {} points: {}\n", n, o.rows, reason);
+    print_message(fmt::format("sweep: skipped {} of {} points: {}", n, o.rows, reason));
   }
   app::require_evaluated(o);
   out.commit();

@@ -27,9 +27,9 @@ int finish(const ValidateCli& s, const std::string& text, const nlohmann::json& 
   if (!s.json_output.empty()) files.emplace_back(s.json_output, json.dump(2) + "\n");
   if (!s.junit.empty()) files.emplace_back(s.junit, junit);
   write_outputs(files);
-  for (const std::string& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+  for (const std::string& w : warnings) print_message("warning: " + w);
   if (failure.empty()) return kExitOk;
-  fmt::print(stderr, "{}\n", failure);
+  print_message(failure);
   return kExitTolerance;
 }
 

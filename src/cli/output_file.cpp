@@ -107,11 +107,33 @@ std::string resolve_symlinks(const std::string& path) {
   throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
 }
 
+thread_local OutputCapture* t_capture = nullptr;
+
 }  // namespace
+
+ScopedOutputCapture::ScopedOutputCapture(OutputCapture* capture) : previous_(t_capture) {
+  t_capture = capture;
+}
+
+ScopedOutputCapture::~ScopedOutputCapture() {
+  t_capture = previous_;
+}
+
+void print_message(const std::string& line) {
+  if (t_capture && t_capture->message) {
+    t_capture->message(line);
+  } else {
+    fmt::print(stderr, "{}\n", line);
+  }
+}
 
 OutputFile::OutputFile(const std::string& path) : path_(path) {
   if (path.empty() || path == "-") {
-    file_ = stdout;
+    if (t_capture && t_capture->output) {
+      capture_ = t_capture;
+    } else {
+      file_ = stdout;
+    }
     return;
   }
   target_ = resolve_symlinks(path);
@@ -175,10 +197,18 @@ OutputFile::~OutputFile() {
 
 void OutputFile::write(std::string_view data) {
   if (data.empty()) return;
+  if (capture_) {
+    capture_->output(data);
+    return;
+  }
   if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) fail("cannot write", path_);
 }
 
 void OutputFile::commit() {
+  if (capture_) {
+    committed_ = true;
+    return;
+  }
   if (std::fflush(file_) != 0) fail("cannot write", path_);
   // The data reaches the disk before the rename makes it the file: a crash after the rename
   // never leaves an empty or partial file under the name.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -14,9 +15,33 @@
 
 namespace streamspark::cli {
 
+// Standard output and the messages of the commands run on one thread, taken by an embedding
+// (the Python package) instead of the process's stdout and stderr: while a capture is
+// installed on a thread, an OutputFile opened there on "-" writes to `output`, and
+// print_message() hands its line to `message`. Progress lines stay on stderr.
+struct OutputCapture {
+  std::function<void(std::string_view)> output;
+  std::function<void(const std::string&)> message;
+};
+class ScopedOutputCapture {
+ public:
+  explicit ScopedOutputCapture(OutputCapture* capture);  // none: the process's streams
+  ~ScopedOutputCapture();
+  ScopedOutputCapture(const ScopedOutputCapture&) = delete;
+  ScopedOutputCapture& operator=(const ScopedOutputCapture&) = delete;
+
+ private:
+  OutputCapture* previous_;
+};
+
+// A line a command says beside its output (a warning, what a sweep skipped, why validation
+// failed): on stderr, or to this thread's capture.
+void print_message(const std::string& line);
+
 class OutputFile {
  public:
-  // path "-" or "" means stdout. Throws std::runtime_error when the file cannot be created.
+  // path "-" or "" means stdout (this thread's capture, when one is installed). Throws
+  // std::runtime_error when the file cannot be created.
   explicit OutputFile(const std::string& path);
   ~OutputFile();  // removes the temporary file unless committed
   OutputFile(const OutputFile&) = delete;
@@ -30,6 +55,7 @@ class OutputFile {
   std::string target_;     // the file replaced: path_, or the symlink's final target
   std::string temp_path_;  // empty when writing directly
   std::FILE* file_ = nullptr;
+  OutputCapture* capture_ = nullptr;  // stdout taken by an embedding
   bool owns_file_ = false;
   bool committed_ = false;
   int slot_ = -1;  // in the table of live temporary files the signal handler removes

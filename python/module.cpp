@@ -148,6 +148,8 @@ class CsvColumns {
     return std::string(buf, p);
   }
   static uint32_t code_of(Column& c, const std::string& s) {
+    // Neighbouring rows mostly repeat a text (the sweep's last axes vary fastest).
+    if (!c.codes.empty() && c.dictionary[c.codes.back()] == s) return c.codes.back();
     const auto it = c.index.find(s);
     if (it != c.index.end()) return it->second;
     const auto code = static_cast<uint32_t>(c.dictionary.size());
@@ -408,6 +410,7 @@ nb::str description(const std::string& command) {
 
 NB_MODULE(_core, m) {
   m.doc() = "The StreamSpark commands, run in-process (use the streamspark package's functions)";
+  cli::leave_signal_handlers_alone();  // Ctrl-C stays Python's KeyboardInterrupt
   m.def("run", &run, "args"_a, "data_roots"_a,
         "Runs `streamspark <args>`; returns exit_code, output (bytes), messages, warnings and "
         "error_lines.");

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import array
 import copy
+import inspect
 import json
 import keyword
 import math
 import os
-import sys
 import tempfile
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core
 
@@ -65,26 +65,26 @@ class RuntimeFailure(Error, RuntimeError):
     exit_code = 3
 
 
-class ToleranceExceeded(Error):
+class _FailedWithReport(Error):
+    """A failure whose command still wrote its report: ``result`` holds it whole."""
+
+    def __init__(self, lines: Sequence[str], command: str, result: "Result"):
+        super().__init__(lines, command)
+        self.result = result
+
+
+class ToleranceExceeded(_FailedWithReport):
     """Validation found errors beyond the tolerance asked (the CLI's exit 4); ``result`` holds
     the whole report."""
 
     exit_code = 4
 
-    def __init__(self, lines: Sequence[str], command: str, result: "Result"):
-        super().__init__(lines, command)
-        self.result = result
 
-
-class NoPlanFound(Error):
+class NoPlanFound(_FailedWithReport):
     """No deployment meets the objectives (the CLI's exit 5); ``result`` holds the report with
     the closest configurations."""
 
     exit_code = 5
-
-    def __init__(self, lines: Sequence[str], command: str, result: "Result"):
-        super().__init__(lines, command)
-        self.result = result
 
 
 class InternalError(Error):
@@ -586,6 +586,23 @@ def docstring(name: str) -> str:
     return "\n".join(lines)
 
 
+def signature(name: str) -> inspect.Signature:
+    """A function's signature with every option as a keyword-only parameter (what help() and
+    editors show; the stubs hold the same list)."""
+    f = FUNCTIONS[name]
+    params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                default=None if (name, p) == ("serve_sim", "hardware")
+                                else inspect.Parameter.empty)
+              for p in f.positional]
+    for o in options(name):
+        if o.parameter in f.positional:
+            continue
+        params.append(inspect.Parameter(o.parameter, inspect.Parameter.KEYWORD_ONLY,
+                                        default=False if o.flag else None))
+    return inspect.Signature(params, return_annotation=f.result)
+
+
 for _name in FUNCTIONS:
     globals()[_name].__doc__ = docstring(_name)
+    globals()[_name].__signature__ = signature(_name)
 del _name

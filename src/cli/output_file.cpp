@@ -50,11 +50,16 @@ extern "C" void remove_temporaries_and_reraise(int sig) {
   ::raise(sig);
 }
 
+// Off in an embedding whose process handles these signals itself (the Python interpreter
+// turns SIGINT into KeyboardInterrupt): its handlers are left in place.
+std::atomic<bool> g_signal_cleanup{true};
+
 // Installs the handler for each signal whose disposition is neither "ignore" (a process
 // started with SIGINT ignored, as background jobs are, keeps ignoring it) nor already this
 // handler; done for each temporary file, so that a handler installed since does not leave it
 // unprotected.
 void install_handler() {
+  if (!g_signal_cleanup.load(std::memory_order_relaxed)) return;
   for (int sig : kSignals) {
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN ||
@@ -110,6 +115,10 @@ std::string resolve_symlinks(const std::string& path) {
 thread_local OutputCapture* t_capture = nullptr;
 
 }  // namespace
+
+void leave_signal_handlers_alone() {
+  g_signal_cleanup.store(false, std::memory_order_relaxed);
+}
 
 ScopedOutputCapture::ScopedOutputCapture(OutputCapture* capture) : previous_(t_capture) {
   t_capture = capture;

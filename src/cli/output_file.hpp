@@ -34,6 +34,11 @@ class ScopedOutputCapture {
   OutputCapture* previous_;
 };
 
+// An embedding whose process handles SIGINT, SIGTERM and SIGHUP itself (the Python
+// interpreter) keeps its handlers: temporary files are then not removed when such a signal ends
+// the process.
+void leave_signal_handlers_alone();
+
 // A line a command says beside its output (a warning, what a sweep skipped, why validation
 // failed): on stderr, or to this thread's capture.
 void print_message(const std::string& line);

@@ -106,3 +106,19 @@ def test_warnings_go_to_python_warnings(cli, tmp_path, monkeypatch):
         r = streamspark.plan("llama3-8b", rate=1, requests=50, slo_ttft_p90="2 s", threads=2,
                              method="roofline", tp=1)
     assert any("broken-gpu.yaml" in w for w in r.warnings)
+
+
+def test_written_files_leave_python_signal_handlers(tmp_path):
+    # fit writes its hardware file atomically (a temporary name, then a rename); in the CLI a
+    # signal handler removes the temporary file on Ctrl-C and ends the process. In Python,
+    # Ctrl-C stays KeyboardInterrupt: a SIGINT after the call is raised, not fatal.
+    import signal
+    import time
+
+    out = tmp_path / "h100-fitted.yaml"
+    r = streamspark.fit("h100-sxm", measured="measurements/vllm-ci-latency.csv", rows="all",
+                        output=str(out))
+    assert out.exists() and r.to_dict()
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)

@@ -77,3 +77,18 @@ def test_every_option_of_the_cli_is_a_parameter():
         doc = getattr(streamspark, name).__doc__
         for o in _api.options(name):
             assert o.help in doc
+
+
+def test_signatures_list_every_option():
+    import inspect
+
+    sig = inspect.signature(streamspark.analyze)
+    assert list(sig.parameters)[:2] == ["model", "hardware"]
+    assert sig.parameters["per_op"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert sig.parameters["per_op"].default is False
+    assert sig.parameters["batch"].default is None
+    assert sig.parameters["hardware"].default is inspect.Parameter.empty
+    assert inspect.signature(streamspark.serve_sim).parameters["hardware"].default is None
+    for name in _api.FUNCTIONS:
+        names = set(inspect.signature(getattr(streamspark, name)).parameters)
+        assert {o.parameter for o in _api.options(name)} <= names

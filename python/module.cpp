@@ -35,10 +35,11 @@ using namespace streamspark;
 // What one command run gives back.
 struct CommandResult {
   int exit_code = 0;
-  std::string output;                    // what it wrote to standard output
-  std::vector<std::string> messages;     // the lines it printed beside its output
-  std::vector<std::string> warnings;     // the service's warnings
-  std::vector<std::string> error_lines;  // the failure as the CLI prints it
+  std::string output;                         // what it wrote to standard output
+  std::vector<std::string> messages;          // the lines it printed beside its output
+  std::vector<std::string> warnings;          // the service's warnings
+  std::vector<std::string> error_lines;       // the failure as the CLI prints it
+  std::vector<spec::Diagnostic> diagnostics;  // a spec file's problems, located
 };
 
 // The CSV a sweep writes, read into columns as it streams: each column starts as integers and
@@ -264,6 +265,7 @@ CommandResult run_captured(const std::vector<std::string>& args,
   cli::Failure f = cli::run_command(args, context);
   r.exit_code = f.exit_code;
   r.error_lines = std::move(f.lines);
+  r.diagnostics = std::move(f.diagnostics);
   return r;
 }
 
@@ -279,6 +281,17 @@ nb::dict result_dict(CommandResult& r) {
   d["messages"] = nb::cast(r.messages);
   d["warnings"] = nb::cast(r.warnings);
   d["error_lines"] = nb::cast(r.error_lines);
+  nb::list diagnostics;
+  for (const spec::Diagnostic& x : r.diagnostics) {
+    nb::dict e;
+    e["file"] = x.file;
+    e["line"] = x.line;
+    e["column"] = x.column;
+    e["key"] = x.key_path;
+    e["message"] = x.message;
+    diagnostics.append(e);
+  }
+  d["diagnostics"] = diagnostics;
   return d;
 }
 

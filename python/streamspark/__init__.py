@@ -13,6 +13,7 @@ See docs/python.md.
 from ._api import (
     AnalyzeResult,
     CompareResult,
+    Diagnostic,
     Error,
     FitResult,
     InputError,
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AnalyzeResult",
     "CompareResult",
+    "Diagnostic",
     "Error",
     "FitResult",
     "InputError",

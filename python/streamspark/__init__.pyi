@@ -17,7 +17,15 @@ class Error(Exception):
     lines: List[str]
     command: str
 
-class InputError(Error, ValueError): ...
+class Diagnostic:
+    file: str
+    line: int
+    column: int
+    key: str
+    message: str
+
+class InputError(Error, ValueError):
+    diagnostics: List[Diagnostic]
 class RuntimeFailure(Error, RuntimeError): ...
 class ToleranceExceeded(Error):
     result: Result
@@ -619,20 +627,11 @@ def validate_measured(
     *,
     model: Optional[Value] = None,
     hardware: Optional[Value] = None,
-    held_out: bool = False,
-    per_point: bool = False,
-    no_graphs: bool = False,
-    warmup_steps: Optional[Value] = None,
     method: Optional[Value] = None,
-    repeats: Optional[Value] = None,
     tolerance: Optional[Value] = None,
     per_row: bool = False,
     intervals: bool = False,
     junit: Optional[Value] = None,
-    phases_only: bool = False,
-    temperature: Optional[Value] = None,
-    allow_beyond_context: bool = False,
-    strict_hardware: bool = False,
     stack: Optional[Value] = None,
     json: Optional[Value] = None,
 ) -> ValidationResult:
@@ -644,20 +643,11 @@ def validate_measured(
         model: --model: model name in model_zoo/ or a YAML path
         hardware: --hardware: this machine's hardware file (from `streamspark probe`); with --measured, hardware files (comma-separated) replacing the catalog entries of their names or of the GPUs they profile (from `fit`)
         measured: --measured: compare with a measurement file of serving-stack runs (.csv or .jsonl) instead of running the runtime
-        held_out: --held-out [flag]: with --profile: only the rows of models the hardware file was not fitted to
-        per_point: --per-point [flag]: with --profile: print every point, not only the summary
-        no_graphs: --no-graphs [flag]: launch decode steps kernel by kernel (backends that capture graphs replay them)
-        warmup_steps: --warmup-steps: decode steps after the prefill left out of the decode timing (auto: 8, or generate - 2 when that is fewer) (default: auto)
         method: --method: calibrated, roofline or bandwidth (default: calibrated)
-        repeats: --repeats: timed runs per point (median) (default: 3)
         tolerance: --tolerance: exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0); with --measured also per metric: ttft=20%,tpot=10%,e2e=..,output_tok_s=..
         per_row: --per-row [flag]: with --measured: every row's metric against the tolerance, not the metrics' medians
         intervals: --intervals [flag]: with --measured: each stack, hardware and metric's p10-p90 error band and its leave-one-out coverage
         junit: --junit: with --measured: also write the checks as JUnit XML to this file (for CI dashboards)
-        phases_only: --phases-only [flag]: time whole prefill and decode steps only, no per-operator rounds (about half the run time; no operator comparison, no prefill GEMM rate)
-        temperature: --temperature: with --speculative: sampling temperature (0: greedy) (default: 0)
-        allow_beyond_context: --allow-beyond-context [flag]: validate prompt + generate beyond the model's max_context
-        strict_hardware: --strict-hardware [flag]: refuse (exit 2) a hardware file whose kind or probe provenance does not match the backend and machine (default: warn)
         stack: --stack: with --measured: every row's serving-stack preset (default: the preset each row's stack and stack_version columns match, if any)
         json: --json: also write the JSON report of the same run to this file (atomically)
 

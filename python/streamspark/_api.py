@@ -52,11 +52,29 @@ class Error(Exception):
         super().__init__("\n".join(self.lines))
 
 
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem of a spec file: where (line and column 1-based, 0 when unknown; key as
+    ``memory[0].bandwidth``, empty for the whole file) and what."""
+
+    file: str
+    line: int
+    column: int
+    key: str
+    message: str
+
+
 class InputError(Error, ValueError):
     """Bad input or usage (the CLI's exit 2): the message names the file, line and key, or the
-    option, exactly as the CLI says it."""
+    option, exactly as the CLI says it; ``diagnostics`` holds a spec file's problems located
+    (empty for an option's)."""
 
     exit_code = 2
+
+    def __init__(self, lines: Sequence[str], command: str,
+                 diagnostics: Sequence[Diagnostic] = ()):
+        super().__init__(lines, command)
+        self.diagnostics = list(diagnostics)
 
 
 class RuntimeFailure(Error, RuntimeError):
@@ -318,9 +336,10 @@ FUNCTIONS: Dict[str, Function] = {
     ]
 }
 
-# Options of validate that are not about --measured runs: validate_measured does not take them.
-_NOT_MEASURED = {"backend", "threads", "repeat", "warmup", "per-op", "speculative", "profile",
-                 "profiled-on", "device", "seed", "batch", "prompt", "generate"}
+# The options of validate that a --measured run reads (cli/validate_options.cpp's
+# measured_request and the outputs); the others are for the runtime or --profile forms.
+MEASURED_OPTIONS = {"measured", "model", "hardware", "method", "stack", "tolerance", "per-row",
+                    "intervals", "junit", "json"}
 
 _OPTIONS: Dict[str, List[Option]] = {}
 
@@ -345,7 +364,7 @@ def options(function: str) -> List[Option]:
         first = opt.names[0]
         if first == f.captured or (first == "format" and f.formats == ("json",)):
             continue
-        if f.name == "validate_measured" and first in _NOT_MEASURED:
+        if f.name == "validate_measured" and first not in MEASURED_OPTIONS:
             continue
         out.append(opt)
     _OPTIONS[function] = out
@@ -433,9 +452,10 @@ def _arguments(f: Function, given: Dict[str, Any], files: _SpecFiles) -> List[st
     return args
 
 
-def _raise(f: Function, code: int, lines: List[str], result: Optional[Any]) -> None:
+def _raise(f: Function, code: int, lines: List[str], result: Optional[Any],
+           diagnostics: Sequence[Diagnostic] = ()) -> None:
     if code == 2:
-        raise InputError(lines, f.name)
+        raise InputError(lines, f.name, diagnostics)
     if code == 3:
         raise RuntimeFailure(lines, f.name)
     if code == 4:
@@ -484,7 +504,9 @@ def _call(name: str, positional: Tuple[Any, ...], keywords: Dict[str, Any]):
     code = raw["exit_code"]
     if code not in (0, 4, 5):
         _emit_warnings(warnings_)
-        _raise(f, code, lines, None)
+        diagnostics = [Diagnostic(files.rename(d["file"]), d["line"], d["column"], d["key"],
+                                  d["message"]) for d in raw["diagnostics"]]
+        _raise(f, code, lines, None, diagnostics)
     _emit_warnings(warnings_)
     command_line = ["streamspark", *args]
     if f.name == "sweep":

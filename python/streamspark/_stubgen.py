@@ -29,7 +29,15 @@ class Error(Exception):
     lines: List[str]
     command: str
 
-class InputError(Error, ValueError): ...
+class Diagnostic:
+    file: str
+    line: int
+    column: int
+    key: str
+    message: str
+
+class InputError(Error, ValueError):
+    diagnostics: List[Diagnostic]
 class RuntimeFailure(Error, RuntimeError): ...
 class ToleranceExceeded(Error):
     result: Result

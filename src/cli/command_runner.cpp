@@ -45,7 +45,7 @@ Failure describe_current_failure() {
   try {
     throw;
   } catch (const spec::SpecError& e) {
-    Failure f{kExitBadInput, {}};
+    Failure f{kExitBadInput, {}, e.diagnostics()};
     for (const auto& d : e.diagnostics()) f.lines.push_back(d.format());
     return f;
   } catch (const spec::CatalogError& e) {

@@ -10,6 +10,7 @@
 
 #include "app/context.hpp"
 #include "cli/commands.hpp"
+#include "spec/diagnostics.hpp"
 
 namespace streamspark::cli {
 
@@ -25,6 +26,8 @@ const std::vector<CommandEntry>& command_table();
 struct Failure {
   int exit_code = kExitInternal;
   std::vector<std::string> lines;
+  // A spec file's problems, one per line above, with their file, line, column and key.
+  std::vector<spec::Diagnostic> diagnostics;
 };
 // Called inside a catch block: the failure being handled.
 Failure describe_current_failure();

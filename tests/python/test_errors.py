@@ -39,6 +39,20 @@ def test_bad_spec_file_names_file_line_and_key(cli, tmp_path):
     assert path in str(e.value)
 
 
+def test_spec_problems_are_located(cli):
+    path = os.path.join(cli.source, "tests", "data", "bad", "model_unknown_key.yaml")
+    with pytest.raises(streamspark.InputError) as e:
+        streamspark.analyze(path, "a100-80gb")
+    # The README's example: model_unknown_key.yaml:5:1: n_layer: unknown key 'n_layer'; ...
+    assert len(e.value.diagnostics) == 1
+    d = e.value.diagnostics[0]
+    assert (d.file, d.line, d.column, d.key) == (path, 5, 1, "n_layer")
+    assert d.message.startswith("unknown key 'n_layer'; did you mean 'n_layers'?")
+    with pytest.raises(streamspark.InputError) as e:
+        streamspark.analyze("llama2-7b", "a100-80gb", batch=0)
+    assert e.value.diagnostics == []
+
+
 def test_model_as_dict_equals_its_file(cli):
     yaml = pytest.importorskip("yaml")
     with open(os.path.join(cli.source, "model_zoo", "llama2-7b.yaml"), encoding="utf-8") as f:
@@ -54,6 +68,7 @@ def test_bad_dict_names_the_parameter_line_and_key():
         streamspark.analyze(spec, "a100-80gb")
     assert str(e.value).startswith("<model dict>:")
     assert "streamspark-" not in str(e.value)  # the temporary file's name is not shown
+    assert {d.file for d in e.value.diagnostics} == {"<model dict>"}
 
 
 def test_unknown_keyword_and_cli_only_options():

@@ -304,7 +304,6 @@ class Function:
     name: str
     command: str
     positional: Tuple[str, ...]  # parameters taken by position, in order
-    fixed: Tuple[str, ...]  # arguments always given (validate_measured: the form)
     captured: str  # the option whose output becomes the result (--output or --report)
     result: type
     formats: Tuple[str, ...] = ("json",)  # the --format values the function accepts
@@ -314,23 +313,23 @@ class Function:
 FUNCTIONS: Dict[str, Function] = {
     f.name: f
     for f in [
-        Function("analyze", "analyze", ("model", "hardware"), (), "output", AnalyzeResult,
+        Function("analyze", "analyze", ("model", "hardware"), "output", AnalyzeResult,
                  summary="Per-phase FLOPs, bytes, time, memory and throughput of one model on one "
                  "device, for each workload asked."),
-        Function("sweep", "sweep", ("model", "hardware"), (), "output", SweepResult,
+        Function("sweep", "sweep", ("model", "hardware"), "output", SweepResult,
                  formats=("csv", "json"),
                  summary="A grid of configurations; one row per configuration, as columns."),
-        Function("compare", "compare", ("models", "hardware"), (), "output", CompareResult,
+        Function("compare", "compare", ("models", "hardware"), "output", CompareResult,
                  summary="Several models side by side on one device."),
-        Function("plan", "plan", ("model",), (), "output", PlanResult,
+        Function("plan", "plan", ("model",), "output", PlanResult,
                  summary="The cheapest deployments that meet a request rate and latency "
                  "objectives."),
-        Function("serve_sim", "serve-sim", ("model", "hardware"), (), "output", ServeSimResult,
+        Function("serve_sim", "serve-sim", ("model", "hardware"), "output", ServeSimResult,
                  summary="A serving workload simulated request by request."),
-        Function("validate_measured", "validate", ("measured",), (), "output", ValidationResult,
+        Function("validate_measured", "validate", ("measured",), "output", ValidationResult,
                  summary="Predictions against a measurement file of serving-stack runs "
                  "(`validate --measured`)."),
-        Function("fit", "fit", ("hardware",), (), "report", FitResult,
+        Function("fit", "fit", ("hardware",), "report", FitResult,
                  summary="A serving stack's efficiencies and overheads fitted to measurements, or "
                  "a GPU's operator costs to a published per-operator profile."),
     ]
@@ -415,7 +414,7 @@ class _SpecFiles:
 
 def _arguments(f: Function, given: Dict[str, Any], files: _SpecFiles) -> List[str]:
     table = {o.parameter: o for o in options(f.name)}
-    args = [f.command, *f.fixed]
+    args = [f.command]
     for parameter, value in given.items():
         if value is None:
             continue

@@ -39,8 +39,10 @@ def test_gil_is_released_during_a_command():
 
     def work():
         started.set()
+        # 147,456 rows on one thread: most of a second here, ample for the main thread to be
+        # scheduled on a busy machine.
         streamspark.sweep("llama2-7b,llama3-8b,llama3-70b", "a100-80gb,h100-sxm,h200",
-                          batch="1..4096:+1", threads=1)
+                          batch="1..4096:+1", prompt=[512, 1024, 2048, 4096], threads=1)
         order.append("sweep done")
 
     t = threading.Thread(target=work)

@@ -73,6 +73,7 @@ std::unique_ptr<engine::SpeculativeIterationCost> make_speculative_cost(
 struct Pool {
   std::string role;  // "prefill", "decode"
   engine::Hardware hardware;
+  std::string host_link;  // with swap preemption, where its host bandwidth comes from
   engine::ParallelLayout layout;
   engine::Method method = engine::Method::roofline;
   std::unique_ptr<engine::IterationCost> cost;
@@ -100,6 +101,9 @@ Pool make_pool(const std::string& role, const PoolRequest& p, const ServeSimRequ
     throw UsageError(fmt::format("--disaggregate: the {} pool: {}", role, e.what()));
   }
   pool.options = serving_options(r.scheduler, model.max_context, preset, &pool.hardware);
+  if (r.scheduler.preemption == engine::Preemption::swap) {
+    pool.host_link = host_link_origin(r.scheduler, pool.hardware);
+  }
   pool.fraction = memory_fraction_of(r.memory_fraction, preset, p.layout.tp);
   double bytes = 0;
   if (r.kv_memory_bytes) {
@@ -162,6 +166,10 @@ ServingPoolReport pool_report(const Pool& p, const engine::SimulationResult& r, 
   out.utilization = duration_s > 0 ? r.metrics.busy_s / (duration_s * engines) : 0.0;
   out.kv_allocated_fraction = r.metrics.kv_allocated_fraction;
   out.preemptions = r.metrics.preemptions;
+  if (!p.host_link.empty()) {
+    out.host_bandwidth = p.options.host_bandwidth;
+    out.host_link = p.host_link;
+  }
   return out;
 }
 

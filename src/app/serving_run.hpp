@@ -34,6 +34,10 @@ struct ServingPoolReport {
   double utilization = 0;  // the share of the run's duration its schedulers ran iterations
   double kv_allocated_fraction = 0;
   int64_t preemptions = 0;
+  // With swap preemption: the bandwidth each way of the pool's device-host link, and where it
+  // comes from (host_link_origin); 0 and "" otherwise.
+  double host_bandwidth = 0;
+  std::string host_link;
 };
 struct DisaggregationReport {
   ServingPoolReport prefill, decode;

@@ -41,7 +41,9 @@ const std::vector<CommandEntry>& command_table() {
 }
 
 Failure describe_current_failure() {
-  auto error = [](int code, const std::string& what) { return Failure{code, {"error: " + what}}; };
+  auto error = [](int code, const std::string& what) {
+    return Failure{code, {"error: " + what}, {}};
+  };
   try {
     throw;
   } catch (const spec::SpecError& e) {
@@ -80,12 +82,12 @@ std::string shell_quoted(const std::string& arg) {
 }
 
 Failure run_command(const std::vector<std::string>& args, const app::Context& context) {
-  if (args.empty()) return Failure{kExitBadInput, {"error: no command given"}};
+  if (args.empty()) return Failure{kExitBadInput, {"error: no command given"}, {}};
   const auto& table = command_table();
   const auto entry = std::find_if(table.begin(), table.end(),
                                   [&](const CommandEntry& e) { return e.name == args[0]; });
   if (entry == table.end()) {
-    return Failure{kExitBadInput, {"error: unknown command '" + args[0] + "'"}};
+    return Failure{kExitBadInput, {"error: unknown command '" + args[0] + "'"}, {}};
   }
   try {
     CLI::App root{"streamspark"};
@@ -96,10 +98,10 @@ Failure run_command(const std::vector<std::string>& args, const app::Context& co
     try {
       root.parse(static_cast<int>(argv.size()), argv.data());
     } catch (const CLI::ParseError& e) {
-      return Failure{kExitBadInput, {"error: " + std::string(e.what())}};
+      return Failure{kExitBadInput, {"error: " + std::string(e.what())}, {}};
     }
     const int code = command.run();
-    return Failure{code, {}};
+    return Failure{code, {}, {}};
   } catch (...) {
     return describe_current_failure();
   }

@@ -237,12 +237,18 @@ json serving_bands_json(const ServingRun& r) {
 namespace {
 
 std::string pool_line(const char* role, const app::ServingPoolReport& p) {
-  return fmt::format(
+  std::string line = fmt::format(
       "{} pool: {} {} · {} busy · {} iterations · KV {} tokens a replica, {} "
-      "allocated on average · {} preemptions\n",
+      "allocated on average · {} preemptions",
       role, p.hardware, engine::describe(p.layout), percent_3_significant(p.utilization),
       p.iterations, p.kv_capacity_tokens, percent_3_significant(p.kv_allocated_fraction),
       p.preemptions);
+  if (p.host_bandwidth > 0) {
+    line += fmt::format(" · host link {} per direction ({})", format_bandwidth(p.host_bandwidth),
+                        p.host_link);
+  }
+  line += '\n';
+  return line;
 }
 
 std::string disaggregation_lines(const app::DisaggregationReport& d) {
@@ -263,13 +269,17 @@ std::string disaggregation_lines(const app::DisaggregationReport& d) {
 }
 
 json pool_json(const app::ServingPoolReport& p) {
-  return {{"hardware", p.hardware},
-          {"parallel", parallel_json(p.layout)},
-          {"utilization", p.utilization},
-          {"iterations", p.iterations},
-          {"kv_capacity_tokens", p.kv_capacity_tokens},
-          {"kv_allocated_fraction", p.kv_allocated_fraction},
-          {"preemptions", p.preemptions}};
+  json j = {{"hardware", p.hardware},
+            {"parallel", parallel_json(p.layout)},
+            {"utilization", p.utilization},
+            {"iterations", p.iterations},
+            {"kv_capacity_tokens", p.kv_capacity_tokens},
+            {"kv_allocated_fraction", p.kv_allocated_fraction},
+            {"preemptions", p.preemptions}};
+  if (p.host_bandwidth > 0) {  // swap preemption
+    j["host_link"] = {{"bandwidth_bytes_per_s", p.host_bandwidth}, {"origin", p.host_link}};
+  }
+  return j;
 }
 
 json disaggregation_json(const app::DisaggregationReport& d) {

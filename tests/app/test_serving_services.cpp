@@ -221,3 +221,31 @@ TEST_CASE("plan: several models, each model's best found even when --top 1 prune
   };
   CHECK(best70(p) == best70(all));
 }
+
+TEST_CASE("serve-sim --disaggregate with swap preemption: each pool names its host link") {
+  // Each pool swaps over its own GPUs' link: the H100 SXM file's 51 GB/s and the H200 file's
+  // 52 GB/s (both measured copies, hardware/*.yaml host_link), or --host-bandwidth for both.
+  test::ServiceContext s;
+  app::ServeSimRequest r = llama_on_h100();
+  r.hardware.clear();
+  r.disaggregate = app::DisaggregationRequest{};
+  r.disaggregate->prefill.hardware = "h100-sxm";
+  r.disaggregate->decode.hardware = "h200";
+  r.scheduler.preemption = engine::Preemption::swap;
+  app::ServeSimResult out = app::serve_sim(r, s.context);
+  REQUIRE(out.run.disaggregation);
+  CHECK(out.run.disaggregation->prefill.host_bandwidth == 51e9);
+  CHECK(out.run.disaggregation->prefill.host_link == "h100-sxm's host_link, PCIe Gen5 x16");
+  CHECK(out.run.disaggregation->decode.host_bandwidth == 52e9);
+  CHECK(out.run.disaggregation->decode.host_link.rfind("h200's host_link, ", 0) == 0);
+  r.scheduler.host_bandwidth = 25e9;
+  out = app::serve_sim(r, s.context);
+  CHECK(out.run.disaggregation->prefill.host_bandwidth == 25e9);
+  CHECK(out.run.disaggregation->decode.host_link == "--host-bandwidth");
+  // Recompute preemption moves nothing over the link: no link named.
+  r.scheduler.preemption = engine::Preemption::recompute;
+  r.scheduler.host_bandwidth.reset();
+  out = app::serve_sim(r, s.context);
+  CHECK(out.run.disaggregation->prefill.host_bandwidth == 0);
+  CHECK(out.run.disaggregation->decode.host_link.empty());
+}

@@ -269,12 +269,6 @@ CommandResult run_captured(const std::vector<std::string>& args,
   return r;
 }
 
-std::string command_line_of(const std::vector<std::string>& args) {
-  std::string line = "streamspark";
-  for (const std::string& a : args) line += " " + cli::shell_quoted(a);
-  return line;
-}
-
 nb::dict result_dict(CommandResult& r) {
   nb::dict d;
   d["exit_code"] = r.exit_code;
@@ -300,7 +294,7 @@ nb::dict run(const std::vector<std::string>& args, const std::vector<std::string
   {
     nb::gil_scoped_release release;
     std::string out;
-    r = run_captured(args, data_roots, command_line_of(args),
+    r = run_captured(args, data_roots, cli::command_line(args),
                      [&out](std::string_view d) { out.append(d); });
     r.output = std::move(out);
   }
@@ -356,7 +350,7 @@ nb::dict run_columns(const std::vector<std::string>& args,
   std::string parse_error;
   {
     nb::gil_scoped_release release;
-    r = run_captured(args, data_roots, command_line_of(args), [&](std::string_view d) {
+    r = run_captured(args, data_roots, cli::command_line(args), [&](std::string_view d) {
       if (!parse_error.empty()) return;
       try {
         table.feed(d);
@@ -377,46 +371,26 @@ nb::dict run_columns(const std::vector<std::string>& args,
 // The options of a command as its --help shows them: names, help, default, and whether it is
 // a flag, given several times, or required.
 nb::list options(const std::string& command) {
-  const auto& table = cli::command_table();
-  for (const cli::CommandEntry& e : table) {
-    if (e.name != command) continue;
-    const app::Context context{spec::Catalog({}), "", nullptr};
-    CLI::App root{"streamspark"};
-    const cli::Command c = e.add(root, context);
-    nb::list out;
-    for (const CLI::Option* o : c.app->get_options()) {
-      if (o->get_lnames().empty()) continue;  // --help
-      if (o->get_lnames().front() == "help") continue;
-      nb::dict d;
-      d["names"] = nb::cast(o->get_lnames());
-      d["help"] = o->get_description();
-      d["default"] = o->get_default_str();
-      const int least = o->get_expected_min(), most = o->get_expected_max();
-      d["flag"] = most == 0;
-      d["values"] = least == most ? least : 1;  // 2: --emit STACK DIR
-      d["repeatable"] = most > least;
-      d["required"] = o->get_required();
-      out.append(d);
-    }
-    return out;
-  }
-  throw nb::value_error(("unknown command '" + command + "'").c_str());
-}
-
-nb::list commands() {
+  const cli::CommandEntry* entry = cli::find_command(command);
+  if (!entry) throw nb::value_error(("unknown command '" + command + "'").c_str());
+  const app::Context context{spec::Catalog({}), "", nullptr};
+  CLI::App root{"streamspark"};
+  const cli::Command c = entry->add(root, context);
   nb::list out;
-  for (const cli::CommandEntry& e : cli::command_table()) out.append(std::string(e.name));
-  return out;
-}
-
-nb::str description(const std::string& command) {
-  for (const cli::CommandEntry& e : cli::command_table()) {
-    if (e.name != command) continue;
-    const app::Context context{spec::Catalog({}), "", nullptr};
-    CLI::App root{"streamspark"};
-    return nb::str(e.add(root, context).app->get_description().c_str());
+  for (const CLI::Option* o : c.app->get_options()) {
+    if (o->get_lnames().empty() || o->get_lnames().front() == "help") continue;
+    nb::dict d;
+    d["names"] = nb::cast(o->get_lnames());
+    d["help"] = o->get_description();
+    d["default"] = o->get_default_str();
+    const int least = o->get_expected_min(), most = o->get_expected_max();
+    d["flag"] = most == 0;
+    d["values"] = least == most ? least : 1;  // 2: --emit STACK DIR
+    d["repeatable"] = most > least;
+    d["required"] = o->get_required();
+    out.append(d);
   }
-  throw nb::value_error(("unknown command '" + command + "'").c_str());
+  return out;
 }
 
 }  // namespace
@@ -430,6 +404,4 @@ NB_MODULE(_core, m) {
   m.def("run_columns", &run_columns, "args"_a, "data_roots"_a,
         "Runs a sweep that writes CSV; returns its columns as (kind, data) instead of output.");
   m.def("options", &options, "command"_a, "The options of a command, as its --help lists them.");
-  m.def("commands", &commands, "Every command, in --help order.");
-  m.def("description", &description, "command"_a, "A command's one-line description.");
 }

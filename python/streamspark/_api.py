@@ -308,6 +308,7 @@ class Function:
     result: type
     formats: Tuple[str, ...] = ("json",)  # the --format values the function accepts
     summary: str = ""
+    optional: Tuple[str, ...] = ()  # positional parameters that default to None
 
 
 FUNCTIONS: Dict[str, Function] = {
@@ -325,7 +326,8 @@ FUNCTIONS: Dict[str, Function] = {
                  summary="The cheapest deployments that meet a request rate and latency "
                  "objectives."),
         Function("serve_sim", "serve-sim", ("model", "hardware"), "output", ServeSimResult,
-                 summary="A serving workload simulated request by request."),
+                 summary="A serving workload simulated request by request.",
+                 optional=("hardware",)),  # --disaggregate names each pool's
         Function("validate_measured", "validate", ("measured",), "output", ValidationResult,
                  summary="Predictions against a measurement file of serving-stack runs "
                  "(`validate --measured`)."),
@@ -453,14 +455,13 @@ def _arguments(f: Function, given: Dict[str, Any], files: _SpecFiles) -> List[st
 
 def _raise(f: Function, code: int, lines: List[str], result: Optional[Any],
            diagnostics: Sequence[Diagnostic] = ()) -> None:
-    if code == 2:
+    if code == InputError.exit_code:
         raise InputError(lines, f.name, diagnostics)
-    if code == 3:
+    if code == RuntimeFailure.exit_code:
         raise RuntimeFailure(lines, f.name)
-    if code == 4:
-        raise ToleranceExceeded(lines, f.name, result)
-    if code == 5:
-        raise NoPlanFound(lines, f.name, result)
+    for failed in (ToleranceExceeded, NoPlanFound):
+        if code == failed.exit_code:
+            raise failed(lines, f.name, result)
     raise InternalError(lines or [f"error: {f.command} ended with exit code {code}"], f.name)
 
 
@@ -612,8 +613,7 @@ def signature(name: str) -> inspect.Signature:
     editors show; the stubs hold the same list)."""
     f = FUNCTIONS[name]
     params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                default=None if (name, p) == ("serve_sim", "hardware")
-                                else inspect.Parameter.empty)
+                                default=None if p in f.optional else inspect.Parameter.empty)
               for p in f.positional]
     for o in options(name):
         if o.parameter in f.positional:

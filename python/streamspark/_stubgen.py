@@ -4,6 +4,7 @@ committed file with what this prints, so that the stubs and the CLI's --help can
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 
@@ -29,13 +30,7 @@ class Error(Exception):
     lines: List[str]
     command: str
 
-class Diagnostic:
-    file: str
-    line: int
-    column: int
-    key: str
-    message: str
-
+DIAGNOSTIC
 class InputError(Error, ValueError):
     diagnostics: List[Diagnostic]
 class RuntimeFailure(Error, RuntimeError): ...
@@ -93,8 +88,7 @@ def _function(name: str) -> str:
     f = _api.FUNCTIONS[name]
     params = []
     for p in f.positional:
-        optional = name == "serve_sim" and p == "hardware"
-        params.append(f"{p}: Optional[Spec] = None" if optional else f"{p}: Spec")
+        params.append(f"{p}: Optional[Spec] = None" if p in f.optional else f"{p}: Spec")
     params.append("*")
     for o in _api.options(name):
         if o.parameter in f.positional:
@@ -110,8 +104,13 @@ def _function(name: str) -> str:
     return "\n".join(lines)
 
 
+def _dataclass(cls: type) -> str:
+    fields = [f"    {f.name}: {f.type}" for f in dataclasses.fields(cls)]
+    return "\n".join([f"class {cls.__name__}:", *fields, "", ""])
+
+
 def stubs() -> str:
-    return HEADER + "\n" + "\n\n".join(_function(n) for n in _api.FUNCTIONS) + "\n"
+    return HEADER.replace("DIAGNOSTIC\n", _dataclass(_api.Diagnostic)) + "\n" + "\n\n".join(_function(n) for n in _api.FUNCTIONS) + "\n"
 
 
 if __name__ == "__main__":

@@ -40,6 +40,13 @@ const std::vector<CommandEntry>& command_table() {
   return table;
 }
 
+const CommandEntry* find_command(std::string_view name) {
+  for (const CommandEntry& e : command_table()) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
 Failure describe_current_failure() {
   auto error = [](int code, const std::string& what) {
     return Failure{code, {"error: " + what}, {}};
@@ -81,14 +88,19 @@ std::string shell_quoted(const std::string& arg) {
   return out + "'";
 }
 
+std::string command_line(const std::vector<std::string>& args) {
+  std::string line = "streamspark";
+  for (const std::string& a : args) {
+    line += ' ';
+    line += shell_quoted(a);
+  }
+  return line;
+}
+
 Failure run_command(const std::vector<std::string>& args, const app::Context& context) {
   if (args.empty()) return Failure{kExitBadInput, {"error: no command given"}, {}};
-  const auto& table = command_table();
-  const auto entry = std::find_if(table.begin(), table.end(),
-                                  [&](const CommandEntry& e) { return e.name == args[0]; });
-  if (entry == table.end()) {
-    return Failure{kExitBadInput, {"error: unknown command '" + args[0] + "'"}, {}};
-  }
+  const CommandEntry* entry = find_command(args[0]);
+  if (!entry) return Failure{kExitBadInput, {"error: unknown command '" + args[0] + "'"}, {}};
   try {
     CLI::App root{"streamspark"};
     root.require_subcommand(1);

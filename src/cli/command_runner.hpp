@@ -20,6 +20,8 @@ struct CommandEntry {
 };
 // Every subcommand, in the order --help lists them.
 const std::vector<CommandEntry>& command_table();
+// The entry of a command by name; nullptr when there is none.
+const CommandEntry* find_command(std::string_view name);
 
 // What a failed command says on stderr, one line each ("error: --batch: values must be >= 1,
 // got 0"; a spec file's diagnostics "file:line: key: message"), and its exit code.
@@ -36,6 +38,9 @@ Failure describe_current_failure();
 // treats specially, else in single quotes (a quote inside as '\''), so that the command a
 // report or provenance shows can be pasted ("--slo-ttft-p90 '1 s'").
 std::string shell_quoted(const std::string& arg);
+// "streamspark" and the arguments, each shell_quoted: the command line a file's provenance
+// shows.
+std::string command_line(const std::vector<std::string>& args);
 
 // `streamspark <args>` with args[0] the command, built alone: its exit code, and on failure
 // (bad options included) the lines the CLI prints on stderr. --help is not served here.

@@ -27,12 +27,11 @@ std::string executable_path(const char* argv0) {
 
 int main(int argc, char** argv) {
   using namespace streamspark::cli;
-  std::string command_line = "streamspark";
-  for (int i = 1; i < argc; ++i) command_line += " " + shell_quoted(argv[i]);
+  const std::string line = command_line(std::vector<std::string>(argv + 1, argv + argc));
   const streamspark::app::Context context{
       streamspark::spec::Catalog(streamspark::spec::data_roots(executable_path(argv[0])),
                                  streamspark::spec::user_catalog_folders()),
-      command_line, [](const std::string& line) { fmt::print(stderr, "warning: {}\n", line); }};
+      line, [](const std::string& warning) { fmt::print(stderr, "warning: {}\n", warning); }};
   CLI::App root{"streamspark: roofline and cost model of LLM inference"};
   root.set_version_flag("--version", STREAMSPARK_VERSION);
   root.require_subcommand(1);

@@ -96,6 +96,7 @@ def analyze(
     replicas: Optional[Value] = None,
     microbatches: Optional[Value] = None,
     overlap_communication: bool = False,
+    two_batch_overlap: bool = False,
     attention_dp: bool = False,
     redundant_experts: Optional[Value] = None,
     expert_imbalance: Optional[Value] = None,
@@ -144,6 +145,7 @@ def analyze(
         replicas: --replicas: data-parallel copies of the tp x pp replica, each serving its share (default: 1)
         microbatches: --microbatches: pipeline micro-batches per prefill pass (0: one per sequence) (default: 0)
         overlap_communication: --overlap-communication [flag]: count collectives as hidden behind computation (default: they add to the step)
+        two_batch_overlap: --two-batch-overlap [flag]: run each pass as two micro-batches of half the sequences, one's communication beside the other's computation on two streams (DeepSeek-V3's dual micro-batch overlap; needs --pp 1; not in serve-sim)
         attention_dp: --attention-dp [flag]: attention data parallel with wide expert parallel: the replica is --ep GPUs, each running whole attention, dense layers and shared experts for its share of the sequences and (experts + redundant) / ep routed experts (needs --tp 1, --pp 1)
         redundant_experts: --redundant-experts: with --attention-dp: extra routed-expert copies a load balancer places (DeepSeek's EPLB: 32) (default: 0)
         expert_imbalance: --expert-imbalance: with --attention-dp: routed tokens of the busiest GPU over the mean (1: balanced) (default: 1)
@@ -188,6 +190,7 @@ def sweep(
     replicas: Optional[Value] = None,
     microbatches: Optional[Value] = None,
     overlap_communication: bool = False,
+    two_batch_overlap: bool = False,
     attention_dp: bool = False,
     redundant_experts: Optional[Value] = None,
     expert_imbalance: Optional[Value] = None,
@@ -229,6 +232,7 @@ def sweep(
         replicas: --replicas: data-parallel copies of the tp x pp replica, each serving its share (default: 1)
         microbatches: --microbatches: pipeline micro-batches per prefill pass (0: one per sequence) (default: 0)
         overlap_communication: --overlap-communication [flag]: count collectives as hidden behind computation (default: they add to the step)
+        two_batch_overlap: --two-batch-overlap [flag]: run each pass as two micro-batches of half the sequences, one's communication beside the other's computation on two streams (DeepSeek-V3's dual micro-batch overlap; needs --pp 1; not in serve-sim)
         attention_dp: --attention-dp [flag]: attention data parallel with wide expert parallel: the replica is --ep GPUs, each running whole attention, dense layers and shared experts for its share of the sequences and (experts + redundant) / ep routed experts (needs --tp 1, --pp 1)
         redundant_experts: --redundant-experts: with --attention-dp: extra routed-expert copies a load balancer places (DeepSeek's EPLB: 32) (default: 0)
         expert_imbalance: --expert-imbalance: with --attention-dp: routed tokens of the busiest GPU over the mean (1: balanced) (default: 1)
@@ -275,6 +279,7 @@ def compare(
     replicas: Optional[Value] = None,
     microbatches: Optional[Value] = None,
     overlap_communication: bool = False,
+    two_batch_overlap: bool = False,
     attention_dp: bool = False,
     redundant_experts: Optional[Value] = None,
     expert_imbalance: Optional[Value] = None,
@@ -315,6 +320,7 @@ def compare(
         replicas: --replicas: data-parallel copies of the tp x pp replica, each serving its share (default: 1)
         microbatches: --microbatches: pipeline micro-batches per prefill pass (0: one per sequence) (default: 0)
         overlap_communication: --overlap-communication [flag]: count collectives as hidden behind computation (default: they add to the step)
+        two_batch_overlap: --two-batch-overlap [flag]: run each pass as two micro-batches of half the sequences, one's communication beside the other's computation on two streams (DeepSeek-V3's dual micro-batch overlap; needs --pp 1; not in serve-sim)
         attention_dp: --attention-dp [flag]: attention data parallel with wide expert parallel: the replica is --ep GPUs, each running whole attention, dense layers and shared experts for its share of the sequences and (experts + redundant) / ep routed experts (needs --tp 1, --pp 1)
         redundant_experts: --redundant-experts: with --attention-dp: extra routed-expert copies a load balancer places (DeepSeek's EPLB: 32) (default: 0)
         expert_imbalance: --expert-imbalance: with --attention-dp: routed tokens of the busiest GPU over the mean (1: balanced) (default: 1)
@@ -495,6 +501,7 @@ def serve_sim(
     replicas: Optional[Value] = None,
     microbatches: Optional[Value] = None,
     overlap_communication: bool = False,
+    two_batch_overlap: bool = False,
     attention_dp: bool = False,
     redundant_experts: Optional[Value] = None,
     expert_imbalance: Optional[Value] = None,
@@ -569,6 +576,7 @@ def serve_sim(
         replicas: --replicas: data-parallel copies of the tp x pp replica, each serving its share (default: 1)
         microbatches: --microbatches: pipeline micro-batches per prefill pass (0: one per sequence) (default: 0)
         overlap_communication: --overlap-communication [flag]: count collectives as hidden behind computation (default: they add to the step)
+        two_batch_overlap: --two-batch-overlap [flag]: run each pass as two micro-batches of half the sequences, one's communication beside the other's computation on two streams (DeepSeek-V3's dual micro-batch overlap; needs --pp 1; not in serve-sim)
         attention_dp: --attention-dp [flag]: attention data parallel with wide expert parallel: the replica is --ep GPUs, each running whole attention, dense layers and shared experts for its share of the sequences and (experts + redundant) / ep routed experts (needs --tp 1, --pp 1)
         redundant_experts: --redundant-experts: with --attention-dp: extra routed-expert copies a load balancer places (DeepSeek's EPLB: 32) (default: 0)
         expert_imbalance: --expert-imbalance: with --attention-dp: routed tokens of the busiest GPU over the mean (1: balanced) (default: 1)

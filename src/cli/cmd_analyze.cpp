@@ -32,6 +32,11 @@ int run_analyze(AnalyzeCli& s, const app::Context& context) {
         "--attention-dp: CSV has no columns for the layout's data-parallel attention and experts; "
         "use --format json");
   }
+  if (s.r.parallel.two_batch_overlap && s.per_op && s.out.format == report::Format::csv) {
+    throw UsageError(
+        "--two-batch-overlap --per-op: the operator CSV has no micro-batch column; use --format "
+        "table or json");
+  }
   if (s.r.speculative && s.out.format == report::Format::csv) {
     throw UsageError("--speculative: use --format table or json");
   }

@@ -67,6 +67,11 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
         "a parallel layout (" +
         describe(layout) + ")");
   }
+  if (layout.two_batch_overlap && options_.naive_sampling) {
+    throw std::invalid_argument(
+        "the naive-sampling comparison (no KV cache) does not model --two-batch-overlap; add "
+        "--no-naive");
+  }
   figures_.weight_bytes_per_gpu = weight_bytes_per_gpu(m, p, layout);
   if (options_.diffusion) {
     const DiffusionOptions& d = *options_.diffusion;
@@ -87,6 +92,7 @@ PhaseResult Analyzer::cost_step(const StepShape& shape, const std::vector<Op>& e
         "a single forward pass is costed on one pipeline stage only; "
         "use pp = 1");
   }
+  if (two_batch_overlap()) return cost_two_batches(shape, extra, nullptr, touched_since);
   inventory_.build(shape, scratch_ops_);
   scratch_ops_.insert(scratch_ops_.end(), extra.begin(), extra.end());
   return cost_phase(scratch_ops_, shape.phase, shape.batch,
@@ -99,6 +105,32 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
   PhaseResult r;
   const DeviceRates rates =
       rates_.at_working_set(static_cast<double>(checked_add(step_working_set(ops), touched_since)));
+  add_op_costs(ops, rates, r, rows, -1, nullptr);
+  r.intensity = intensity(r.flops, r.bytes.total());
+  r.sequences_per_pass = batch;
+  if (options_.method != Method::bandwidth) {
+    r.overhead_s += host_overhead_s(batch);
+    r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s + r.communication_counted_s;
+    r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
+    return r;
+  }
+  // bandwidth method: the lecture's first-order model, one term per phase.
+  r.compute_bound_s = r.memory_bound_s = r.overhead_s = 0;
+  if (phase == Phase::prefill) {
+    r.time_s = r.compute_bound_s = static_cast<double>(r.flops) / rates_.matrix_flops;
+    r.bound = Bound::compute;
+  } else {
+    r.time_s = r.memory_bound_s = bandwidth_decode_time(
+        batch, weight_bytes_touched(model(), options_.costing.precision, batch),
+        static_cast<double>(state_bytes(context)), rates.bandwidth);
+    r.bound = Bound::memory;
+  }
+  return r;
+}
+
+void Analyzer::add_op_costs(const std::vector<Op>& ops, const DeviceRates& rates, PhaseResult& r,
+                            std::vector<OpRow>* rows, int32_t microbatch,
+                            std::vector<ScheduledOp>* scheduled) const {
   for (const Op& op : ops) {
     r.flops = checked_add(r.flops, checked_mul(op.flops, op.repeat));
     add_traffic(r.bytes, op.bytes, op.repeat);
@@ -115,30 +147,69 @@ PhaseResult Analyzer::cost_phase(const std::vector<Op>& ops, Phase phase, int64_
           n * (std::max(c.compute_s, c.memory_s) + c.stall_s + c.overlap_s + c.row_wait_s);
     }
     r.overhead_s += n * c.overhead_s;
-    if (rows) rows->push_back(OpRow{op, c});
+    if (rows) rows->push_back(OpRow{op, c, microbatch});
+    if (scheduled) {
+      const bool communication = c.bound == Bound::communication;
+      scheduled->push_back(
+          {communication ? c.communication_s : c.time_s, communication, op.layer_kind, op.repeat});
+    }
   }
+}
+
+double Analyzer::host_overhead_s(int64_t batch) const {
+  // once per forward pass, and the host's work per sequence in it
+  return rates_.step_overhead_s +
+         static_cast<double>(options_.costing.parallel.sequences_per_gpu(batch)) *
+             rates_.sequence_overhead_s;
+}
+
+std::pair<int64_t, int64_t> Analyzer::two_batch_split(int64_t batch) const {
+  const ParallelLayout& l = options_.costing.parallel;
+  // A: the larger half of each GPU's sequences (of the batch, or of its share under attention
+  // data parallelism, where the replica's A is that many sequences on each of its GPUs).
+  const int64_t a =
+      l.attention_dp ? std::min(batch, checked_mul(ceil_div(l.sequences_per_gpu(batch), 2), l.ep))
+                     : ceil_div(batch, 2);
+  return {a, batch - a};
+}
+
+PhaseResult Analyzer::cost_two_batches(const StepShape& shape, const std::vector<Op>& extra,
+                                       std::vector<OpRow>* rows, int64_t touched_since) {
+  const auto [a, b] = two_batch_split(shape.batch);
+  PhaseResult r;
+  std::vector<Op>* lists[2] = {&scratch_ops2_, &scratch_ops3_};
+  std::vector<ScheduledOp>* scheduled[2] = {&scheduled_a_, &scheduled_b_};
+  std::vector<StreamTask>* tasks[2] = {&tasks_a_, &tasks_b_};
+  const int64_t sequences[2] = {a, b};
+  DeviceRates rates_a = rates_;
+  for (int i = 0; i < 2; ++i) {
+    scheduled[i]->clear();
+    tasks[i]->clear();
+    if (sequences[i] == 0) continue;
+    StepShape half = shape;
+    half.batch = sequences[i];
+    inventory_.build(half, *lists[i]);
+    const DeviceRates rates = rates_.at_working_set(
+        static_cast<double>(checked_add(step_working_set(*lists[i]), touched_since)));
+    if (i == 0) rates_a = rates;
+    add_op_costs(*lists[i], rates, r, rows, i, scheduled[i]);
+    pass_segments(*scheduled[i], *tasks[i]);
+  }
+  double computation = 0;
+  for (const std::vector<StreamTask>* t : tasks) {
+    for (const StreamTask& x : *t) computation += x.communication ? 0.0 : x.seconds;
+  }
+  // The compute stream runs every computation one after another; what the schedule takes
+  // beyond that is communication it could not hide.
+  r.communication_counted_s =
+      std::max(0.0, two_batch_overlap_seconds(tasks_a_, tasks_b_) - computation);
+  add_op_costs(extra, rates_a, r, rows, -1, nullptr);  // after both micro-batches
+  r.overhead_s += host_overhead_s(shape.batch);
+  r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s + r.communication_counted_s;
   r.intensity = intensity(r.flops, r.bytes.total());
-  r.sequences_per_pass = batch;
-  if (options_.method != Method::bandwidth) {
-    // once per forward pass, and the host's work per sequence in it
-    r.overhead_s += rates_.step_overhead_s +
-                    static_cast<double>(options_.costing.parallel.sequences_per_gpu(batch)) *
-                        rates_.sequence_overhead_s;
-    r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s + r.communication_counted_s;
-    r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
-    return r;
-  }
-  // bandwidth method: the lecture's first-order model, one term per phase.
-  r.compute_bound_s = r.memory_bound_s = r.overhead_s = 0;
-  if (phase == Phase::prefill) {
-    r.time_s = r.compute_bound_s = static_cast<double>(r.flops) / rates_.matrix_flops;
-    r.bound = Bound::compute;
-  } else {
-    r.time_s = r.memory_bound_s = bandwidth_decode_time(
-        batch, weight_bytes_touched(model(), options_.costing.precision, batch),
-        static_cast<double>(state_bytes(context)), rates.bandwidth);
-    r.bound = Bound::memory;
-  }
+  r.bound = r.compute_bound_s > r.memory_bound_s ? Bound::compute : Bound::memory;
+  r.sequences_per_pass = shape.batch;
+  r.overlap_microbatches = b > 0 ? 2 : 1;
   return r;
 }
 
@@ -209,10 +280,8 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
     return static_cast<double>(count) *
            bandwidth_decode_time(batch, weights, mean_state, bandwidth);
   }
-  double total = static_cast<double>(count) *  // one per step, and per sequence in it
-                 (rates_.step_overhead_s +
-                  static_cast<double>(options_.costing.parallel.sequences_per_gpu(batch)) *
-                      rates_.sequence_overhead_s);
+  double total = static_cast<double>(count) * host_overhead_s(batch);
+  if (two_batch_overlap()) return total + sum_two_batch_decode_segment(batch, first, count);
   for (const DecodeLine& l : decode_lines(batch, first)) {
     // The last step's counts must fit in 64 bits, like every count the engine reports.
     (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
@@ -222,6 +291,44 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
         sum_of_max_of_lines(l.compute_s, l.compute_slope, l.memory_s, l.memory_slope, count) +
         steps * (l.overhead_s + l.stall_s) + l.stall_slope * steps * (steps - 1) / 2;
     total += static_cast<double>(l.repeat) * per_instance;
+  }
+  return total;
+}
+
+// Under two-batch overlap the step is no sum of its ops' times: each step's two micro-batches
+// are scheduled from their ops' lines (exact at every step, as the lines are).
+double Analyzer::sum_two_batch_decode_segment(int64_t batch, int64_t first, int64_t count) {
+  const auto [a, b] = two_batch_split(batch);
+  const std::vector<DecodeLine> lines_a = decode_lines(a, first);
+  const std::vector<DecodeLine> lines_b =
+      b > 0 ? decode_lines(b, first) : std::vector<DecodeLine>{};
+  for (const std::vector<DecodeLine>* lines : {&lines_a, &lines_b}) {
+    for (const DecodeLine& l : *lines) {  // the last step's counts fit in 64 bits
+      (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
+      (void)checked_mul(checked_add(l.bytes, checked_mul(l.bytes_slope, count - 1)), l.repeat);
+    }
+  }
+  auto at_step = [](const std::vector<DecodeLine>& lines, double i, std::vector<ScheduledOp>& out) {
+    out.clear();
+    for (const DecodeLine& l : lines) {
+      const double seconds =
+          l.overhead_s +
+          std::max(l.compute_s + l.compute_slope * i, l.memory_s + l.memory_slope * i) + l.stall_s +
+          l.stall_slope * i;
+      out.push_back({seconds, l.communication, l.layer_kind, l.repeat});
+    }
+  };
+  double total = 0;
+  tasks_b_.clear();
+  for (int64_t i = 0; i < count; ++i) {
+    const double step = static_cast<double>(i);
+    at_step(lines_a, step, scheduled_a_);
+    pass_segments(scheduled_a_, tasks_a_);
+    if (b > 0) {
+      at_step(lines_b, step, scheduled_b_);
+      pass_segments(scheduled_b_, tasks_b_);
+    }
+    total += two_batch_overlap_seconds(tasks_a_, tasks_b_);
   }
   return total;
 }
@@ -264,6 +371,8 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
     l.bytes = at.bytes.total();
     l.bytes_slope = next.bytes.total() - l.bytes;
     l.repeat = at.repeat;
+    l.communication = at.kind == OpKind::communication;
+    l.layer_kind = at.layer_kind;
     lines.push_back(l);
   }
   if (!cacheable) {
@@ -289,7 +398,11 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
   const int64_t large = ceil_div(sequences, m);
   const int64_t larger = sequences % m == 0 ? m : sequences % m;  // micro-batches of `large`
   inventory_.build(shape(large), scratch_ops_);
-  PhaseResult r = cost_phase(scratch_ops_, Phase::prefill, large, cached, rows);
+  // Two-batch overlap (pp 1): the activation peak below is the whole pass's, both micro-batches
+  // being in flight at once.
+  PhaseResult r = two_batch_overlap()
+                      ? cost_two_batches(shape(large), {}, rows, 0)
+                      : cost_phase(scratch_ops_, Phase::prefill, large, cached, rows);
   if (activation_peak) {
     *activation_peak = step_activation_peak(
         scratch_ops_, storage_bytes(checked_mul(options_.costing.parallel.sequences_per_gpu(large),
@@ -378,6 +491,9 @@ int64_t Analyzer::decode_microbatch(int64_t batch) const {
 }
 
 double Analyzer::decode_step_time(int64_t batch, int64_t context) {
+  if (two_batch_overlap()) {
+    return cost_two_batches(StepShape::decode(batch, context), {}, nullptr, 0).time_s;
+  }
   inventory_.build(StepShape::decode(batch, context), scratch_ops_);
   return cost_phase(scratch_ops_, Phase::decode, batch, context, nullptr).time_s;
 }
@@ -396,8 +512,10 @@ void Analyzer::prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pas
   const int64_t mb = decode_microbatch(batch);
   st.decode_batch = mb;
   inventory_.build(StepShape::decode(mb, prompt), decode_ops_);
-  st.decode =
-      cost_phase(decode_ops_, Phase::decode, mb, prompt, rows ? &rows->decode_ops : nullptr);
+  st.decode = two_batch_overlap() ? cost_two_batches(StepShape::decode(mb, prompt), {},
+                                                     rows ? &rows->decode_ops : nullptr, 0)
+                                  : cost_phase(decode_ops_, Phase::decode, mb, prompt,
+                                               rows ? &rows->decode_ops : nullptr);
   st.decode.microbatches = std::min(batch, options_.costing.parallel.pp);
   st.decode.sequences_per_microbatch = mb;
   st.decode.sequences_per_pass = batch;

@@ -19,6 +19,7 @@
 #include "engine/quantization.hpp"
 #include "engine/roofline.hpp"
 #include "engine/stack.hpp"
+#include "engine/two_batch_overlap.hpp"
 
 namespace streamspark::engine {
 
@@ -86,11 +87,16 @@ struct PhaseResult {
   int64_t microbatches = 1;
   int64_t sequences_per_microbatch = 0;
   double bubble_fraction = 0;
+  // Two-batch overlap (ParallelLayout::two_batch_overlap): the micro-batches each pass or step
+  // ran as, 2, or 1 where a GPU held a single sequence; 0 without it. communication_counted_s
+  // is then the communication the schedule left exposed (its makespan less the computation).
+  int64_t overlap_microbatches = 0;
 };
 
 struct OpRow {  // one operator of a phase, costed per instance (totals: times op.repeat)
   Op op;
   OpCost cost;
+  int32_t microbatch = -1;  // two-batch overlap: 0 (A) or 1 (B); -1 without it
 };
 
 // Sampling G tokens for B sequences with and without a KV cache (CS336: without a cache each
@@ -199,6 +205,8 @@ class Analyzer {
     int64_t bytes = 0;
     int64_t bytes_slope = 0;
     int64_t repeat = 0;
+    bool communication = false;
+    int32_t layer_kind = -1;
   };
   // What a workload's results share with every other `generate` at the same batch, prompt and
   // prefill passes.
@@ -221,6 +229,22 @@ class Analyzer {
 
   PhaseResult cost_phase(const std::vector<Op>& ops, Phase phase, int64_t batch, int64_t context,
                          std::vector<OpRow>* rows, int64_t touched_since = 0) const;
+  // The work and time of `ops` at `rates`, without the per-pass host costs, added to `r`; each
+  // op's row into *rows and its place in the schedule into *scheduled when given.
+  void add_op_costs(const std::vector<Op>& ops, const DeviceRates& rates, PhaseResult& r,
+                    std::vector<OpRow>* rows, int32_t microbatch,
+                    std::vector<ScheduledOp>* scheduled) const;
+  // Per-pass host costs: the step's and each of the GPU's sequences' (not the bandwidth
+  // method's).
+  double host_overhead_s(int64_t batch) const;
+  // The sequences of a pass's two micro-batches, A and B (B 0 when a GPU holds one sequence):
+  // half each, and under attention data parallelism half of each GPU's share.
+  std::pair<int64_t, int64_t> two_batch_split(int64_t batch) const;
+  // A pass of `shape` as two overlapped micro-batches (two_batch_overlap_seconds), `extra`
+  // operators (draft heads) after them; as cost_step.
+  PhaseResult cost_two_batches(const StepShape& shape, const std::vector<Op>& extra,
+                               std::vector<OpRow>* rows, int64_t touched_since);
+  bool two_batch_overlap() const { return options_.costing.parallel.two_batch_overlap; }
   double bandwidth_decode_time(int64_t batch, double step_weight_bytes, double state,
                                double bandwidth) const;
   // Contexts in [first, end) where the working set moves to another rate bucket (memory level
@@ -242,6 +266,7 @@ class Analyzer {
   // Sum of decode step times over contexts first .. first+count-1 of `batch` sequences.
   double sum_decode_steps(int64_t batch, int64_t first, int64_t count);
   double sum_decode_segment(int64_t batch, int64_t first, int64_t count);
+  double sum_two_batch_decode_segment(int64_t batch, int64_t first, int64_t count);
   const std::vector<DecodeLine>& decode_lines(int64_t batch, int64_t first);
   SamplingComparison compare_sampling(const Workload& w, int64_t per_pass, const WorkloadResult& r);
   // Sums over token counts n = first .. first+count-1 of a prefill pass of `sequences`
@@ -269,6 +294,9 @@ class Analyzer {
   std::vector<Op> decode_ops_;  // the decode step at context = prompt
   std::vector<DecodeLine> uncached_lines_;
   std::vector<Op> level_ops_;  // scratch for working-set probes
+  // two-batch overlap scratch
+  std::vector<ScheduledOp> scheduled_a_, scheduled_b_;
+  std::vector<StreamTask> tasks_a_, tasks_b_;
 };
 
 }  // namespace streamspark::engine

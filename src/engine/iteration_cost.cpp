@@ -41,6 +41,11 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
         " is a diffusion model (no serving model of its iterative block denoising is "
         "documented here)");
   }
+  if (options.costing.parallel.two_batch_overlap) {
+    throw std::invalid_argument(
+        "serving simulation does not model --two-batch-overlap yet (analyze does: its passes "
+        "and steps as two overlapped micro-batches)");
+  }
   check_calibration_covers(inventory_, rates_, hardware_);
   check_links(inventory_, rates_, hardware_);
   apply_stack_host_costs(rates_, options.stack);

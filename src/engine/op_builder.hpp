@@ -67,9 +67,12 @@ class OpListBuilder {
   // activations.
   int64_t small_param_bytes(int64_t elements) const { return act_bytes(elements); }
 
-  void set_group(std::string_view group, int64_t repeat) {
+  // The ops that follow belong to a layer of kind `layer_kind` (Model::layers' index; -1: ops
+  // run once per step), `repeat` layers of it.
+  void set_group(std::string_view group, int64_t repeat, int32_t layer_kind) {
     group_ = group;
     repeat_ = repeat;
+    layer_kind_ = layer_kind;
   }
   void set_repeat(int64_t repeat) { repeat_ = repeat; }
   int64_t repeat() const { return repeat_; }
@@ -95,6 +98,7 @@ class OpListBuilder {
     op.flops = flops;
     op.bytes = bytes;
     op.repeat = repeat_;
+    op.layer_kind = layer_kind_;
     op.launches = launches;
     return op;
   }
@@ -226,6 +230,7 @@ class OpListBuilder {
   std::vector<Op>& out_;
   std::string_view group_;
   int64_t repeat_ = 1;
+  int32_t layer_kind_ = -1;
 };
 
 // Everything a layer builder needs about the step and the layout.

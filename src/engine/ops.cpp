@@ -141,8 +141,10 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
   }
 
   // ---- each layer kind (repeat = its layer count) ----
-  for (const LayerKind& k : model.layers) {
-    b.set_group(model.is_hybrid() ? std::string_view(k.label) : std::string_view(), k.count);
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const LayerKind& k = model.layers[i];
+    b.set_group(model.is_hybrid() ? std::string_view(k.label) : std::string_view(), k.count,
+                static_cast<int32_t>(i));
     mixer_family(k).add_ops(b, s, model, k, mla_form);
     if (k.sandwich_norms) b.norm(OpId::attn_post_norm, model.norm, s.tokens, D);
     const FeedForwardFamily* ffn = feed_forward_family(k);
@@ -153,7 +155,7 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
   }
 
   // ---- pipeline: the activations of each micro-batch cross the pp - 1 stage boundaries ----
-  b.set_group({}, 1);
+  b.set_group({}, 1, -1);
   if (par.pp > 1) {
     const int64_t inter = inter_node_boundaries(par, per_node);
     const int64_t message = b.act_bytes(checked_mul(s.tokens, D));

@@ -74,8 +74,12 @@ struct Op {
   // 16-bit operand beside narrower activations (runs_at_16_bits: attention projections kept in
   // 16 bits, the attention core over 16-bit stored activations, a 16-bit lm head).
   int64_t outlier_flops = 0;
-  Traffic bytes;          // per instance
-  int64_t repeat = 1;     // instances per step: layers of the kind, or 1
+  Traffic bytes;       // per instance
+  int64_t repeat = 1;  // instances per step: layers of the kind, or 1
+  // The layer kind (Model::layers' index) whose layers run the op, -1 for ops run once per
+  // step (embedding, head). An op of a layer kind with `repeat` below the kind's count runs in
+  // that many of its layers (cross-layer attention's K and V producers).
+  int32_t layer_kind = -1;
   int64_t launches = 1;   // kernel launches per instance; 0 when fused into another op
   Collective collective;  // kind == communication
   // Kernels that give each token row one thread block (RMSNorm, a gated activation, rotary

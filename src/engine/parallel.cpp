@@ -21,11 +21,13 @@ std::string describe(const ParallelLayout& p) {
       out += " (+" + std::to_string(p.redundant_experts) + " redundant experts)";
     }
     if (p.replicas > 1) out += ", " + std::to_string(p.replicas) + " replicas";
+    if (p.two_batch_overlap) out += ", two-batch overlap";
     return out + " (" + std::to_string(p.gpus()) + " GPUs)";
   }
   std::string out = "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp);
   if (p.ep > 1) out += ", ep " + std::to_string(p.ep);
   if (p.replicas > 1) out += ", " + std::to_string(p.replicas) + " replicas";
+  if (p.two_batch_overlap) out += ", two-batch overlap";
   return out + " (" + std::to_string(p.gpus()) + " GPUs)";
 }
 
@@ -47,6 +49,19 @@ void check_layout(const Model& m, const ParallelLayout& p) {
           "tensor parallelism inside a data-parallel group is not modelled)");
     }
     if (p.ep < 2) throw std::invalid_argument("--attention-dp needs --ep of 2 or more GPUs");
+  }
+  if (p.two_batch_overlap) {
+    if (p.pp != 1 || p.overlap_communication || (p.tp == 1 && p.ep == 1)) {
+      throw std::invalid_argument(
+          "--two-batch-overlap overlaps one micro-batch's communication with the other's "
+          "computation: it needs --pp 1, a layout that communicates (--tp or --ep above 1) and "
+          "not --overlap-communication (which hides all of it)");
+    }
+    if (m.diffusion) {
+      throw std::invalid_argument(m.name + ": " +
+                                  "--two-batch-overlap of diffusion denoising steps is not "
+                                  "modelled");
+    }
   }
   if (!p.attention_dp && (p.redundant_experts != 0 || p.expert_imbalance != 1.0 ||
                           p.all_to_all != AllToAllMode::throughput)) {

@@ -46,6 +46,12 @@ struct ParallelLayout {
   // collective adds its time to the step (vLLM and TensorRT-LLM run the TP all-reduce between
   // the layers' kernels).
   bool overlap_communication = false;
+  // Two-micro-batch overlap (DeepSeek-V3 report §3.4, open-infra-index's inference system
+  // overview; SGLang's --enable-two-batch-overlap): each forward pass runs as two micro-batches
+  // of half the sequences, one's computation beside the other's communication, on one compute
+  // and one communication stream (two_batch_overlap_seconds). Needs pp 1 and a layout with
+  // communication; excludes overlap_communication (its perfect-overlap bound).
+  bool two_batch_overlap = false;
   // Attention data parallel over the ep GPUs of a wide expert-parallel replica (tp 1, pp 1).
   bool attention_dp = false;
   // Extra copies of routed experts a load balancer places (DeepSeek's EPLB: 32 in prefill);

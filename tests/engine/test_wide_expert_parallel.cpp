@@ -326,3 +326,108 @@ TEST_CASE("serving under attention DP: an iteration costs what the analysis's st
   // 16 GPUs is 2,048 B a GPU.
   CHECK(cost.kv_bytes_per_token() == 2048);
 }
+
+TEST_CASE("two-batch overlap: DeepSeek-V3's prefill as two micro-batches on two streams") {
+  const Model m = deepseek_v3();
+  AnalysisOptions plain = wide_ep(32, 32);
+  plain.per_op = true;
+  AnalysisOptions tbo = plain;
+  tbo.costing.parallel.two_batch_overlap = true;
+  AnalysisOptions hidden = plain;
+  hidden.costing.parallel.overlap_communication = true;
+  Analyzer counted(m, h800(), plain);
+  Analyzer overlapped(m, h800(), tbo);
+  Analyzer bound(m, h800(), hidden);
+  CHECK(describe(tbo.costing.parallel) ==
+        "attention dp, ep 32 (+32 redundant experts), two-batch overlap (32 GPUs)");
+  // 128 prompts of 4,096 tokens, 4 a GPU: micro-batches of 2 a GPU (64 prompts each).
+  const WorkloadResult r = overlapped.analyze({128, 4096, 2});
+  const PhaseResult& p = r.prefill;
+  CHECK(p.overlap_microbatches == 2);
+  const PhaseResult half = counted.analyze({64, 4096, 2}).prefill;  // one micro-batch alone
+  // The work is the two halves': FLOPs twice one half's (linear in the tokens), communication
+  // twice its seconds and bytes; every weight is read by each micro-batch.
+  CHECK(p.flops == 2 * half.flops);
+  CHECK(p.communication_s == doctest::Approx(2 * half.communication_s).epsilon(1e-12));
+  CHECK(p.communication_bytes == doctest::Approx(2 * half.communication_bytes).epsilon(1e-12));
+  CHECK(p.bytes.weights == 2 * half.bytes.weights);
+  // The pass's time splits into computation, host work and the exposed communication.
+  CHECK(p.time_s == doctest::Approx(p.compute_bound_s + p.memory_bound_s + p.overhead_s +
+                                    p.communication_counted_s)
+                        .epsilon(1e-12));
+  // The compute stream runs both halves' kernels: the pass takes at least that, and at most
+  // the two halves one after the other with every collective counted.
+  const double computation = 2 * (half.compute_bound_s + half.memory_bound_s + half.overhead_s);
+  CHECK(p.time_s >= computation);
+  CHECK(p.time_s < 2 * half.time_s);
+  CHECK(p.communication_counted_s > 0);
+  CHECK(p.communication_counted_s < half.communication_s);  // most of it hidden
+  // Against the whole batch in one pass: slower than hiding every collective (the bound of
+  // --overlap-communication), faster than counting them.
+  CHECK(p.time_s > bound.analyze({128, 4096, 2}).prefill.time_s);
+  CHECK(p.time_s < counted.analyze({128, 4096, 2}).prefill.time_s);
+  // The operator rows are each micro-batch's, labelled.
+  REQUIRE(r.prefill_ops.size() == 2 * counted.analyze({64, 4096, 2}).prefill_ops.size());
+  CHECK(r.prefill_ops.front().microbatch == 0);
+  CHECK(r.prefill_ops.back().microbatch == 1);
+  CHECK(r.prefill_ops.front().op.layer_kind == -1);  // the embedding
+}
+
+TEST_CASE("two-batch overlap: one sequence a GPU cannot split; decode steps sum exactly") {
+  const Model m = deepseek_v3();
+  AnalysisOptions o = wide_ep(144, 32, 1.0, AllToAllMode::low_latency);
+  AnalysisOptions plain = o;
+  o.costing.parallel.two_batch_overlap = true;
+  Analyzer a(m, h800(), o);
+  Analyzer counted(m, h800(), plain);
+  // 144 sequences over 144 GPUs: one a GPU, one micro-batch, the plain pass.
+  const WorkloadResult one = a.analyze({144, 4989, 2});
+  CHECK(one.decode.overlap_microbatches == 1);
+  CHECK(one.decode.time_s ==
+        doctest::Approx(counted.analyze({144, 4989, 2}).decode.time_s).epsilon(1e-12));
+  // 100 a GPU: 50 + 50. TPOT over 6 steps (the scheduled lines of each step) is the mean of
+  // the steps costed one by one.
+  const WorkloadResult r = a.analyze({14400, 4989, 7});
+  CHECK(r.decode.overlap_microbatches == 2);
+  double steps = 0;
+  for (int64_t c = 4989; c < 4989 + 6; ++c) steps += a.decode_step_time(14400, c);
+  CHECK(r.tpot_s == doctest::Approx(steps / 6).epsilon(1e-12));
+  CHECK(r.decode.time_s == doctest::Approx(a.decode_step_time(14400, 4989)).epsilon(1e-12));
+  CHECK(r.decode.time_s < counted.analyze({14400, 4989, 2}).decode.time_s);
+  // A speculative pass (MTP) is scheduled the same way.
+  const PhaseResult verify = a.cost_step({Phase::decode, 14400, 2, 4989, 2, true, true});
+  CHECK(verify.overlap_microbatches == 2);
+}
+
+TEST_CASE("two-batch overlap: layouts and uses it does not model are refused, naming why") {
+  const Model m = deepseek_v3();
+  auto refusal = [&](AnalysisOptions o) -> std::string {
+    try {
+      Analyzer a(m, h800(), o);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  AnalysisOptions one_gpu;
+  one_gpu.costing.parallel.two_batch_overlap = true;
+  CHECK(refusal(one_gpu).find("a layout that communicates") != std::string::npos);
+  AnalysisOptions both = wide_ep(32, 32);
+  both.costing.parallel.two_batch_overlap = true;
+  both.costing.parallel.overlap_communication = true;
+  CHECK(refusal(both).find("not --overlap-communication") != std::string::npos);
+  AnalysisOptions naive = wide_ep(32, 32);
+  naive.costing.parallel.two_batch_overlap = true;
+  naive.naive_sampling = true;
+  CHECK(refusal(naive).find("--no-naive") != std::string::npos);
+  AnalysisOptions serving = wide_ep(32, 32);
+  serving.costing.parallel.two_batch_overlap = true;
+  CHECK_THROWS_WITH_AS(IterationCost(m, h800(), serving),
+                       doctest::Contains("does not model --two-batch-overlap"),
+                       std::invalid_argument);
+  AnalysisOptions pipeline;
+  pipeline.costing.parallel.tp = 2;
+  pipeline.costing.parallel.pp = 2;
+  pipeline.costing.parallel.two_batch_overlap = true;
+  CHECK(refusal(pipeline).find("--pp 1") != std::string::npos);
+}

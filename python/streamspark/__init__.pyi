@@ -357,6 +357,9 @@ def plan(
     max_batch: Optional[Value] = None,
     chunked_prefill: Optional[Value] = None,
     disaggregate: Optional[Value] = None,
+    attention_dp: Optional[Value] = None,
+    redundant_experts: Optional[Value] = None,
+    all_to_all: Optional[Value] = None,
     max_tokens: Optional[Value] = None,
     block_size: Optional[Value] = None,
     prefix_cache: bool = False,
@@ -430,6 +433,9 @@ def plan(
         max_batch: --max-batch: scheduler's sequences per iteration, a list (default 256, or the --stack preset's)
         chunked_prefill: --chunked-prefill: off, on, or off,on (default off, or the --stack preset's)
         disaggregate: --disaggregate: also search disaggregated deployments: units of R prefill and S decode replicas for each R:S given (e.g. 1:1,1:2,2:1), each pool on any --hardware at any --tp (pp 1)
+        attention_dp: --attention-dp: mixture-of-experts models: also search attention data parallel with wide expert parallel over each GPU count given (e.g. 8,16,32: the replica's GPUs, across nodes; --max-batch is the replica's, all its GPUs together)
+        redundant_experts: --redundant-experts: with --attention-dp: extra routed-expert copies a load balancer places (default: 0)
+        all_to_all: --all-to-all: with --attention-dp: throughput or low-latency (default: throughput)
         max_tokens: --max-tokens: tokens per iteration (default 8192, or the --stack preset's)
         block_size: --block-size: paged KV: tokens per block (default 16, or the --stack preset's)
         prefix_cache: --prefix-cache [flag]: each replica caches prompt blocks across requests (a system prompt, conversations' histories) as serve-sim --prefix-cache does; the bounds take every declared shared prefix as a hit

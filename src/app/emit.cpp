@@ -178,6 +178,12 @@ Deployment deployment_of(const EmitRequest& emit, const PlanRequest& r, const Pl
   Deployment d;
   d.c = &p.result.candidates[p.result.ranking.front()];
   const engine::PlanCandidate& c = *d.c;
+  if (c.layout.attention_dp) {
+    throw UsageError(
+        "--emit: the best deployment is attention data parallel over " +
+        std::to_string(c.layout.ep) +
+        " GPUs; its launch scripts are not emitted (the emitted stacks' flags cover tp and pp)");
+  }
   d.model = &in.models[c.model];
   d.model_id = emit.model_id.empty() ? model_id_of(*d.model) : emit.model_id;
   if (d.model_id.empty()) {

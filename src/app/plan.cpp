@@ -222,10 +222,26 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
           "--disaggregate: {}:{}: a unit holds 1 to 64 replicas of each pool", prefill, decode));
     }
   }
+  if (grid.attention_dp_ep.empty() &&
+      (grid.redundant_experts != 0 || grid.all_to_all != engine::AllToAllMode::throughput)) {
+    throw UsageError("--redundant-experts and --all-to-all apply to --attention-dp layouts");
+  }
+  for (int64_t ep : grid.attention_dp_ep) {
+    if (ep < 2) {
+      throw UsageError(fmt::format(
+          "--attention-dp: {}: an attention data-parallel replica spans 2 GPUs or more", ep));
+    }
+  }
   if (!grid.pool_ratios.empty() && r.whole_nodes) {
     throw UsageError(
         "--whole-nodes: not modelled with --disaggregate (a unit's pools may be different "
         "hardware)");
+  }
+  if (!grid.attention_dp_ep.empty()) {  // and a MoE model's attention data-parallel layouts
+    configurations += static_cast<double>(r.models.size() * r.dtypes.size()) *
+                      static_cast<double>(std::max<size_t>(r.hardware.size(), 1)) *
+                      static_cast<double>(grid.attention_dp_ep.size() * grid.max_batch.size() *
+                                          grid.chunked_prefill.size());
   }
   if (!grid.pool_ratios.empty()) {  // and the disaggregated units: a pair of pools each
     const auto hardware = static_cast<double>(std::max<size_t>(r.hardware.size(), 1));
@@ -237,8 +253,10 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   if (configurations > static_cast<double>(r.max_configurations)) {
     throw UsageError(fmt::format(
         "--max-configurations: the grid spans {:.0f} configurations (models x hardware x formats x "
-        "--tp x --pp x --ep x --max-batch x --chunked-prefill, and with --disaggregate models x "
-        "formats x hardware^2 x --tp^2 x ratios x --max-batch x --chunked-prefill), more than "
+        "--tp x --pp x --ep x --max-batch x --chunked-prefill, with --attention-dp models x "
+        "hardware x formats x --attention-dp x --max-batch x --chunked-prefill, and with "
+        "--disaggregate models x formats x hardware^2 x --tp^2 x ratios x --max-batch x "
+        "--chunked-prefill), more than "
         "{}; narrow the lists or raise the limit with --max-configurations N",
         configurations, r.max_configurations));
   }
@@ -324,9 +342,13 @@ void require_finite_plan(const engine::PlanInputs& in, const engine::PlanResult&
   check(result.mean_prompt, "the workload", "mean_prompt_tokens");
   check(result.mean_output, "the workload", "mean_output_tokens");
   for (const engine::PlanCandidate& c : result.candidates) {
-    const std::string where = fmt::format("{} on {} {} tp {} pp {}", in.models[c.model].name,
-                                          in.hardware[c.hardware].name, in.formats[c.format].name,
-                                          c.layout.tp, c.layout.pp);
+    const std::string where =
+        c.layout.attention_dp
+            ? fmt::format("{} on {} {} attention dp ep {}", in.models[c.model].name,
+                          in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.ep)
+            : fmt::format("{} on {} {} tp {} pp {}", in.models[c.model].name,
+                          in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.tp,
+                          c.layout.pp);
     check(c.rate_bound, where, "rate_bound");
     check(c.sustainable_rate, where, "sustainable_rate");
     check(c.failing_rate, where, "failing_rate");

@@ -79,6 +79,15 @@ void bind_grid(OptionBinder& b, app::PlanRequest& r) {
       },
       "also search disaggregated deployments: units of R prefill and S decode replicas for each "
       "R:S given (e.g. 1:1,1:2,2:1), each pool on any --hardware at any --tp (pp 1)");
+  b.custom<std::vector<int64_t>>(
+      "--attention-dp", g.attention_dp_ep, "", parse_int_list,
+      "mixture-of-experts models: also search attention data parallel with wide expert "
+      "parallel over each GPU count given (e.g. 8,16,32: the replica's GPUs, across nodes; "
+      "--max-batch is the replica's, all its GPUs together)");
+  b.integer("--redundant-experts", g.redundant_experts, 0,
+            "with --attention-dp: extra routed-expert copies a load balancer places");
+  b.choice("--all-to-all", g.all_to_all, "all-to-all mode",
+           "with --attention-dp: throughput or low-latency");
   b.integer("--max-tokens", r.scheduler.max_tokens, 1,
             fmt::format("tokens per iteration (default {}, or the --stack preset's)",
                         app::kDefaultMaxTokens));

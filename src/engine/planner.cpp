@@ -511,7 +511,8 @@ PlanCandidate candidate(size_t model, size_t hardware, size_t format, ParallelLa
 }
 
 // Every configuration of the grid, in enumeration order (model > hardware > format > tp > pp >
-// ep > max batch > chunked prefill), not yet analysed.
+// ep > max batch > chunked prefill, then a MoE model's attention data-parallel layouts > max
+// batch > chunked prefill), not yet analysed.
 std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
   std::vector<PlanCandidate> cands;
   for (size_t m = 0; m < in.models.size(); ++m) {
@@ -530,6 +531,18 @@ std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
                   cands.push_back(candidate(m, h, f, l, mb, chunked));
                 }
               }
+            }
+          }
+        }
+        for (int64_t ep : moe ? in.grid.attention_dp_ep : std::vector<int64_t>{}) {
+          for (int64_t mb : in.grid.max_batch) {
+            for (bool chunked : in.grid.chunked_prefill) {
+              ParallelLayout l;
+              l.ep = ep;
+              l.attention_dp = true;
+              l.redundant_experts = in.grid.redundant_experts;
+              l.all_to_all = in.grid.all_to_all;
+              cands.push_back(candidate(m, h, f, l, mb, chunked));
             }
           }
         }

@@ -92,6 +92,12 @@ struct PlanGrid {
   // format, max batch and chunked prefill shared; the KV moves over kv_transfer_link's
   // automatic link. Empty: aggregated deployments only.
   std::vector<std::array<int64_t, 2>> pool_ratios;
+  // Mixture-of-experts models: attention data parallel with wide expert parallel over each of
+  // these GPU counts as well (ParallelLayout::attention_dp; tp 1, pp 1, the replica `ep` GPUs,
+  // across nodes), with these redundant experts and all-to-all mode. Empty: none.
+  std::vector<int64_t> attention_dp_ep;
+  int64_t redundant_experts = 0;
+  AllToAllMode all_to_all = AllToAllMode::throughput;
 };
 
 struct PlanInputs {

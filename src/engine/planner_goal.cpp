@@ -25,7 +25,7 @@ void reject(PlanCandidate& c, RejectKind kind, std::string reason) {
 
 std::optional<double> replica_price(const PlanInputs& in, const PlanCandidate& c) {
   const std::optional<double> prefill = in.hardware[c.hardware].price_per_hour;
-  const auto g = static_cast<double>(c.layout.tp * c.layout.pp);
+  const auto g = static_cast<double>(c.layout.gpus_per_replica());
   if (!c.pools) return prefill ? std::optional<double>(*prefill * g) : std::nullopt;
   const std::optional<double> decode = in.hardware[c.pools->decode_hardware].price_per_hour;
   if (!prefill || !decode) return std::nullopt;
@@ -69,7 +69,8 @@ std::pair<int64_t, int64_t> replicas_and_gpus(const PlanInputs& in, const PlanCa
     const int64_t nodes = (n + per_node - 1) / per_node;
     return {nodes * per_node, nodes * node};
   }
-  const int64_t nodes = (n * g + node - 1) / node;  // a replica spans nodes (pipeline stages)
+  const int64_t nodes =
+      (n * g + node - 1) / node;  // a replica spans nodes (pipeline stages, wide EP)
   return {n, nodes * node};
 }
 
@@ -312,7 +313,7 @@ const PlanGoalStrategy& plan_goal_strategy(PlanGoal goal) {
 namespace streamspark::engine {
 
 int64_t replica_gpus(const PlanCandidate& c) {
-  const int64_t prefill = c.layout.tp * c.layout.pp;
+  const int64_t prefill = c.layout.gpus_per_replica();
   if (!c.pools) return prefill;
   const ParallelLayout& d = c.pools->decode_layout;
   return c.pools->prefill_replicas * prefill + c.pools->decode_replicas * d.tp * d.pp;

@@ -163,6 +163,7 @@ std::string hardware_text(const engine::PlanInputs& in, const PlanCandidate& c) 
 }
 
 std::string layout_text(const engine::PlanInputs& in, const PlanCandidate& c) {
+  if (c.layout.attention_dp) return fmt::format("attention dp ep {}", c.layout.ep);
   if (!c.pools) {
     return fmt::format("tp {} pp {}{}", c.layout.tp, c.layout.pp,
                        c.layout.ep > 1 ? fmt::format(" ep {}", c.layout.ep) : "");
@@ -268,6 +269,11 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
          {"status", std::string(enum_name(c.status))},
          {"reject_kind", std::string(enum_name(c.reject))},
          {"reason", c.reason}};
+  if (c.layout.attention_dp) {  // only for such layouts, so that every other output keeps its keys
+    j["attention_dp"] = true;
+    j["redundant_experts"] = c.layout.redundant_experts;
+    j["all_to_all"] = std::string(enum_name(c.layout.all_to_all));
+  }
   if (c.pools) {  // hardware, tp, pp above: the prefill pool's; a replica is the whole unit
     const engine::PlanPools& p = *c.pools;
     j["disaggregated"] = json{
@@ -335,17 +341,25 @@ std::string answer_line(const PlanReport& r) {
   const PlanCandidate& c = res.candidates[res.ranking.front()];
   const engine::PlanInputs& in = in_of(r);
   std::string s =
-      c.pools ? fmt::format("{}: {} x {} ({}, disaggregated: {}, max batch {}{}), {} unit{}",
-                            in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
-                            hardware_text(in, c), in.formats[c.format].name, layout_text(in, c),
-                            c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
-                            c.replicas == 1 ? "" : "s")
-              : fmt::format("{}: {} x {} ({}, tp {}, pp {}{}, max batch {}{}), {} replica{}",
-                            in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
-                            in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.tp,
-                            c.layout.pp, c.layout.ep > 1 ? fmt::format(", ep {}", c.layout.ep) : "",
-                            c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
-                            c.replicas == 1 ? "" : "s");
+      c.pools || c.layout.attention_dp
+          ? fmt::format("{}: {} x {} ({}, {}{}, max batch {}{}), {} {}{}",
+                        in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
+                        hardware_text(in, c), in.formats[c.format].name,
+                        c.pools ? "disaggregated: " : "", layout_text(in, c), c.max_batch,
+                        c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
+                        c.pools ? "unit" : "replica", c.replicas == 1 ? "" : "s")
+      : c.pools
+          ? fmt::format("{}: {} x {} ({}, disaggregated: {}, max batch {}{}), {} unit{}",
+                        in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
+                        hardware_text(in, c), in.formats[c.format].name, layout_text(in, c),
+                        c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
+                        c.replicas == 1 ? "" : "s")
+          : fmt::format("{}: {} x {} ({}, tp {}, pp {}{}, max batch {}{}), {} replica{}",
+                        in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
+                        in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.tp,
+                        c.layout.pp, c.layout.ep > 1 ? fmt::format(", ep {}", c.layout.ep) : "",
+                        c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
+                        c.replicas == 1 ? "" : "s");
   if (in.models.size() > 1) s = in.models[c.model].name + " " + s;
   if (in.goal == PlanGoal::max_rate)
     s += fmt::format(" serving {} requests/s", significant(c.served_rate));
@@ -606,7 +620,7 @@ Rows ranked_rows(const PlanReport& r) {
       row.push_back(std::to_string(c.layout.tp));
       row.push_back(std::to_string(c.layout.pp));
     }
-    if (ep) row.push_back(std::to_string(c.layout.ep));
+    if (ep) row.push_back(std::to_string(c.layout.ep) + (c.layout.attention_dp ? " dp" : ""));
     row.push_back(std::to_string(c.max_batch));
     row.push_back(c.chunked_prefill ? "yes" : "no");
     row.push_back(std::to_string(c.replicas));
@@ -648,11 +662,20 @@ std::string grid_text(const PlanReport& r) {
   for (const auto& [p, d] : in.grid.pool_ratios) {
     ratios += fmt::format("{}{}:{}", ratios.empty() ? "" : ",", p, d);
   }
+  std::string dp;
+  if (!in.grid.attention_dp_ep.empty()) {
+    dp = fmt::format(", and attention data parallel over ep {} (mixture-of-experts models",
+                     join_ints(in.grid.attention_dp_ep));
+    if (in.grid.redundant_experts > 0) {
+      dp += fmt::format(", {} redundant experts", in.grid.redundant_experts);
+    }
+    dp += fmt::format(", {} all-to-all)", enum_name(in.grid.all_to_all));
+  }
   return fmt::format(
       "{} × {} × tp {} × pp {} × ep {} (mixture-of-experts models) × max batch {} × chunked "
-      "prefill {}{}: {} configurations",
+      "prefill {}{}{}: {} configurations",
       hw, formats, join_ints(in.grid.tp), join_ints(in.grid.pp), switches(in.grid.expert_parallel),
-      join_ints(in.grid.max_batch), switches(in.grid.chunked_prefill),
+      join_ints(in.grid.max_batch), switches(in.grid.chunked_prefill), dp,
       ratios.empty() ? ""
                      : fmt::format(", and disaggregated units of prefill:decode replicas {} "
                                    "(each pool any hardware × tp, pp 1)",

@@ -306,6 +306,21 @@ nlohmann::json plan_json(const PlanReport& r) {
   json candidates = json::array();
   for (const PlanCandidate& c : res.candidates) candidates.push_back(candidate_json(r, c));
   const SearchCounts s = counts(res);
+  json grid{{"formats", formats},
+            {"tp", in.grid.tp},
+            {"pp", in.grid.pp},
+            {"expert_parallel", in.grid.expert_parallel},
+            {"max_batch", in.grid.max_batch},
+            {"chunked_prefill", in.grid.chunked_prefill},
+            {"pool_ratios", in.grid.pool_ratios},
+            {"max_tokens", in.scheduler.max_tokens},
+            {"block_size", in.scheduler.block_size},
+            {"memory_fraction", in.memory_fraction}};
+  if (!in.grid.attention_dp_ep.empty()) {  // only then, so that every other output keeps its keys
+    grid["attention_dp_ep"] = in.grid.attention_dp_ep;
+    grid["redundant_experts"] = in.grid.redundant_experts;
+    grid["all_to_all"] = std::string(enum_name(in.grid.all_to_all));
+  }
   json out{{"models", models},
            {"goal", std::string(enum_name(in.goal))},
            {"ranked_by", ranked_by(r)},
@@ -318,16 +333,7 @@ nlohmann::json plan_json(const PlanReport& r) {
                              {"mean_output_tokens", res.mean_output}}},
            {"objectives", objectives},
            {"limits", json{{"max_gpus", in.max_gpus}, {"max_gpus_per_node", in.max_gpus_per_node}}},
-           {"grid", json{{"formats", formats},
-                         {"tp", in.grid.tp},
-                         {"pp", in.grid.pp},
-                         {"expert_parallel", in.grid.expert_parallel},
-                         {"max_batch", in.grid.max_batch},
-                         {"chunked_prefill", in.grid.chunked_prefill},
-                         {"pool_ratios", in.grid.pool_ratios},
-                         {"max_tokens", in.scheduler.max_tokens},
-                         {"block_size", in.scheduler.block_size},
-                         {"memory_fraction", in.memory_fraction}}},
+           {"grid", grid},
            {"hardware", hardware},
            {"search", json{{"configurations", s.configurations},
                            {"rejected_before_simulation", s.rejected_before},

@@ -519,3 +519,63 @@ TEST_CASE("plan: hardware_objectives replace the objectives of that hardware's c
   wrong.hardware_objectives = {strict, ServiceObjectives{}};  // sets other objectives
   CHECK_THROWS_AS(plan(wrong), std::invalid_argument);
 }
+
+TEST_CASE("plan: attention data-parallel layouts of a MoE model, against a brute force") {
+  // A GQA MoE model: 8 layers, D 4096, 32 query and 8 KV heads of 128, 64 experts of 1024
+  // (top 8), 2 nodes' worth of GPUs at most.
+  Attention a;
+  a.kind = AttentionKind::gqa;
+  a.n_heads = 32;
+  a.n_kv_heads = 8;
+  a.head_dim = 128;
+  Model m = streamspark::test::dense_model("gqa-moe", 32000, 4096, 8, a,
+                                           Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
+  m.layers[0].ffn = FfnKind::moe;
+  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+  PlanInputs in = small_grid();
+  in.models = {m};
+  Hardware h = in.hardware.front();
+  h.topology->inter_node = NodeLink{"ib", 50e9, 5.4e-6};
+  in.hardware = {h};
+  in.formats.resize(1);
+  in.grid.tp = {2};
+  in.grid.expert_parallel = {true};
+  in.grid.attention_dp_ep = {4, 16, 24};  // 24 does not divide 64 experts
+  in.grid.all_to_all = AllToAllMode::low_latency;
+  in.grid.max_batch = {64};
+  in.grid.chunked_prefill = {false};
+  in.prune = false;
+  in.target_rate = 600;  // one replica of each: below every candidate's throughput bound
+  const PlanResult r = plan(in);
+  REQUIRE(r.candidates.size() == 4);  // tp 2 ep 2, then attention dp over 4, 16, 24
+  int64_t dp_ranked = 0, several = 0;
+  for (const PlanCandidate& c : r.candidates) {
+    CAPTURE(c.layout.ep);
+    if (c.layout.ep == 24) {
+      CHECK(c.reject == RejectKind::unsupported);
+      CHECK(c.reason.find("does not divide by --ep 24") != std::string::npos);
+      continue;
+    }
+    CHECK(c.layout.attention_dp == (c.layout.ep != 2));
+    if (c.status != CandidateStatus::ranked) continue;
+    // A replica is its ep GPUs (16 spans two nodes); the replicas are the brute force's, and
+    // the price is every GPU's.
+    CHECK(replica_gpus(c) == (c.layout.attention_dp ? c.layout.ep : 2));
+    CHECK(c.replicas == brute_force_replicas(in, c));
+    CHECK(c.gpus == c.replicas * replica_gpus(c));
+    CHECK(c.usd_per_hour.value() == doctest::Approx(static_cast<double>(c.gpus) * 3.0));
+    dp_ranked += c.layout.attention_dp ? 1 : 0;
+  }
+  CHECK(dp_ranked == 2);
+  // At 3,000 requests/s, beyond one replica's bound: replicas of ep GPUs each, as many as the
+  // target over one replica's sustainable rate.
+  in.target_rate = 3000;
+  for (const PlanCandidate& c : plan(in).candidates) {
+    if (!c.layout.attention_dp || c.status != CandidateStatus::ranked) continue;
+    CHECK(c.replicas == static_cast<int64_t>(std::ceil(in.target_rate / c.sustainable_rate)));
+    CHECK(c.replicas > 1);
+    CHECK(c.gpus == c.replicas * c.layout.ep);
+    ++several;
+  }
+  CHECK(several == 2);
+}

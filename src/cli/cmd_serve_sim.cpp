@@ -51,8 +51,8 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
          "with --disaggregate, stream each prompt's KV layer by layer as the prefill computes "
          "it (the transfer may start with the prompt; default: when it ends)");
   for (const char* layout : {"--hardware", "--tp", "--pp", "--ep", "--replicas", "--microbatches",
-                             "--overlap-communication", "--attention-dp", "--redundant-experts",
-                             "--expert-imbalance", "--all-to-all"}) {
+                             "--overlap-communication", "--two-batch-overlap", "--attention-dp",
+                             "--redundant-experts", "--expert-imbalance", "--all-to-all"}) {
     b.conflicts("--disaggregate", {layout},
                 "each pool names its hardware and layout in --disaggregate");
   }

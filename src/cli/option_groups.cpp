@@ -188,7 +188,7 @@ void bind_layout_rest(OptionBinder& b, engine::ParallelLayout& l) {
   b.flag("--two-batch-overlap", l.two_batch_overlap,
          "run each pass as two micro-batches of half the sequences, one's communication beside "
          "the other's computation on two streams (DeepSeek-V3's dual micro-batch overlap; needs "
-         "--pp 1; not in serve-sim)");
+         "--pp 1)");
   b.flag("--attention-dp", l.attention_dp,
          "attention data parallel with wide expert parallel: the replica is --ep GPUs, each "
          "running whole attention, dense layers and shared experts for its share of the "

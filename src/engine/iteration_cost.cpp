@@ -41,11 +41,6 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
         " is a diffusion model (no serving model of its iterative block denoising is "
         "documented here)");
   }
-  if (options.costing.parallel.two_batch_overlap) {
-    throw std::invalid_argument(
-        "serving simulation does not model --two-batch-overlap yet (analyze does: its passes "
-        "and steps as two overlapped micro-batches)");
-  }
   check_calibration_covers(inventory_, rates_, hardware_);
   check_links(inventory_, rates_, hardware_);
   apply_stack_host_costs(rates_, options.stack);
@@ -61,6 +56,7 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   kv_bytes_per_token_ = state_bytes_per_gpu(model, c0 + 1, p.kv_cache, layout) - at;
   state_bytes_per_sequence_ = at - checked_mul(kv_bytes_per_token_, c0);
   ranks_ = layout.attention_dp ? layout.ep : 1;
+  two_batch_overlap_ = layout.two_batch_overlap;
   if (layout.attention_dp) {
     // A sequence's cache lives on one of the ep GPUs: per GPU of the replica, on average, an
     // ep-th of it (rounded up), so the replica holds ep times what one GPU's memory holds.
@@ -86,6 +82,12 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   context_dependent_.resize(a.size());
   for (size_t j = 0; j < a.size(); ++j) {
     context_dependent_[j] = a[j].flops != b[j].flops || a[j].bytes.total() != b[j].bytes.total();
+  }
+  // Each op's stream, layer kind and repeat, as the two-batch schedule reads them.
+  for (size_t j = 0; j < d.size(); ++j) {
+    op_structure_.push_back(
+        {0.0, d[j].kind == OpKind::communication, d[j].layer_kind, d[j].repeat});
+    if (context_dependent_[j]) context_ops_.push_back(j);
   }
 }
 
@@ -144,6 +146,7 @@ double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
 }
 
 double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
+  if (two_batch_overlap_) return overlapped_seconds(it, resident_kv_tokens);
   const size_t slot = slot_for(resident_kv_tokens);
   const auto slot_bits = static_cast<uint64_t>(slot) << 52;  // kMaxSlots = 2^12
   int64_t tokens = 0, logits = 0, longest = 0;
@@ -221,12 +224,128 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
 }
 
+const IterationCost::OpTimes& IterationCost::op_times(int64_t new_tokens, int64_t past,
+                                                      int64_t logits, size_t slot, int64_t ranks) {
+  // Memoised as sequence_memo_ (one sequence's step, ranks 1) and shared_memo_ (an
+  // iteration's token-proportional part) are, when the counts pack into 64 bits.
+  // (An iteration's part with one logit and no attention data parallelism is the step of one
+  // sequence of its tokens from an empty cache: the same shape either way.)
+  const bool item = ranks == 1 && logits == 1;
+  const bool packable =
+      item ? new_tokens < (int64_t{1} << 24) && past < (int64_t{1} << 28)
+           : past == 0 && new_tokens < (int64_t{1} << 26) && logits < (int64_t{1} << 26);
+  const uint64_t key =
+      (static_cast<uint64_t>(slot) << 52) |
+      (item ? (static_cast<uint64_t>(new_tokens) << 28) | static_cast<uint64_t>(past)
+            : (static_cast<uint64_t>(new_tokens) << 26) | static_cast<uint64_t>(logits));
+  auto& memo = item ? item_ops_memo_ : shared_ops_memo_;
+  if (packable) {
+    const auto found = memo.find(key);
+    if (found != memo.end()) return found->second;
+  }
+  const DeviceRates& rates = slots_[slot].rates;
+  const StepShape shape{new_tokens > 1 ? Phase::prefill : Phase::decode, ranks, new_tokens, past,
+                        std::max<int64_t>(1, logits)};
+  const std::vector<Op>& ops = inventory_.build(shape);
+  OpTimes out{std::vector<double>(ops.size(), 0.0), std::vector<double>(ops.size(), 0.0)};
+  for (size_t j = 0; j < ops.size(); ++j) {
+    if (logits == 0 && is_head_op(ops[j].id)) continue;
+    const OpCost c = roofline_cost(ops[j], rates);
+    out.seconds[j] = ops[j].kind == OpKind::communication ? c.communication_s : c.time_s;
+    out.launch[j] = c.overhead_s;
+  }
+  if (!packable) {
+    unmemoised_ops_ = std::move(out);
+    return unmemoised_ops_;
+  }
+  return memo.emplace(key, std::move(out)).first->second;
+}
+
+double IterationCost::overlapped_seconds(const Iteration& it, int64_t resident_kv_tokens) {
+  const size_t slot = slot_for(resident_kv_tokens);
+  const size_t n = it.items.size();
+  int64_t total_tokens = 0, longest = 0;
+  bool decode_only = true;
+  for (const IterationItem& item : it.items) {
+    total_tokens += item.new_tokens;
+    longest = std::max(longest, item.past + item.new_tokens);
+    decode_only = decode_only && item.new_tokens == 1 && item.draft_tokens == 0;
+  }
+  if (total_tokens == 0) return 0;
+  // Micro-batch A: under attention data parallelism the larger half of each GPU's share of the
+  // sequences (as Analyzer::two_batch_split); otherwise the items in order up to half the
+  // iteration's tokens (at least one), B the rest.
+  size_t a = 0;
+  if (ranks_ > 1) {
+    const auto share = static_cast<size_t>(ceil_div(static_cast<int64_t>(n), ranks_));
+    a = std::min(n, (share + 1) / 2 * static_cast<size_t>(ranks_));
+  } else {
+    int64_t tokens = 0;
+    while (a < n && (a == 0 || 2 * (tokens + it.items[a].new_tokens) <= total_tokens + 1)) {
+      tokens += it.items[a].new_tokens;
+      ++a;
+    }
+  }
+  const size_t ops = op_structure_.size();
+  for (int h = 0; h < 2; ++h) {
+    overlap_tasks_[h].clear();
+    const size_t first = h == 0 ? 0 : a, end = h == 0 ? a : n;
+    if (first == end) continue;
+    int64_t tokens = 0, logits = 0;
+    overlap_context_.assign(ops, 0.0);
+    overlap_launch_.assign(ops, 0.0);
+    for (size_t i = first; i < end; ++i) {
+      const IterationItem& item = it.items[i];
+      tokens += item.new_tokens;
+      logits += item.draft_tokens > 0                ? item.new_tokens
+                : (item.emits_token || item.padding) ? 1
+                                                     : 0;
+      const OpTimes& t = op_times(item.new_tokens, item.past, 1, slot, 1);
+      for (size_t j : context_ops_) {
+        // One launch for all sequences (as the plain sum counts it).
+        overlap_context_[j] += t.seconds[j] - t.launch[j];
+        overlap_launch_[j] = t.launch[j];
+      }
+    }
+    if (decode_only && !stack_.graph_batch_sizes.empty()) {
+      // Each micro-batch runs the captured graph of its size (per GPU under attention DP).
+      const int64_t per_rank = ceil_div(static_cast<int64_t>(end - first), ranks_);
+      const int64_t padded = checked_mul(graph_batch(stack_, per_rank, longest), ranks_);
+      logits += padded - tokens;
+      tokens = padded;
+    }
+    const OpTimes& shared =
+        ranks_ == 1 ? op_times(tokens, 0, logits, slot, 1)
+                    : op_times(ceil_div(tokens, ranks_), 0, ceil_div(logits, ranks_), slot, ranks_);
+    overlap_ops_ = op_structure_;
+    for (size_t j = 0; j < ops; ++j) {
+      overlap_ops_[j].seconds =
+          context_dependent_[j]
+              ? overlap_context_[j] / static_cast<double>(ranks_) + overlap_launch_[j]
+              : shared.seconds[j];
+    }
+    pass_segments(overlap_ops_, overlap_tasks_[h]);
+  }
+  // Attention data parallelism: each GPU's host work is for an ep-th of the sequences.
+  const double host = static_cast<double>(n) * rates_.sequence_overhead_s;
+  const double settled = two_batch_overlap_seconds(overlap_tasks_[0], overlap_tasks_[1]) +
+                         rates_.step_overhead_s + host / static_cast<double>(ranks_);
+  passes_since_eviction_ =
+      has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
+  if (!rewarm_ || passes_since_eviction_ == 0) return settled;
+  return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
+}
+
 double IterationCost::shared_seconds(int64_t tokens, int64_t logits, size_t slot) {
   if (ranks_ == 1) return cost(tokens, 0, logits, slot).shared_s;
   return cost(ceil_div(tokens, ranks_), 0, ceil_div(logits, ranks_), slot, ranks_).shared_s;
 }
 
 double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
+  if (two_batch_overlap_) {
+    // Not a lower bound of an overlapped iteration (its collectives are partly hidden).
+    throw std::logic_error("token_seconds: not defined under two-batch overlap");
+  }
   if (tokens < 1 || logits < 0 || logits > tokens) {
     throw std::invalid_argument("token_seconds: needs tokens >= 1 and 0 <= logits <= tokens");
   }
@@ -247,6 +366,8 @@ void IterationCost::add_companion(int64_t weight_bytes, int64_t kv_bytes_per_tok
   last_slot_ = 0;
   shared_memo_.clear();
   sequence_memo_.clear();
+  item_ops_memo_.clear();
+  shared_ops_memo_.clear();
 }
 
 double IterationCost::ops_seconds(const std::vector<Op>& ops, int64_t resident_kv_tokens) {

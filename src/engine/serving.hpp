@@ -408,6 +408,28 @@ class IterationCost final : public IterationTimer {
   Split cost(int64_t new_tokens, int64_t past, int64_t logits, size_t slot, int64_t ranks = 1);
   // The token-proportional seconds of an iteration of `tokens` (`logits` scored): one GPU's.
   double shared_seconds(int64_t tokens, int64_t logits, size_t slot);
+  // Under two-batch overlap (ParallelLayout::two_batch_overlap): every operator's seconds of
+  // one step shape (per instance; collectives' on their links; head ops 0 without logits) and
+  // launch overhead; and an iteration as two micro-batches on the compute and communication
+  // streams (two_batch_overlap_seconds): each micro-batch's token-proportional operators at its
+  // own tokens, its sequences' context-dependent ones summed with one launch (an ep-th of them
+  // per GPU under attention data parallelism), one pass's host costs.
+  struct OpTimes {
+    std::vector<double> seconds;
+    std::vector<double> launch;
+  };
+  const OpTimes& op_times(int64_t new_tokens, int64_t past, int64_t logits, size_t slot,
+                          int64_t ranks);
+  double overlapped_seconds(const Iteration& it, int64_t resident_kv_tokens);
+  bool two_batch_overlap_ = false;
+  std::vector<ScheduledOp> op_structure_;  // per op index: stream, layer kind, repeat
+  std::vector<size_t> context_ops_;        // indices of the context-dependent ops
+  std::unordered_map<uint64_t, OpTimes> item_ops_memo_;
+  std::unordered_map<uint64_t, OpTimes> shared_ops_memo_;
+  OpTimes unmemoised_ops_;
+  std::vector<double> overlap_context_, overlap_launch_;  // scratch
+  std::vector<ScheduledOp> overlap_ops_;
+  std::vector<StreamTask> overlap_tasks_[2];
   int64_t ranks_ = 1;  // attention data-parallel GPUs of the replica (ParallelLayout::ep), or 1
   // The slot of the weights plus `resident_kv_tokens` tokens of KV cache.
   size_t slot_for(int64_t resident_kv_tokens);

@@ -420,14 +420,53 @@ TEST_CASE("two-batch overlap: layouts and uses it does not model are refused, na
   naive.costing.parallel.two_batch_overlap = true;
   naive.naive_sampling = true;
   CHECK(refusal(naive).find("--no-naive") != std::string::npos);
-  AnalysisOptions serving = wide_ep(32, 32);
-  serving.costing.parallel.two_batch_overlap = true;
-  CHECK_THROWS_WITH_AS(IterationCost(m, h800(), serving),
-                       doctest::Contains("does not model --two-batch-overlap"),
-                       std::invalid_argument);
   AnalysisOptions pipeline;
   pipeline.costing.parallel.tp = 2;
   pipeline.costing.parallel.pp = 2;
   pipeline.costing.parallel.two_batch_overlap = true;
   CHECK(refusal(pipeline).find("--pp 1") != std::string::npos);
+}
+
+TEST_CASE("serving with two-batch overlap: an iteration costs what the analysis's step costs") {
+  // The GQA MoE model of the test above, at attention DP over 16 GPUs and at tp 2 / ep 2.
+  Attention a;
+  a.kind = AttentionKind::gqa;
+  a.n_heads = 32;
+  a.n_kv_heads = 8;
+  a.head_dim = 128;
+  Model m = test::dense_model("gqa-moe", 32000, 4096, 8, a,
+                              Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
+  m.layers[0].ffn = FfnKind::moe;
+  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+  AnalysisOptions dp;
+  dp.costing.parallel.ep = 16;
+  dp.costing.parallel.attention_dp = true;
+  dp.costing.parallel.all_to_all = AllToAllMode::low_latency;
+  AnalysisOptions tp = {};
+  tp.costing.parallel.tp = 2;
+  tp.costing.parallel.ep = 2;
+  for (AnalysisOptions o : {dp, tp}) {
+    o.costing.parallel.two_batch_overlap = true;
+    CAPTURE(describe(o.costing.parallel));
+    IterationCost cost(m, h800(), o);
+    Analyzer analyzer(m, h800(), o);
+    // 64 decode steps at 1,024 cached tokens: two micro-batches of 32 (2 a GPU under DP).
+    Iteration it;
+    for (int64_t b = 0; b < 64; ++b) it.items.push_back({b, 1, 1024, true, false});
+    const double overlapped = cost.seconds(it, 64 * 1024);
+    CHECK(overlapped == doctest::Approx(analyzer.decode_step_time(64, 1024)).epsilon(1e-9));
+    // Against the same iteration without the overlap: the collectives partly hidden, the
+    // weights read by each micro-batch.
+    AnalysisOptions plain = o;
+    plain.costing.parallel.two_batch_overlap = false;
+    IterationCost one_pass(m, h800(), plain);
+    CHECK(overlapped != one_pass.seconds(it, 64 * 1024));
+    // Mixed: a prompt chunk of 512 tokens beside 63 decodes (A: the chunk and decodes up to
+    // half the 575 tokens without attention DP): a finite time at least each micro-batch's.
+    it.items[0] = {0, 512, 0, true, false};
+    const double mixed = cost.seconds(it, 64 * 1024);
+    CHECK(std::isfinite(mixed));
+    CHECK(mixed > overlapped);
+    CHECK_THROWS_AS(cost.token_seconds(64, 64), std::logic_error);
+  }
 }

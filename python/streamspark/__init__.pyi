@@ -358,6 +358,7 @@ def plan(
     chunked_prefill: Optional[Value] = None,
     disaggregate: Optional[Value] = None,
     attention_dp: Optional[Value] = None,
+    two_batch_overlap: Optional[Value] = None,
     redundant_experts: Optional[Value] = None,
     all_to_all: Optional[Value] = None,
     max_tokens: Optional[Value] = None,
@@ -434,6 +435,7 @@ def plan(
         chunked_prefill: --chunked-prefill: off, on, or off,on (default off, or the --stack preset's)
         disaggregate: --disaggregate: also search disaggregated deployments: units of R prefill and S decode replicas for each R:S given (e.g. 1:1,1:2,2:1), each pool on any --hardware at any --tp (pp 1)
         attention_dp: --attention-dp: mixture-of-experts models: also search attention data parallel with wide expert parallel over each GPU count given (e.g. 8,16,32: the replica's GPUs, across nodes; --max-batch is the replica's, all its GPUs together)
+        two_batch_overlap: --two-batch-overlap: two-micro-batch overlap of communication with computation: off, on, or off,on, for every layout that communicates (pp 1) (default: off)
         redundant_experts: --redundant-experts: with --attention-dp: extra routed-expert copies a load balancer places (default: 0)
         all_to_all: --all-to-all: with --attention-dp: throughput or low-latency (default: throughput)
         max_tokens: --max-tokens: tokens per iteration (default 8192, or the --stack preset's)

@@ -178,6 +178,11 @@ Deployment deployment_of(const EmitRequest& emit, const PlanRequest& r, const Pl
   Deployment d;
   d.c = &p.result.candidates[p.result.ranking.front()];
   const engine::PlanCandidate& c = *d.c;
+  if (c.layout.two_batch_overlap) {
+    throw UsageError(
+        "--emit: the best deployment runs two-micro-batch overlap, which the emitted stacks' "
+        "launch flags do not set; plan with --two-batch-overlap off to emit");
+  }
   if (c.layout.attention_dp) {
     throw UsageError(
         "--emit: the best deployment is attention data parallel over " +

@@ -211,9 +211,10 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
     grid.chunked_prefill = {engine::stack_limits(*preset, longest).chunked_prefill};
   }
   double configurations = 1;  // a double: eight lists of up to 1e7 values each
-  for (size_t n : {r.models.size(), std::max<size_t>(r.hardware.size(), 1), r.dtypes.size(),
-                   grid.tp.size(), grid.pp.size(), grid.expert_parallel.size(),
-                   grid.max_batch.size(), grid.chunked_prefill.size()}) {
+  for (size_t n :
+       {r.models.size(), std::max<size_t>(r.hardware.size(), 1), r.dtypes.size(), grid.tp.size(),
+        grid.pp.size(), grid.expert_parallel.size(), grid.two_batch_overlap.size(),
+        grid.max_batch.size(), grid.chunked_prefill.size()}) {
     configurations *= static_cast<double>(n);
   }
   for (const auto& [prefill, decode] : grid.pool_ratios) {
@@ -238,10 +239,11 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
         "hardware)");
   }
   if (!grid.attention_dp_ep.empty()) {  // and a MoE model's attention data-parallel layouts
-    configurations += static_cast<double>(r.models.size() * r.dtypes.size()) *
-                      static_cast<double>(std::max<size_t>(r.hardware.size(), 1)) *
-                      static_cast<double>(grid.attention_dp_ep.size() * grid.max_batch.size() *
-                                          grid.chunked_prefill.size());
+    configurations +=
+        static_cast<double>(r.models.size() * r.dtypes.size()) *
+        static_cast<double>(std::max<size_t>(r.hardware.size(), 1)) *
+        static_cast<double>(grid.attention_dp_ep.size() * grid.max_batch.size() *
+                            grid.chunked_prefill.size() * grid.two_batch_overlap.size());
   }
   if (!grid.pool_ratios.empty()) {  // and the disaggregated units: a pair of pools each
     const auto hardware = static_cast<double>(std::max<size_t>(r.hardware.size(), 1));
@@ -253,8 +255,9 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   if (configurations > static_cast<double>(r.max_configurations)) {
     throw UsageError(fmt::format(
         "--max-configurations: the grid spans {:.0f} configurations (models x hardware x formats x "
-        "--tp x --pp x --ep x --max-batch x --chunked-prefill, with --attention-dp models x "
-        "hardware x formats x --attention-dp x --max-batch x --chunked-prefill, and with "
+        "--tp x --pp x --ep x --max-batch x --chunked-prefill x --two-batch-overlap, with "
+        "--attention-dp models x hardware x formats x --attention-dp x --max-batch x "
+        "--chunked-prefill x --two-batch-overlap, and with "
         "--disaggregate models x formats x hardware^2 x --tp^2 x ratios x --max-batch x "
         "--chunked-prefill), more than "
         "{}; narrow the lists or raise the limit with --max-configurations N",

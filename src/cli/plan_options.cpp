@@ -84,6 +84,11 @@ void bind_grid(OptionBinder& b, app::PlanRequest& r) {
       "mixture-of-experts models: also search attention data parallel with wide expert "
       "parallel over each GPU count given (e.g. 8,16,32: the replica's GPUs, across nodes; "
       "--max-batch is the replica's, all its GPUs together)");
+  b.custom<std::vector<bool>>(
+      "--two-batch-overlap", g.two_batch_overlap, switch_text(g.two_batch_overlap),
+      parse_switch_list,
+      "two-micro-batch overlap of communication with computation: off, on, or off,on, for "
+      "every layout that communicates (pp 1)");
   b.integer("--redundant-experts", g.redundant_experts, 0,
             "with --attention-dp: extra routed-expert copies a load balancer places");
   b.choice("--all-to-all", g.all_to_all, "all-to-all mode",

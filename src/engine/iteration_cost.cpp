@@ -342,12 +342,26 @@ double IterationCost::shared_seconds(int64_t tokens, int64_t logits, size_t slot
 }
 
 double IterationCost::token_seconds(int64_t tokens, int64_t logits) {
-  if (two_batch_overlap_) {
-    // Not a lower bound of an overlapped iteration (its collectives are partly hidden).
-    throw std::logic_error("token_seconds: not defined under two-batch overlap");
-  }
   if (tokens < 1 || logits < 0 || logits > tokens) {
     throw std::invalid_argument("token_seconds: needs tokens >= 1 and 0 <= logits <= tokens");
+  }
+  if (two_batch_overlap_) {
+    // The compute stream runs both micro-batches' kernels: at least the computing operators
+    // of all the tokens at once (each costs no less per token at fewer tokens); the
+    // collectives, which the schedule may hide, are left out.
+    const int64_t local = ceil_div(tokens, ranks_);
+    const std::vector<Op>& ops =
+        inventory_.build({local > 1 ? Phase::prefill : Phase::decode, ranks_, local, 0,
+                          std::max<int64_t>(1, ceil_div(logits, ranks_))});
+    const DeviceRates& rates = slots_[slot_for(0)].rates;
+    double t = 0;
+    for (size_t j = 0; j < ops.size(); ++j) {
+      if (context_dependent_[j] || ops[j].kind == OpKind::communication) continue;
+      if (logits == 0 && is_head_op(ops[j].id)) continue;
+      const OpCost c = roofline_cost(ops[j], rates);
+      t += static_cast<double>(ops[j].repeat) * (c.time_s - c.row_wait_s);
+    }
+    return t;
   }
   const Split s = ranks_ == 1 ? cost(tokens, 0, logits, slot_for(0))
                               : cost(ceil_div(tokens, ranks_), 0, ceil_div(logits, ranks_),

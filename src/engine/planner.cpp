@@ -495,6 +495,18 @@ std::vector<int64_t> expert_degrees(const PlanGrid& grid, bool moe, int64_t tp) 
   return eps;
 }
 
+// The two-batch overlap settings of a layout: the grid's where it communicates at pp 1, else
+// off only; each once.
+std::vector<bool> overlap_switches(const PlanGrid& grid, const ParallelLayout& l) {
+  const bool communicates = l.tp > 1 || l.ep > 1 || l.attention_dp;
+  if (!communicates || l.pp != 1) return {false};
+  std::vector<bool> out;
+  for (bool on : grid.two_batch_overlap) {
+    if (std::find(out.begin(), out.end(), on) == out.end()) out.push_back(on);
+  }
+  return out;
+}
+
 // A configuration of one replica (prefill replica of a unit) with the grid's scheduler
 // settings, not yet analysed.
 PlanCandidate candidate(size_t model, size_t hardware, size_t format, ParallelLayout layout,
@@ -511,8 +523,8 @@ PlanCandidate candidate(size_t model, size_t hardware, size_t format, ParallelLa
 }
 
 // Every configuration of the grid, in enumeration order (model > hardware > format > tp > pp >
-// ep > max batch > chunked prefill, then a MoE model's attention data-parallel layouts > max
-// batch > chunked prefill), not yet analysed.
+// ep > max batch > chunked prefill > two-batch overlap, then a MoE model's attention
+// data-parallel layouts > max batch > chunked prefill > two-batch overlap), not yet analysed.
 std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
   std::vector<PlanCandidate> cands;
   for (size_t m = 0; m < in.models.size(); ++m) {
@@ -528,7 +540,10 @@ std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
                   l.tp = tp;
                   l.pp = pp;
                   l.ep = ep;
-                  cands.push_back(candidate(m, h, f, l, mb, chunked));
+                  for (bool overlap : overlap_switches(in.grid, l)) {
+                    l.two_batch_overlap = overlap;
+                    cands.push_back(candidate(m, h, f, l, mb, chunked));
+                  }
                 }
               }
             }
@@ -542,7 +557,10 @@ std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
               l.attention_dp = true;
               l.redundant_experts = in.grid.redundant_experts;
               l.all_to_all = in.grid.all_to_all;
-              cands.push_back(candidate(m, h, f, l, mb, chunked));
+              for (bool overlap : overlap_switches(in.grid, l)) {
+                l.two_batch_overlap = overlap;
+                cands.push_back(candidate(m, h, f, l, mb, chunked));
+              }
             }
           }
         }

@@ -96,6 +96,10 @@ struct PlanGrid {
   // these GPU counts as well (ParallelLayout::attention_dp; tp 1, pp 1, the replica `ep` GPUs,
   // across nodes), with these redundant experts and all-to-all mode. Empty: none.
   std::vector<int64_t> attention_dp_ep;
+  // Two-micro-batch overlap (ParallelLayout::two_batch_overlap) off, on, or both, for every
+  // layout above that communicates (tp, ep or attention DP over 2 or more GPUs) at pp 1; the
+  // others take off only.
+  std::vector<bool> two_batch_overlap{false};
   int64_t redundant_experts = 0;
   AllToAllMode all_to_all = AllToAllMode::throughput;
 };

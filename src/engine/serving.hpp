@@ -373,7 +373,8 @@ class IterationCost final : public IterationTimer {
   // operator costs max(FLOPs / peak, (weights + activations) / bandwidth) with FLOPs and
   // activations proportional to the tokens, so the cost per token never grows with the count
   // (the capacity planner's throughput bound rests on that). Row kernels' waits are left out:
-  // their whole waves of rows would make it step up past each wave.
+  // their whole waves of rows would make it step up past each wave. Under two-batch overlap,
+  // the computing operators only (the compute stream's least work; collectives may be hidden).
   double token_seconds(int64_t tokens, int64_t logits);
   // Peak activation bytes of an iteration of `tokens` concatenated tokens.
   int64_t activation_bytes(int64_t tokens);

@@ -163,10 +163,11 @@ std::string hardware_text(const engine::PlanInputs& in, const PlanCandidate& c) 
 }
 
 std::string layout_text(const engine::PlanInputs& in, const PlanCandidate& c) {
-  if (c.layout.attention_dp) return fmt::format("attention dp ep {}", c.layout.ep);
+  const char* overlap = c.layout.two_batch_overlap ? " two-batch overlap" : "";
+  if (c.layout.attention_dp) return fmt::format("attention dp ep {}{}", c.layout.ep, overlap);
   if (!c.pools) {
-    return fmt::format("tp {} pp {}{}", c.layout.tp, c.layout.pp,
-                       c.layout.ep > 1 ? fmt::format(" ep {}", c.layout.ep) : "");
+    return fmt::format("tp {} pp {}{}{}", c.layout.tp, c.layout.pp,
+                       c.layout.ep > 1 ? fmt::format(" ep {}", c.layout.ep) : "", overlap);
   }
   const engine::PlanPools& p = *c.pools;
   const bool mixed = p.decode_hardware != c.hardware;
@@ -269,6 +270,7 @@ json candidate_json(const PlanReport& r, const PlanCandidate& c) {
          {"status", std::string(enum_name(c.status))},
          {"reject_kind", std::string(enum_name(c.reject))},
          {"reason", c.reason}};
+  if (c.layout.two_batch_overlap) j["two_batch_overlap"] = true;  // only then, as below
   if (c.layout.attention_dp) {  // only for such layouts, so that every other output keeps its keys
     j["attention_dp"] = true;
     j["redundant_experts"] = c.layout.redundant_experts;
@@ -340,25 +342,20 @@ std::string answer_line(const PlanReport& r) {
   if (res.ranking.empty()) return "no configuration meets the objectives";
   const PlanCandidate& c = res.candidates[res.ranking.front()];
   const engine::PlanInputs& in = in_of(r);
+  const char* answer = in.goal == PlanGoal::max_rate ? "highest rate" : "best";
   std::string s =
       c.pools || c.layout.attention_dp
-          ? fmt::format("{}: {} x {} ({}, {}{}, max batch {}{}), {} {}{}",
-                        in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
+          ? fmt::format("{}: {} x {} ({}, {}{}, max batch {}{}), {} {}{}", answer, c.gpus,
                         hardware_text(in, c), in.formats[c.format].name,
                         c.pools ? "disaggregated: " : "", layout_text(in, c), c.max_batch,
                         c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
                         c.pools ? "unit" : "replica", c.replicas == 1 ? "" : "s")
-      : c.pools
-          ? fmt::format("{}: {} x {} ({}, disaggregated: {}, max batch {}{}), {} unit{}",
-                        in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
-                        hardware_text(in, c), in.formats[c.format].name, layout_text(in, c),
-                        c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
-                        c.replicas == 1 ? "" : "s")
-          : fmt::format("{}: {} x {} ({}, tp {}, pp {}{}, max batch {}{}), {} replica{}",
-                        in.goal == PlanGoal::max_rate ? "highest rate" : "best", c.gpus,
-                        in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.tp,
-                        c.layout.pp, c.layout.ep > 1 ? fmt::format(", ep {}", c.layout.ep) : "",
-                        c.max_batch, c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
+          : fmt::format("{}: {} x {} ({}, tp {}, pp {}{}{}, max batch {}{}), {} replica{}", answer,
+                        c.gpus, in.hardware[c.hardware].name, in.formats[c.format].name,
+                        c.layout.tp, c.layout.pp,
+                        c.layout.ep > 1 ? fmt::format(", ep {}", c.layout.ep) : "",
+                        c.layout.two_batch_overlap ? ", two-batch overlap" : "", c.max_batch,
+                        c.chunked_prefill ? ", chunked prefill" : "", c.replicas,
                         c.replicas == 1 ? "" : "s");
   if (in.models.size() > 1) s = in.models[c.model].name + " " + s;
   if (in.goal == PlanGoal::max_rate)
@@ -569,9 +566,10 @@ Rows ranked_rows(const PlanReport& r) {
   const engine::PlanResult& res = res_of(r);
   const size_t shown =
       std::min(res.ranking.size(), static_cast<size_t>(std::max<int64_t>(in.top, 1)));
-  bool ep = false, pools = false;
+  bool ep = false, pools = false, overlap = false;
   for (size_t k = 0; k < shown; ++k) {
     ep = ep || res.candidates[res.ranking[k]].layout.ep > 1;
+    overlap = overlap || res.candidates[res.ranking[k]].layout.two_batch_overlap;
     pools = pools || res.candidates[res.ranking[k]].pools.has_value();
   }
   const bool models = in.models.size() > 1;
@@ -588,6 +586,7 @@ Rows ranked_rows(const PlanReport& r) {
   column("tp");
   column("pp");
   if (ep) column("ep");
+  if (overlap) column("overlap", true);
   column("max batch");
   column("chunked", true);
   column("replicas");
@@ -621,6 +620,7 @@ Rows ranked_rows(const PlanReport& r) {
       row.push_back(std::to_string(c.layout.pp));
     }
     if (ep) row.push_back(std::to_string(c.layout.ep) + (c.layout.attention_dp ? " dp" : ""));
+    if (overlap) row.push_back(c.layout.two_batch_overlap ? "2 mb" : "no");
     row.push_back(std::to_string(c.max_batch));
     row.push_back(c.chunked_prefill ? "yes" : "no");
     row.push_back(std::to_string(c.replicas));
@@ -671,11 +671,16 @@ std::string grid_text(const PlanReport& r) {
     }
     dp += fmt::format(", {} all-to-all)", enum_name(in.grid.all_to_all));
   }
+  const std::string overlap =
+      in.grid.two_batch_overlap == std::vector<bool>{false}
+          ? ""
+          : fmt::format(" × two-batch overlap {} (layouts that communicate)",
+                        switches(in.grid.two_batch_overlap));
   return fmt::format(
       "{} × {} × tp {} × pp {} × ep {} (mixture-of-experts models) × max batch {} × chunked "
-      "prefill {}{}{}: {} configurations",
+      "prefill {}{}{}{}: {} configurations",
       hw, formats, join_ints(in.grid.tp), join_ints(in.grid.pp), switches(in.grid.expert_parallel),
-      join_ints(in.grid.max_batch), switches(in.grid.chunked_prefill), dp,
+      join_ints(in.grid.max_batch), switches(in.grid.chunked_prefill), overlap, dp,
       ratios.empty() ? ""
                      : fmt::format(", and disaggregated units of prefill:decode replicas {} "
                                    "(each pool any hardware × tp, pp 1)",

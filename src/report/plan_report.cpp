@@ -316,6 +316,9 @@ nlohmann::json plan_json(const PlanReport& r) {
             {"max_tokens", in.scheduler.max_tokens},
             {"block_size", in.scheduler.block_size},
             {"memory_fraction", in.memory_fraction}};
+  if (in.grid.two_batch_overlap != std::vector<bool>{false}) {  // only then, as below
+    grid["two_batch_overlap"] = in.grid.two_batch_overlap;
+  }
   if (!in.grid.attention_dp_ep.empty()) {  // only then, so that every other output keeps its keys
     grid["attention_dp_ep"] = in.grid.attention_dp_ep;
     grid["redundant_experts"] = in.grid.redundant_experts;
@@ -398,7 +401,10 @@ std::string plan_csv(const PlanReport& r) {
   // With --disaggregate: the unit's pools (hardware, format, tp and pp above: the prefill
   // pool's).
   const bool pools = !in.grid.pool_ratios.empty();
-  out += pools ? ",disaggregated\n" : "\n";
+  // With --two-batch-overlap on: whether each row's layout overlaps.
+  const bool overlap = in.grid.two_batch_overlap != std::vector<bool>{false};
+  out += pools ? ",disaggregated" : "";
+  out += overlap ? ",two_batch_overlap\n" : "\n";
   std::vector<size_t> order = res.ranking;
   for (size_t i = 0; i < res.candidates.size(); ++i) {
     if (res.candidates[i].status != CandidateStatus::ranked) order.push_back(i);
@@ -445,6 +451,7 @@ std::string plan_csv(const PlanReport& r) {
       row += ",";
       if (c.pools) append_csv_field(row, hardware_text(in, c) + " " + layout_text(in, c));
     }
+    if (overlap) row += c.layout.two_batch_overlap ? ",true" : ",false";
     out += row + "\n";
   }
   return out;

@@ -579,3 +579,44 @@ TEST_CASE("plan: attention data-parallel layouts of a MoE model, against a brute
   }
   CHECK(several == 2);
 }
+
+TEST_CASE("plan: two-batch overlap for the layouts that communicate, against a brute force") {
+  Attention a;
+  a.kind = AttentionKind::gqa;
+  a.n_heads = 32;
+  a.n_kv_heads = 8;
+  a.head_dim = 128;
+  Model m = streamspark::test::dense_model("gqa-moe", 32000, 4096, 8, a,
+                                           Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
+  m.layers[0].ffn = FfnKind::moe;
+  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+  PlanInputs in = small_grid();
+  in.models = {m};
+  Hardware h = in.hardware.front();
+  h.topology->inter_node = NodeLink{"ib", 50e9, 5.4e-6};
+  in.hardware = {h};
+  in.formats.resize(1);
+  in.grid.tp = {1, 2};
+  in.grid.expert_parallel = {true};
+  in.grid.attention_dp_ep = {4};
+  in.grid.two_batch_overlap = {false, true};
+  in.grid.max_batch = {64};
+  in.grid.chunked_prefill = {false};
+  in.prune = false;
+  in.target_rate = 200;  // below every candidate's throughput bound
+  const PlanResult r = plan(in);
+  // tp 1 (nothing to overlap): off only; tp 2 ep 2 and attention DP over 4: off and on.
+  REQUIRE(r.candidates.size() == 5);
+  int64_t overlapped = 0;
+  for (const PlanCandidate& c : r.candidates) {
+    CAPTURE(c.layout.tp);
+    CAPTURE(c.layout.ep);
+    CAPTURE(c.layout.two_batch_overlap);
+    if (c.layout.tp == 1 && !c.layout.attention_dp) CHECK_FALSE(c.layout.two_batch_overlap);
+    if (c.status != CandidateStatus::ranked) continue;
+    CHECK(c.replicas == brute_force_replicas(in, c));
+    CHECK(c.rate_bound >= c.sustainable_rate);
+    overlapped += c.layout.two_batch_overlap ? 1 : 0;
+  }
+  CHECK(overlapped == 2);
+}

@@ -467,6 +467,9 @@ TEST_CASE("serving with two-batch overlap: an iteration costs what the analysis'
     const double mixed = cost.seconds(it, 64 * 1024);
     CHECK(std::isfinite(mixed));
     CHECK(mixed > overlapped);
-    CHECK_THROWS_AS(cost.token_seconds(64, 64), std::logic_error);
+    // The planner's bound: the computing operators of all 64 tokens at once, at most the
+    // overlapped iteration (which computes them in two halves and adds attention).
+    CHECK(cost.token_seconds(64, 64) > 0);
+    CHECK(cost.token_seconds(64, 64) <= overlapped);
   }
 }

@@ -54,6 +54,19 @@ Model tiny_test() {
                      2048);
 }
 
+Model gqa_moe() {
+  Attention a;
+  a.kind = AttentionKind::gqa;
+  a.n_heads = 32;
+  a.n_kv_heads = 8;
+  a.head_dim = 128;
+  Model m = dense_model("gqa-moe", 32000, 4096, 8, a, Mlp{MlpKind::gated, 14336, Activation::silu},
+                        32768);
+  m.layers[0].ffn = FfnKind::moe;
+  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+  return m;
+}
+
 Hardware h100_lecture(double kernel_overhead_s) {
   Hardware h;
   h.name = "h100-sxm";

@@ -20,6 +20,9 @@ engine::Model llama2_13b();
 engine::Model llama2_13b_gqa8();
 // A small GQA model (D=256, L=4, N=8, K=2, H=32, F=688, V=4096).
 engine::Model tiny_test();
+// A GQA mixture-of-experts model: 8 layers, D 4096, 32 query and 8 KV heads of 128, 64 routed
+// experts of 1024 (top 8, gated SiLU), V 32000.
+engine::Model gqa_moe();
 // H100 SXM as the lecture uses it: 989e12 FLOP/s bf16, 3.35e12 B/s, 80 GB; fp32 67e12.
 engine::Hardware h100_lecture(double kernel_overhead_s = 0);
 

@@ -520,24 +520,22 @@ TEST_CASE("plan: hardware_objectives replace the objectives of that hardware's c
   CHECK_THROWS_AS(plan(wrong), std::invalid_argument);
 }
 
-TEST_CASE("plan: attention data-parallel layouts of a MoE model, against a brute force") {
-  // A GQA MoE model: 8 layers, D 4096, 32 query and 8 KV heads of 128, 64 experts of 1024
-  // (top 8), 2 nodes' worth of GPUs at most.
-  Attention a;
-  a.kind = AttentionKind::gqa;
-  a.n_heads = 32;
-  a.n_kv_heads = 8;
-  a.head_dim = 128;
-  Model m = streamspark::test::dense_model("gqa-moe", 32000, 4096, 8, a,
-                                           Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
-  m.layers[0].ffn = FfnKind::moe;
-  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+namespace {
+// small_grid's workload and objectives for a GQA MoE model (test::gqa_moe) on the fast H100
+// with an inter-node network (layouts beyond a node), in bf16.
+PlanInputs moe_grid() {
   PlanInputs in = small_grid();
-  in.models = {m};
+  in.models = {streamspark::test::gqa_moe()};
   Hardware h = in.hardware.front();
   h.topology->inter_node = NodeLink{"ib", 50e9, 5.4e-6};
   in.hardware = {h};
   in.formats.resize(1);
+  return in;
+}
+}  // namespace
+
+TEST_CASE("plan: attention data-parallel layouts of a MoE model, against a brute force") {
+  PlanInputs in = moe_grid();
   in.grid.tp = {2};
   in.grid.expert_parallel = {true};
   in.grid.attention_dp_ep = {4, 16, 24};  // 24 does not divide 64 experts
@@ -581,21 +579,7 @@ TEST_CASE("plan: attention data-parallel layouts of a MoE model, against a brute
 }
 
 TEST_CASE("plan: two-batch overlap for the layouts that communicate, against a brute force") {
-  Attention a;
-  a.kind = AttentionKind::gqa;
-  a.n_heads = 32;
-  a.n_kv_heads = 8;
-  a.head_dim = 128;
-  Model m = streamspark::test::dense_model("gqa-moe", 32000, 4096, 8, a,
-                                           Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
-  m.layers[0].ffn = FfnKind::moe;
-  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
-  PlanInputs in = small_grid();
-  in.models = {m};
-  Hardware h = in.hardware.front();
-  h.topology->inter_node = NodeLink{"ib", 50e9, 5.4e-6};
-  in.hardware = {h};
-  in.formats.resize(1);
+  PlanInputs in = moe_grid();
   in.grid.tp = {1, 2};
   in.grid.expert_parallel = {true};
   in.grid.attention_dp_ep = {4};

@@ -83,6 +83,16 @@ AnalysisOptions wide_ep(int64_t ep, int64_t redundant = 0, double imbalance = 1.
   return o;
 }
 
+// What an Analyzer of DeepSeek-V3 on the H800 says when it refuses `o` ("" when it does not).
+std::string deepseek_refusal(const AnalysisOptions& o) {
+  try {
+    Analyzer a(deepseek_v3(), h800(), o);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("expert all-to-all: one node, low-latency and throughput modes by hand") {
@@ -205,15 +215,7 @@ TEST_CASE("attention DP: each GPU keeps its share of the sequences; max batch is
 }
 
 TEST_CASE("attention DP layouts that cannot be built are refused, naming why") {
-  const Model m = deepseek_v3();
-  auto refusal = [&](AnalysisOptions o) -> std::string {
-    try {
-      Analyzer a(m, h800(), o);
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "";
-  };
+  const auto refusal = deepseek_refusal;
   CHECK(refusal(wide_ep(32, 30))
             .find("experts with the redundant copies 286 does not divide by "
                   "--ep 32") != std::string::npos);
@@ -300,15 +302,7 @@ TEST_CASE("serving under attention DP: an iteration costs what the analysis's st
   // A GQA MoE model (MLA's prefill and decode forms differ in their token-proportional ops,
   // which the serving iteration costs in the prefill form): 8 layers, D 4096, 32 query and 8
   // KV heads of 128, 64 experts of 1024 (top 8).
-  Attention a;
-  a.kind = AttentionKind::gqa;
-  a.n_heads = 32;
-  a.n_kv_heads = 8;
-  a.head_dim = 128;
-  Model m = test::dense_model("gqa-moe", 32000, 4096, 8, a,
-                              Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
-  m.layers[0].ffn = FfnKind::moe;
-  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+  const Model m = test::gqa_moe();
   AnalysisOptions o;
   o.costing.parallel.ep = 16;  // two nodes of 8
   o.costing.parallel.attention_dp = true;
@@ -400,15 +394,7 @@ TEST_CASE("two-batch overlap: one sequence a GPU cannot split; decode steps sum 
 }
 
 TEST_CASE("two-batch overlap: layouts and uses it does not model are refused, naming why") {
-  const Model m = deepseek_v3();
-  auto refusal = [&](AnalysisOptions o) -> std::string {
-    try {
-      Analyzer a(m, h800(), o);
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "";
-  };
+  const auto refusal = deepseek_refusal;
   AnalysisOptions one_gpu;
   one_gpu.costing.parallel.two_batch_overlap = true;
   CHECK(refusal(one_gpu).find("a layout that communicates") != std::string::npos);
@@ -429,15 +415,7 @@ TEST_CASE("two-batch overlap: layouts and uses it does not model are refused, na
 
 TEST_CASE("serving with two-batch overlap: an iteration costs what the analysis's step costs") {
   // The GQA MoE model of the test above, at attention DP over 16 GPUs and at tp 2 / ep 2.
-  Attention a;
-  a.kind = AttentionKind::gqa;
-  a.n_heads = 32;
-  a.n_kv_heads = 8;
-  a.head_dim = 128;
-  Model m = test::dense_model("gqa-moe", 32000, 4096, 8, a,
-                              Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
-  m.layers[0].ffn = FfnKind::moe;
-  m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
+  const Model m = test::gqa_moe();
   AnalysisOptions dp;
   dp.costing.parallel.ep = 16;
   dp.costing.parallel.attention_dp = true;

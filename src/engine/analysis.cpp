@@ -72,6 +72,9 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
         "the naive-sampling comparison (no KV cache) does not model --two-batch-overlap; add "
         "--no-naive");
   }
+  overlap_compute_rate_ =
+      two_batch_compute_rate(layout.attention_dp && layout.all_to_all == AllToAllMode::throughput,
+                             hardware_.multiprocessors);
   figures_.weight_bytes_per_gpu = weight_bytes_per_gpu(m, p, layout);
   if (options_.diffusion) {
     const DiffusionOptions& d = *options_.diffusion;
@@ -201,8 +204,8 @@ PhaseResult Analyzer::cost_two_batches(const StepShape& shape, const std::vector
   }
   // The compute stream runs every computation one after another; what the schedule takes
   // beyond that is communication it could not hide.
-  r.communication_counted_s =
-      std::max(0.0, two_batch_overlap_seconds(tasks_a_, tasks_b_) - computation);
+  r.communication_counted_s = std::max(
+      0.0, two_batch_overlap_seconds(tasks_a_, tasks_b_, overlap_compute_rate_) - computation);
   add_op_costs(extra, rates_a, r, rows, -1, nullptr);  // after both micro-batches
   r.overhead_s += host_overhead_s(shape.batch);
   r.time_s = r.compute_bound_s + r.memory_bound_s + r.overhead_s + r.communication_counted_s;
@@ -328,7 +331,7 @@ double Analyzer::sum_two_batch_decode_segment(int64_t batch, int64_t first, int6
       at_step(lines_b, step, scheduled_b_);
       pass_segments(scheduled_b_, tasks_b_);
     }
-    total += two_batch_overlap_seconds(tasks_a_, tasks_b_);
+    total += two_batch_overlap_seconds(tasks_a_, tasks_b_, overlap_compute_rate_);
   }
   return total;
 }

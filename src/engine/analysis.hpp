@@ -296,6 +296,7 @@ class Analyzer {
   std::vector<Op> level_ops_;  // scratch for working-set probes
   // two-batch overlap scratch
   std::vector<ScheduledOp> scheduled_a_, scheduled_b_;
+  double overlap_compute_rate_ = 1.0;  // two_batch_compute_rate of the layout and hardware
   std::vector<StreamTask> tasks_a_, tasks_b_;
 };
 

@@ -57,6 +57,9 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   state_bytes_per_sequence_ = at - checked_mul(kv_bytes_per_token_, c0);
   ranks_ = layout.attention_dp ? layout.ep : 1;
   two_batch_overlap_ = layout.two_batch_overlap;
+  overlap_compute_rate_ =
+      two_batch_compute_rate(layout.attention_dp && layout.all_to_all == AllToAllMode::throughput,
+                             hardware.multiprocessors);
   if (layout.attention_dp) {
     // A sequence's cache lives on one of the ep GPUs: per GPU of the replica, on average, an
     // ep-th of it (rounded up), so the replica holds ep times what one GPU's memory holds.
@@ -328,8 +331,9 @@ double IterationCost::overlapped_seconds(const Iteration& it, int64_t resident_k
   }
   // Attention data parallelism: each GPU's host work is for an ep-th of the sequences.
   const double host = static_cast<double>(n) * rates_.sequence_overhead_s;
-  const double settled = two_batch_overlap_seconds(overlap_tasks_[0], overlap_tasks_[1]) +
-                         rates_.step_overhead_s + host / static_cast<double>(ranks_);
+  const double settled =
+      two_batch_overlap_seconds(overlap_tasks_[0], overlap_tasks_[1], overlap_compute_rate_) +
+      rates_.step_overhead_s + host / static_cast<double>(ranks_);
   passes_since_eviction_ =
       has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
   if (!rewarm_ || passes_since_eviction_ == 0) return settled;

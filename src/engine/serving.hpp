@@ -423,6 +423,7 @@ class IterationCost final : public IterationTimer {
                           int64_t ranks);
   double overlapped_seconds(const Iteration& it, int64_t resident_kv_tokens);
   bool two_batch_overlap_ = false;
+  double overlap_compute_rate_ = 1.0;      // two_batch_compute_rate of the layout and hardware
   std::vector<ScheduledOp> op_structure_;  // per op index: stream, layer kind, repeat
   std::vector<size_t> context_ops_;        // indices of the context-dependent ops
   std::unordered_map<uint64_t, OpTimes> item_ops_memo_;

@@ -14,10 +14,11 @@
 // compute stream runs B's attention, and so on. The pass takes the makespan of that schedule;
 // with one micro-batch (a GPU holding one sequence cannot split) it is the plain sum.
 //
-// Not modelled: the communication kernels' use of the GPU's multiprocessors (DeepEP's
-// throughput kernels occupy some while they run; its low-latency kernels hand the receive to
-// a hook and occupy none), and DeepSeek's decode refinement that splits attention into two
-// stages to balance the segments.
+// The communication kernels may occupy some of the GPU's multiprocessors while they run: a
+// kernel on the compute stream then progresses at `compute_rate` (the share of multiprocessors
+// left to it) for as long as a communication task is in flight, and at full speed otherwise
+// (two_batch_compute_rate says which collectives take how many). Not modelled: DeepSeek's
+// decode refinement that splits attention into two stages to balance the segments.
 #pragma once
 
 #include <cstdint>
@@ -47,9 +48,18 @@ struct StreamTask {
 void pass_segments(const std::vector<ScheduledOp>& ops, std::vector<StreamTask>& out);
 
 // The makespan of micro-batches `a` and `b` (segments of the same operators, so their kinds
-// alternate alike) on the two streams, in the order above; `b` empty: one micro-batch, the
-// sum of `a`. Throws std::logic_error when the two do not match.
-double two_batch_overlap_seconds(const std::vector<StreamTask>& a,
-                                 const std::vector<StreamTask>& b);
+// alternate alike) on the two streams, in the order above, the compute stream at
+// `compute_rate` (in (0, 1]) while communication runs; `b` empty: one micro-batch, the sum of
+// `a`. Throws std::logic_error when the two do not match.
+double two_batch_overlap_seconds(const std::vector<StreamTask>& a, const std::vector<StreamTask>& b,
+                                 double compute_rate = 1.0);
+
+// The share of a GPU's `multiprocessors` a kernel keeps while a collective of the overlap
+// runs: DeepEP's throughput ("normal") all-to-all kernels take 20 of them (the DeepSeek-V3
+// report, §3.2.2: "only 20 SMs" suffice for its all-to-all), its low-latency kernels none (a
+// hook receives; DeepEP README: "does not occupy any SM resource"), other collectives none
+// (not modelled). 1 when the multiprocessors are not stated (0).
+double two_batch_compute_rate(bool throughput_all_to_all, int64_t multiprocessors);
+constexpr int64_t kThroughputAllToAllSms = 20;
 
 }  // namespace streamspark::engine

@@ -356,7 +356,9 @@ std::string workload_table(const AnalysisContext& ctx, const std::vector<Workloa
   if (ctx.options.costing.parallel.two_batch_overlap) {
     out +=
         "Two-batch overlap: each pass runs as two micro-batches of half the sequences, one's "
-        "collectives beside the other's kernels; comm: the share of collectives left exposed.\n";
+        "collectives beside the other's kernels; comm: the share communication adds to the "
+        "kernels' own time (collectives left exposed, kernels slowed while an all-to-all holds "
+        "multiprocessors).\n";
   }
   if (!results.empty() && results.front().workload.cached_prompt > 0) {
     out += fmt::format(

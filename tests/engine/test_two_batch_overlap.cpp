@@ -68,3 +68,29 @@ TEST_CASE("two-batch overlap: a pass's segments, layers unrolled") {
   for (const StreamTask& t : out) total += t.seconds;
   CHECK(total == 18);
 }
+
+TEST_CASE("two-batch overlap: kernels slowed while a collective holds multiprocessors") {
+  // A: compute 2, communicate 3, compute 2; B: compute 1, communicate 2, compute 1. At full
+  // speed: compute A0 [0,2] B0 [2,3] A2 [5,7] B2 [7,8], link A1 [2,5] B1 [5,7]: 8.
+  const std::vector<StreamTask> a = {compute(2), send(3), compute(2)};
+  const std::vector<StreamTask> b = {compute(1), send(2), compute(1)};
+  CHECK(two_batch_overlap_seconds(a, b) == 8);
+  CHECK(two_batch_overlap_seconds(a, b, 1.0) == 8);
+  // Kernels at half speed while the link is busy: A0 [0,2] alone; B0 from 2 beside A1 (2-5)
+  // takes 2 s: [2,4]; A2 waits for A1: from 5, beside B1 (5-7) it does 1 of its 2 s, then the
+  // last 1 alone: [5,8]; B2 [8,9]. Makespan 9.
+  CHECK(two_batch_overlap_seconds(a, b, 0.5) == doctest::Approx(9).epsilon(1e-12));
+  // One micro-batch runs alone: nothing overlaps, nothing slows.
+  CHECK(two_batch_overlap_seconds(a, {}, 0.5) == 7);
+  CHECK_THROWS_AS(two_batch_overlap_seconds(a, b, 0), std::logic_error);
+  CHECK_THROWS_AS(two_batch_overlap_seconds(a, b, 1.5), std::logic_error);
+  // The event schedule at a rate just below 1 tends to the list schedule.
+  CHECK(two_batch_overlap_seconds(a, b, 1 - 1e-12) == doctest::Approx(8).epsilon(1e-9));
+  const std::vector<StreamTask> a5 = {compute(2), send(3), compute(2), send(1), compute(1)};
+  const std::vector<StreamTask> b5 = {compute(1), send(2), compute(1), send(1), compute(1)};
+  CHECK(two_batch_overlap_seconds(a5, b5, 1 - 1e-12) == doctest::Approx(10).epsilon(1e-9));
+  // DeepEP's throughput kernels take 20 of an H800's 132 multiprocessors; low-latency ones none.
+  CHECK(two_batch_compute_rate(true, 132) == doctest::Approx(112.0 / 132).epsilon(1e-15));
+  CHECK(two_batch_compute_rate(false, 132) == 1.0);
+  CHECK(two_batch_compute_rate(true, 0) == 1.0);
+}

@@ -365,6 +365,25 @@ TEST_CASE("two-batch overlap: DeepSeek-V3's prefill as two micro-batches on two 
   CHECK(r.prefill_ops.front().microbatch == 0);
   CHECK(r.prefill_ops.back().microbatch == 1);
   CHECK(r.prefill_ops.front().op.layer_kind == -1);  // the embedding
+  // With the H800's 132 multiprocessors stated, the throughput all-to-all holds 20 of them
+  // while it runs: the kernels beside it slow to 112/132, the pass takes longer (still below
+  // counting every collective), the work is the same.
+  Hardware sms = h800();
+  sms.multiprocessors = 132;
+  Analyzer held(m, sms, tbo);
+  const PhaseResult q = held.analyze({128, 4096, 2}).prefill;
+  CHECK(q.flops == p.flops);
+  CHECK(q.time_s > p.time_s);
+  CHECK(q.time_s < counted.analyze({128, 4096, 2}).prefill.time_s);
+  CHECK(q.time_s == doctest::Approx(q.compute_bound_s + q.memory_bound_s + q.overhead_s +
+                                    q.communication_counted_s)
+                        .epsilon(1e-12));
+  // Low-latency kernels hold none: the same pass as without the multiprocessors stated.
+  AnalysisOptions low = tbo;
+  low.costing.parallel.all_to_all = AllToAllMode::low_latency;
+  CHECK(Analyzer(m, sms, low).analyze({128, 4096, 2}).prefill.time_s ==
+        doctest::Approx(Analyzer(m, h800(), low).analyze({128, 4096, 2}).prefill.time_s)
+            .epsilon(1e-12));
 }
 
 TEST_CASE("two-batch overlap: one sequence a GPU cannot split; decode steps sum exactly") {

@@ -346,12 +346,8 @@ void require_finite_plan(const engine::PlanInputs& in, const engine::PlanResult&
   check(result.mean_output, "the workload", "mean_output_tokens");
   for (const engine::PlanCandidate& c : result.candidates) {
     const std::string where =
-        c.layout.attention_dp
-            ? fmt::format("{} on {} {} attention dp ep {}", in.models[c.model].name,
-                          in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.ep)
-            : fmt::format("{} on {} {} tp {} pp {}", in.models[c.model].name,
-                          in.hardware[c.hardware].name, in.formats[c.format].name, c.layout.tp,
-                          c.layout.pp);
+        fmt::format("{} on {} {} ({})", in.models[c.model].name, in.hardware[c.hardware].name,
+                    in.formats[c.format].name, engine::describe(c.layout));
     check(c.rate_bound, where, "rate_bound");
     check(c.sustainable_rate, where, "sustainable_rate");
     check(c.failing_rate, where, "failing_rate");

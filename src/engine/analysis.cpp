@@ -72,9 +72,7 @@ Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisO
         "the naive-sampling comparison (no KV cache) does not model --two-batch-overlap; add "
         "--no-naive");
   }
-  overlap_compute_rate_ =
-      two_batch_compute_rate(layout.attention_dp && layout.all_to_all == AllToAllMode::throughput,
-                             hardware_.multiprocessors);
+  overlap_compute_rate_ = two_batch_compute_rate(layout, hardware_.multiprocessors);
   figures_.weight_bytes_per_gpu = weight_bytes_per_gpu(m, p, layout);
   if (options_.diffusion) {
     const DiffusionOptions& d = *options_.diffusion;
@@ -151,10 +149,8 @@ void Analyzer::add_op_costs(const std::vector<Op>& ops, const DeviceRates& rates
     }
     r.overhead_s += n * c.overhead_s;
     if (rows) rows->push_back(OpRow{op, c, microbatch});
-    if (scheduled) {
-      const bool communication = c.bound == Bound::communication;
-      scheduled->push_back(
-          {communication ? c.communication_s : c.time_s, communication, op.layer_kind, op.repeat});
+    if (scheduled) {  // a collective's time_s is its link time (no layout both overlaps)
+      scheduled->push_back({c.time_s, c.bound == Bound::communication, op.layer_kind, op.repeat});
     }
   }
 }
@@ -166,19 +162,10 @@ double Analyzer::host_overhead_s(int64_t batch) const {
              rates_.sequence_overhead_s;
 }
 
-std::pair<int64_t, int64_t> Analyzer::two_batch_split(int64_t batch) const {
-  const ParallelLayout& l = options_.costing.parallel;
-  // A: the larger half of each GPU's sequences (of the batch, or of its share under attention
-  // data parallelism, where the replica's A is that many sequences on each of its GPUs).
-  const int64_t a =
-      l.attention_dp ? std::min(batch, checked_mul(ceil_div(l.sequences_per_gpu(batch), 2), l.ep))
-                     : ceil_div(batch, 2);
-  return {a, batch - a};
-}
-
 PhaseResult Analyzer::cost_two_batches(const StepShape& shape, const std::vector<Op>& extra,
                                        std::vector<OpRow>* rows, int64_t touched_since) {
-  const auto [a, b] = two_batch_split(shape.batch);
+  const int64_t a = first_micro_batch(shape.batch, options_.costing.parallel);
+  const int64_t b = shape.batch - a;
   PhaseResult r;
   std::vector<Op>* lists[2] = {&scratch_ops2_, &scratch_ops3_};
   std::vector<ScheduledOp>* scheduled[2] = {&scheduled_a_, &scheduled_b_};
@@ -286,9 +273,7 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
   double total = static_cast<double>(count) * host_overhead_s(batch);
   if (two_batch_overlap()) return total + sum_two_batch_decode_segment(batch, first, count);
   for (const DecodeLine& l : decode_lines(batch, first)) {
-    // The last step's counts must fit in 64 bits, like every count the engine reports.
-    (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
-    (void)checked_mul(checked_add(l.bytes, checked_mul(l.bytes_slope, count - 1)), l.repeat);
+    check_last_step_counts(l, count);
     const double steps = static_cast<double>(count);
     const double per_instance =
         sum_of_max_of_lines(l.compute_s, l.compute_slope, l.memory_s, l.memory_slope, count) +
@@ -298,18 +283,23 @@ double Analyzer::sum_decode_segment(int64_t batch, int64_t first, int64_t count)
   return total;
 }
 
+// The last of `count` steps' counts must fit in 64 bits, like every count the engine reports
+// (throws OverflowError).
+void Analyzer::check_last_step_counts(const DecodeLine& l, int64_t count) {
+  (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
+  (void)checked_mul(checked_add(l.bytes, checked_mul(l.bytes_slope, count - 1)), l.repeat);
+}
+
 // Under two-batch overlap the step is no sum of its ops' times: each step's two micro-batches
 // are scheduled from their ops' lines (exact at every step, as the lines are).
 double Analyzer::sum_two_batch_decode_segment(int64_t batch, int64_t first, int64_t count) {
-  const auto [a, b] = two_batch_split(batch);
+  const int64_t a = first_micro_batch(batch, options_.costing.parallel);
+  const int64_t b = batch - a;
   const std::vector<DecodeLine> lines_a = decode_lines(a, first);
   const std::vector<DecodeLine> lines_b =
       b > 0 ? decode_lines(b, first) : std::vector<DecodeLine>{};
   for (const std::vector<DecodeLine>* lines : {&lines_a, &lines_b}) {
-    for (const DecodeLine& l : *lines) {  // the last step's counts fit in 64 bits
-      (void)checked_mul(checked_add(l.flops, checked_mul(l.flops_slope, count - 1)), l.repeat);
-      (void)checked_mul(checked_add(l.bytes, checked_mul(l.bytes_slope, count - 1)), l.repeat);
-    }
+    for (const DecodeLine& l : *lines) check_last_step_counts(l, count);
   }
   auto at_step = [](const std::vector<DecodeLine>& lines, double i, std::vector<ScheduledOp>& out) {
     out.clear();

@@ -237,9 +237,6 @@ class Analyzer {
   // Per-pass host costs: the step's and each of the GPU's sequences' (not the bandwidth
   // method's).
   double host_overhead_s(int64_t batch) const;
-  // The sequences of a pass's two micro-batches, A and B (B 0 when a GPU holds one sequence):
-  // half each, and under attention data parallelism half of each GPU's share.
-  std::pair<int64_t, int64_t> two_batch_split(int64_t batch) const;
   // A pass of `shape` as two overlapped micro-batches (two_batch_overlap_seconds), `extra`
   // operators (draft heads) after them; as cost_step.
   PhaseResult cost_two_batches(const StepShape& shape, const std::vector<Op>& extra,
@@ -267,6 +264,7 @@ class Analyzer {
   double sum_decode_steps(int64_t batch, int64_t first, int64_t count);
   double sum_decode_segment(int64_t batch, int64_t first, int64_t count);
   double sum_two_batch_decode_segment(int64_t batch, int64_t first, int64_t count);
+  static void check_last_step_counts(const DecodeLine& line, int64_t count);
   const std::vector<DecodeLine>& decode_lines(int64_t batch, int64_t first);
   SamplingComparison compare_sampling(const Workload& w, int64_t per_pass, const WorkloadResult& r);
   // Sums over token counts n = first .. first+count-1 of a prefill pass of `sequences`

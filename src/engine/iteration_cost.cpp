@@ -57,9 +57,7 @@ IterationCost::IterationCost(const Model& model, const Hardware& hardware,
   state_bytes_per_sequence_ = at - checked_mul(kv_bytes_per_token_, c0);
   ranks_ = layout.attention_dp ? layout.ep : 1;
   two_batch_overlap_ = layout.two_batch_overlap;
-  overlap_compute_rate_ =
-      two_batch_compute_rate(layout.attention_dp && layout.all_to_all == AllToAllMode::throughput,
-                             hardware.multiprocessors);
+  overlap_compute_rate_ = two_batch_compute_rate(layout, hardware.multiprocessors);
   if (layout.attention_dp) {
     // A sequence's cache lives on one of the ep GPUs: per GPU of the replica, on average, an
     // ep-th of it (rounded up), so the replica holds ep times what one GPU's memory holds.
@@ -254,7 +252,7 @@ const IterationCost::OpTimes& IterationCost::op_times(int64_t new_tokens, int64_
   for (size_t j = 0; j < ops.size(); ++j) {
     if (logits == 0 && is_head_op(ops[j].id)) continue;
     const OpCost c = roofline_cost(ops[j], rates);
-    out.seconds[j] = ops[j].kind == OpKind::communication ? c.communication_s : c.time_s;
+    out.seconds[j] = c.time_s;  // a collective's link time: the overlap excludes hiding it
     out.launch[j] = c.overhead_s;
   }
   if (!packable) {
@@ -276,12 +274,12 @@ double IterationCost::overlapped_seconds(const Iteration& it, int64_t resident_k
   }
   if (total_tokens == 0) return 0;
   // Micro-batch A: under attention data parallelism the larger half of each GPU's share of the
-  // sequences (as Analyzer::two_batch_split); otherwise the items in order up to half the
-  // iteration's tokens (at least one), B the rest.
+  // sequences (first_micro_batch, as the Analyzer splits a pass); otherwise the items in order
+  // up to half the iteration's tokens (at least one), B the rest.
   size_t a = 0;
   if (ranks_ > 1) {
-    const auto share = static_cast<size_t>(ceil_div(static_cast<int64_t>(n), ranks_));
-    a = std::min(n, (share + 1) / 2 * static_cast<size_t>(ranks_));
+    a = static_cast<size_t>(
+        first_micro_batch(static_cast<int64_t>(n), inventory_.config().parallel));
   } else {
     int64_t tokens = 0;
     while (a < n && (a == 0 || 2 * (tokens + it.items[a].new_tokens) <= total_tokens + 1)) {

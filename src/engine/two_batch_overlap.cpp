@@ -125,10 +125,18 @@ double two_batch_overlap_seconds(const std::vector<StreamTask>& a, const std::ve
   return t;
 }
 
-double two_batch_compute_rate(bool throughput_all_to_all, int64_t multiprocessors) {
+double two_batch_compute_rate(const ParallelLayout& layout, int64_t multiprocessors) {
+  const bool throughput_all_to_all =
+      layout.attention_dp && layout.all_to_all == AllToAllMode::throughput;
   if (!throughput_all_to_all || multiprocessors <= kThroughputAllToAllSms) return 1.0;
   return static_cast<double>(multiprocessors - kThroughputAllToAllSms) /
          static_cast<double>(multiprocessors);
+}
+
+int64_t first_micro_batch(int64_t sequences, const ParallelLayout& layout) {
+  if (!layout.attention_dp) return (sequences + 1) / 2;
+  const int64_t share = layout.sequences_per_gpu(sequences);
+  return std::min(sequences, (share + 1) / 2 * layout.ep);
 }
 
 }  // namespace streamspark::engine

@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/parallel.hpp"
+
 namespace streamspark::engine {
 
 // One operator of a pass as the schedule sees it.
@@ -55,11 +57,17 @@ double two_batch_overlap_seconds(const std::vector<StreamTask>& a, const std::ve
                                  double compute_rate = 1.0);
 
 // The share of a GPU's `multiprocessors` a kernel keeps while a collective of the overlap
-// runs: DeepEP's throughput ("normal") all-to-all kernels take 20 of them (the DeepSeek-V3
-// report, §3.2.2: "only 20 SMs" suffice for its all-to-all), its low-latency kernels none (a
-// hook receives; DeepEP README: "does not occupy any SM resource"), other collectives none
-// (not modelled). 1 when the multiprocessors are not stated (0).
-double two_batch_compute_rate(bool throughput_all_to_all, int64_t multiprocessors);
+// runs under `layout`: DeepEP's throughput ("normal") all-to-all kernels (attention data
+// parallel, throughput mode) take 20 of them (the DeepSeek-V3 report, §3.2.2: "only 20 SMs"
+// suffice for its all-to-all), its low-latency kernels none (a hook receives; DeepEP README:
+// "does not occupy any SM resource"), other collectives none (not modelled). 1 when the
+// multiprocessors are not stated (0).
+double two_batch_compute_rate(const ParallelLayout& layout, int64_t multiprocessors);
+
+// The sequences of micro-batch A of a pass of `sequences` under `layout`: half of them, the
+// larger half, or under attention data parallelism the larger half of each GPU's share on every
+// GPU (at most all of them); B runs the rest (none when a GPU holds a single sequence).
+int64_t first_micro_batch(int64_t sequences, const ParallelLayout& layout);
 constexpr int64_t kThroughputAllToAllSms = 20;
 
 }  // namespace streamspark::engine

@@ -90,7 +90,20 @@ TEST_CASE("two-batch overlap: kernels slowed while a collective holds multiproce
   const std::vector<StreamTask> b5 = {compute(1), send(2), compute(1), send(1), compute(1)};
   CHECK(two_batch_overlap_seconds(a5, b5, 1 - 1e-12) == doctest::Approx(10).epsilon(1e-9));
   // DeepEP's throughput kernels take 20 of an H800's 132 multiprocessors; low-latency ones none.
-  CHECK(two_batch_compute_rate(true, 132) == doctest::Approx(112.0 / 132).epsilon(1e-15));
-  CHECK(two_batch_compute_rate(false, 132) == 1.0);
-  CHECK(two_batch_compute_rate(true, 0) == 1.0);
+  ParallelLayout throughput;
+  throughput.ep = 32;
+  throughput.attention_dp = true;
+  ParallelLayout low_latency = throughput;
+  low_latency.all_to_all = AllToAllMode::low_latency;
+  CHECK(two_batch_compute_rate(throughput, 132) == doctest::Approx(112.0 / 132).epsilon(1e-15));
+  CHECK(two_batch_compute_rate(low_latency, 132) == 1.0);
+  CHECK(two_batch_compute_rate(throughput, 0) == 1.0);
+  // Micro-batch A: the larger half, or of each GPU's share under attention data parallelism.
+  ParallelLayout tp2;
+  tp2.tp = 2;
+  CHECK(first_micro_batch(7, tp2) == 4);
+  CHECK(first_micro_batch(1, tp2) == 1);
+  CHECK(first_micro_batch(96, throughput) == 64);  // 3 a GPU: 2 + 1 on each of 32
+  CHECK(first_micro_batch(32, throughput) == 32);  // 1 a GPU: nothing to split
+  CHECK(first_micro_batch(40, throughput) == 32);  // 2 on the busiest GPUs: 1 + 1
 }

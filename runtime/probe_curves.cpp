@@ -64,22 +64,23 @@ std::vector<float*> rotating_copies(Backend& be, float* pool, int64_t n, int64_t
   return weights;
 }
 
-// Seconds per call of the backend's GEMM (m x k inputs, n x k weights) with the weights
-// rotating through `weights`: every call reads them from wherever data of the copies' size
-// lives. One window of at least `min_time` after `warm_up` seconds of calls.
-double time_rotating_gemm(Backend& be, const std::vector<float*>& weights, int64_t m, int64_t n,
-                          int64_t k, double min_time, double warm_up, bool random) {
-  float* x = gemm_buffer(be, m * k, random);
-  float* y = be.allocate(m * n);
-  size_t next = 0;
+int64_t GemmRotation::next_offset(int64_t n, int64_t k, int64_t working_set) {
+  const int64_t size = n * k;
+  const int64_t copies = std::max<int64_t>(1, working_set / (be_.element_bytes() * size));
+  const int64_t index = (cursor_ + size - 1) / size % copies;
+  cursor_ = (index + 1) * size;
+  return index * size;
+}
+
+double GemmRotation::time(int64_t m, int64_t n, int64_t k, int64_t working_set, double min_time,
+                          double warm_up, bool random) {
+  float* x = gemm_buffer(be_, m * k, random);
+  float* y = be_.allocate(m * n);
   const double t = time_per_call(
-      [&] {
-        be.linear(x, weights[next], m, n, k, y);
-        next = (next + 1) % weights.size();
-      },
-      min_time, 1, [&] { be.synchronize(); }, warm_up);
-  be.release(x);
-  be.release(y);
+      [&] { be_.linear(x, be_.at(pool_, next_offset(n, k, working_set)), m, n, k, y); }, min_time,
+      1, [&] { be_.synchronize(); }, warm_up);
+  be_.release(x);
+  be_.release(y);
   return t;
 }
 
@@ -108,6 +109,7 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   int64_t largest = 0;
   for (const auto& [working_set, large] : anchors) largest = std::max(largest, working_set);
   float* pool = gemm_buffer(be, largest / e, random);
+  GemmRotation rotation(be, pool);
   for (int pass = 0; pass < passes; ++pass) {
     size_t index = 0;
     for (size_t a = 0; a < anchors.size(); ++a) {
@@ -122,15 +124,14 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
       const double warm_up = probe.warm_up_at(working_set);
       for (const auto& [n, k] : grid.shapes) {
         if (e * n * k > working_set) continue;  // one matrix alone exceeds the anchor
-        const std::vector<float*> weights = rotating_copies(be, pool, n, k, working_set);
         std::vector<int64_t> ms = grid.small_m;
         if (large) ms.insert(ms.end(), grid.large_m.begin(), grid.large_m.end());
         for (const int64_t m : ms) {
           if (2.0 * static_cast<double>(m * n * k) > grid.max_flops && m > 1) break;
-          // The shape's first m warms its copies; the larger m read the same copies, which the
-          // calls just timed left where they settle.
-          const double t = time_rotating_gemm(be, weights, m, n, k, probe.min_time,
-                                              m == ms.front() ? warm_up : 0.0, random);
+          // The shape's first m warms its copies; the larger m go on through the same copies,
+          // which the calls just timed left where they settle.
+          const double t = rotation.time(m, n, k, working_set, probe.min_time,
+                                         m == ms.front() ? warm_up : 0.0, random);
           if (pass == 0) points.push_back({a, m, n, k, working_set, {}});
           points[index++].seconds.push_back(t);
         }
@@ -404,6 +405,7 @@ std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware&
     largest = std::max({largest, p.working_set, e * p.n * p.k});
   }
   float* pool = gemm_buffer(backend, largest / e, random_operands);
+  GemmRotation rotation(backend, pool);
   std::vector<std::vector<double>> seconds(points.size());
   for (int pass = 0; pass < passes; ++pass) {
     for (size_t i = 0; i < points.size(); ++i) {
@@ -411,8 +413,7 @@ std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware&
       // The probe's warm-up rule (Probe::warm_up_at) on the file's curve.
       const double warm_up = warm_up_where_cached(curve, p.working_set, ProbeOptions{}.warm_up_s);
       seconds[i].push_back(
-          time_rotating_gemm(backend, rotating_copies(backend, pool, p.n, p.k, p.working_set), p.m,
-                             p.n, p.k, min_time, warm_up, random_operands));
+          rotation.time(p.m, p.n, p.k, p.working_set, min_time, warm_up, random_operands));
     }
   }
   backend.release(pool);

@@ -58,16 +58,20 @@ double two_batch_overlap_seconds(const std::vector<StreamTask>& a, const std::ve
 
 // The share of a GPU's `multiprocessors` a kernel keeps while a collective of the overlap
 // runs under `layout`: DeepEP's throughput ("normal") all-to-all kernels (attention data
-// parallel, throughput mode) take 20 of them (the DeepSeek-V3 report, §3.2.2: "only 20 SMs"
-// suffice for its all-to-all), its low-latency kernels none (a hook receives; DeepEP README:
-// "does not occupy any SM resource"), other collectives none (not modelled). 1 when the
-// multiprocessors are not stated (0).
+// parallel, throughput mode) take 24 of them (DeepSeek's inference prefill profile,
+// github.com/deepseek-ai/profile-data at 4496024, README figure assets/prefill.jpg:
+// "Computation 108 SMs", "Communication 24 SMs" on the H800's 132; DeepEP's README example
+// sets the same, Buffer.set_num_sms(24); the DeepSeek-V3 report's §3.2.2 gives 20 for
+// training's all-to-all), its low-latency kernels none (the decode figure
+// assets/decode.jpg: "Communication 0 SMs"; DeepEP README: "does not occupy any SM
+// resource"), other collectives none (not modelled). 1 when the multiprocessors are not stated
+// (0).
 double two_batch_compute_rate(const ParallelLayout& layout, int64_t multiprocessors);
 
 // The sequences of micro-batch A of a pass of `sequences` under `layout`: half of them, the
 // larger half, or under attention data parallelism the larger half of each GPU's share on every
 // GPU (at most all of them); B runs the rest (none when a GPU holds a single sequence).
 int64_t first_micro_batch(int64_t sequences, const ParallelLayout& layout);
-constexpr int64_t kThroughputAllToAllSms = 20;
+constexpr int64_t kThroughputAllToAllSms = 24;
 
 }  // namespace streamspark::engine

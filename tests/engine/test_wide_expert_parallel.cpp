@@ -365,8 +365,8 @@ TEST_CASE("two-batch overlap: DeepSeek-V3's prefill as two micro-batches on two 
   CHECK(r.prefill_ops.front().microbatch == 0);
   CHECK(r.prefill_ops.back().microbatch == 1);
   CHECK(r.prefill_ops.front().op.layer_kind == -1);  // the embedding
-  // With the H800's 132 multiprocessors stated, the throughput all-to-all holds 20 of them
-  // while it runs: the kernels beside it slow to 112/132, the pass takes longer (still below
+  // With the H800's 132 multiprocessors stated, the throughput all-to-all holds 24 of them
+  // while it runs: the kernels beside it slow to 108/132, the pass takes longer (still below
   // counting every collective), the work is the same.
   Hardware sms = h800();
   sms.multiprocessors = 132;

@@ -64,20 +64,19 @@ std::vector<float*> rotating_copies(Backend& be, float* pool, int64_t n, int64_t
   return weights;
 }
 
-int64_t GemmRotation::next_offset(int64_t n, int64_t k, int64_t working_set) {
-  const int64_t size = n * k;
-  const int64_t copies = std::max<int64_t>(1, working_set / (be_.element_bytes() * size));
-  const int64_t index = (cursor_ + size - 1) / size % copies;
-  cursor_ = (index + 1) * size;
-  return index * size;
+int64_t PoolRotation::next_offset(int64_t copy, int64_t working_set) {
+  const int64_t copies = std::max<int64_t>(1, working_set / (be_.element_bytes() * copy));
+  const int64_t index = (cursor_ + copy - 1) / copy % copies;
+  cursor_ = (index + 1) * copy;
+  return index * copy;
 }
 
-double GemmRotation::time(int64_t m, int64_t n, int64_t k, int64_t working_set, double min_time,
-                          double warm_up, bool random) {
+double PoolRotation::time_gemm(int64_t m, int64_t n, int64_t k, int64_t working_set,
+                               double min_time, double warm_up, bool random) {
   float* x = gemm_buffer(be_, m * k, random);
   float* y = be_.allocate(m * n);
   const double t = time_per_call(
-      [&] { be_.linear(x, be_.at(pool_, next_offset(n, k, working_set)), m, n, k, y); }, min_time,
+      [&] { be_.linear(x, be_.at(pool_, next_offset(n * k, working_set)), m, n, k, y); }, min_time,
       1, [&] { be_.synchronize(); }, warm_up);
   be_.release(x);
   be_.release(y);
@@ -109,7 +108,7 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
   int64_t largest = 0;
   for (const auto& [working_set, large] : anchors) largest = std::max(largest, working_set);
   float* pool = gemm_buffer(be, largest / e, random);
-  GemmRotation rotation(be, pool);
+  PoolRotation rotation(be, pool);
   for (int pass = 0; pass < passes; ++pass) {
     size_t index = 0;
     for (size_t a = 0; a < anchors.size(); ++a) {
@@ -130,8 +129,8 @@ void measure_gemm_anchors(Probe& probe, const std::vector<std::pair<int64_t, boo
           if (2.0 * static_cast<double>(m * n * k) > grid.max_flops && m > 1) break;
           // The shape's first m warms its copies; the larger m go on through the same copies,
           // which the calls just timed left where they settle.
-          const double t = rotation.time(m, n, k, working_set, probe.min_time,
-                                         m == ms.front() ? warm_up : 0.0, random);
+          const double t = rotation.time_gemm(m, n, k, working_set, probe.min_time,
+                                              m == ms.front() ? warm_up : 0.0, random);
           if (pass == 0) points.push_back({a, m, n, k, working_set, {}});
           points[index++].seconds.push_back(t);
         }
@@ -239,10 +238,10 @@ void measure_rewarm(Probe& probe, const std::vector<int64_t>& working_sets,
 }
 
 // The decode attention kernel with its KV caches rotating through copies that together span
-// each anchor's working set (as the GEMM's weights do): the cached K and V bytes the engine
-// counts (kv_read) per second of a call, the median over a few decode shapes, into the probe's
-// attention curve. The shapes' copies fit the smallest anchor (256 KiB), so every anchor
-// measures all of them.
+// each anchor's working set (as the GEMM's weights do, one stream through the pool): the cached K
+// and V bytes the engine counts (kv_read) per second of a call, the median over a few decode
+// shapes, into the probe's attention curve. The shapes' copies fit the smallest anchor (256 KiB),
+// so every anchor measures all of them.
 void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working_sets) {
   Backend& be = probe.backend;
   const int64_t e = be.element_bytes();
@@ -287,6 +286,7 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
     for (int64_t b = 0; b < s.batch; ++b) s.tables.push_back(static_cast<int32_t>(b));
   }
   float* pool = be.allocate(largest / e);
+  PoolRotation rotation(be, pool);
   const int passes = probe.anchor_passes();
   // seconds[anchor][shape]: one per pass.
   std::vector<std::vector<std::vector<double>>> seconds(
@@ -295,17 +295,14 @@ void measure_attention_anchors(Probe& probe, const std::vector<int64_t>& working
     for (size_t a = 0; a < working_sets.size(); ++a) {
       for (size_t i = 0; i < shapes.size(); ++i) {
         const Shape& s = shapes[i];
-        const int64_t copies = std::max<int64_t>(1, working_sets[a] / (s.copy * e));
         const SequenceBatch batch{s.batch, s.row_offsets.data(), s.pasts.data()};
-        int64_t next = 0;
         seconds[a][i].push_back(probe.time(
             [&] {
-              const int64_t base = next * s.copy;
+              const int64_t base = rotation.next_offset(s.copy, working_sets[a]);
               const KvCacheView view{be.at(pool, base + s.qkv), be.at(pool, base + s.qkv + s.cache),
                                      s.context, s.tables.data(), 1};
               be.attention(be.at(pool, base), s.stride, s.heads, s.kv_heads, s.head_dim, batch,
                            view, be.at(pool, base + s.qkv + 2 * s.cache));
-              next = (next + 1) % copies;
             },
             1, probe.warm_up_at(working_sets[a])));
       }
@@ -405,7 +402,7 @@ std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware&
     largest = std::max({largest, p.working_set, e * p.n * p.k});
   }
   float* pool = gemm_buffer(backend, largest / e, random_operands);
-  GemmRotation rotation(backend, pool);
+  PoolRotation rotation(backend, pool);
   std::vector<std::vector<double>> seconds(points.size());
   for (int pass = 0; pass < passes; ++pass) {
     for (size_t i = 0; i < points.size(); ++i) {
@@ -413,7 +410,7 @@ std::vector<double> retime_gemm_points(Backend& backend, const engine::Hardware&
       // The probe's warm-up rule (Probe::warm_up_at) on the file's curve.
       const double warm_up = warm_up_where_cached(curve, p.working_set, ProbeOptions{}.warm_up_s);
       seconds[i].push_back(
-          rotation.time(p.m, p.n, p.k, p.working_set, min_time, warm_up, random_operands));
+          rotation.time_gemm(p.m, p.n, p.k, p.working_set, min_time, warm_up, random_operands));
     }
   }
   backend.release(pool);

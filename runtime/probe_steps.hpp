@@ -200,26 +200,27 @@ float* gemm_buffer(Backend& be, int64_t count, bool random);
 // The copies of an n x k weight matrix that fit `working_set` bytes of `pool` (at least one).
 std::vector<float*> rotating_copies(Backend& be, float* pool, int64_t n, int64_t k,
                                     int64_t working_set);
-// GEMMs whose weights rotate through copies of an n x k matrix laid back to back over the first
-// `working_set` bytes of a pool, so that every call reads them from wherever data of that size
-// lives. All timings through one rotation share a cursor: a timing starts at the first copy at
-// or after the byte where the previous one (of any shape or anchor) stopped reading, so the
-// pool is read as one stream, each call reading its least recently read bytes, as a decode
-// step reads its layers' weights. A timing that started at the pool's first copy re-read what
-// the previous timing had just read: a quick probe's 2 ms window covers a few tens of MB of a
-// 256 MiB anchor, which a large shared last-level cache still held (on a 2-vCPU Xeon guest that
-// reports a 480 MiB L3, main-memory anchors' m = 4 products of 4-17 MB matrices ran at 14-18
-// GB/s against 11-13 GB/s for the runtime's decode step streaming the same sizes).
-class GemmRotation {
+// Copies of an operand (a GEMM's n x k weights, a decode attention call's inputs, caches and
+// output) laid back to back over the first `working_set` bytes of a pool and read in turn, so
+// that every call reads them from wherever data of that size lives. All timings through one
+// rotation share a cursor: a timing starts at the first copy at or after the element where the
+// previous one (of any shape or anchor) stopped reading, so the pool is read as one stream, each
+// call reading its least recently read bytes, as a decode step reads its layers' weights and
+// caches. A timing that started at the pool's first copy re-read what the previous timing had
+// just read: a quick probe's 2 ms window covers a few tens of MB of a 256 MiB anchor, which a
+// large shared last-level cache still held (on a 2-vCPU Xeon guest that reports a 480 MiB L3,
+// main-memory anchors' m = 4 products of 4-17 MB matrices ran at 14-18 GB/s against 11-13 GB/s
+// for the runtime's decode step streaming the same sizes).
+class PoolRotation {
  public:
-  GemmRotation(Backend& be, float* pool) : be_(be), pool_(pool) {}
-  // Seconds per call of an m x n x k GEMM (m x k inputs, n x k weights): one window of at least
-  // `min_time` after `warm_up` seconds of calls. `random`: inputs of random values.
-  double time(int64_t m, int64_t n, int64_t k, int64_t working_set, double min_time, double warm_up,
-              bool random);
-  // The element offset in the pool of the copy the next call reads (the first copy at or after
-  // the cursor, wrapping to the first), moving the cursor past it.
-  int64_t next_offset(int64_t n, int64_t k, int64_t working_set);
+  PoolRotation(Backend& be, float* pool) : be_(be), pool_(pool) {}
+  // The element offset in the pool of the copy (of `copy` elements) the next call reads: the
+  // first copy at or after the cursor, wrapping to the first; moves the cursor past it.
+  int64_t next_offset(int64_t copy, int64_t working_set);
+  // Seconds per call of an m x n x k GEMM (m x k inputs, n x k weights rotating): one window of
+  // at least `min_time` after `warm_up` seconds of calls. `random`: inputs of random values.
+  double time_gemm(int64_t m, int64_t n, int64_t k, int64_t working_set, double min_time,
+                   double warm_up, bool random);
 
  private:
   Backend& be_;

@@ -329,24 +329,24 @@ TEST_CASE("the GEMM points validate times again: near each working set, and the 
   CHECK(rt::retime_gemm_points(*backend, hw, {}, false).empty());
 }
 
-TEST_CASE("the probe's GEMM timings read their pool as one stream, each where the last stopped") {
+TEST_CASE("the probe's timings read their pool as one stream, each where the last stopped") {
   auto backend = rt::make_cpu_backend(1);                 // fp32: 4 bytes an element
-  rt::probing::GemmRotation rotation(*backend, nullptr);  // offsets only: nothing is read
-  // 10 x 10 matrices over 4,000 bytes: ten copies, at elements 0, 100, ..., 900.
-  CHECK(rotation.next_offset(10, 10, 4000) == 0);
-  CHECK(rotation.next_offset(10, 10, 4000) == 100);
-  CHECK(rotation.next_offset(10, 10, 4000) == 200);
+  rt::probing::PoolRotation rotation(*backend, nullptr);  // offsets only: nothing is read
+  // Copies of 100 elements over 4,000 bytes: ten, at elements 0, 100, ..., 900.
+  CHECK(rotation.next_offset(100, 4000) == 0);
+  CHECK(rotation.next_offset(100, 4000) == 100);
+  CHECK(rotation.next_offset(100, 4000) == 200);
   // Another shape goes on from element 300: 300-element copies at 0, 300, 600; the first at or
   // after 300 is the second, then the third, then back to the first.
-  CHECK(rotation.next_offset(10, 30, 4000) == 300);
-  CHECK(rotation.next_offset(10, 30, 4000) == 600);
-  CHECK(rotation.next_offset(10, 30, 4000) == 0);
+  CHECK(rotation.next_offset(300, 4000) == 300);
+  CHECK(rotation.next_offset(300, 4000) == 600);
+  CHECK(rotation.next_offset(300, 4000) == 0);
   // From 300 again: 256-element copies at 0, 256, 512 (3 x 1,024 bytes fit); the first at or
   // after 300 is 512, then the rotation wraps.
-  CHECK(rotation.next_offset(16, 16, 4000) == 512);
-  CHECK(rotation.next_offset(16, 16, 4000) == 0);
-  CHECK(rotation.next_offset(16, 16, 4000) == 256);
-  // A matrix larger than the working set: one copy, read every time.
-  CHECK(rotation.next_offset(40, 40, 4000) == 0);
-  CHECK(rotation.next_offset(40, 40, 4000) == 0);
+  CHECK(rotation.next_offset(256, 4000) == 512);
+  CHECK(rotation.next_offset(256, 4000) == 0);
+  CHECK(rotation.next_offset(256, 4000) == 256);
+  // A copy larger than the working set: one copy, read every time.
+  CHECK(rotation.next_offset(1600, 4000) == 0);
+  CHECK(rotation.next_offset(1600, 4000) == 0);
 }

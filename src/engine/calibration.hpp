@@ -25,9 +25,13 @@ struct CalibrationSample {
 // (peak: the fp32 rate; bandwidth: the hardware's memory levels). Samples are split into
 // compute- and memory-bound by the current fit and the three unknowns (overhead, 1/ce, 1/me)
 // solved by least squares on relative error (each row divided by its measured time), repeated
-// until the split is stable. A regime without samples keeps efficiency 1.
+// until the split is stable, from two starts (the split efficiencies of 1 give, and every sample
+// compute-bound), keeping the fit of the smaller squared relative error. A regime without
+// samples keeps efficiency 1.
 // The largest efficiency a fit reports (and hardware files accept).
 inline constexpr double kMaxEfficiency = 10.0;
+// The smallest a fit reports, inside what hardware files accept (above 1e-6).
+inline constexpr double kMinFittedEfficiency = 1e-5;
 
 Calibration fit_calibration(const std::vector<CalibrationSample>& samples, const Hardware& hw);
 

@@ -28,6 +28,14 @@ CostingConfig serving_costing(CostingConfig c) {
   if (c.mla_form == MlaForm::automatic) c.mla_form = MlaForm::absorbed;
   return c;
 }
+
+// Positions of an item that need logits: a verification scores every position (the acceptance
+// test of each draft token and the token after the accepted ones); otherwise the one that
+// emits a token, or a padding slot's.
+int64_t item_logits(const IterationItem& item) {
+  return item.draft_tokens > 0 ? item.new_tokens : (item.emits_token || item.padding) ? 1 : 0;
+}
+
 }  // namespace
 
 IterationCost::IterationCost(const Model& model, const Hardware& hardware,
@@ -146,6 +154,26 @@ double IterationCost::seconds(const Iteration& it, const Scheduler& scheduler) {
   return seconds(it, scheduler.kv_stored_tokens());
 }
 
+void IterationCost::pad_to_graph(int64_t sequences, int64_t longest, int64_t& tokens,
+                                 int64_t& logits) const {
+  if (stack_.graph_batch_sizes.empty()) return;
+  // The captured graph of the next size up runs: its padding slots go through every
+  // token-proportional operator (their attention reads no context). Under attention data
+  // parallelism each GPU pads its own share of the sequences.
+  const int64_t per_rank = ceil_div(sequences, ranks_);
+  const int64_t padded = checked_mul(graph_batch(stack_, per_rank, longest), ranks_);
+  logits += padded - tokens;
+  tokens = padded;
+}
+
+double IterationCost::after_eviction(double settled, const Iteration& it,
+                                     int64_t resident_kv_tokens) {
+  passes_since_eviction_ =
+      has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
+  if (!rewarm_ || passes_since_eviction_ == 0) return settled;
+  return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
+}
+
 double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
   if (two_batch_overlap_) return overlapped_seconds(it, resident_kv_tokens);
   const size_t slot = slot_for(resident_kv_tokens);
@@ -157,9 +185,7 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
     tokens += item.new_tokens;
     longest = std::max(longest, item.past + item.new_tokens);
     decode_only = decode_only && item.new_tokens == 1 && item.draft_tokens == 0;
-    // A verification scores every position (the acceptance test of each draft token and the
-    // token after the accepted ones).
-    logits += item.draft_tokens > 0 ? item.new_tokens : (item.emits_token || item.padding) ? 1 : 0;
+    logits += item_logits(item);
     // Memoised by (slot, new tokens, past) when they pack into 64 bits.
     const bool packable = item.new_tokens < (int64_t{1} << 24) && item.past < (int64_t{1} << 28);
     const uint64_t key = slot_bits | (static_cast<uint64_t>(item.new_tokens) << 28) |
@@ -189,15 +215,7 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
     overhead = s.per_sequence_overhead_s;  // one launch per op for all sequences
   }
   if (tokens == 0) return 0;
-  if (decode_only && !stack_.graph_batch_sizes.empty()) {
-    // The captured graph of the next size up runs: its padding slots go through every
-    // token-proportional operator (their attention reads no context).
-    // Under attention data parallelism each GPU pads its own share of the sequences.
-    const int64_t per_rank = ceil_div(static_cast<int64_t>(it.items.size()), ranks_);
-    const int64_t padded = checked_mul(graph_batch(stack_, per_rank, longest), ranks_);
-    logits += padded - tokens;
-    tokens = padded;
-  }
+  if (decode_only) pad_to_graph(static_cast<int64_t>(it.items.size()), longest, tokens, logits);
   double shared = 0;
   if (tokens < (int64_t{1} << 26) && logits < (int64_t{1} << 26)) {
     const uint64_t key =
@@ -219,10 +237,7 @@ double IterationCost::seconds(const Iteration& it, int64_t resident_kv_tokens) {
                              ? shared + per_sequence + overhead + rates_.step_overhead_s + host
                              : shared + (per_sequence + host) / static_cast<double>(ranks_) +
                                    overhead + rates_.step_overhead_s;
-  passes_since_eviction_ =
-      has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
-  if (!rewarm_ || passes_since_eviction_ == 0) return settled;
-  return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
+  return after_eviction(settled, it, resident_kv_tokens);
 }
 
 const IterationCost::OpTimes& IterationCost::op_times(int64_t new_tokens, int64_t past,
@@ -298,9 +313,7 @@ double IterationCost::overlapped_seconds(const Iteration& it, int64_t resident_k
     for (size_t i = first; i < end; ++i) {
       const IterationItem& item = it.items[i];
       tokens += item.new_tokens;
-      logits += item.draft_tokens > 0                ? item.new_tokens
-                : (item.emits_token || item.padding) ? 1
-                                                     : 0;
+      logits += item_logits(item);
       const OpTimes& t = op_times(item.new_tokens, item.past, 1, slot, 1);
       for (size_t j : context_ops_) {
         // One launch for all sequences (as the plain sum counts it).
@@ -308,13 +321,8 @@ double IterationCost::overlapped_seconds(const Iteration& it, int64_t resident_k
         overlap_launch_[j] = t.launch[j];
       }
     }
-    if (decode_only && !stack_.graph_batch_sizes.empty()) {
-      // Each micro-batch runs the captured graph of its size (per GPU under attention DP).
-      const int64_t per_rank = ceil_div(static_cast<int64_t>(end - first), ranks_);
-      const int64_t padded = checked_mul(graph_batch(stack_, per_rank, longest), ranks_);
-      logits += padded - tokens;
-      tokens = padded;
-    }
+    // Each micro-batch runs the captured graph of its size.
+    if (decode_only) pad_to_graph(static_cast<int64_t>(end - first), longest, tokens, logits);
     const OpTimes& shared =
         ranks_ == 1 ? op_times(tokens, 0, logits, slot, 1)
                     : op_times(ceil_div(tokens, ranks_), 0, ceil_div(logits, ranks_), slot, ranks_);
@@ -332,10 +340,7 @@ double IterationCost::overlapped_seconds(const Iteration& it, int64_t resident_k
   const double settled =
       two_batch_overlap_seconds(overlap_tasks_[0], overlap_tasks_[1], overlap_compute_rate_) +
       rates_.step_overhead_s + host / static_cast<double>(ranks_);
-  passes_since_eviction_ =
-      has_prompt_tokens(it) ? 0 : std::min<int64_t>(passes_since_eviction_ + 1, 1000000);
-  if (!rewarm_ || passes_since_eviction_ == 0) return settled;
-  return settled * hardware_.rewarm_ratio(working_set(resident_kv_tokens), passes_since_eviction_);
+  return after_eviction(settled, it, resident_kv_tokens);
 }
 
 double IterationCost::shared_seconds(int64_t tokens, int64_t logits, size_t slot) {

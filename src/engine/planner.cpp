@@ -531,38 +531,35 @@ std::vector<PlanCandidate> enumerate_candidates(const PlanInputs& in) {
     const bool moe = has_moe(in.models[m]);
     for (size_t h = 0; h < in.hardware.size(); ++h) {
       for (size_t f = 0; f < in.formats.size(); ++f) {
-        for (int64_t tp : in.grid.tp) {
-          for (int64_t pp : in.grid.pp) {
-            for (int64_t ep : expert_degrees(in.grid, moe, tp)) {
-              for (int64_t mb : in.grid.max_batch) {
-                for (bool chunked : in.grid.chunked_prefill) {
-                  ParallelLayout l;
-                  l.tp = tp;
-                  l.pp = pp;
-                  l.ep = ep;
-                  for (bool overlap : overlap_switches(in.grid, l)) {
-                    l.two_batch_overlap = overlap;
-                    cands.push_back(candidate(m, h, f, l, mb, chunked));
-                  }
-                }
-              }
-            }
-          }
-        }
-        for (int64_t ep : moe ? in.grid.attention_dp_ep : std::vector<int64_t>{}) {
+        // A layout at every scheduler setting and overlap switch of the grid.
+        auto add = [&](ParallelLayout l) {
           for (int64_t mb : in.grid.max_batch) {
             for (bool chunked : in.grid.chunked_prefill) {
-              ParallelLayout l;
-              l.ep = ep;
-              l.attention_dp = true;
-              l.redundant_experts = in.grid.redundant_experts;
-              l.all_to_all = in.grid.all_to_all;
               for (bool overlap : overlap_switches(in.grid, l)) {
                 l.two_batch_overlap = overlap;
                 cands.push_back(candidate(m, h, f, l, mb, chunked));
               }
             }
           }
+        };
+        for (int64_t tp : in.grid.tp) {
+          for (int64_t pp : in.grid.pp) {
+            for (int64_t ep : expert_degrees(in.grid, moe, tp)) {
+              ParallelLayout l;
+              l.tp = tp;
+              l.pp = pp;
+              l.ep = ep;
+              add(l);
+            }
+          }
+        }
+        for (int64_t ep : moe ? in.grid.attention_dp_ep : std::vector<int64_t>{}) {
+          ParallelLayout l;
+          l.ep = ep;
+          l.attention_dp = true;
+          l.redundant_experts = in.grid.redundant_experts;
+          l.all_to_all = in.grid.all_to_all;
+          add(l);
         }
       }
     }

@@ -102,6 +102,9 @@ struct PlanGrid {
   std::vector<bool> two_batch_overlap{false};
   int64_t redundant_experts = 0;
   AllToAllMode all_to_all = AllToAllMode::throughput;
+  // Whether the grid searches the overlap on (anything but off alone); reports show the
+  // overlap's columns and keys only then.
+  bool searches_two_batch_overlap() const { return two_batch_overlap != std::vector<bool>{false}; }
 };
 
 struct PlanInputs {

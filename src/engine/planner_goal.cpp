@@ -31,7 +31,7 @@ std::optional<double> replica_price(const PlanInputs& in, const PlanCandidate& c
   if (!prefill || !decode) return std::nullopt;
   const ParallelLayout& d = c.pools->decode_layout;
   return static_cast<double>(c.pools->prefill_replicas) * g * *prefill +
-         static_cast<double>(c.pools->decode_replicas * d.tp * d.pp) * *decode;
+         static_cast<double>(c.pools->decode_replicas * d.gpus_per_replica()) * *decode;
 }
 
 void record_capacity(const RateBracket& b, PlanCandidate& c) {
@@ -69,8 +69,8 @@ std::pair<int64_t, int64_t> replicas_and_gpus(const PlanInputs& in, const PlanCa
     const int64_t nodes = (n + per_node - 1) / per_node;
     return {nodes * per_node, nodes * node};
   }
-  const int64_t nodes =
-      (n * g + node - 1) / node;  // a replica spans nodes (pipeline stages, wide EP)
+  // A replica spans nodes (pipeline stages, wide expert parallelism).
+  const int64_t nodes = (n * g + node - 1) / node;
   return {n, nodes * node};
 }
 
@@ -316,7 +316,7 @@ int64_t replica_gpus(const PlanCandidate& c) {
   const int64_t prefill = c.layout.gpus_per_replica();
   if (!c.pools) return prefill;
   const ParallelLayout& d = c.pools->decode_layout;
-  return c.pools->prefill_replicas * prefill + c.pools->decode_replicas * d.tp * d.pp;
+  return c.pools->prefill_replicas * prefill + c.pools->decode_replicas * d.gpus_per_replica();
 }
 
 }  // namespace streamspark::engine

@@ -422,6 +422,12 @@ class IterationCost final : public IterationTimer {
   const OpTimes& op_times(int64_t new_tokens, int64_t past, int64_t logits, size_t slot,
                           int64_t ranks);
   double overlapped_seconds(const Iteration& it, int64_t resident_kv_tokens);
+  // A decode-only pass of `sequences` (the longest context `longest`) under a stack with
+  // CUDA-graph sizes: `tokens` and `logits` raised to the captured graph's padded batch.
+  void pad_to_graph(int64_t sequences, int64_t longest, int64_t& tokens, int64_t& logits) const;
+  // A pass's settled seconds after the caches' re-warm (Hardware::rewarm_ratio), counting the
+  // decode passes since the last prompt evicted them.
+  double after_eviction(double settled, const Iteration& it, int64_t resident_kv_tokens);
   bool two_batch_overlap_ = false;
   double overlap_compute_rate_ = 1.0;      // two_batch_compute_rate of the layout and hardware
   std::vector<ScheduledOp> op_structure_;  // per op index: stream, layer kind, repeat

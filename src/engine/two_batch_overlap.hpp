@@ -18,7 +18,9 @@
 // kernel on the compute stream then progresses at `compute_rate` (the share of multiprocessors
 // left to it) for as long as a communication task is in flight, and at full speed otherwise
 // (two_batch_compute_rate says which collectives take how many). Not modelled: DeepSeek's
-// decode refinement that splits attention into two stages to balance the segments.
+// decode refinement that splits attention into two stages to balance the segments, and its
+// shared experts running beside their own micro-batch's all-to-all (here they follow the
+// combine in the micro-batch's chain).
 #pragma once
 
 #include <cstdint>
@@ -67,11 +69,11 @@ double two_batch_overlap_seconds(const std::vector<StreamTask>& a, const std::ve
 // resource"), other collectives none (not modelled). 1 when the multiprocessors are not stated
 // (0).
 double two_batch_compute_rate(const ParallelLayout& layout, int64_t multiprocessors);
+constexpr int64_t kThroughputAllToAllSms = 24;  // two_batch_compute_rate's, with its sources
 
 // The sequences of micro-batch A of a pass of `sequences` under `layout`: half of them, the
 // larger half, or under attention data parallelism the larger half of each GPU's share on every
 // GPU (at most all of them); B runs the rest (none when a GPU holds a single sequence).
 int64_t first_micro_batch(int64_t sequences, const ParallelLayout& layout);
-constexpr int64_t kThroughputAllToAllSms = 24;
 
 }  // namespace streamspark::engine

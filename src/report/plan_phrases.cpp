@@ -672,7 +672,7 @@ std::string grid_text(const PlanReport& r) {
     dp += fmt::format(", {} all-to-all)", enum_name(in.grid.all_to_all));
   }
   const std::string overlap =
-      in.grid.two_batch_overlap == std::vector<bool>{false}
+      !in.grid.searches_two_batch_overlap()
           ? ""
           : fmt::format(" × two-batch overlap {} (layouts that communicate)",
                         switches(in.grid.two_batch_overlap));

@@ -316,7 +316,7 @@ nlohmann::json plan_json(const PlanReport& r) {
             {"max_tokens", in.scheduler.max_tokens},
             {"block_size", in.scheduler.block_size},
             {"memory_fraction", in.memory_fraction}};
-  if (in.grid.two_batch_overlap != std::vector<bool>{false}) {  // only then, as below
+  if (in.grid.searches_two_batch_overlap()) {  // only then, as below
     grid["two_batch_overlap"] = in.grid.two_batch_overlap;
   }
   if (!in.grid.attention_dp_ep.empty()) {  // only then, so that every other output keeps its keys
@@ -402,7 +402,7 @@ std::string plan_csv(const PlanReport& r) {
   // pool's).
   const bool pools = !in.grid.pool_ratios.empty();
   // With --two-batch-overlap on: whether each row's layout overlaps.
-  const bool overlap = in.grid.two_batch_overlap != std::vector<bool>{false};
+  const bool overlap = in.grid.searches_two_batch_overlap();
   out += pools ? ",disaggregated" : "";
   out += overlap ? ",two_batch_overlap\n" : "\n";
   std::vector<size_t> order = res.ranking;

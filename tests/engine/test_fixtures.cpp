@@ -27,6 +27,18 @@ Model dense_model(std::string name, int64_t V, int64_t D, int64_t L, Attention a
   return m;
 }
 
+namespace {
+// Grouped-query attention of `heads` query heads over `kv_heads` KV heads of `head_dim`.
+Attention gqa(int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  Attention a;
+  a.kind = AttentionKind::gqa;
+  a.n_heads = heads;
+  a.n_kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  return a;
+}
+}  // namespace
+
 Model llama2_13b() {
   Attention a;
   a.kind = AttentionKind::mha;
@@ -45,23 +57,13 @@ Model llama2_13b_gqa8() {
 }
 
 Model tiny_test() {
-  Attention a;
-  a.kind = AttentionKind::gqa;
-  a.n_heads = 8;
-  a.n_kv_heads = 2;
-  a.head_dim = 32;
-  return dense_model("tiny-test", 4096, 256, 4, a, Mlp{MlpKind::gated, 688, Activation::silu},
-                     2048);
+  return dense_model("tiny-test", 4096, 256, 4, gqa(8, 2, 32),
+                     Mlp{MlpKind::gated, 688, Activation::silu}, 2048);
 }
 
 Model gqa_moe() {
-  Attention a;
-  a.kind = AttentionKind::gqa;
-  a.n_heads = 32;
-  a.n_kv_heads = 8;
-  a.head_dim = 128;
-  Model m = dense_model("gqa-moe", 32000, 4096, 8, a, Mlp{MlpKind::gated, 14336, Activation::silu},
-                        32768);
+  Model m = dense_model("gqa-moe", 32000, 4096, 8, gqa(32, 8, 128),
+                        Mlp{MlpKind::gated, 14336, Activation::silu}, 32768);
   m.layers[0].ffn = FfnKind::moe;
   m.layers[0].moe = Moe{64, 8, 1024, 0, 0, MlpKind::gated, Activation::silu};
   return m;

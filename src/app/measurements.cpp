@@ -114,11 +114,13 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   } catch (const std::invalid_argument& e) {
     return {std::nullopt, "tp", e.what()};
   }
-  if (row.input_len + row.output_len - 1 > run.model.max_context) {
+  // The longest request (each length's largest draw) must fit the model's context.
+  if (row.input_len.max + row.output_len.max - 1 > run.model.max_context) {
     return {std::nullopt, "input_len",
             fmt::format("input {} + output {} uses {} positions, beyond {}'s max_context {}",
-                        row.input_len, row.output_len, row.input_len + row.output_len - 1,
-                        run.model.name, run.model.max_context)};
+                        row.input_len.max, row.output_len.max,
+                        row.input_len.max + row.output_len.max - 1, run.model.name,
+                        run.model.max_context)};
   }
   run.mode = row.mode;
   run.batch = row.batch;

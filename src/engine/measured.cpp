@@ -42,7 +42,26 @@ StackParameters default_parameters(const Hardware& hw) {
   return p;
 }
 
+LengthDistribution TokenLengths::distribution() const {
+  if (fixed()) return {LengthKind::fixed, static_cast<double>(min), 0, 0};
+  return {LengthKind::uniform, static_cast<double>(min), static_cast<double>(max), 0};
+}
+
+std::string token_lengths_text(const TokenLengths& t) {
+  return t.fixed() ? std::to_string(t.min)
+                   : "uniform:" + std::to_string(t.min) + ":" + std::to_string(t.max);
+}
+
 namespace {
+
+// A static run's length: a static batch decodes in lockstep, so its lengths are fixed (the
+// measurement reader refuses uniform lengths on static rows).
+int64_t fixed_tokens(const TokenLengths& t) {
+  if (!t.fixed()) {
+    throw std::invalid_argument("a static batch needs fixed lengths, got " + token_lengths_text(t));
+  }
+  return t.min;
+}
 
 AnalysisOptions options_for(const MeasuredRun& run, Method method) {
   AnalysisOptions o;
@@ -90,8 +109,8 @@ SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t req
   WorkloadSpec w;
   w.requests = requests;
   w.rate = rate;
-  w.prompt = {LengthKind::fixed, static_cast<double>(run.input_len), 0, 0};
-  w.output = {LengthKind::fixed, static_cast<double>(run.output_len), 0, 0};
+  w.prompt = run.input_len.distribution();
+  w.output = run.output_len.distribution();
   const ServingOptions o = stack_options(run, cost, max_batch);
   return simulate_deployment(generate_requests(w), o, cost, run.layout);
 }
@@ -109,8 +128,10 @@ bool static_batch_fits(const MeasuredRun& run) {
   // More sequences than the stack runs at once (vLLM's max_num_seqs), or than constant-state
   // slots: they queue.
   if (run.batch > s.max_batch) return false;
-  const int64_t tokens = ceil_div(run.input_len + run.output_len, s.block_size) * s.block_size +
-                         s.reserved_tokens_per_sequence;
+  const int64_t tokens =
+      ceil_div(fixed_tokens(run.input_len) + fixed_tokens(run.output_len), s.block_size) *
+          s.block_size +
+      s.reserved_tokens_per_sequence;
   return checked_mul(run.batch, tokens) <= s.kv_capacity_tokens;
 }
 
@@ -122,10 +143,12 @@ namespace {
 // request arriving at once, means over the requests and the whole run's time.
 MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
   MeasuredMetrics m;
-  const double tokens = static_cast<double>(run.batch * run.output_len);
+  const int64_t input = fixed_tokens(run.input_len);
+  const int64_t output = fixed_tokens(run.output_len);
+  const double tokens = static_cast<double>(run.batch * output);
   if (static_batch_fits(run)) {
     Analyzer a(run.model, run.hardware, options_for(run, method));
-    const WorkloadResult r = a.analyze({run.batch, run.input_len, run.output_len});
+    const WorkloadResult r = a.analyze({run.batch, input, output});
     m.ttft_s = r.ttft_s;
     m.tpot_s = r.tpot_s;
     m.e2e_s = r.e2e_s;
@@ -234,8 +257,10 @@ std::pair<Linear, Linear> run_linear(const MeasuredRun& run, const StackParamete
   MeasuredRun at = run;
   at.hardware = with_parameters(run.hardware, no_overheads, "");
   Analyzer a(at.model, at.hardware, options_for(at, Method::calibrated));
-  const WorkloadResult first = a.analyze({run.batch, run.input_len, 1});
-  const int64_t mean_context = run.input_len + std::max<int64_t>(run.output_len - 2, 0) / 2;
+  const int64_t input = fixed_tokens(run.input_len);
+  const int64_t output = fixed_tokens(run.output_len);
+  const WorkloadResult first = a.analyze({run.batch, input, 1});
+  const int64_t mean_context = input + std::max<int64_t>(output - 2, 0) / 2;
   const WorkloadResult mid = a.analyze({run.batch, mean_context, 1});
   return {phase_linear(first.prefill, p, first.prefill.passes), phase_linear(mid.decode, p, 1)};
 }
@@ -244,7 +269,8 @@ std::pair<Linear, Linear> run_linear(const MeasuredRun& run, const StackParamete
 void add_equations(const MeasuredRun& run, const StackParameters& p,
                    std::vector<std::array<double, kParameters>>& rows, std::vector<double>& rhs) {
   const auto [ttft, tpot] = run_linear(run, p);
-  const double steps = static_cast<double>(run.output_len - 1);
+  const int64_t output = fixed_tokens(run.output_len);
+  const double steps = static_cast<double>(output - 1);
   Linear e2e;
   for (int i = 0; i < kParameters; ++i) {
     e2e.features[static_cast<size_t>(i)] =
@@ -266,7 +292,7 @@ void add_equations(const MeasuredRun& run, const StackParameters& p,
     if (m.e2e_s) {
       add(e2e, *m.e2e_s);
     } else if (m.output_tok_s) {
-      add(e2e, static_cast<double>(run.batch * run.output_len) / *m.output_tok_s);
+      add(e2e, static_cast<double>(run.batch * output) / *m.output_tok_s);
     }
   }
 }

@@ -94,6 +94,11 @@ std::string loo_text(const char* by, const engine::LeaveOneOut& l) {
 
 namespace {
 
+// A run's tokens per request: the number when fixed, else its text ("uniform:1:1024").
+json lengths_json(const engine::TokenLengths& t) {
+  return t.fixed() ? json(t.min) : json(engine::token_lengths_text(t));
+}
+
 // The measured value's range for a prediction P, as factors of P ("0.87 to 1.2"), by a band.
 std::string band_factors(const engine::ErrorBand& b) {
   if (!(b.p10_error > -1) || !(b.p90_error > -1)) return "unbounded (an error of -100% or below)";
@@ -210,8 +215,8 @@ std::string measured_validation_table(const MeasuredValidation& v) {
     const engine::MeasuredRun& r = v.runs[i];
     for (const engine::MetricComparison& c : v.comparisons[i]) {
       t.add_row({r.where, r.model_name, r.hardware_name, layout_text(r.layout), mode_text(r),
-                 std::to_string(r.input_len), std::to_string(r.output_len), c.metric,
-                 show_metric(c.metric, c.predicted), show_metric(c.metric, c.measured),
+                 engine::token_lengths_text(r.input_len), engine::token_lengths_text(r.output_len),
+                 c.metric, show_metric(c.metric, c.predicted), show_metric(c.metric, c.measured),
                  format_signed_percent(c.error())});
     }
   }
@@ -343,8 +348,8 @@ json measured_validation_json(const MeasuredValidation& v) {
          {"batch", r.batch},
          {"requests", r.requests},
          {"request_rate", r.request_rate},
-         {"input_len", r.input_len},
-         {"output_len", r.output_len},
+         {"input_len", lengths_json(r.input_len)},
+         {"output_len", lengths_json(r.output_len)},
          {"stack", r.stack},
          {"source", r.source},
          {"metrics", metrics}});

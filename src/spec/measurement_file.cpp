@@ -99,6 +99,32 @@ struct MeasurementRowReader {
     return static_cast<int64_t>(*v);
   }
 
+  // Tokens per request: a whole number >= 1, or uniform:A:B (1 <= A <= B; each request's
+  // length drawn uniformly from A..B, both included).
+  std::optional<engine::TokenLengths> lengths(const char* key) {
+    const auto t = text(key);
+    if (!t) return std::nullopt;
+    const auto whole = [](const std::string& x) -> std::optional<int64_t> {
+      const auto v = parse_decimal(x);
+      if (!v || *v < 1 || *v > 1e15 || *v != std::floor(*v)) return std::nullopt;
+      return static_cast<int64_t>(*v);
+    };
+    std::optional<int64_t> lo, hi;
+    if (t->rfind("uniform:", 0) != 0) {
+      lo = hi = whole(*t);
+    } else if (const size_t colon = t->find(':', 8); colon != std::string::npos) {
+      lo = whole(t->substr(8, colon - 8));
+      hi = whole(t->substr(colon + 1));
+    }
+    if (!lo || !hi || *lo > *hi) {
+      error(key, fmt::format("expected a whole number >= 1 or uniform:A:B (whole numbers, "
+                             "1 <= A <= B), got '{}'",
+                             *t));
+      return std::nullopt;
+    }
+    return engine::TokenLengths::uniform(*lo, *hi);  // lo == hi: a fixed length
+  }
+
   void read(std::vector<MeasurementRow>& out) {
     const size_t before = diags.size();
     MeasurementRow r;
@@ -162,8 +188,15 @@ struct MeasurementRowReader {
     if (r.mode == engine::MeasurementMode::serving && r.requests < 1) {
       diags.push_back({path, line, column("requests"), "requests", "a serving run needs >= 1"});
     }
-    r.input_len = integer("input_len", 1).value_or(0);
-    r.output_len = integer("output_len", 1).value_or(0);
+    for (const char* key : {"input_len", "output_len"}) {
+      const auto l = lengths(key);
+      if (l && !l->fixed() && r.mode == engine::MeasurementMode::static_batch) {
+        error(key, fmt::format("a static batch decodes in lockstep and needs one length, got "
+                               "'{}' (uniform lengths are for serving rows)",
+                               *text(key)));
+      }
+      (std::string_view(key) == "input_len" ? r.input_len : r.output_len) = l.value_or(0);
+    }
     const auto ms = [&](const char* key) -> std::optional<double> {
       const auto v = number(key, 0, true);
       return v ? std::optional<double>(*v / 1e3) : std::nullopt;
@@ -363,7 +396,8 @@ std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
                     r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
                     r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
                     r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch,
-                    r.requests, r.request_rate, r.input_len, r.output_len, ms(r.measured.ttft_s),
+                    r.requests, r.request_rate, engine::token_lengths_text(r.input_len),
+                    engine::token_lengths_text(r.output_len), ms(r.measured.ttft_s),
                     ms(r.measured.tpot_s), ms(r.measured.e2e_s),
                     r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "",
                     r.stat, csv_field(r.stack), csv_field(r.source));
@@ -450,10 +484,23 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
     if (r.requests < 1) fail("completed", "no completed requests");
     r.request_rate = num("request_rate").value_or(0);
     r.batch = static_cast<int64_t>(num("max_concurrency").value_or(0));
-    // The lengths: every detailed length, the random dataset's with range ratio 1, or the
-    // totals over the completed requests (vLLM's default result, without --save-detailed).
+    // SGLang writes its dataset's name; only the random dataset's lengths are known (ShareGPT's
+    // and the others' vary with the conversations drawn, and the result does not list them).
+    if (j.contains("dataset_name") && j["dataset_name"].is_string() &&
+        j["dataset_name"].get<std::string>() != "random") {
+      fail("dataset_name",
+           fmt::format("the {} dataset's lengths vary per request and the result does not list "
+                       "them: only the random dataset's runs can be predicted",
+                       j["dataset_name"].get<std::string>()));
+    }
+    // The lengths: every detailed length; the random dataset's (one length at range ratio 1,
+    // else uniform over [max(int(L x ratio), 1), L], as SGLang's sample_random_requests draws
+    // them; it draws outputs from int(O x ratio), so at ratio 0 a request may ask for 0 tokens,
+    // 1 in O + 1, read here as 1); or the totals over the completed requests (vLLM's default
+    // result, without --save-detailed).
+    const auto ratio = num("random_range_ratio");
     const auto length = [&](const char* random_key, const char* lens_key,
-                            const char* total_key) -> int64_t {
+                            const char* total_key) -> engine::TokenLengths {
       if (j.contains(lens_key) && j[lens_key].is_array() && !j[lens_key].empty()) {
         if (completed && static_cast<double>(j[lens_key].size()) != *completed) {
           fail(lens_key,
@@ -461,21 +508,33 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
         }
         return fixed_length(j[lens_key], [&](const std::string& m) { fail(lens_key, m); });
       }
-      const auto ratio = num("random_range_ratio");
-      if (const auto v = num(random_key); v && !(ratio && *ratio != 1.0)) {
-        if (*v < 1 || *v != std::floor(*v)) fail(random_key, "expected a whole number >= 1");
-        return static_cast<int64_t>(*v);
-      }
       const auto total = num(total_key);
+      if (const auto v = num(random_key)) {
+        if (*v < 1 || *v != std::floor(*v)) fail(random_key, "expected a whole number >= 1");
+        const auto n = static_cast<int64_t>(*v);
+        if (!ratio || *ratio >= 1.0) return n;
+        const engine::TokenLengths drawn = engine::TokenLengths::uniform(
+            std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(n) * *ratio), 1, n), n);
+        // The drawn lengths' mean, where the result gives it, confirms the reading.
+        if (total && completed && *completed >= 1) {
+          const double mean = *total / *completed;
+          if (std::abs(mean - drawn.mean()) > kDrawnMeanTolerance * drawn.mean()) {
+            fail(total_key, fmt::format("a mean of {:.1f} tokens per request, where {} = {} at "
+                                        "random_range_ratio {} draws {} (mean {:.1f})",
+                                        mean, random_key, n, *ratio,
+                                        engine::token_lengths_text(drawn), drawn.mean()));
+          }
+        }
+        return drawn;
+      }
       if (total && completed && *completed >= 1 && !(ratio && *ratio != 1.0)) {
         const double mean = *total / *completed;
         if (mean < 1) fail(total_key, fmt::format("a mean of {:.4g} tokens per request", mean));
         return std::llround(mean);
       }
       fail(random_key,
-           fmt::format("no fixed length: the result has neither {} (vLLM's --save-detailed), "
-                       "{} with random_range_ratio 1 (SGLang's random dataset), nor {} and "
-                       "completed",
+           fmt::format("no lengths: the result has neither {} (vLLM's --save-detailed), {} "
+                       "(SGLang's random dataset), nor {} and completed",
                        lens_key, random_key, total_key));
       return 0;
     };
@@ -495,7 +554,10 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
     };
     r.stat = "median";
     r.measured.ttft_s = latency("ttft");
+    // SGLang's results before its TPOT was added give the inter-token latency alone: read as
+    // TPOT, as a measurement file's itl_ms is.
     r.measured.tpot_s = latency("tpot");
+    if (!r.measured.tpot_s) r.measured.tpot_s = latency("itl");
     r.measured.e2e_s = format == BenchmarkFormat::vllm ? latency("e2el") : latency("e2e_latency");
     r.measured.output_tok_s = num("output_throughput");
     if (!r.measured.ttft_s && !r.measured.tpot_s && !r.measured.output_tok_s) {

@@ -160,10 +160,10 @@ TEST_CASE("prediction_bands: the catalog's sets, the predictions' stack and hard
   // Default: every CSV of measurements/; only the rows of the predictions' class on their
   // hardware predicted (published.csv: 17 vllm-0.6 rows on H100); the others counted by class
   // (vllm-ci-latency.csv: 3 vLLM rows on H100 whose CI builds match no preset; argonne-vllm.csv:
-  // 221 vLLM rows of an unstated version).
+  // 221 vLLM rows of an unstated version; sglang-h200.csv: SGLang rows on H200).
   const auto b = app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context);
   REQUIRE(b.has_value());
-  CHECK(b->sources.size() == 3);
+  CHECK(b->sources.size() == 4);
   CHECK(b->stack == "vllm-0.6");
   CHECK(b->rows == 17);
   const auto other = b->other_rows.find({"vLLM", "h100-sxm", "e2e"});

@@ -219,7 +219,7 @@ TEST_CASE("a static batch fits when the stack's KV cache holds it at its last to
   r.measured.e2e_s = 1;
   const auto lockstep = [&](int64_t batch) {
     Analyzer a(r.model, r.hardware, AnalysisOptions{Method::roofline, r.precision});
-    return a.analyze({batch, r.input_len, r.output_len}).e2e_s;
+    return a.analyze({batch, r.input_len.min, r.output_len.min}).e2e_s;
   };
   r.batch = most;
   CHECK(*predict(r, Method::roofline).e2e_s == doctest::Approx(lockstep(most)));
@@ -244,4 +244,32 @@ TEST_CASE("metric summaries: median and worst |error| per metric, then all") {
   CHECK(s[2].count == 3);
   CHECK(s[2].median_abs_error == doctest::Approx(0.2));
   CHECK(s[2].worst_where == "a:2 tpot");
+}
+
+TEST_CASE("a serving run's uniform lengths are drawn per request; a static batch needs one") {
+  // Requests 100 s apart (each alone on the GPU): a request's TTFT is its prompt's prefill,
+  // close to linear in the prompt, so the median TTFT over prompts drawn from 1..1024 is the
+  // prefill of about the median prompt, 512 (101 draws: within about 10%), and well below the
+  // prefill of 1024 tokens.
+  MeasuredRun r;
+  r.model = test::llama2_13b();
+  r.hardware = h100_achievable();
+  r.mode = MeasurementMode::serving;
+  r.requests = 101;
+  r.request_rate = 0.01;
+  r.output_len = 16;
+  r.measured.ttft_s = 1;
+  const auto ttft = [&](TokenLengths prompt) {
+    r.input_len = prompt;
+    return *predict(r, Method::calibrated).ttft_s;
+  };
+  const double drawn = ttft(TokenLengths::uniform(1, 1024));
+  CHECK(drawn == doctest::Approx(ttft(512)).epsilon(0.15));
+  CHECK(drawn < 0.75 * ttft(1024));
+  CHECK(token_lengths_text(TokenLengths::uniform(1, 1024)) == "uniform:1:1024");
+  CHECK(token_lengths_text(512) == "512");
+  r.mode = MeasurementMode::static_batch;
+  r.batch = 4;
+  r.input_len = TokenLengths::uniform(1, 1024);
+  CHECK_THROWS_AS(predict(r, Method::calibrated), std::invalid_argument);
 }

@@ -38,6 +38,10 @@ std::string load_error(const std::string& name, const std::string& text) {
   return "";
 }
 
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 constexpr const char* kHeader = "model,hardware,mode,batch,input_len,output_len,ttft_ms,tpot_ms\n";
 
 }  // namespace
@@ -146,6 +150,78 @@ TEST_CASE("benchmark results: vLLM's default file, lengths within 2% of their me
   REQUIRE(s.size() == 1);
   CHECK(s[0].request_rate == 0);
   CHECK(s[0].input_len == 1024);
+}
+
+TEST_CASE("measurement rows: uniform:A:B lengths on serving rows, one length on static rows") {
+  using streamspark::engine::TokenLengths;
+  const std::string header =
+      "model,hardware,mode,batch,requests,request_rate,input_len,output_len,ttft_ms\n";
+  const auto f = scratch_file("uniform.csv", header +
+                                                 "llama3-8b,h200,serving,0,300,1,"
+                                                 "uniform:1:1024,uniform:512:1024,85\n");
+  const auto rows = load_measurements(f.string());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].input_len == TokenLengths::uniform(1, 1024));
+  CHECK(rows[0].output_len == TokenLengths::uniform(512, 1024));
+  CHECK(rows[0].input_len.mean() == 512.5);
+  // Written back as it was read.
+  const auto again = scratch_file("again.csv", measurements_csv(rows));
+  CHECK(load_measurements(again.string())[0].input_len == TokenLengths::uniform(1, 1024));
+  // A static batch decodes in lockstep: one length (input_len starts at the 27th character).
+  CHECK(contains(
+      load_error("static.csv", header + "llama3-8b,h200,static,8,,,uniform:1:1024,128,85\n"),
+      "static.csv:2:27: input_len: a static batch decodes in lockstep and needs one "
+      "length, got 'uniform:1:1024'"));
+  for (const char* bad :
+       {"uniform:5:2", "uniform:0:3", "uniform:1", "uniform:1:x", "uniform:1.5:3", "normal:1:3"}) {
+    CAPTURE(bad);
+    CHECK(contains(
+        load_error("bad.csv", header + "llama3-8b,h200,serving,0,300,1," + bad + ",128,85\n"),
+        "bad.csv:2:32: input_len: expected a whole number >= 1"));
+  }
+}
+
+TEST_CASE("SGLang results: the random dataset's uniform lengths, ITL, other datasets refused") {
+  using streamspark::engine::TokenLengths;
+  MeasurementRow d;
+  d.model = "llama3-70b";
+  d.hardware = "h200";
+  const auto import = [&](const std::string& name, const std::string& line) {
+    return import_benchmark(scratch_file(name, line + "\n").string(), BenchmarkFormat::sglang, d);
+  };
+  // Range ratio 0 (SGLang's default then): prompts from max(int(1024 x 0), 1) = 1 to 1024,
+  // outputs from int(1024 x 0) = 0 (read as 1) to 1024; the totals' means, 508.7 and 534.5,
+  // lie within 10% of the draw's 512.5. Only the inter-token latency is given: read as TPOT.
+  const auto r = import(
+      "ratio0.jsonl",
+      R"({"backend": "sglang", "dataset_name": "random", "request_rate": 1.0, "completed": 300, "total_input_tokens": 152612, "total_output_tokens": 160347, "median_ttft_ms": 85.7, "median_itl_ms": 13.6, "random_input_len": 1024, "random_output_len": 1024, "random_range_ratio": 0.0})");
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].input_len == TokenLengths::uniform(1, 1024));
+  CHECK(r[0].output_len == TokenLengths::uniform(1, 1024));
+  CHECK(*r[0].measured.tpot_s == doctest::Approx(0.0136));
+  // Ratio 0.5: from int(1024 x 0.5) = 512 and int(256 x 0.5) = 128.
+  const auto half = import(
+      "half.jsonl",
+      R"({"backend": "sglang", "dataset_name": "random", "completed": 10, "median_ttft_ms": 50, "random_input_len": 1024, "random_output_len": 256, "random_range_ratio": 0.5})");
+  CHECK(half[0].input_len == TokenLengths::uniform(512, 1024));
+  CHECK(half[0].output_len == TokenLengths::uniform(128, 256));
+  // Totals that do not match the draw (a mean of 224 against 512.5): the reading is refused.
+  CHECK_THROWS_WITH_AS(
+      import(
+          "totals.jsonl",
+          R"({"backend": "sglang", "completed": 100, "total_input_tokens": 22400, "median_ttft_ms": 50, "random_input_len": 1024, "random_output_len": 1024, "random_range_ratio": 0.0})"),
+      doctest::Contains("totals.jsonl:1: total_input_tokens: a mean of 224.0 tokens per request, "
+                        "where random_input_len = 1024 at random_range_ratio 0 draws "
+                        "uniform:1:1024 (mean 512.5)"),
+      SpecError);
+  // ShareGPT: the lengths vary with the conversations and the result does not list them (its
+  // random_* keys are the unused defaults).
+  CHECK_THROWS_WITH_AS(
+      import(
+          "sharegpt.jsonl",
+          R"({"backend": "sglang", "dataset_name": "sharegpt", "completed": 100, "median_ttft_ms": 50, "random_input_len": 1024, "random_output_len": 1024, "random_range_ratio": 0.0})"),
+      doctest::Contains("sharegpt.jsonl:1: dataset_name: the sharegpt dataset's lengths vary"),
+      SpecError);
 }
 
 TEST_CASE("trace conversations: which turns continue their conversation") {

@@ -61,7 +61,7 @@ struct Collective {
   int64_t gpus_per_node = 1;
   int64_t top_k = 1;
   AllToAllMode mode = AllToAllMode::throughput;
-  GroupLimit routing;  // the model's group-limited routing (Moe::groups)
+  GroupLimit routing{};  // the model's group-limited routing (Moe::groups)
 };
 
 struct Op {

@@ -114,13 +114,13 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   } catch (const std::invalid_argument& e) {
     return {std::nullopt, "tp", e.what()};
   }
-  // The longest request (each length's largest draw) must fit the model's context.
-  if (row.input_len.max + row.output_len.max - 1 > run.model.max_context) {
+  // The longest request (each length's longest draw) must fit the model's context.
+  const int64_t input = engine::longest_length(row.input_len);
+  const int64_t output = engine::longest_length(row.output_len);
+  if (input + output - 1 > run.model.max_context) {
     return {std::nullopt, "input_len",
-            fmt::format("input {} + output {} uses {} positions, beyond {}'s max_context {}",
-                        row.input_len.max, row.output_len.max,
-                        row.input_len.max + row.output_len.max - 1, run.model.name,
-                        run.model.max_context)};
+            fmt::format("input {} + output {} uses {} positions, beyond {}'s max_context {}", input,
+                        output, input + output - 1, run.model.name, run.model.max_context)};
   }
   run.mode = row.mode;
   run.batch = row.batch;

@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
 #include <tuple>
 
 #include "cli/speculative_syntax.hpp"
 #include "runtime/backend_registry.hpp"
+#include "spec/length_distribution.hpp"
 
 namespace streamspark::cli {
 
@@ -280,57 +282,20 @@ void bind_threads(OptionBinder& b, int64_t& threads, const std::string& help) {
       help);
 }
 
+namespace {
+
+// "512", "fixed:512", "uniform:128:1024", "lognormal:512:0.8[:4096]"
+// (spec::parse_length_distribution); UsageError naming `option` otherwise.
 engine::LengthDistribution parse_length_distribution(const std::string& text,
                                                      const std::string& option) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t colon = text.find(':', start);
-    parts.push_back(text.substr(start, colon - start));
-    if (colon == std::string::npos) break;
-    start = colon + 1;
+  try {
+    return spec::parse_length_distribution(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(option + ": " + e.what());
   }
-  engine::LengthDistribution d;
-  if (parts.size() == 1 || (parts[0] == "fixed" && parts.size() == 2)) {
-    d.kind = engine::LengthKind::fixed;
-    d.a = static_cast<double>(parse_int(parts.back(), option, 1));
-  } else if (parts[0] == "uniform" && parts.size() == 3) {
-    d.kind = engine::LengthKind::uniform;
-    d.a = static_cast<double>(parse_int(parts[1], option, 1));
-    d.b = static_cast<double>(parse_int(parts[2], option, 1));
-    if (d.b < d.a) throw UsageError(option + ": uniform:A:B needs A <= B");
-  } else if (parts[0] == "lognormal" && (parts.size() == 3 || parts.size() == 4)) {
-    d.kind = engine::LengthKind::lognormal;
-    d.a = parse_real(parts[1], option, 1);
-    d.b = parse_real(parts[2], option, 0);
-    if (parts.size() == 4) {
-      d.max = parse_int(parts[3], option, 1);
-      // A cap below the median would clamp most lengths to it: not the distribution asked for.
-      if (static_cast<double>(d.max) < d.a) {
-        throw UsageError(
-            fmt::format("{}: lognormal MAX {} is below the median {}", option, d.max, parts[1]));
-      }
-    }
-  } else {
-    throw UsageError(option +
-                     ": expected N, fixed:N, uniform:A:B or lognormal:MEDIAN:SIGMA[:MAX], got '" +
-                     text + "'");
-  }
-  return d;
 }
 
-std::string length_distribution_text(const engine::LengthDistribution& d) {
-  switch (d.kind) {
-    case engine::LengthKind::fixed:
-      return fmt::format("fixed:{}", d.a);
-    case engine::LengthKind::uniform:
-      return fmt::format("uniform:{}:{}", d.a, d.b);
-    case engine::LengthKind::lognormal:
-      return d.max > 0 ? fmt::format("lognormal:{}:{}:{}", d.a, d.b, d.max)
-                       : fmt::format("lognormal:{}:{}", d.a, d.b);
-  }
-  return "";
-}
+}  // namespace
 
 void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& rate_help) {
   engine::WorkloadSpec& g = w.generated;
@@ -345,7 +310,7 @@ void bind_workload(OptionBinder& b, app::WorkloadRequest& w, const std::string& 
        {std::tuple{"--prompt-len", &g.prompt,
                    "prompt lengths: N, fixed:N, uniform:A:B, lognormal:MEDIAN:SIGMA[:MAX]"},
         std::tuple{"--output-len", &g.output, "output lengths, same forms"}}) {
-    b.custom<engine::LengthDistribution>(names, *field, length_distribution_text(*field),
+    b.custom<engine::LengthDistribution>(names, *field, spec::length_distribution_text(*field),
                                          parse_length_distribution, help);
   }
   b.custom<double>(

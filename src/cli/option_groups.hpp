@@ -111,10 +111,4 @@ enum class SpeculativeUse { cost_model, runtime };
 void bind_speculative(OptionBinder& b, std::optional<app::SpeculativeRequest>& s,
                       SpeculativeUse use, const std::string& help);
 
-// "512", "fixed:512", "uniform:128:1024", "lognormal:512:0.8[:4096]"; UsageError otherwise.
-engine::LengthDistribution parse_length_distribution(const std::string& text,
-                                                     const std::string& option);
-// The same syntax, written back ("fixed:512"): what --help shows as a default.
-std::string length_distribution_text(const engine::LengthDistribution& d);
-
 }  // namespace streamspark::cli

@@ -42,25 +42,15 @@ StackParameters default_parameters(const Hardware& hw) {
   return p;
 }
 
-LengthDistribution TokenLengths::distribution() const {
-  if (fixed()) return {LengthKind::fixed, static_cast<double>(min), 0, 0};
-  return {LengthKind::uniform, static_cast<double>(min), static_cast<double>(max), 0};
-}
-
-std::string token_lengths_text(const TokenLengths& t) {
-  return t.fixed() ? std::to_string(t.min)
-                   : "uniform:" + std::to_string(t.min) + ":" + std::to_string(t.max);
-}
-
 namespace {
 
 // A static run's length: a static batch decodes in lockstep, so its lengths are fixed (the
-// measurement reader refuses uniform lengths on static rows).
-int64_t fixed_tokens(const TokenLengths& t) {
-  if (!t.fixed()) {
-    throw std::invalid_argument("a static batch needs fixed lengths, got " + token_lengths_text(t));
+// measurement reader refuses others on static rows).
+int64_t fixed_tokens(const LengthDistribution& d) {
+  if (d.kind != LengthKind::fixed) {
+    throw std::invalid_argument("a static batch needs fixed lengths, got " + describe(d));
   }
-  return t.min;
+  return std::llround(d.a);
 }
 
 AnalysisOptions options_for(const MeasuredRun& run, Method method) {
@@ -109,8 +99,8 @@ SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t req
   WorkloadSpec w;
   w.requests = requests;
   w.rate = rate;
-  w.prompt = run.input_len.distribution();
-  w.output = run.output_len.distribution();
+  w.prompt = run.input_len;
+  w.output = run.output_len;
   const ServingOptions o = stack_options(run, cost, max_batch);
   return simulate_deployment(generate_requests(w), o, cost, run.layout);
 }

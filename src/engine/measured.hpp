@@ -43,32 +43,6 @@ inline constexpr MeasuredMetricField kMeasuredMetricFields[] = {
     {"e2e", &MeasuredMetrics::e2e_s},
     {"output_tok_s", &MeasuredMetrics::output_tok_s}};
 
-// Tokens per request of a measured run: fixed (`min` == `max`), or uniform over the integers
-// min..max, both included, as the benchmarks' random datasets draw them when their range
-// ratio is below 1 (SGLang's bench_serving, vLLM's benchmark_serving: each request's length
-// an independent uniform draw). Uniform lengths are for serving runs: a static batch decodes
-// in lockstep and needs one length.
-struct TokenLengths {
-  int64_t min = 0;
-  int64_t max = 0;
-  TokenLengths() = default;
-  // A fixed length (implicit: a length is a number unless said otherwise).
-  TokenLengths(int64_t n) : min(n), max(n) {}  // NOLINT(google-explicit-constructor)
-  static TokenLengths uniform(int64_t lo, int64_t hi) {
-    TokenLengths t;
-    t.min = lo;
-    t.max = hi;
-    return t;
-  }
-  bool fixed() const { return min == max; }
-  double mean() const { return (static_cast<double>(min) + static_cast<double>(max)) / 2; }
-  // The simulator's workload distribution: fixed, or uniform:min:max.
-  LengthDistribution distribution() const;
-  friend bool operator==(const TokenLengths&, const TokenLengths&) = default;
-};
-// "128", or "uniform:1:1024" (the measurement files' spelling).
-std::string token_lengths_text(const TokenLengths& t);
-
 // One row of a measurement file, its model and hardware already resolved.
 struct MeasuredRun {
   std::string where;  // "file:line", for reports
@@ -82,8 +56,11 @@ struct MeasuredRun {
   int64_t batch = 1;  // static: sequences; serving: the concurrency limit (0: none)
   int64_t requests = 0;
   double request_rate = 0;
-  TokenLengths input_len;
-  TokenLengths output_len;
+  // Tokens per request: fixed, or drawn per request by the simulator (serving runs; a
+  // benchmark's random dataset draws uniform lengths below range ratio 1). A static batch
+  // decodes in lockstep: its lengths are fixed.
+  LengthDistribution input_len;
+  LengthDistribution output_len;
   // The stack's memory configuration: the fraction of each GPU's memory it takes, and the
   // tokens per iteration it schedules and reserves activation memory for (vLLM's
   // gpu_memory_utilization 0.9 and, with chunked prefill off, max_num_batched_tokens =

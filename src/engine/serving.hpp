@@ -58,8 +58,15 @@ struct LengthDistribution {
   double a = 1;
   double b = 0;
   int64_t max = 0;
+  static LengthDistribution fixed(int64_t n) {
+    return {LengthKind::fixed, static_cast<double>(n), 0, 0};
+  }
+  friend bool operator==(const LengthDistribution&, const LengthDistribution&) = default;
 };
 std::string describe(const LengthDistribution& d);
+// The longest length `d` draws (fixed: N; uniform: B; lognormal: MAX), 0 when unbounded (a
+// lognormal without MAX).
+int64_t longest_length(const LengthDistribution& d);
 
 #define STREAMSPARK_ARRIVAL_PROCESSES(X) X(poisson, "poisson") X(constant, "constant")
 STREAMSPARK_ENUM(ArrivalProcess, STREAMSPARK_ARRIVAL_PROCESSES)

@@ -60,6 +60,18 @@ std::string describe(const LengthDistribution& d) {
   return s;
 }
 
+int64_t longest_length(const LengthDistribution& d) {
+  switch (d.kind) {
+    case LengthKind::fixed:
+      return std::llround(d.a);
+    case LengthKind::uniform:
+      return std::llround(d.b);
+    case LengthKind::lognormal:
+      return d.max;
+  }
+  return 0;
+}
+
 std::vector<Request> generate_requests(const WorkloadSpec& spec) {
   Random rng{spec.seed};
   std::vector<Request> out;

@@ -94,9 +94,16 @@ std::string loo_text(const char* by, const engine::LeaveOneOut& l) {
 
 namespace {
 
-// A run's tokens per request: the number when fixed, else its text ("uniform:1:1024").
-json lengths_json(const engine::TokenLengths& t) {
-  return t.fixed() ? json(t.min) : json(engine::token_lengths_text(t));
+// A run's tokens per request: the number when fixed, else the distribution described
+// ("uniform 1..1024", as serve-sim's workload line).
+bool fixed(const engine::LengthDistribution& d) {
+  return d.kind == engine::LengthKind::fixed;
+}
+std::string lengths_text(const engine::LengthDistribution& d) {
+  return fixed(d) ? std::to_string(std::llround(d.a)) : engine::describe(d);
+}
+json lengths_json(const engine::LengthDistribution& d) {
+  return fixed(d) ? json(std::llround(d.a)) : json(engine::describe(d));
 }
 
 // The measured value's range for a prediction P, as factors of P ("0.87 to 1.2"), by a band.
@@ -215,8 +222,8 @@ std::string measured_validation_table(const MeasuredValidation& v) {
     const engine::MeasuredRun& r = v.runs[i];
     for (const engine::MetricComparison& c : v.comparisons[i]) {
       t.add_row({r.where, r.model_name, r.hardware_name, layout_text(r.layout), mode_text(r),
-                 engine::token_lengths_text(r.input_len), engine::token_lengths_text(r.output_len),
-                 c.metric, show_metric(c.metric, c.predicted), show_metric(c.metric, c.measured),
+                 lengths_text(r.input_len), lengths_text(r.output_len), c.metric,
+                 show_metric(c.metric, c.predicted), show_metric(c.metric, c.measured),
                  format_signed_percent(c.error())});
     }
   }

@@ -17,6 +17,7 @@
 #include "spec/csv_record.hpp"
 #include "spec/diagnostics.hpp"
 #include "spec/input_file.hpp"
+#include "spec/length_distribution.hpp"
 #include "spec/quantity.hpp"
 
 namespace streamspark::spec {
@@ -99,30 +100,29 @@ struct MeasurementRowReader {
     return static_cast<int64_t>(*v);
   }
 
-  // Tokens per request: a whole number >= 1, or uniform:A:B (1 <= A <= B; each request's
-  // length drawn uniformly from A..B, both included).
-  std::optional<engine::TokenLengths> lengths(const char* key) {
+  // Tokens per request: a whole number >= 1 (decimal, as every number here), or a
+  // distribution in the serving commands' spelling (spec/length_distribution.hpp), a lognormal
+  // with its MAX so that the longest request can be checked against the model's context.
+  std::optional<engine::LengthDistribution> lengths(const char* key) {
     const auto t = text(key);
     if (!t) return std::nullopt;
-    const auto whole = [](const std::string& x) -> std::optional<int64_t> {
-      const auto v = parse_decimal(x);
-      if (!v || *v < 1 || *v > 1e15 || *v != std::floor(*v)) return std::nullopt;
-      return static_cast<int64_t>(*v);
-    };
-    std::optional<int64_t> lo, hi;
-    if (t->rfind("uniform:", 0) != 0) {
-      lo = hi = whole(*t);
-    } else if (const size_t colon = t->find(':', 8); colon != std::string::npos) {
-      lo = whole(t->substr(8, colon - 8));
-      hi = whole(t->substr(colon + 1));
+    if (t->find(':') == std::string::npos) {
+      const auto v = integer(key, 1);
+      return v ? std::optional(engine::LengthDistribution::fixed(*v)) : std::nullopt;
     }
-    if (!lo || !hi || *lo > *hi) {
-      error(key, fmt::format("expected a whole number >= 1 or uniform:A:B (whole numbers, "
-                             "1 <= A <= B), got '{}'",
-                             *t));
+    try {
+      const engine::LengthDistribution d = parse_length_distribution(*t);
+      if (engine::longest_length(d) == 0) {
+        error(key, fmt::format("'{}' has no longest length: give the lognormal its MAX "
+                               "(lognormal:MEDIAN:SIGMA:MAX)",
+                               *t));
+        return std::nullopt;
+      }
+      return d;
+    } catch (const std::invalid_argument& e) {
+      error(key, e.what());
       return std::nullopt;
     }
-    return engine::TokenLengths::uniform(*lo, *hi);  // lo == hi: a fixed length
   }
 
   void read(std::vector<MeasurementRow>& out) {
@@ -190,12 +190,13 @@ struct MeasurementRowReader {
     }
     for (const char* key : {"input_len", "output_len"}) {
       const auto l = lengths(key);
-      if (l && !l->fixed() && r.mode == engine::MeasurementMode::static_batch) {
+      if (l && l->kind != engine::LengthKind::fixed &&
+          r.mode == engine::MeasurementMode::static_batch) {
         error(key, fmt::format("a static batch decodes in lockstep and needs one length, got "
-                               "'{}' (uniform lengths are for serving rows)",
+                               "'{}' (drawn lengths are for serving rows)",
                                *text(key)));
       }
-      (std::string_view(key) == "input_len" ? r.input_len : r.output_len) = l.value_or(0);
+      if (l) (std::string_view(key) == "input_len" ? r.input_len : r.output_len) = *l;
     }
     const auto ms = [&](const char* key) -> std::optional<double> {
       const auto v = number(key, 0, true);
@@ -378,6 +379,11 @@ std::string csv_field(const std::string& s) {
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
+// A fixed length as the number, others in the serving commands' spelling.
+std::string lengths_text(const engine::LengthDistribution& d) {
+  return d.kind == engine::LengthKind::fixed ? std::to_string(std::llround(d.a))
+                                             : length_distribution_text(d);
+}
 std::string ms(const std::optional<double>& s) {
   return s ? fmt::format("{:.6g}", *s * 1e3) : "";
 }
@@ -389,18 +395,17 @@ std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
       "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,"
       "output_len,ttft_ms,tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
-    out +=
-        fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n",
-                    csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
-                    r.attention_weights, r.activation_storage,
-                    r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
-                    r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
-                    r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch,
-                    r.requests, r.request_rate, engine::token_lengths_text(r.input_len),
-                    engine::token_lengths_text(r.output_len), ms(r.measured.ttft_s),
-                    ms(r.measured.tpot_s), ms(r.measured.e2e_s),
-                    r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "",
-                    r.stat, csv_field(r.stack), csv_field(r.source));
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n",
+        csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
+        r.attention_weights, r.activation_storage,
+        r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
+        r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
+        r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch, r.requests,
+        r.request_rate, lengths_text(r.input_len), lengths_text(r.output_len),
+        ms(r.measured.ttft_s), ms(r.measured.tpot_s), ms(r.measured.e2e_s),
+        r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "", r.stat,
+        csv_field(r.stack), csv_field(r.source));
   }
   return out;
 }
@@ -500,29 +505,33 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
     // result, without --save-detailed).
     const auto ratio = num("random_range_ratio");
     const auto length = [&](const char* random_key, const char* lens_key,
-                            const char* total_key) -> engine::TokenLengths {
+                            const char* total_key) -> engine::LengthDistribution {
       if (j.contains(lens_key) && j[lens_key].is_array() && !j[lens_key].empty()) {
         if (completed && static_cast<double>(j[lens_key].size()) != *completed) {
           fail(lens_key,
                fmt::format("{} entries for {} completed requests", j[lens_key].size(), *completed));
         }
-        return fixed_length(j[lens_key], [&](const std::string& m) { fail(lens_key, m); });
+        return engine::LengthDistribution::fixed(
+            fixed_length(j[lens_key], [&](const std::string& m) { fail(lens_key, m); }));
       }
       const auto total = num(total_key);
       if (const auto v = num(random_key)) {
         if (*v < 1 || *v != std::floor(*v)) fail(random_key, "expected a whole number >= 1");
         const auto n = static_cast<int64_t>(*v);
-        if (!ratio || *ratio >= 1.0) return n;
-        const engine::TokenLengths drawn = engine::TokenLengths::uniform(
-            std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(n) * *ratio), 1, n), n);
+        if (!ratio || *ratio >= 1.0) return engine::LengthDistribution::fixed(n);
+        const int64_t lo =
+            std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(n) * *ratio), 1, n);
+        const engine::LengthDistribution drawn{engine::LengthKind::uniform, static_cast<double>(lo),
+                                               static_cast<double>(n), 0};
         // The drawn lengths' mean, where the result gives it, confirms the reading.
+        const double drawn_mean = (drawn.a + drawn.b) / 2;
         if (total && completed && *completed >= 1) {
           const double mean = *total / *completed;
-          if (std::abs(mean - drawn.mean()) > kDrawnMeanTolerance * drawn.mean()) {
+          if (std::abs(mean - drawn_mean) > kDrawnMeanTolerance * drawn_mean) {
             fail(total_key, fmt::format("a mean of {:.1f} tokens per request, where {} = {} at "
                                         "random_range_ratio {} draws {} (mean {:.1f})",
                                         mean, random_key, n, *ratio,
-                                        engine::token_lengths_text(drawn), drawn.mean()));
+                                        length_distribution_text(drawn), drawn_mean));
           }
         }
         return drawn;
@@ -530,13 +539,13 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
       if (total && completed && *completed >= 1 && !(ratio && *ratio != 1.0)) {
         const double mean = *total / *completed;
         if (mean < 1) fail(total_key, fmt::format("a mean of {:.4g} tokens per request", mean));
-        return std::llround(mean);
+        return engine::LengthDistribution::fixed(std::llround(mean));
       }
       fail(random_key,
            fmt::format("no lengths: the result has neither {} (vLLM's --save-detailed), {} "
                        "(SGLang's random dataset), nor {} and completed",
                        lens_key, random_key, total_key));
-      return 0;
+      return engine::LengthDistribution{};
     };
     r.input_len = length("random_input_len", "input_lens", "total_input_tokens");
     r.output_len = length("random_output_len", "output_lens", "total_output_tokens");

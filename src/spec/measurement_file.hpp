@@ -19,8 +19,9 @@
 //   mode                   static (a batch of prompts prefilled together) or serving
 //   batch                  static: the batch (required); serving: the concurrency limit (0: none)
 //   requests, request_rate serving: how many, and per second (0 or inf: all at once)
-//   input_len, output_len  tokens per request (required): N, or uniform:A:B on serving rows
-//                          (each request's length drawn from A..B, a benchmark's random dataset)
+//   input_len, output_len  tokens per request (required): N, or on serving rows a distribution
+//                          in the serving commands' spelling (uniform:A:B: a benchmark's random
+//                          dataset; lognormal:MEDIAN:SIGMA:MAX), each request drawing its own
 //   ttft_ms, tpot_ms (or itl_ms), e2e_ms, output_tok_s   what was measured (at least one)
 //   stat                   mean or median (what the latencies are)
 //   stack, stack_version, source, notes                  text
@@ -58,8 +59,9 @@ struct MeasurementRow {
   int64_t batch = 0;
   int64_t requests = 0;
   double request_rate = 0;
-  engine::TokenLengths input_len;  // a whole number, or uniform:A:B (serving rows)
-  engine::TokenLengths output_len;
+  // A whole number, or on serving rows a distribution (uniform:A:B...) each request draws from.
+  engine::LengthDistribution input_len;
+  engine::LengthDistribution output_len;
   std::string stat = "median";
   engine::MeasuredMetrics measured;
   std::string stack;       // "vLLM 0.6.3": the stack column, then stack_version

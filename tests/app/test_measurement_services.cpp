@@ -80,7 +80,7 @@ TEST_CASE("validate --measured reads benchmark results: vLLM's model_id names th
   REQUIRE(v.runs.size() == 1);
   CHECK(v.runs[0].model_name == "llama3-8b");
   CHECK(v.imported == "vLLM result");
-  CHECK(v.runs[0].input_len == 512);  // input_lens, all 512
+  CHECK(v.runs[0].input_len == engine::LengthDistribution::fixed(512));  // input_lens, all 512
 }
 
 TEST_CASE("fit: the vLLM CI runs, parameters, leave-one-out and the fitted file's provenance") {
@@ -112,7 +112,7 @@ TEST_CASE("import-benchmark: a vLLM result as one row; a row that cannot be pred
   r.defaults.hardware = "h100-sxm";
   const auto rows = app::import_benchmark(r, s.context);
   REQUIRE(rows.size() == 1);
-  CHECK(rows[0].input_len == 512);
+  CHECK(rows[0].input_len == engine::LengthDistribution::fixed(512));
   r.defaults.model = "no-such-model";
   CHECK_THROWS_AS(app::import_benchmark(r, s.context), spec::SpecError);
 }

@@ -49,8 +49,8 @@ std::vector<MeasuredRun> synthetic_runs(const StackParameters& truth, Scale scal
         r.model = m;
         r.hardware = h100_achievable();
         r.batch = batch;
-        r.input_len = prompt;
-        r.output_len = 64;
+        r.input_len = LengthDistribution::fixed(prompt);
+        r.output_len = LengthDistribution::fixed(64);
         MeasuredRun truth_run = r;
         truth_run.hardware = with_parameters(r.hardware, truth, "truth");
         const MeasuredMetrics p = predict(truth_run, Method::calibrated);
@@ -135,8 +135,8 @@ TEST_CASE("a parameter whose term is a small share of every metric is fixed, not
       r.model = m;
       r.hardware = h100_achievable();
       r.batch = batch;
-      r.input_len = 64;
-      r.output_len = 512;
+      r.input_len = LengthDistribution::fixed(64);
+      r.output_len = LengthDistribution::fixed(512);
       MeasuredRun truth_run = r;
       truth_run.hardware = with_parameters(r.hardware, truth, "truth");
       r.measured.e2e_s = *predict(truth_run, Method::calibrated).e2e_s;
@@ -186,8 +186,8 @@ TEST_CASE("a static batch fits when the stack's KV cache holds it at its last to
   r.model = test::llama2_13b();  // 819,200 bytes of KV cache per token in bf16
   r.hardware = h100_achievable();
   r.precision = Precision::uniform(DType::bf16);
-  r.input_len = 128;
-  r.output_len = 2048;  // 2,176 positions: 136 blocks of 16
+  r.input_len = LengthDistribution::fixed(128);
+  r.output_len = LengthDistribution::fixed(2048);  // 2,176 positions: 136 blocks of 16
   // The KV cache the stack sets up: 0.9 x 80 GB less 26.03 GB of weights and the activations
   // of an 8192-token iteration, in whole tokens.
   IterationCost cost(r.model, r.hardware, AnalysisOptions{Method::roofline, r.precision});
@@ -219,7 +219,7 @@ TEST_CASE("a static batch fits when the stack's KV cache holds it at its last to
   r.measured.e2e_s = 1;
   const auto lockstep = [&](int64_t batch) {
     Analyzer a(r.model, r.hardware, AnalysisOptions{Method::roofline, r.precision});
-    return a.analyze({batch, r.input_len.min, r.output_len.min}).e2e_s;
+    return a.analyze({batch, std::llround(r.input_len.a), std::llround(r.output_len.a)}).e2e_s;
   };
   r.batch = most;
   CHECK(*predict(r, Method::roofline).e2e_s == doctest::Approx(lockstep(most)));
@@ -246,7 +246,7 @@ TEST_CASE("metric summaries: median and worst |error| per metric, then all") {
   CHECK(s[2].worst_where == "a:2 tpot");
 }
 
-TEST_CASE("a serving run's uniform lengths are drawn per request; a static batch needs one") {
+TEST_CASE("a serving run's lengths are drawn per request; a static batch needs one") {
   // Requests 100 s apart (each alone on the GPU): a request's TTFT is its prompt's prefill,
   // close to linear in the prompt, so the median TTFT over prompts drawn from 1..1024 is the
   // prefill of about the median prompt, 512 (101 draws: within about 10%), and well below the
@@ -257,19 +257,23 @@ TEST_CASE("a serving run's uniform lengths are drawn per request; a static batch
   r.mode = MeasurementMode::serving;
   r.requests = 101;
   r.request_rate = 0.01;
-  r.output_len = 16;
+  r.output_len = LengthDistribution::fixed(16);
   r.measured.ttft_s = 1;
-  const auto ttft = [&](TokenLengths prompt) {
+  const auto ttft = [&](LengthDistribution prompt) {
     r.input_len = prompt;
     return *predict(r, Method::calibrated).ttft_s;
   };
-  const double drawn = ttft(TokenLengths::uniform(1, 1024));
-  CHECK(drawn == doctest::Approx(ttft(512)).epsilon(0.15));
-  CHECK(drawn < 0.75 * ttft(1024));
-  CHECK(token_lengths_text(TokenLengths::uniform(1, 1024)) == "uniform:1:1024");
-  CHECK(token_lengths_text(512) == "512");
+  const LengthDistribution drawn{LengthKind::uniform, 1, 1024, 0};
+  const double drawn_ttft = ttft(drawn);
+  CHECK(drawn_ttft == doctest::Approx(ttft(LengthDistribution::fixed(512))).epsilon(0.15));
+  CHECK(drawn_ttft < 0.75 * ttft(LengthDistribution::fixed(1024)));
+  // The longest request each can draw (what must fit the model's context).
+  CHECK(longest_length(drawn) == 1024);
+  CHECK(longest_length(LengthDistribution::fixed(512)) == 512);
+  CHECK(longest_length({LengthKind::lognormal, 200, 1, 2048}) == 2048);
+  CHECK(longest_length({LengthKind::lognormal, 200, 1, 0}) == 0);  // unbounded
   r.mode = MeasurementMode::static_batch;
   r.batch = 4;
-  r.input_len = TokenLengths::uniform(1, 1024);
+  r.input_len = drawn;
   CHECK_THROWS_AS(predict(r, Method::calibrated), std::invalid_argument);
 }

@@ -11,6 +11,7 @@
 
 #include "spec/diagnostics.hpp"
 #include "spec/input_file.hpp"
+#include "spec/length_distribution.hpp"
 #include "spec/measurement_file.hpp"
 #include "spec/quantity.hpp"
 #include "spec/request_trace.hpp"
@@ -36,6 +37,13 @@ std::string load_error(const std::string& name, const std::string& text) {
     return e.what();
   }
   return "";
+}
+
+using streamspark::engine::LengthDistribution;
+using streamspark::engine::LengthKind;
+
+LengthDistribution uniform(double a, double b) {
+  return {LengthKind::uniform, a, b, 0};
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -127,14 +135,15 @@ TEST_CASE("benchmark results: vLLM's default file, lengths within 2% of their me
           "total_output_tokens": 1280, "median_ttft_ms": 50, "median_tpot_ms": 9})");
   const auto rows = import_benchmark(vllm.string(), BenchmarkFormat::vllm, d);
   REQUIRE(rows.size() == 1);
-  CHECK(rows[0].input_len == 1024);
-  CHECK(rows[0].output_len == 128);
+  CHECK(rows[0].input_len == LengthDistribution::fixed(1024));
+  CHECK(rows[0].output_len == LengthDistribution::fixed(128));
   CHECK(rows[0].request_rate == 0);
   // Lengths one token apart (tokenizers differ at the prompt's end): the mean, rounded.
   const auto close =
       scratch_file("close.json", R"({"completed": 4, "input_lens": [512, 511, 512, 513],
                       "output_lens": [128, 128, 128, 128], "median_ttft_ms": 50})");
-  CHECK(import_benchmark(close.string(), BenchmarkFormat::vllm, d)[0].input_len == 512);
+  CHECK(import_benchmark(close.string(), BenchmarkFormat::vllm, d)[0].input_len ==
+        LengthDistribution::fixed(512));
   const auto spread = scratch_file(
       "spread.json", R"({"completed": 2, "input_lens": [100, 900], "output_lens": [128, 128],
                        "median_ttft_ms": 50})");
@@ -149,11 +158,10 @@ TEST_CASE("benchmark results: vLLM's default file, lengths within 2% of their me
   const auto s = import_benchmark(sglang.string(), BenchmarkFormat::sglang, d);
   REQUIRE(s.size() == 1);
   CHECK(s[0].request_rate == 0);
-  CHECK(s[0].input_len == 1024);
+  CHECK(s[0].input_len == LengthDistribution::fixed(1024));
 }
 
-TEST_CASE("measurement rows: uniform:A:B lengths on serving rows, one length on static rows") {
-  using streamspark::engine::TokenLengths;
+TEST_CASE("measurement rows: drawn lengths on serving rows, one length on static rows") {
   const std::string header =
       "model,hardware,mode,batch,requests,request_rate,input_len,output_len,ttft_ms\n";
   const auto f = scratch_file("uniform.csv", header +
@@ -161,28 +169,50 @@ TEST_CASE("measurement rows: uniform:A:B lengths on serving rows, one length on 
                                                  "uniform:1:1024,uniform:512:1024,85\n");
   const auto rows = load_measurements(f.string());
   REQUIRE(rows.size() == 1);
-  CHECK(rows[0].input_len == TokenLengths::uniform(1, 1024));
-  CHECK(rows[0].output_len == TokenLengths::uniform(512, 1024));
-  CHECK(rows[0].input_len.mean() == 512.5);
+  CHECK(rows[0].input_len == uniform(1, 1024));
+  CHECK(rows[0].output_len == uniform(512, 1024));
   // Written back as it was read.
   const auto again = scratch_file("again.csv", measurements_csv(rows));
-  CHECK(load_measurements(again.string())[0].input_len == TokenLengths::uniform(1, 1024));
+  CHECK(load_measurements(again.string())[0].input_len == uniform(1, 1024));
+  CHECK(length_distribution_text(uniform(1, 1024)) == "uniform:1:1024");
+  // The serving commands' other spellings: fixed:N, and a lognormal with its MAX (without one
+  // the longest request is unbounded: refused).
+  const auto spelled = scratch_file("spelled.csv", header +
+                                                       "llama3-8b,h200,serving,0,300,1,fixed:128,"
+                                                       "lognormal:200:1:2048,85\n");
+  const auto s = load_measurements(spelled.string());
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].input_len == LengthDistribution::fixed(128));
+  CHECK(s[0].output_len == LengthDistribution{LengthKind::lognormal, 200, 1, 2048});
+  CHECK(contains(load_error("unbounded.csv",
+                            header + "llama3-8b,h200,serving,0,300,1,128,lognormal:200:1,85\n"),
+                 "unbounded.csv:2:36: output_len: 'lognormal:200:1' has no longest length"));
   // A static batch decodes in lockstep: one length (input_len starts at the 27th character).
   CHECK(contains(
       load_error("static.csv", header + "llama3-8b,h200,static,8,,,uniform:1:1024,128,85\n"),
       "static.csv:2:27: input_len: a static batch decodes in lockstep and needs one "
       "length, got 'uniform:1:1024'"));
-  for (const char* bad :
-       {"uniform:5:2", "uniform:0:3", "uniform:1", "uniform:1:x", "uniform:1.5:3", "normal:1:3"}) {
-    CAPTURE(bad);
+  // Each refused with its reason, as --prompt-len gives it.
+  const std::pair<const char*, const char*> bad[] = {
+      {"uniform:5:2", "uniform:A:B needs A <= B"},
+      {"uniform:0:3", "must be >= 1, got 0"},
+      {"uniform:1",
+       "expected N, fixed:N, uniform:A:B or lognormal:MEDIAN:SIGMA[:MAX], got "
+       "'uniform:1'"},
+      {"uniform:1:x", "'x' is not an integer"},
+      {"uniform:1.5:3", "'1.5' is not an integer"},
+      {"normal:1:3",
+       "expected N, fixed:N, uniform:A:B or lognormal:MEDIAN:SIGMA[:MAX], got "
+       "'normal:1:3'"}};
+  for (const auto& [text, why] : bad) {
+    CAPTURE(text);
     CHECK(contains(
-        load_error("bad.csv", header + "llama3-8b,h200,serving,0,300,1," + bad + ",128,85\n"),
-        "bad.csv:2:32: input_len: expected a whole number >= 1"));
+        load_error("bad.csv", header + "llama3-8b,h200,serving,0,300,1," + text + ",128,85\n"),
+        std::string("bad.csv:2:32: input_len: ") + why));
   }
 }
 
 TEST_CASE("SGLang results: the random dataset's uniform lengths, ITL, other datasets refused") {
-  using streamspark::engine::TokenLengths;
   MeasurementRow d;
   d.model = "llama3-70b";
   d.hardware = "h200";
@@ -196,15 +226,15 @@ TEST_CASE("SGLang results: the random dataset's uniform lengths, ITL, other data
       "ratio0.jsonl",
       R"({"backend": "sglang", "dataset_name": "random", "request_rate": 1.0, "completed": 300, "total_input_tokens": 152612, "total_output_tokens": 160347, "median_ttft_ms": 85.7, "median_itl_ms": 13.6, "random_input_len": 1024, "random_output_len": 1024, "random_range_ratio": 0.0})");
   REQUIRE(r.size() == 1);
-  CHECK(r[0].input_len == TokenLengths::uniform(1, 1024));
-  CHECK(r[0].output_len == TokenLengths::uniform(1, 1024));
+  CHECK(r[0].input_len == uniform(1, 1024));
+  CHECK(r[0].output_len == uniform(1, 1024));
   CHECK(*r[0].measured.tpot_s == doctest::Approx(0.0136));
   // Ratio 0.5: from int(1024 x 0.5) = 512 and int(256 x 0.5) = 128.
   const auto half = import(
       "half.jsonl",
       R"({"backend": "sglang", "dataset_name": "random", "completed": 10, "median_ttft_ms": 50, "random_input_len": 1024, "random_output_len": 256, "random_range_ratio": 0.5})");
-  CHECK(half[0].input_len == TokenLengths::uniform(512, 1024));
-  CHECK(half[0].output_len == TokenLengths::uniform(128, 256));
+  CHECK(half[0].input_len == uniform(512, 1024));
+  CHECK(half[0].output_len == uniform(128, 256));
   // Totals that do not match the draw (a mean of 224 against 512.5): the reading is refused.
   CHECK_THROWS_WITH_AS(
       import(

@@ -44,7 +44,7 @@ FILES = {
          "Llama-3.1-405B-Instruct, 8 x H200, TP 8, --mem-frac 0.87"),
 }
 COLUMNS = ["model", "hardware", "dtype", "memory_fraction", "tp", "pp", "mode", "batch",
-           "requests", "request_rate", "input_len", "output_len", "ttft_ms", "tpot_ms", "e2e_ms",
+           "requests", "request_rate", "input_len", "output_len", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms",
            "output_tok_s", "stat", "stack", "stack_version", "source"]
 
 

@@ -35,7 +35,8 @@ engine::MeasuredMetrics predict_row(const engine::MeasuredRun& run, engine::Meth
 // engine::kMeasuredMetricFields.
 inline constexpr const char* kMeasuredMetrics[] = {
     engine::kMeasuredMetricFields[0].name, engine::kMeasuredMetricFields[1].name,
-    engine::kMeasuredMetricFields[2].name, engine::kMeasuredMetricFields[3].name};
+    engine::kMeasuredMetricFields[2].name, engine::kMeasuredMetricFields[3].name,
+    engine::kMeasuredMetricFields[4].name};
 static_assert(std::size(kMeasuredMetrics) == std::size(engine::kMeasuredMetricFields));
 
 // validate's --tolerance: one percentage for every metric ("15"), or per metric

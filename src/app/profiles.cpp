@@ -924,6 +924,13 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     const auto [a, b] = fit_line(batch, time);
     rep.host_step_s = std::min(a, 1.0);
     rep.host_sequence_s = std::min(b, 1.0);
+    cal.host_stack = r.host_stack;
+    if (!r.host_stack.empty()) {
+      rep.notes.push_back(
+          fmt::format("host: the rows time {}'s host code; runs under another "
+                      "stack's preset take the preset's host costs",
+                      r.host_stack));
+    }
     if (rep.host_from != rep.profiled_on) {
       rep.notes.push_back(
           fmt::format("host: {}'s host rows (no host profile of {}): the "
@@ -931,6 +938,10 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
                       rep.host_from, rep.profiled_on));
     }
   } else {
+    if (!r.host_stack.empty()) {
+      throw UsageError(fmt::format("--host-stack {}: the profile has no host rows of {} on {}",
+                                   r.host_stack, joined(r.fit_models), rep.host_from));
+    }
     rep.host_step_s = ach.step_overhead_s;
     rep.notes.push_back(
         fmt::format("host: no host rows of {} on {}; step overhead {:g} s from "

@@ -104,6 +104,9 @@ struct ProfileFitRequest {
   // model's rows are held out.
   std::vector<std::string> fit_models{"meta-llama/Llama-2-7b-hf"};
   std::string host_from;  // whose host rows (default: profiled_on)
+  // The serving stack whose host code the host rows timed (Vidur's: vLLM's scheduler, sampler
+  // and input preparation), written as calibration.host_stack; empty: not said.
+  std::string host_stack;
   // Whose attention rows (default: profiled_on); another GPU's carry over as fractions of each
   // GPU's datasheet roofline, as GEMMs do.
   std::string attention_from;

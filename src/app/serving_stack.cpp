@@ -77,7 +77,7 @@ StackInUse stack_in_use(const engine::ServingStack& s, double memory_fraction,
   for (const engine::Hardware& hw : hardware) {
     bool applies = true;
     try {
-      applies = stack_host_costs_apply(hw, precision, method);
+      applies = stack_host_costs_apply(hw, precision, method, s.execution);
     } catch (const std::invalid_argument&) {
       continue;  // a file the method or format cannot cost: the run reports it
     }
@@ -87,8 +87,8 @@ StackInUse stack_in_use(const engine::ServingStack& s, double memory_fraction,
 }
 
 bool stack_host_costs_apply(const engine::Hardware& hw, const engine::Precision& precision,
-                            engine::Method method) {
-  return engine::stack_host_costs_apply(engine::device_rates(hw, precision, method));
+                            engine::Method method, const engine::StackExecution& stack) {
+  return engine::stack_host_costs_apply(engine::device_rates(hw, precision, method), stack);
 }
 
 }  // namespace streamspark::app

@@ -48,17 +48,18 @@ struct StackInUse {
   std::vector<std::pair<int64_t, double>> memory_fraction_by_tp;
   engine::KvMemoryBasis memory_basis = engine::KvMemoryBasis::total;
   engine::StackExecution execution;
-  // Hardware files whose calibration carries measured host costs: on them those are used
-  // instead of the preset's iteration and sequence costs.
+  // Hardware files whose calibration carries measured host costs of this stack (or of a stack
+  // it does not name): on them those are used instead of the preset's iteration and sequence
+  // costs.
   std::vector<std::string> host_from_calibration;
 };
 // `hardware`: the files the run costs on (each checked with stack_host_costs_apply).
 StackInUse stack_in_use(const engine::ServingStack& s, double memory_fraction,
                         const std::vector<engine::Hardware>& hardware,
                         const engine::Precision& precision, engine::Method method);
-// Whether a stack's host costs add to `hw`'s rates under `method` (engine::
+// Whether a stack's host costs replace `hw`'s rates' under `method` (engine::
 // stack_host_costs_apply).
 bool stack_host_costs_apply(const engine::Hardware& hw, const engine::Precision& precision,
-                            engine::Method method);
+                            engine::Method method, const engine::StackExecution& stack);
 
 }  // namespace streamspark::app

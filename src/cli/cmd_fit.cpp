@@ -27,8 +27,9 @@ struct FitCli {
 };
 
 constexpr const char* kProfileOnly[] = {
-    "--profiled-on",          "--fit-models", "--host-from",      "--attention-from",
-    "--attention-fit-stride", "--name",       "--profile-source", "--gemm"};
+    "--profiled-on", "--fit-models",     "--host-from",
+    "--host-stack",  "--attention-from", "--attention-fit-stride",
+    "--name",        "--profile-source", "--gemm"};
 
 // The fitted hardware file and the report, written together.
 int write_fit(const FitCli& s, const std::string& output, const engine::Hardware& fitted,
@@ -89,6 +90,10 @@ Command add_fit_command(CLI::App& root, const app::Context& context) {
   b.text("--host-from", s->p.host_from,
          "with --profile: the hardware whose host rows give the host overhead (default: "
          "--profiled-on's)");
+  b.text("--host-stack", s->p.host_stack,
+         "with --profile: the serving stack whose host code the host rows timed (Vidur's: "
+         "vLLM); the file says so, and runs under another stack's preset take the preset's "
+         "host costs instead of these");
   b.text("--attention-from", s->p.attention_from,
          "with --profile: the hardware whose attention rows give the attention kernel's costs "
          "(default: --profiled-on's); another GPU's fit carries over as the same fractions of "

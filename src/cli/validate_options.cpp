@@ -24,7 +24,7 @@ app::MetricTolerances parse_tolerances(const std::string& text, const std::strin
         std::none_of(std::begin(app::kMeasuredMetrics), std::end(app::kMeasuredMetrics),
                      [&](const char* m) { return metric == m; })) {
       throw UsageError(fmt::format(
-          "{}: expected P or METRIC=P with METRIC ttft, tpot, e2e or output_tok_s, got '{}'",
+          "{}: expected P or METRIC=P with METRIC ttft, tpot, itl, e2e or output_tok_s, got '{}'",
           option, item));
     }
     if (std::any_of(t.per_metric.begin(), t.per_metric.end(),

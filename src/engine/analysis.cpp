@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -35,14 +36,24 @@ void for_each_segment(const std::vector<int64_t>& starts, int64_t first, int64_t
 }
 }  // namespace
 
-bool stack_host_costs_apply(const DeviceRates& rates) {
-  return rates.step_overhead_s == 0 && rates.sequence_overhead_s == 0;
+namespace {
+std::string lower_ascii(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+}  // namespace
+
+bool stack_host_costs_apply(const DeviceRates& rates, const StackExecution& stack) {
+  if (rates.step_overhead_s == 0 && rates.sequence_overhead_s == 0) return true;
+  return !rates.host_stack.empty() && !stack.stack.empty() &&
+         lower_ascii(rates.host_stack) != lower_ascii(stack.stack);
 }
 
 void apply_stack_host_costs(DeviceRates& rates, const StackExecution& stack) {
-  if (!stack_host_costs_apply(rates)) return;
-  rates.step_overhead_s += stack.iteration_s;
-  rates.sequence_overhead_s += stack.sequence_s;
+  if (!stack_host_costs_apply(rates, stack)) return;
+  rates.step_overhead_s = stack.iteration_s;
+  rates.sequence_overhead_s = stack.sequence_s;
+  rates.host_stack = stack.stack;
 }
 
 Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options)

@@ -57,11 +57,13 @@ struct AnalysisOptions {
   StackExecution stack;
 };
 
-// Whether a stack's iteration and sequence host costs are added to `rates`: not when the rates
-// already carry measured ones (a calibration's step or sequence overhead, from a profile or a
-// fit of that stack's runs), which would count them twice.
-bool stack_host_costs_apply(const DeviceRates& rates);
-// Adds them where they apply.
+// Whether a stack's iteration and sequence host costs replace those of `rates`: where the rates
+// carry none, or carry measured ones (a calibration's step or sequence overhead, from a profile)
+// of another stack than `stack` (DeviceRates::host_stack, compared without case: a profile of
+// vLLM's host code does not time SGLang's). Not where the rates' measured ones are of this
+// stack, or of a stack they do not name, or where no stack is given: those stay.
+bool stack_host_costs_apply(const DeviceRates& rates, const StackExecution& stack);
+// Replaces them where they apply.
 void apply_stack_host_costs(DeviceRates& rates, const StackExecution& stack);
 
 struct PhaseResult {

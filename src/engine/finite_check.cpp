@@ -83,6 +83,7 @@ void require_finite(const SimulationResult& r) {
   check(m.duration_s, "duration_s");
   check_percentiles(m.ttft_s, "ttft_s");
   check_percentiles(m.tpot_s, "tpot_s");
+  check_percentiles(m.itl_s, "itl_s");
   check_percentiles(m.e2e_s, "e2e_s");
   check(m.throughput_tok_s, "throughput_tok_s");
   check(m.request_rate, "request_rate");

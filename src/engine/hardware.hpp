@@ -93,6 +93,10 @@ struct Calibration {
   std::map<OpId, ClassCalibration> operators;
   double step_overhead_s = 0;      // per forward pass (prefill pass, decode step, iteration)
   double sequence_overhead_s = 0;  // per sequence of a pass (a serving stack's host work)
+  // The serving stack whose host code those two timed ("vLLM": a profile's host rows are its
+  // scheduler, sampler and input preparation); empty: not said. A run under another stack's
+  // preset takes the preset's host costs instead (stack_host_costs_apply).
+  std::string host_stack;
   std::string source;
 };
 

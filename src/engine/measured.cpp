@@ -141,6 +141,7 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
     const WorkloadResult r = a.analyze({run.batch, input, output});
     m.ttft_s = r.ttft_s;
     m.tpot_s = r.tpot_s;
+    m.itl_s = r.tpot_s;  // in lockstep every gap is one decode step
     m.e2e_s = r.e2e_s;
     m.output_tok_s = tokens / r.e2e_s;
     return m;
@@ -149,6 +150,7 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
       simulate_run(run, method, run.batch, 0, std::min(run.batch, max_sequences(run)));
   m.ttft_s = s.metrics.ttft_s.mean;
   m.tpot_s = s.metrics.tpot_s.mean;
+  m.itl_s = s.metrics.itl_s.mean;
   m.e2e_s = s.metrics.duration_s;
   m.output_tok_s = tokens / s.metrics.duration_s;
   return m;
@@ -161,6 +163,7 @@ MeasuredMetrics predict_serving(const MeasuredRun& run, Method method) {
   MeasuredMetrics m;
   m.ttft_s = r.metrics.ttft_s.p50;
   m.tpot_s = r.metrics.tpot_s.p50;
+  m.itl_s = r.metrics.itl_s.p50;
   m.e2e_s = r.metrics.e2e_s.p50;
   m.output_tok_s = r.metrics.throughput_tok_s;
   return m;
@@ -190,7 +193,7 @@ std::vector<MetricComparison> compare(const MeasuredRun& run, const MeasuredMetr
 std::vector<MetricSummary> summarize_metrics(
     const std::vector<std::vector<MetricComparison>>& by_run) {
   std::vector<MetricSummary> out;
-  for (const char* metric : {"ttft", "tpot", "e2e", "output_tok_s", "all"}) {
+  for (const char* metric : {"ttft", "tpot", "itl", "e2e", "output_tok_s", "all"}) {
     const bool all = std::string_view(metric) == "all";
     MetricSummary s;
     s.metric = metric;
@@ -275,10 +278,15 @@ void add_equations(const MeasuredRun& run, const StackParameters& p,
   };
   const MeasuredMetrics& m = run.measured;
   if (m.ttft_s) add(ttft, *m.ttft_s);
-  if (m.tpot_s) add(tpot, *m.tpot_s);
+  // A static batch's gaps are its decode steps: ITL is TPOT measured again (counted once).
+  if (m.tpot_s) {
+    add(tpot, *m.tpot_s);
+  } else if (m.itl_s) {
+    add(tpot, *m.itl_s);
+  }
   // e2e, or throughput as the e2e it implies (B * G tokens in e2e seconds), only when TTFT
   // and TPOT are not both given (they would count the run twice).
-  if (!(m.ttft_s && m.tpot_s)) {
+  if (!(m.ttft_s && (m.tpot_s || m.itl_s))) {
     if (m.e2e_s) {
       add(e2e, *m.e2e_s);
     } else if (m.output_tok_s) {

@@ -23,10 +23,15 @@ namespace streamspark::engine {
 enum class MeasurementMode { static_batch, serving };
 
 // Measured metrics; a metric not measured is absent. TTFT and TPOT: the run's mean or median
-// as the source reports (`stat`); e2e per request; throughput of output tokens per second.
+// as the source reports (`stat`); ITL (inter-token latency): the median or mean over every gap
+// between two consecutive tokens of a request, pooled over the requests (vLLM's and SGLang's
+// serving benchmarks), where TPOT is each request's (e2e - TTFT) / (output - 1) first; they
+// part where some gaps wait for other requests' prompts. e2e per request; throughput of output
+// tokens per second.
 struct MeasuredMetrics {
   std::optional<double> ttft_s;
   std::optional<double> tpot_s;
+  std::optional<double> itl_s;
   std::optional<double> e2e_s;
   std::optional<double> output_tok_s;
 };
@@ -40,6 +45,7 @@ struct MeasuredMetricField {
 inline constexpr MeasuredMetricField kMeasuredMetricFields[] = {
     {"ttft", &MeasuredMetrics::ttft_s},
     {"tpot", &MeasuredMetrics::tpot_s},
+    {"itl", &MeasuredMetrics::itl_s},
     {"e2e", &MeasuredMetrics::e2e_s},
     {"output_tok_s", &MeasuredMetrics::output_tok_s}};
 
@@ -106,7 +112,7 @@ MeasuredMetrics predict(const MeasuredRun& run, Method method);
 // One metric of one run: predicted against measured.
 struct MetricComparison {
   std::string where;
-  std::string metric;  // "ttft", "tpot", "e2e", "output_tok_s"
+  std::string metric;  // "ttft", "tpot", "itl", "e2e", "output_tok_s"
   double predicted = 0;
   double measured = 0;
   double error() const;  // (predicted - measured) / measured
@@ -115,13 +121,13 @@ std::vector<MetricComparison> compare(const MeasuredRun& run, const MeasuredMetr
 
 // One metric's errors over runs: how many, the median and the worst |error| with its run.
 struct MetricSummary {
-  std::string metric;  // "ttft", "tpot", "e2e", "output_tok_s", or "all"
+  std::string metric;  // "ttft", "tpot", "itl", "e2e", "output_tok_s", or "all"
   int64_t count = 0;
   double median_abs_error = 0;
   double worst_abs_error = 0;
   std::string worst_where;
 };
-// By metric in the order ttft, tpot, e2e, output_tok_s (those measured), then "all".
+// By metric in the order ttft, tpot, itl, e2e, output_tok_s (those measured), then "all".
 std::vector<MetricSummary> summarize_metrics(
     const std::vector<std::vector<MetricComparison>>& by_run);
 

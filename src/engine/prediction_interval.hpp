@@ -29,7 +29,7 @@ inline constexpr int64_t kMinIntervalRows = 8;
 struct IntervalClass {
   std::string stack;     // the stack's name ("vLLM"), without its version
   std::string hardware;  // the hardware file's name
-  std::string metric;    // "ttft", "tpot", "e2e", "output_tok_s"
+  std::string metric;    // "ttft", "tpot", "itl", "e2e", "output_tok_s"
   bool operator<(const IntervalClass& o) const;
   bool operator==(const IntervalClass& o) const;
 };

@@ -147,6 +147,7 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
         hw.calibration ? hw.calibration->step_overhead_s : hw.achievable->step_overhead_s;
     if (hw.calibration) {
       r.sequence_overhead_s = hw.calibration->sequence_overhead_s;
+      r.host_stack = hw.calibration->host_stack;
       for (const auto& [id, c] : hw.calibration->operators) {
         model->operators[static_cast<size_t>(id)] = c;
       }

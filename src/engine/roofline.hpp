@@ -136,6 +136,7 @@ struct DeviceRates {
   double attention_near_bandwidth = 0;  // the bandwidth curve at the attention curve's start
   double kernel_overhead_s = 0;
   double step_overhead_s = 0;      // calibrated: per forward pass (a stack's scheduling, sampling)
+  std::string host_stack;          // Calibration::host_stack of the file it came from
   double sequence_overhead_s = 0;  // calibrated: per sequence of a pass (host work)
   double log_working_set = 0;      // the working set the rates are at (0: device memory's)
   size_t level = 0;                // the memory level holding it (reports name levels)

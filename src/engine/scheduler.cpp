@@ -284,6 +284,7 @@ void Scheduler::start(const Iteration& it, double now) {
 
 void Scheduler::complete(const Iteration& it, double now) {
   bool any_finished = false;
+  const size_t gaps_before = token_gaps_.size();  // this iteration's runs follow
   for (const IterationItem& item : it.items) {
     const auto idx = static_cast<size_t>(item.request);
     Sequence& s = sequences_[idx];
@@ -305,7 +306,19 @@ void Scheduler::complete(const Iteration& it, double now) {
     ++s.generated;
     SequenceRecord& rec = records_[idx];
     if (rec.first_token_s < 0) rec.first_token_s = now;
-    if (rec.last_token_s >= 0) rec.max_itl_s = std::max(rec.max_itl_s, now - rec.last_token_s);
+    if (rec.last_token_s >= 0) {
+      const double gap = now - rec.last_token_s;
+      rec.max_itl_s = std::max(rec.max_itl_s, gap);
+      // The sequences of an iteration mostly share their previous token's time: one run each.
+      auto run =
+          std::find_if(token_gaps_.begin() + static_cast<std::ptrdiff_t>(gaps_before),
+                       token_gaps_.end(), [&](const CountedValue& c) { return c.value == gap; });
+      if (run != token_gaps_.end()) {
+        ++run->count;
+      } else {
+        token_gaps_.push_back({gap, 1});
+      }
+    }
     rec.last_token_s = now;
     if (s.generated == requests_[idx].output) {
       rec.finish_s = now;

@@ -225,6 +225,10 @@ class Scheduler {
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   const std::vector<SequenceRecord>& records() const { return records_; }
+  // Every gap between two consecutive tokens (emissions: a speculative verification's tokens
+  // come as one) of a request, as (seconds, how many) runs, pooled over the requests: what
+  // serving benchmarks' inter-token latency percentiles are taken of.
+  const std::vector<CountedValue>& token_gaps() const { return token_gaps_; }
   // KV token slots allocated (paged: used blocks x block size; contiguous: reserved) and
   // written (tokens cached), and the capacity.
   int64_t kv_allocated_tokens() const;
@@ -282,6 +286,7 @@ class Scheduler {
   const std::vector<Request>& requests_;
   std::vector<Sequence> sequences_;
   std::vector<SequenceRecord> records_;
+  std::vector<CountedValue> token_gaps_;
   std::deque<int64_t> waiting_;
   std::deque<int64_t> swapped_;
   std::vector<int64_t> running_;  // admission order
@@ -513,6 +518,11 @@ struct ServingMetrics {
   Percentiles ttft_s, tpot_s, e2e_s;  // TPOT over requests with more than one output token
   // Each request's longest gap between consecutive tokens, over requests with more than one.
   Percentiles max_itl_s;
+  // Inter-token latency: every gap between two consecutive tokens of a request, pooled over
+  // the requests (Scheduler::token_gaps), as vLLM's and SGLang's serving benchmarks take their
+  // ITL percentiles. Where prompts run in iterations of their own (prefill-first) the gaps
+  // that wait for them are the tail; TPOT spreads them over each request's tokens.
+  Percentiles itl_s;
   double throughput_tok_s = 0;  // output tokens per second
   double request_rate = 0;      // finished requests per second
   double goodput = 0;           // requests per second meeting the SLOs that are set
@@ -549,7 +559,9 @@ struct ServingMetrics {
   int64_t host_evicted_blocks = 0;
 };
 
-ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o);
+// The metrics of the outcomes and their token gaps (Scheduler::token_gaps, pooled).
+ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes,
+                         const std::vector<CountedValue>& token_gaps, const ServingOptions& o);
 
 // Time-weighted KV statistics, fed once per iteration by whatever drives the scheduler.
 class KvUsage {
@@ -564,6 +576,7 @@ class KvUsage {
 
 struct SimulationResult {
   std::vector<RequestOutcome> outcomes;
+  std::vector<CountedValue> token_gaps;  // every scheduler's, pooled (Scheduler::token_gaps)
   ServingMetrics metrics;
   int64_t kv_capacity_tokens = 0;
 };

@@ -58,6 +58,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     if (mine.empty()) continue;
     const SimulationResult r = simulate(mine, engine_options, timer);
     for (size_t j = 0; j < index.size(); ++j) merged.outcomes[index[j]] = r.outcomes[j];
+    merged.token_gaps.insert(merged.token_gaps.end(), r.token_gaps.begin(), r.token_gaps.end());
     const ServingMetrics& m = r.metrics;
     kv.kv_allocated_fraction += m.kv_allocated_fraction;
     kv.kv_waste_fraction += m.kv_waste_fraction;
@@ -80,7 +81,7 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
     c.wasted += m.speculative.wasted;
     ++used;
   }
-  merged.metrics = summarize(merged.outcomes, options);
+  merged.metrics = summarize(merged.outcomes, merged.token_gaps, options);
   const double n = static_cast<double>(std::max<int64_t>(used, 1));
   merged.metrics.kv_allocated_fraction = kv.kv_allocated_fraction / n;
   merged.metrics.kv_waste_fraction = kv.kv_waste_fraction / n;
@@ -98,7 +99,8 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   return merged;
 }
 
-ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const ServingOptions& o) {
+ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes,
+                         const std::vector<CountedValue>& token_gaps, const ServingOptions& o) {
   ServingMetrics m;
   m.prefix_cache = o.scheduler.prefix_cache;
   m.requests = static_cast<int64_t>(outcomes.size());
@@ -128,6 +130,7 @@ ServingMetrics summarize(const std::vector<RequestOutcome>& outcomes, const Serv
   m.tpot_s = percentiles(std::move(tpot));
   m.e2e_s = percentiles(std::move(e2e));
   m.max_itl_s = percentiles(std::move(itl));
+  m.itl_s = percentiles(token_gaps);
   m.duration_s = end - start;
   if (m.duration_s > 0) {
     m.throughput_tok_s = tokens / m.duration_s;
@@ -236,7 +239,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
                                rec.max_itl_s, rec.start_s,
                                std::max<int64_t>(0, rec.prefix_hit_tokens)});
   }
-  result.metrics = summarize(result.outcomes, options);
+  result.token_gaps = scheduler.token_gaps();
+  result.metrics = summarize(result.outcomes, result.token_gaps, options);
   usage.fill(result.metrics);
   result.metrics.iterations = iterations;
   result.metrics.busy_s = busy;
@@ -385,7 +389,10 @@ DisaggregatedResult simulate_disaggregated(const std::vector<Request>& requests,
     o.max_itl_s = out.decode.outcomes[j].max_itl_s;
     o.preemptions += out.decode.outcomes[j].preemptions;
   }
-  out.result.metrics = summarize(outcomes, prefill.options);
+  // The gaps the user sees are the decode pool's (the prefill pool's first token is the
+  // decode pool's first, as TTFT above).
+  out.result.token_gaps = out.decode.token_gaps;
+  out.result.metrics = summarize(outcomes, out.result.token_gaps, prefill.options);
   out.result.metrics.iterations = out.prefill.metrics.iterations + out.decode.metrics.iterations;
   out.result.metrics.busy_s = out.prefill.metrics.busy_s + out.decode.metrics.busy_s;
   out.result.kv_capacity_tokens = out.decode.kv_capacity_tokens;

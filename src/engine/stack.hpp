@@ -54,6 +54,7 @@ STREAMSPARK_ENUM(PromptBatching, STREAMSPARK_PROMPT_BATCHINGS)
 // A stack's costs outside the operators, applied by the Analyzer and the serving iteration
 // cost whatever the method.
 struct StackExecution {
+  std::string stack;  // the stack these are of ("SGLang": ServingStack::stack); empty: none
   // Decode batch sizes with a captured CUDA graph, ascending; empty: every iteration eager.
   std::vector<int64_t> graph_batch_sizes;
   // Graphs are used only while every sequence's context is at most this (0: any context).
@@ -62,8 +63,8 @@ struct StackExecution {
   double sequence_s = 0;   // host: sampling and detokenization, per sequence in an iteration
   double request_s = 0;    // host: per request before scheduling (tokenization, the API)
   // Where the hardware file's calibration already holds measured host costs (a profiled or
-  // fitted file), the iteration and sequence costs are not added a second time
-  // (stack_host_costs_apply in analysis.hpp).
+  // fitted file) of this stack, or of a stack it does not name, those are used instead of the
+  // iteration and sequence costs here (stack_host_costs_apply in analysis.hpp).
 };
 
 // The batch a decode-only iteration of `batch` sequences runs at: the smallest captured size

@@ -31,6 +31,39 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
+Percentiles percentiles(std::vector<CountedValue> runs) {
+  Percentiles p;
+  std::sort(runs.begin(), runs.end(),
+            [](const CountedValue& a, const CountedValue& b) { return a.value < b.value; });
+  int64_t n = 0;
+  double sum = 0;
+  for (const CountedValue& r : runs) {
+    if (r.count <= 0) continue;
+    n += r.count;
+    sum += r.value * static_cast<double>(r.count);
+  }
+  if (n == 0) return p;
+  // The value at 1-based rank k of the expanded list.
+  const auto at_rank = [&](int64_t k) {
+    int64_t seen = 0;
+    for (const CountedValue& r : runs) {
+      if (r.count <= 0) continue;
+      seen += r.count;
+      if (seen >= k) return r.value;
+    }
+    return runs.back().value;
+  };
+  const auto rank = [&](double q) {
+    const auto k = static_cast<int64_t>(std::ceil(q * static_cast<double>(n)));
+    return at_rank(std::max<int64_t>(k, 1));
+  };
+  p.p50 = rank(0.50);
+  p.p90 = rank(0.90);
+  p.p99 = rank(0.99);
+  p.mean = sum / static_cast<double>(n);
+  return p;
+}
+
 double nearest_rank(std::vector<double> v, double q) {
   if (v.empty()) throw std::invalid_argument("quantile of no values");
   std::sort(v.begin(), v.end());

@@ -2,6 +2,7 @@
 // summary. One definition of each, so that validate, serving and reports agree.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace streamspark::engine {
@@ -17,6 +18,13 @@ struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0;
 };
 Percentiles percentiles(std::vector<double> values);
+// The same of values given as (value, count) runs: what percentiles() gives of the list with
+// each value repeated count times (runs with count <= 0 add nothing), without building it.
+struct CountedValue {
+  double value = 0;
+  int64_t count = 0;
+};
+Percentiles percentiles(std::vector<CountedValue> runs);
 // One nearest-rank quantile, q in (0, 1], as percentiles() takes them. Throws
 // std::invalid_argument when empty.
 double nearest_rank(std::vector<double> values, double q);

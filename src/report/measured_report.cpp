@@ -232,7 +232,8 @@ std::string measured_validation_table(const MeasuredValidation& v) {
   out += summary_text(v.summary);
   out +=
       "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
-      "TTFT of the batch, TPOT the mean decode step; serving runs: the simulator's medians.\n";
+      "TTFT of the batch, TPOT (and ITL) the mean decode step; serving runs: the simulator's "
+      "medians (ITL of every gap between two tokens).\n";
   if (v.bands) out += intervals_text(*v.bands);
   if (!v.checks.empty()) {
     const auto failed = std::count_if(v.checks.begin(), v.checks.end(),

@@ -200,6 +200,7 @@ std::vector<std::tuple<std::string, std::string, double>> band_metrics(const Ser
   const ServingMetrics& m = r.metrics;
   return {{"ttft", "TTFT p50", m.ttft_s.p50},
           {"tpot", "TPOT p50", m.tpot_s.p50},
+          {"itl", "ITL p50", m.itl_s.p50},
           {"e2e", "e2e p50", m.e2e_s.p50},
           {"output_tok_s", "output tokens/s", m.throughput_tok_s}};
 }
@@ -311,6 +312,7 @@ std::string serving_table(const ServingRun& r) {
   for (const auto& [name, p] :
        std::vector<std::pair<const char*, Percentiles>>{{"TTFT", m.ttft_s},
                                                         {"TPOT", m.tpot_s},
+                                                        {"ITL", m.itl_s},
                                                         {"longest ITL", m.max_itl_s},
                                                         {"e2e latency", m.e2e_s}}) {
     t.add_row(
@@ -391,6 +393,7 @@ static json plain_serving_json(const ServingRun& r) {
               {"duration_s", m.duration_s},
               {"ttft_s", percentiles_json(m.ttft_s)},
               {"tpot_s", percentiles_json(m.tpot_s)},
+              {"itl_s", percentiles_json(m.itl_s)},
               {"max_itl_s", percentiles_json(m.max_itl_s)},
               {"e2e_s", percentiles_json(m.e2e_s)},
               {"throughput_tok_s", m.throughput_tok_s},

@@ -25,7 +25,9 @@
 //   achievable: {compute, memory, kernel_overhead, step_overhead, source}
 //                                optional: what serving stacks reach (fractions of peak, a
 //                                cost per kernel launch and per forward pass)
-//   calibration: {source, step_overhead, <op kind>: {compute_efficiency, memory_efficiency,
+//   calibration: {source, step_overhead, sequence_overhead, host_stack (the serving stack
+//                 whose host code the two overheads timed, optional),
+//                 <op kind>: {compute_efficiency, memory_efficiency,
 //                 overhead, overlap (gemm only, optional, 1 to 64: (compute^p + memory^p)^(1/p);
 //                 absent: max(compute, memory)), row_latency and rows_per_wave (not gemm,
 //                 optional, together: a row kernel's floor, engine ClassCalibration)}}
@@ -319,6 +321,7 @@ engine::Calibration parse_calibration(MapReader& cal) {
   c.sequence_overhead_s =
       cal.quantity("sequence_overhead", Dimension::time, Presence::optional, kOverhead)
           .value_or(0.0);
+  c.host_stack = cal.string("host_stack", Presence::optional).value_or("");
   // overlap: the gemm class only (engine ClassCalibration::overlap).
   const auto read_class = [](MapReader& k, bool gemm) -> std::optional<engine::ClassCalibration> {
     const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};

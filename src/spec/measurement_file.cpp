@@ -203,21 +203,14 @@ struct MeasurementRowReader {
       return v ? std::optional<double>(*v / 1e3) : std::nullopt;
     };
     r.measured.ttft_s = ms("ttft_ms");
-    if (text("tpot_ms") && text("itl_ms")) {
-      // vLLM reports both, and they differ (ITL counts each streamed chunk's gap): which one the
-      // row means is for its author to say.
-      error("itl_ms",
-            "given beside tpot_ms: give one (tpot_ms is compared; itl_ms is read as "
-            "it when tpot_ms is absent)");
-    }
     r.measured.tpot_s = ms("tpot_ms");
-    if (!r.measured.tpot_s) r.measured.tpot_s = ms("itl_ms");
+    r.measured.itl_s = ms("itl_ms");
     r.measured.e2e_s = ms("e2e_ms");
     r.measured.output_tok_s = number("output_tok_s", 0, true);
     const engine::MeasuredMetrics& m = r.measured;
-    if (!m.ttft_s && !m.tpot_s && !m.e2e_s && !m.output_tok_s) {
+    if (!m.ttft_s && !m.tpot_s && !m.itl_s && !m.e2e_s && !m.output_tok_s) {
       diags.push_back({path, line, 0, "",
-                       "no measured metric: give ttft_ms, tpot_ms (or itl_ms), e2e_ms or "
+                       "no measured metric: give ttft_ms, tpot_ms, itl_ms, e2e_ms or "
                        "output_tok_s"});
     }
     r.stat = text("stat").value_or("median");
@@ -393,17 +386,17 @@ std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
       "model,hardware,dtype,kv_cache,embedding,attention_weights,activation_storage,"
       "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,"
-      "output_len,ttft_ms,tpot_ms,e2e_ms,output_tok_s,stat,stack,source\n";
+      "output_len,ttft_ms,tpot_ms,itl_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{},{}\n",
         csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
         r.attention_weights, r.activation_storage,
         r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
         r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
         r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch, r.requests,
         r.request_rate, lengths_text(r.input_len), lengths_text(r.output_len),
-        ms(r.measured.ttft_s), ms(r.measured.tpot_s), ms(r.measured.e2e_s),
+        ms(r.measured.ttft_s), ms(r.measured.tpot_s), ms(r.measured.itl_s), ms(r.measured.e2e_s),
         r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "", r.stat,
         csv_field(r.stack), csv_field(r.source));
   }
@@ -563,13 +556,13 @@ std::vector<MeasurementRow> import_benchmark_text(const std::string& path, const
     };
     r.stat = "median";
     r.measured.ttft_s = latency("ttft");
-    // SGLang's results before its TPOT was added give the inter-token latency alone: read as
-    // TPOT, as a measurement file's itl_ms is.
+    // Both benchmarks give the inter-token latency over every gap; vLLM's, and SGLang's later
+    // results, TPOT per request beside it (SGLang's of late 2024 the ITL alone).
     r.measured.tpot_s = latency("tpot");
-    if (!r.measured.tpot_s) r.measured.tpot_s = latency("itl");
+    r.measured.itl_s = latency("itl");
     r.measured.e2e_s = format == BenchmarkFormat::vllm ? latency("e2el") : latency("e2e_latency");
     r.measured.output_tok_s = num("output_throughput");
-    if (!r.measured.ttft_s && !r.measured.tpot_s && !r.measured.output_tok_s) {
+    if (!r.measured.ttft_s && !r.measured.tpot_s && !r.measured.itl_s && !r.measured.output_tok_s) {
       fail("median_ttft_ms", "no latency or throughput in the result");
     }
     out.push_back(std::move(r));

@@ -22,7 +22,8 @@
 //   input_len, output_len  tokens per request (required): N, or on serving rows a distribution
 //                          in the serving commands' spelling (uniform:A:B: a benchmark's random
 //                          dataset; lognormal:MEDIAN:SIGMA:MAX), each request drawing its own
-//   ttft_ms, tpot_ms (or itl_ms), e2e_ms, output_tok_s   what was measured (at least one)
+//   ttft_ms, tpot_ms, itl_ms, e2e_ms, output_tok_s       what was measured (at least one;
+//                          itl_ms: the inter-token latency over every gap, not TPOT)
 //   stat                   mean or median (what the latencies are)
 //   stack, stack_version, source, notes                  text
 #pragma once
@@ -80,8 +81,7 @@ MeasurementFileKind measurement_file_kind(const std::string& path, const std::st
 std::string read_measurement_text(const std::string& path);
 
 // Throws SpecError with `file:line:col: column: message` diagnostics (col: the CSV column).
-// A column given twice, tpot_ms beside itl_ms, a JSON key given twice and numbers not in
-// decimal are refused.
+// A column given twice, a JSON key given twice and numbers not in decimal are refused.
 std::vector<MeasurementRow> load_measurements(const std::string& path);
 // The same from a file's text; `path` names it in messages, `kind` from measurement_file_kind.
 std::vector<MeasurementRow> load_measurement_text(const std::string& path, const std::string& text,

@@ -245,6 +245,7 @@ std::optional<engine::ServingStack> parse_stack(const YAML::Node& root, const Sp
   if (!ok || ctx.diagnostics->items().size() > 0) return std::nullopt;
   s.name = *name;
   s.stack = *stack;
+  s.execution.stack = *stack;
   s.version = *version;
   return s;
 }

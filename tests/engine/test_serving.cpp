@@ -181,6 +181,14 @@ TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait"
   CHECK(r.outcomes[0].tpot_s() == 1.5);
   CHECK(r.outcomes[1].max_itl_s == 1.0);
   CHECK(r.metrics.max_itl_s.p99 == 2.0);
+  // The inter-token latency pools every gap, A's 2 and 1 and B's 1: {1, 1, 2}, whose nearest-
+  // rank median is 1 s (the plain step) and mean 4/3 s; the prompt's wait is the tail (p90 2).
+  CHECK(r.metrics.itl_s.p50 == 1.0);
+  CHECK(r.metrics.itl_s.p90 == 2.0);
+  CHECK(r.metrics.itl_s.mean == doctest::Approx(4.0 / 3.0));
+  // One run per iteration's distinct gap: [2,3] gives B's 1 (after its token at 2) and A's 2
+  // (after 1); [3,4] A's 1.
+  CHECK(r.token_gaps.size() == 3);
   // An inter-token objective of 1.5 s: A misses it (TPOT alone would pass it), B meets it.
   o.slo_itl_s = 1.5;
   CHECK(simulate(requests, o, timer).metrics.slo_attainment == 0.5);
@@ -551,4 +559,21 @@ TEST_CASE("disaggregated prefill and decode, by hand: pools, link queue and pref
     CHECK_THROWS_AS(simulate_disaggregated(requests, prefill, decode, {}, m, DType::bf16),
                     std::invalid_argument);
   }
+}
+
+TEST_CASE("percentiles of counted values: the same as of the values repeated") {
+  // {0.5 x 3, 2 x 1, 1 x 4}: sorted 0.5 0.5 0.5 1 1 1 1 2 (8 values). Nearest rank: p50 the 4th
+  // (1), p90 the 8th (ceil 7.2; 2), p99 the 8th (2); mean (1.5 + 4 + 2) / 8 = 0.9375. A run of
+  // count 0 adds nothing; none at all gives zeros.
+  const std::vector<CountedValue> runs = {{0.5, 3}, {2.0, 1}, {7.0, 0}, {1.0, 4}};
+  const Percentiles p = percentiles(runs);
+  const Percentiles q = percentiles(std::vector<double>{0.5, 0.5, 0.5, 2.0, 1.0, 1.0, 1.0, 1.0});
+  CHECK(p.p50 == 1.0);
+  CHECK(p.p90 == 2.0);
+  CHECK(p.p99 == 2.0);
+  CHECK(p.mean == doctest::Approx(0.9375));
+  CHECK(p.p50 == q.p50);
+  CHECK(p.p90 == q.p90);
+  CHECK(p.mean == doctest::Approx(q.mean));
+  CHECK(percentiles(std::vector<CountedValue>{{3.0, 0}}).p50 == 0.0);
 }

@@ -102,7 +102,7 @@ TEST_CASE("the stacks' KV memory accounting against hand-computed capacities") {
                     doctest::Contains("KV = fraction x memory - weights"));
 }
 
-TEST_CASE("a stack's host costs: added per iteration and per sequence, not over measured ones") {
+TEST_CASE("a stack's host costs: per iteration and per sequence, not over its own measured ones") {
   const Model m = streamspark::test::llama2_13b();
   const Hardware hw = streamspark::test::h100_lecture();
   AnalysisOptions with = bf16();
@@ -113,14 +113,31 @@ TEST_CASE("a stack's host costs: added per iteration and per sequence, not over 
   // 3 decodes: 1 ms + 3 x 10 us more.
   CHECK(hosted.seconds(decodes(3, 1024), 3 * 1024) ==
         doctest::Approx(plain.seconds(decodes(3, 1024), 3 * 1024) + 1e-3 + 30e-6).epsilon(1e-12));
-  // Rates that already carry measured host costs (a profiled file) keep them alone.
+  // Rates that already carry measured host costs (a profiled file) of no named stack keep them
+  // under any preset, and so do measured ones of the preset's own stack.
   DeviceRates measured;
   measured.step_overhead_s = 0.8e-3;
-  CHECK_FALSE(stack_host_costs_apply(measured));
+  measured.sequence_overhead_s = 40e-6;
+  with.stack.stack = "SGLang";
+  CHECK_FALSE(stack_host_costs_apply(measured, with.stack));
   apply_stack_host_costs(measured, with.stack);
   CHECK(measured.step_overhead_s == 0.8e-3);
-  CHECK(measured.sequence_overhead_s == 0);
-  CHECK(stack_host_costs_apply(DeviceRates{}));
+  CHECK(measured.sequence_overhead_s == 40e-6);
+  measured.host_stack = "sglang";  // names compare without case
+  CHECK_FALSE(stack_host_costs_apply(measured, with.stack));
+  // Measured of vLLM (Vidur's profile) under SGLang's preset: the preset's replace them, both.
+  measured.host_stack = "vLLM";
+  CHECK(stack_host_costs_apply(measured, with.stack));
+  apply_stack_host_costs(measured, with.stack);
+  CHECK(measured.step_overhead_s == 1e-3);
+  CHECK(measured.sequence_overhead_s == 10e-6);
+  CHECK(measured.host_stack == "SGLang");
+  // No preset (no stack named): the measured ones stay.
+  DeviceRates vllm;
+  vllm.step_overhead_s = 0.8e-3;
+  vllm.host_stack = "vLLM";
+  CHECK_FALSE(stack_host_costs_apply(vllm, StackExecution{}));
+  CHECK(stack_host_costs_apply(DeviceRates{}, StackExecution{}));
 }
 
 TEST_CASE("batch-1 TTFT with a fixed per-request cost: the prefill plus that cost") {

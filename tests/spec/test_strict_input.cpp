@@ -92,10 +92,14 @@ TEST_CASE("measurement files: BOM stripped, duplicate columns, itl_ms beside tpo
                    "model,hardware,mode,batch,input_len,output_len,ttft_ms,ttft_ms\n" + row)
             .find("dup.csv:1:56: ttft_ms: column given twice (first as column 48)") !=
         std::string::npos);
-  CHECK(load_error("itl.csv", std::string("model,hardware,mode,batch,input_len,output_len,"
-                                          "tpot_ms,itl_ms\n") +
-                                  row)
-            .find("itl_ms: given beside tpot_ms") != std::string::npos);
+  // TPOT and the inter-token latency are two metrics (vLLM's results give both): both read.
+  const auto both = load_measurement_text(
+      "itl.csv",
+      std::string("model,hardware,mode,batch,input_len,output_len,tpot_ms,itl_ms\n") + row,
+      MeasurementFileKind::csv);
+  REQUIRE(both.size() == 1);
+  CHECK(*both[0].measured.tpot_s == doctest::Approx(0.020));
+  CHECK(*both[0].measured.itl_s == doctest::Approx(0.010));
   CHECK(load_error("hex.csv",
                    std::string(kHeader) + "llama2-7b,a100-80gb,static,0x10,128,128,20,10\n")
             .find("hex.csv:2:28: batch: expected a decimal number") != std::string::npos);
@@ -221,14 +225,15 @@ TEST_CASE("SGLang results: the random dataset's uniform lengths, ITL, other data
   };
   // Range ratio 0 (SGLang's default then): prompts from max(int(1024 x 0), 1) = 1 to 1024,
   // outputs from int(1024 x 0) = 0 (read as 1) to 1024; the totals' means, 508.7 and 534.5,
-  // lie within 10% of the draw's 512.5. Only the inter-token latency is given: read as TPOT.
+  // lie within 10% of the draw's 512.5. Only the inter-token latency is given: no TPOT.
   const auto r = import(
       "ratio0.jsonl",
       R"({"backend": "sglang", "dataset_name": "random", "request_rate": 1.0, "completed": 300, "total_input_tokens": 152612, "total_output_tokens": 160347, "median_ttft_ms": 85.7, "median_itl_ms": 13.6, "random_input_len": 1024, "random_output_len": 1024, "random_range_ratio": 0.0})");
   REQUIRE(r.size() == 1);
   CHECK(r[0].input_len == uniform(1, 1024));
   CHECK(r[0].output_len == uniform(1, 1024));
-  CHECK(*r[0].measured.tpot_s == doctest::Approx(0.0136));
+  CHECK(*r[0].measured.itl_s == doctest::Approx(0.0136));
+  CHECK(!r[0].measured.tpot_s);
   // Ratio 0.5: from int(1024 x 0.5) = 512 and int(256 x 0.5) = 128.
   const auto half = import(
       "half.jsonl",

@@ -42,9 +42,13 @@ ATTENTION_STRIDE = 256  # fit --profile's default --attention-fit-stride
 # 9.5%; H100 6.1%, 16.6%, 16.2%, no attention rows).
 LIMITS = {"linear": 0.07, "norm_elementwise": 0.17, "embedding": 0.20,
           "attention_prefill": 0.12, "attention_decode": 0.12}
+# Vidur's host rows time vLLM's scheduler, sampler and input preparation (its
+# cpu_overheads.csv): the files that take them say so (--host-stack), so that runs under another
+# stack's preset take that preset's host costs instead.
 FITS = [  # (output, extra fit arguments)
-    ("hardware/a100-80gb-profiled.yaml", ["-H", "a100-80gb"]),
+    ("hardware/a100-80gb-profiled.yaml", ["-H", "a100-80gb", "--host-stack", "vLLM"]),
     ("hardware/h100-sxm-profiled.yaml", ["-H", "h100-sxm", "--host-from", "a100-80gb",
+                                         "--host-stack", "vLLM",
                                          "--attention-from", "a100-80gb"]),
     # The H800 is the H100 SXM5's chip and HBM3 with a slower NVLink: the H100's rows carried
     # (no host rows: DeepSeek's serving stack is not the profiled one; collectives do not carry
@@ -55,7 +59,8 @@ FITS = [  # (output, extra fit arguments)
     # the host rows the H100 file takes (the profiled stack's host code, which the H200 serves
     # as the H100 does); collectives do not carry (other links).
     ("hardware/h200-profiled.yaml", ["-H", "h200", "--profiled-on", "h100-sxm",
-                                     "--host-from", "a100-80gb", "--attention-from", "a100-80gb"]),
+                                     "--host-from", "a100-80gb", "--host-stack", "vLLM",
+                                     "--attention-from", "a100-80gb"]),
 ]
 # Files whose GPU has other datasheet rates than the GPU whose rows they carry (no rows of their
 # own GPU exist): the held-out floor would compare their predictions with another GPU's timings.

@@ -109,6 +109,7 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   if (stack) {
     c.prompt_batching = limits.prompt_batching;
     out.request_overhead_s = stack->execution.request_s;
+    out.one_batch_ahead = stack->execution.one_batch_ahead;
   }
   if (s.max_output > max_context) {
     throw UsageError(fmt::format("--max-output: {} is beyond the model's max_context {}",

@@ -86,6 +86,7 @@ ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_
     o.scheduler.prompt_batching = limits.prompt_batching;
     o.scheduler.block_size = p.block_size;
     o.request_overhead_s = p.execution.request_s;
+    o.one_batch_ahead = p.execution.one_batch_ahead;
     basis = p.memory_basis;
   }
   cost.configure(o.scheduler,

@@ -726,6 +726,7 @@ ReplicaSimulator::ReplicaSimulator(const PlanInputs& in, const std::vector<Reque
       one_(c.layout) {
   options_.scheduler = scheduler_of(in, c);
   options_.request_overhead_s = in.stack.request_s;
+  options_.one_batch_ahead = in.stack.one_batch_ahead;
   cost_.configure(options_.scheduler,
                   cost_.kv_bytes_available(in.memory_fraction_for(c.layout.tp),
                                            options_.scheduler.max_tokens, in.memory_basis));

@@ -493,6 +493,12 @@ struct ServingOptions {
   // Host time before a request reaches the scheduler (a stack's tokenization and API cost):
   // it arrives there this much after its arrival, and its TTFT and e2e include it.
   double request_overhead_s = 0;
+  // The stack forms each iteration's batch while the previous iteration runs (StackExecution::
+  // one_batch_ahead): an iteration that follows another without a pause takes the requests
+  // that had reached the scheduler when that other one began; one that follows an idle wait,
+  // or for which those requests leave nothing to run, takes every request there by then.
+  // Simulated clocks only (a runtime replay runs its own loop).
+  bool one_batch_ahead = false;
 };
 
 struct RequestOutcome {

@@ -191,13 +191,25 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   double now = real_time ? cost.now() : 0;
   int64_t iterations = 0;
   double busy = 0;
+  // One batch ahead: when the iteration that just ended began (its successor's batch was
+  // formed then), and whether the next iteration follows it without a pause.
+  const bool ahead = options.one_batch_ahead && !real_time;
+  double previous_start = 0;
+  bool pipelined = false;
   Iteration it;
   while (!scheduler.all_finished()) {
-    while (next < requests.size() && requests[next].arrival_s + delay <= now) {
+    const double seen = ahead && pipelined ? previous_start : now;
+    while (next < requests.size() && requests[next].arrival_s + delay <= seen) {
       scheduler.arrive(static_cast<int64_t>(next++));
     }
     if (next == requests.size()) scheduler.no_more_arrivals();
     scheduler.next(it);
+    if (it.empty() && seen < now) {
+      // Nothing was formed one batch ahead: the GPU idles after the iteration that ended, and
+      // the stack's loop takes what has arrived since, now.
+      pipelined = false;
+      continue;
+    }
     if (it.empty()) {
       if (next < requests.size()) {
         cost.idle();
@@ -212,6 +224,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
       throw std::logic_error("serving: the scheduler is idle with requests unfinished");
     }
     scheduler.start(it, now);
+    previous_start = now;
+    pipelined = true;
     double dt = cost.seconds(it, scheduler);
     const int64_t swapped = it.swap_in_tokens + it.swap_out_tokens;
     if (swapped > 0) {

@@ -62,6 +62,11 @@ struct StackExecution {
   double iteration_s = 0;  // host: scheduling and input preparation, once per iteration
   double sequence_s = 0;   // host: sampling and detokenization, per sequence in an iteration
   double request_s = 0;    // host: per request before scheduling (tokenization, the API)
+  // The scheduler runs one batch ahead (SGLang 0.4's overlap scheduler): it forms each
+  // iteration's batch while the previous one runs on the GPU, so a request that arrives during
+  // an iteration is first seen when the batch after next is formed (ServingOptions::
+  // one_batch_ahead).
+  bool one_batch_ahead = false;
   // Where the hardware file's calibration already holds measured host costs (a profiled or
   // fitted file) of this stack, or of a stack it does not name, those are used instead of the
   // iteration and sequence costs here (stack_host_costs_apply in analysis.hpp).

@@ -43,6 +43,7 @@ bool parse_scheduler(MapReader& r, engine::ServingStack& s) {
       r.enumeration<engine::PromptBatching>("prompt_batching", Presence::required);
   const auto chunked_batching =
       r.enumeration<engine::PromptBatching>("chunked_prompt_batching", Presence::optional);
+  const auto ahead = r.boolean("one_batch_ahead", Presence::optional);
   if (chunk && chunked && !*chunked && !above) {
     r.error_at("chunk_tokens",
                "given with chunked_prefill false and no chunked_above_context: the budget of no "
@@ -51,9 +52,11 @@ bool parse_scheduler(MapReader& r, engine::ServingStack& s) {
   }
   r.finish();
   if (!seqs || !tokens || !chunked || !batching) return false;
-  if ((r.has("budget_covers_context") && !covers) || (r.has("chunked_above_context") && !above)) {
+  if ((r.has("budget_covers_context") && !covers) || (r.has("chunked_above_context") && !above) ||
+      (r.has("one_batch_ahead") && !ahead)) {
     return false;
   }
+  s.execution.one_batch_ahead = ahead.value_or(false);
   s.budget_covers_context = covers.value_or(false);
   s.chunked_above_context = above.value_or(0);
   s.max_sequences = *seqs;

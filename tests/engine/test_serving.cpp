@@ -197,6 +197,36 @@ TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait"
   CHECK(simulate(requests, o, timer).metrics.slo_attainment == 1.0);
 }
 
+TEST_CASE("one batch ahead: a request arriving mid-iteration waits for the batch after next") {
+  // A: prompt 4, output 4 at 0; B: prompt 2, output 2 at 1.5; C: prompt 1, output 1 at 10, when
+  // all else is done. Iterations of 1 s, prefill-first.
+  // Formed when needed: [0,1] A's prompt; [1,2] A decodes; at 2 B is there: [2,3] B's prompt
+  // alone -> B's first token at 3, TTFT 1.5 s; [3,4] both (B done); [4,5] A done.
+  // One batch ahead (SGLang's overlap scheduler): the batch of [k+1,k+2] is formed at k, when
+  // [k,k+1] starts. [0,1] A's prompt (after an idle wait: formed at 0); [1,2] formed at 0, [2,3]
+  // formed at 1: A decodes; [3,4] formed at 2 takes B's prompt -> B's first token at 4, TTFT
+  // 2.5 s: one iteration more. [4,5] both (A's last, B's last). After it nothing was formed
+  // ahead: the GPU idles, and C, at 10, runs at once: TTFT 1 s either way.
+  const std::vector<Request> requests = {{0.0, 4, 4, 0}, {1.5, 2, 2, 0}, {10.0, 1, 1, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  const auto now = simulate(requests, o, timer);
+  CHECK(now.outcomes[1].ttft_s() == 1.5);
+  CHECK(now.outcomes[0].finish_s == 5.0);
+  CHECK(now.outcomes[2].ttft_s() == 1.0);
+  o.one_batch_ahead = true;
+  const auto ahead = simulate(requests, o, timer);
+  CHECK(ahead.outcomes[1].ttft_s() == 2.5);
+  CHECK(ahead.outcomes[1].finish_s == 5.0);
+  // A's tokens at 1, 2, 3 and 5: its last waited out B's prompt.
+  CHECK(ahead.outcomes[0].first_token_s == 1.0);
+  CHECK(ahead.outcomes[0].max_itl_s == 2.0);
+  CHECK(ahead.outcomes[0].finish_s == 5.0);
+  CHECK(ahead.outcomes[2].ttft_s() == 1.0);
+  CHECK(ahead.metrics.iterations == 6);
+}
+
 TEST_CASE("prefill-first with chunked prefill: prompt chunks run alone, decodes wait (SGLang)") {
   // A: prompt 4, output 3 at 0; B: prompt 6, output 2 at 0.5; 4 tokens per iteration, chunked.
   // [0,1] A's prompt -> A token 1 at 1. [1,2] B's first chunk of 4, A waits. [2,3] B's last 2

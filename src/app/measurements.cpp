@@ -353,8 +353,12 @@ FitReport fit(const FitRequest& r, const Context& context) {
       resolve_measurements(spec::load_measurements(r.file), context.catalog, {hw}, r.stack);
   std::vector<engine::MeasuredRun> used;
   std::set<std::string> hardware_names;
+  std::set<std::string> stack_names;
+  std::set<std::pair<std::string, std::string>> stack_hardware;
   for (const engine::MeasuredRun& run : runs) {
     hardware_names.insert(run.hardware_name);
+    stack_names.insert(run.stack_name);
+    stack_hardware.insert({run.stack_name, run.hardware_name});
     if (r.rows == FitRows::all || run.hardware_name == hw.name) used.push_back(run);
   }
   if (used.empty()) {
@@ -391,6 +395,11 @@ FitReport fit(const FitRequest& r, const Context& context) {
   rep.by_model = engine::leave_one_out(used, engine::GroupBy::model, rep.defaults);
   if (hardware_names.size() > 1) {
     rep.by_hardware = engine::leave_one_out(runs, engine::GroupBy::hardware, rep.defaults);
+  }
+  if (stack_names.size() > 1) {
+    rep.by_stack = engine::leave_one_out(runs, engine::GroupBy::stack, rep.defaults);
+    rep.stacks_are_hardware = stack_hardware.size() == stack_names.size() &&
+                              stack_hardware.size() == hardware_names.size();
   }
   rep.output = r.output;
   rep.fitted = fitted_hardware(hw, rep, context);

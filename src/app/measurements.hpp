@@ -117,7 +117,11 @@ struct FitReport {
   engine::FitResult fit;
   engine::LeaveOneOut by_model;
   std::optional<engine::LeaveOneOut> by_hardware;  // when the file has several hardware
-  std::string output;                              // the hardware file written
+  std::optional<engine::LeaveOneOut> by_stack;     // when its rows name several stacks
+  // Each stack's rows are one hardware's and each hardware's one stack's: the two splits are
+  // the same (the report says so).
+  bool stacks_are_hardware = false;
+  std::string output;       // the hardware file written
   engine::Hardware fitted;  // the hardware with the fitted calibration and its provenance
 };
 

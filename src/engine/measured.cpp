@@ -582,7 +582,9 @@ FitResult fit_stack(const std::vector<MeasuredRun>& all, const StackParameters& 
 LeaveOneOut leave_one_out(const std::vector<MeasuredRun>& runs, GroupBy by,
                           const StackParameters& defaults) {
   const auto key = [&](const MeasuredRun& r) {
-    return by == GroupBy::model ? r.model_name : r.hardware_name;
+    return by == GroupBy::model      ? r.model_name
+           : by == GroupBy::hardware ? r.hardware_name
+                                     : r.stack_name;
   };
   std::vector<std::string> groups;
   for (const MeasuredRun& r : runs) {

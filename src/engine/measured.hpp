@@ -158,7 +158,8 @@ bool static_batch_fits(const MeasuredRun& run);
 // and the rest refitted. Throws std::invalid_argument with fewer measured metrics than parameters.
 FitResult fit_stack(const std::vector<MeasuredRun>& runs, const StackParameters& defaults);
 
-// Leave-one-group-out error: for each distinct key (a model, a hardware) the parameters
+// Leave-one-group-out error: for each distinct key (a model, a hardware, a serving stack: the
+// row's stack without its version, "" for rows that name none) the parameters
 // fitted on the other groups' runs predict the group's metrics; the median |error| of all
 // such predictions and per group. A group whose complement cannot be fitted is skipped.
 struct HeldOutError {
@@ -171,7 +172,7 @@ struct LeaveOneOut {
   double median_abs_error = 0;
   int64_t metrics = 0;
 };
-enum class GroupBy { model, hardware };
+enum class GroupBy { model, hardware, stack };
 LeaveOneOut leave_one_out(const std::vector<MeasuredRun>& runs, GroupBy by,
                           const StackParameters& defaults);
 

@@ -409,6 +409,14 @@ std::string fit_table(const FitReport& r) {
                      abs_percent(f.in_sample_median_abs_error), f.metrics);
   out += loo_text("model", r.by_model);
   if (r.by_hardware) out += loo_text("hardware", *r.by_hardware);
+  if (r.by_stack) {
+    out += loo_text("stack", *r.by_stack);
+    if (r.stacks_are_hardware) {
+      out +=
+          "(each stack's rows are one hardware's and each hardware's one stack's: the same "
+          "split as leave-one-hardware-out)\n";
+    }
+  }
   if (!r.output.empty()) out += fmt::format("\nwrote {}\n", r.output);
   return out;
 }
@@ -432,6 +440,10 @@ json fit_json(const FitReport& r) {
          {"in_sample_median_abs_error", f.in_sample_median_abs_error},
          {"leave_one_model_out", loo_json(r.by_model)}};
   if (r.by_hardware) j["leave_one_hardware_out"] = loo_json(*r.by_hardware);
+  if (r.by_stack) {
+    j["leave_one_stack_out"] = loo_json(*r.by_stack);
+    j["stacks_are_hardware"] = r.stacks_are_hardware;
+  }
   if (!r.output.empty()) j["output"] = r.output;
   return j;
 }

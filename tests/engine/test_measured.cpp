@@ -179,6 +179,17 @@ TEST_CASE("leave-one-model-out error by hand: one group measured 10 % slower") {
   CHECK(loo.groups[1].median_abs_error == doctest::Approx(1 - 1 / 1.1).epsilon(1e-6));
   CHECK(loo.metrics == 24);
   CHECK(loo.median_abs_error == doctest::Approx((0.1 + (1 - 1 / 1.1)) / 2).epsilon(1e-6));
+  // The same runs labelled as two serving stacks (the 24-layer model's "stack B"): leaving one
+  // stack out is the same split, the same errors.
+  auto by_stack = runs;
+  for (MeasuredRun& r : by_stack) r.stack_name = r.model_name == "llama2-13b-24l" ? "B" : "A";
+  const LeaveOneOut stacks =
+      leave_one_out(by_stack, GroupBy::stack, default_parameters(h100_achievable()));
+  REQUIRE(stacks.groups.size() == 2);
+  CHECK(stacks.groups[0].group == "A");
+  CHECK(stacks.groups[0].median_abs_error == doctest::Approx(0.1).epsilon(1e-6));
+  CHECK(stacks.groups[1].group == "B");
+  CHECK(stacks.median_abs_error == doctest::Approx(loo.median_abs_error).epsilon(1e-9));
 }
 
 TEST_CASE("a static batch fits when the stack's KV cache holds it at its last token") {

@@ -761,6 +761,17 @@ ProfileFitReport fit_profile(const ProfileFitRequest& r, const Context& context)
     return engine::ClassCalibration{f.efficiency, f.efficiency, f.overhead_s};
   };
   engine::Calibration cal;
+  // The format its matrix-unit efficiencies were measured in: the rows' (one format, checked
+  // above for the GEMMs; the attention rows must share it).
+  cal.format = parse_enum<engine::DType>(dtype);
+  for (const ProfileRow* row : attention_rows) {
+    if (row->dtype != dtype) {
+      throw UsageError(
+          fmt::format("{}: attention rows in {} beside per-layer rows in {}: one "
+                      "calibration is measured in one format",
+                      row->where, row->dtype, dtype));
+    }
+  }
   const engine::AchievableFractions& ach = *target.achievable;
   const double launch = ach.kernel_overhead_s.value_or(target.kernel_overhead_s);
   for (int k = 0; k < engine::kOpKindCount; ++k) {

@@ -97,6 +97,10 @@ struct Calibration {
   // scheduler, sampler and input preparation); empty: not said. A run under another stack's
   // preset takes the preset's host costs instead (stack_host_costs_apply).
   std::string host_stack;
+  // The format the matrix-unit classes (gemm, attention) were measured in (a profile's kernels:
+  // fp16); absent: not said. Products in a format of another peak take those efficiencies
+  // times the ratio of the two formats' achievable compute fractions (device_rates).
+  std::optional<DType> format;
   std::string source;
 };
 

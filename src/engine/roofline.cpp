@@ -145,6 +145,28 @@ DeviceRates device_rates(const Hardware& hw, const Precision& precision, Method 
     }
     r.step_overhead_s =
         hw.calibration ? hw.calibration->step_overhead_s : hw.achievable->step_overhead_s;
+    // A calibration measured in one format prices another format's products at the fraction
+    // of peak its kernels reached, scaled as the best-shape microbenchmarks of the two formats
+    // scale (achievable.compute_by_format): an fp16 profile's 0.8 of the fp16 peak does not
+    // make fp8 products reach 0.8 of the fp8 peak where fp8 reaches 0.709 and fp16 0.803.
+    if (hw.calibration && hw.calibration->format && hw.achievable) {
+      const auto measured = matrix_peak_class(*hw.calibration->format);
+      if (measured && hw.peak(*measured) != r.matrix_flops) {
+        const double ratio =
+            hw.achievable->compute_for(*matrix) / hw.achievable->compute_for(*measured);
+        for (const OpKind k : {OpKind::gemm, OpKind::attention}) {
+          r.classes[static_cast<size_t>(k)].compute_efficiency *= ratio;
+        }
+        char text[256];
+        std::snprintf(text, sizeof text,
+                      "%s's GEMM and attention efficiencies were measured in %s; %s products "
+                      "take them times %.3g / %.3g (its achievable compute fractions)",
+                      hw.name.c_str(), std::string(enum_name(*hw.calibration->format)).c_str(),
+                      compute.c_str(), hw.achievable->compute_for(*matrix),
+                      hw.achievable->compute_for(*measured));
+        r.compute_fraction_note = text;
+      }
+    }
     if (hw.calibration) {
       r.sequence_overhead_s = hw.calibration->sequence_overhead_s;
       r.host_stack = hw.calibration->host_stack;

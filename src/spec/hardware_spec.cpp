@@ -26,7 +26,8 @@
 //                                optional: what serving stacks reach (fractions of peak, a
 //                                cost per kernel launch and per forward pass)
 //   calibration: {source, step_overhead, sequence_overhead, host_stack (the serving stack
-//                 whose host code the two overheads timed, optional),
+//                 whose host code the two overheads timed, optional), format (what the gemm
+//                 and attention efficiencies were measured in, optional),
 //                 <op kind>: {compute_efficiency, memory_efficiency,
 //                 overhead, overlap (gemm only, optional, 1 to 64: (compute^p + memory^p)^(1/p);
 //                 absent: max(compute, memory)), row_latency and rows_per_wave (not gemm,
@@ -322,6 +323,7 @@ engine::Calibration parse_calibration(MapReader& cal) {
       cal.quantity("sequence_overhead", Dimension::time, Presence::optional, kOverhead)
           .value_or(0.0);
   c.host_stack = cal.string("host_stack", Presence::optional).value_or("");
+  c.format = cal.enumeration<engine::DType>("format", Presence::optional);
   // overlap: the gemm class only (engine ClassCalibration::overlap).
   const auto read_class = [](MapReader& k, bool gemm) -> std::optional<engine::ClassCalibration> {
     const Range efficiency{kMinEfficiency, false, engine::kMaxEfficiency, "1e-6"};

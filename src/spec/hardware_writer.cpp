@@ -58,6 +58,7 @@ void write_calibration(std::string& out, const engine::Calibration& cal) {
     fmt::format_to(o, "  sequence_overhead: {:.6g} s\n", cal.sequence_overhead_s);
   }
   if (!cal.host_stack.empty()) fmt::format_to(o, "  host_stack: {}\n", quoted(cal.host_stack));
+  if (cal.format) fmt::format_to(o, "  format: {}\n", enum_name(*cal.format));
   const auto line = [&o](std::string_view indent, std::string_view name,
                          const engine::ClassCalibration& c) {
     fmt::format_to(o,

@@ -68,6 +68,40 @@ TEST_CASE("a calibrated class's overlap combines compute and memory time as a p-
   CHECK(combined_seconds(0, 0, 2) == 0);
 }
 
+TEST_CASE("a calibration measured in fp16 prices fp8 products at the formats' achievable ratio") {
+  // An H100 whose profile was fp16: GEMMs at 0.8 and attention at 0.4 of the fp16 peak; its
+  // achievable section: 16-bit products reach 0.8 of their peak at best, fp8 ones 0.7 of theirs.
+  // fp8 products then take 0.8 x 0.7 / 0.8 = 0.7 and 0.4 x 0.7 / 0.8 = 0.35 of the fp8 peak;
+  // bf16 (the fp16 peak) keeps 0.8 and 0.4; the vector classes keep theirs in any format; a
+  // calibration that does not say its format is taken as it is.
+  Hardware hw = test::h100_lecture();
+  hw.peak_flops[static_cast<int>(PeakClass::fp16)] = 989e12;
+  hw.peak_flops[static_cast<int>(PeakClass::fp8)] = 1979e12;
+  hw.achievable = AchievableFractions{0.8, 0.9, std::nullopt, 0.0, "test", {{PeakClass::fp8, 0.7}}};
+  Calibration cal;
+  cal.classes["gemm"] = ClassCalibration{0.8, 0.9, 5e-6};
+  cal.classes["attention"] = ClassCalibration{0.4, 0.8, 2e-5};
+  cal.classes["norm"] = ClassCalibration{0.3, 0.3, 1e-6};
+  cal.format = DType::fp16;
+  hw.calibration = cal;
+  const auto at = [&](DType d, OpKind k) {
+    return device_rates(hw, Precision::uniform(d), Method::calibrated)
+        .classes[static_cast<size_t>(k)];
+  };
+  CHECK(at(DType::fp8_e4m3, OpKind::gemm).compute_efficiency == doctest::Approx(0.7));
+  CHECK(at(DType::fp8_e4m3, OpKind::attention).compute_efficiency == doctest::Approx(0.35));
+  CHECK(at(DType::fp8_e4m3, OpKind::gemm).memory_efficiency == 0.9);
+  CHECK(at(DType::fp8_e4m3, OpKind::norm).compute_efficiency == 0.3);
+  CHECK(at(DType::bf16, OpKind::gemm).compute_efficiency == 0.8);
+  CHECK(device_rates(hw, Precision::uniform(DType::fp8_e4m3), Method::calibrated)
+            .compute_fraction_note.find("measured in fp16; fp8_e4m3 products take them times 0.7 / "
+                                        "0.8") != std::string::npos);
+  CHECK(device_rates(hw, Precision::uniform(DType::bf16), Method::calibrated)
+            .compute_fraction_note.empty());
+  hw.calibration->format.reset();
+  CHECK(at(DType::fp8_e4m3, OpKind::gemm).compute_efficiency == 0.8);
+}
+
 TEST_CASE("sum of the max of two lines matches brute force") {
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> u(-5, 5);

@@ -680,6 +680,7 @@ def fit(
     profiled_on: Optional[Value] = None,
     fit_models: Optional[Value] = None,
     host_from: Optional[Value] = None,
+    host_stack: Optional[Value] = None,
     attention_from: Optional[Value] = None,
     attention_fit_stride: Optional[Value] = None,
     gemm: Optional[Value] = None,
@@ -700,6 +701,7 @@ def fit(
         profiled_on: --profiled-on: with --profile: fit the rows measured on this hardware (default: --hardware's); another GPU's rows carry over as fractions of each GPU's datasheet roofline
         fit_models: --fit-models: with --profile: the models whose rows are fitted, as the profile names them (default meta-llama/Llama-2-7b-hf); every other model's rows are held out
         host_from: --host-from: with --profile: the hardware whose host rows give the host overhead (default: --profiled-on's)
+        host_stack: --host-stack: with --profile: the serving stack whose host code the host rows timed (Vidur's: vLLM); the file says so, and runs under another stack's preset take the preset's host costs instead of these
         attention_from: --attention-from: with --profile: the hardware whose attention rows give the attention kernel's costs (default: --profiled-on's); another GPU's fit carries over as the same fractions of the roofline, launch overhead and query tile
         attention_fit_stride: --attention-fit-stride: with --profile: fit the attention rows whose KV context is a multiple of this many tokens; the others are held out (default: 256)
         gemm: --gemm: with --profile: roofline (efficiencies and a launch cost fitted to every measured shape) or table (the measured times, interpolated between shapes) (default: roofline)

@@ -309,10 +309,14 @@ void Scheduler::complete(const Iteration& it, double now) {
     if (rec.last_token_s >= 0) {
       const double gap = now - rec.last_token_s;
       rec.max_itl_s = std::max(rec.max_itl_s, gap);
-      // The sequences of an iteration mostly share their previous token's time: one run each.
+      // The sequences of an iteration mostly share their previous token's time: one run each
+      // (a gap not among this iteration's last few runs starts another run; the percentiles
+      // take runs of equal values as one).
+      const size_t first =
+          std::max(gaps_before, token_gaps_.size() - std::min<size_t>(token_gaps_.size(), 8));
       auto run =
-          std::find_if(token_gaps_.begin() + static_cast<std::ptrdiff_t>(gaps_before),
-                       token_gaps_.end(), [&](const CountedValue& c) { return c.value == gap; });
+          std::find_if(token_gaps_.begin() + static_cast<std::ptrdiff_t>(first), token_gaps_.end(),
+                       [&](const CountedValue& c) { return c.value == gap; });
       if (run != token_gaps_.end()) {
         ++run->count;
       } else {

@@ -694,7 +694,7 @@ def fit(
     Runs ``streamspark fit`` in-process. Returns FitResult.
 
     Parameters (the CLI's options; lists for comma-separated values):
-        measured: --measured: measurement file (.csv or .jsonl)
+        measured: --measured: measurement file (.csv or .jsonl), or several comma-separated: their rows fitted and held out together
         profile: --profile: a measured-operator table (from import-profile): fit GEMM rates, small-operator costs, collective curves and host overhead instead
         hardware: --hardware: the hardware to fit (catalog name or file)
         rows: --rows: hardware: the rows measured on it; all: every row (the parameters are fractions of each GPU's achievable rates) (default: hardware)

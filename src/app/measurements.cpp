@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
+#include <iterator>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -349,8 +350,27 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
 
 FitReport fit(const FitRequest& r, const Context& context) {
   const engine::Hardware hw = context.catalog.hardware(r.hardware);
+  // One file or several, comma-separated: their rows together (each names its file and line).
+  std::vector<spec::MeasurementRow> rows;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = r.file.find(',', start);
+    const std::string one =
+        r.file.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (one.empty() || (one == "-" && r.file != "-")) {
+      throw UsageError(
+          fmt::format("--measured: expected FILE or FILE,FILE,... (standard input, "
+                      "-, alone), got '{}'",
+                      r.file));
+    }
+    std::vector<spec::MeasurementRow> more = spec::load_measurements(one);
+    rows.insert(rows.end(), std::make_move_iterator(more.begin()),
+                std::make_move_iterator(more.end()));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
   const std::vector<engine::MeasuredRun> runs =
-      resolve_measurements(spec::load_measurements(r.file), context.catalog, {hw}, r.stack);
+      resolve_measurements(rows, context.catalog, {hw}, r.stack);
   std::vector<engine::MeasuredRun> used;
   std::set<std::string> hardware_names;
   std::set<std::string> stack_names;

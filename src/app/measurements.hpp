@@ -102,8 +102,8 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& request,
 STREAMSPARK_ENUM(FitRows, STREAMSPARK_FIT_ROWS)
 
 struct FitRequest {
-  std::string file;
-  std::string hardware;              // the hardware to fit (catalog name or file)
+  std::string file;      // a measurement file, or several comma-separated (their rows together)
+  std::string hardware;  // the hardware to fit (catalog name or file)
   FitRows rows = FitRows::hardware;  // hardware: the rows measured on it; all: every row
   std::string output;                // where the caller writes the fitted file (for the report)
   std::optional<std::string> stack;  // every row's preset; unset: each row's stack column's

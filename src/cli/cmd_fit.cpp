@@ -72,7 +72,9 @@ Command add_fit_command(CLI::App& root, const app::Context& context) {
       "costs to a published per-operator profile; write a hardware file");
   auto s = std::make_shared<FitCli>(app);
   OptionBinder& b = s->b;
-  b.text("--measured", s->r.file, "measurement file (.csv or .jsonl)");
+  b.text("--measured", s->r.file,
+         "measurement file (.csv or .jsonl), or several comma-separated: their rows fitted and "
+         "held out together");
   b.text("--profile", s->p.file,
          "a measured-operator table (from import-profile): fit GEMM rates, small-operator costs, "
          "collective curves and host overhead instead");

@@ -387,6 +387,8 @@ def plan(
     slo_ttft_p99: Optional[Value] = None,
     slo_tpot_p90: Optional[Value] = None,
     slo_tpot_p99: Optional[Value] = None,
+    slo_itl_p90: Optional[Value] = None,
+    slo_itl_p99: Optional[Value] = None,
     slo_e2e: Optional[Value] = None,
     minimize: Optional[Value] = None,
     maximize: Optional[Value] = None,
@@ -464,6 +466,8 @@ def plan(
         slo_ttft_p99: --slo-ttft-p99: p99 time to first token
         slo_tpot_p90: --slo-tpot-p90: p90 time per output token, e.g. '50 ms'
         slo_tpot_p99: --slo-tpot-p99: p99 time per output token
+        slo_itl_p90: --slo-itl-p90: p90 inter-token latency: of every gap between two of a request's tokens, pooled over the requests, e.g. '50 ms'
+        slo_itl_p99: --slo-itl-p99: p99 inter-token latency
         slo_e2e: --slo-e2e: p90 end-to-end latency
         minimize: --minimize: cost (default) or gpus
         maximize: --maximize: rate: the highest rate a fleet of --gpus serves
@@ -556,6 +560,8 @@ def serve_sim(
     slo_ttft_p99: Optional[Value] = None,
     slo_tpot_p90: Optional[Value] = None,
     slo_tpot_p99: Optional[Value] = None,
+    slo_itl_p90: Optional[Value] = None,
+    slo_itl_p99: Optional[Value] = None,
     slo_e2e: Optional[Value] = None,
     speculative: Optional[Value] = None,
 ) -> ServeSimResult:
@@ -631,6 +637,8 @@ def serve_sim(
         slo_ttft_p99: --slo-ttft-p99: p99 time to first token
         slo_tpot_p90: --slo-tpot-p90: p90 time per output token, e.g. '50 ms'
         slo_tpot_p99: --slo-tpot-p99: p99 time per output token
+        slo_itl_p90: --slo-itl-p90: p90 inter-token latency: of every gap between two of a request's tokens, pooled over the requests, e.g. '50 ms'
+        slo_itl_p99: --slo-itl-p99: p99 inter-token latency
         slo_e2e: --slo-e2e: p90 end-to-end latency
         speculative: --speculative: speculative decoding: draft=MODEL|self:layers=N,k=K,acceptance=A[:A2..] or heads=medusa|eagle|mtp,k=K,acceptance=A1:A2:.. (see analyze)
 

@@ -88,12 +88,8 @@ inline std::vector<ObjectiveCheck> objective_checks(const ServingRun& run) {
   const engine::ServiceObjectives& o = run.objectives;
   const engine::ServingMetrics& m = run.metrics;
   std::vector<ObjectiveCheck> out;
-  for (const auto& [name, value, limit] : {std::tuple{"p90 TTFT", m.ttft_s.p90, o.ttft_p90_s},
-                                           std::tuple{"p99 TTFT", m.ttft_s.p99, o.ttft_p99_s},
-                                           std::tuple{"p90 TPOT", m.tpot_s.p90, o.tpot_p90_s},
-                                           std::tuple{"p99 TPOT", m.tpot_s.p99, o.tpot_p99_s},
-                                           std::tuple{"p90 e2e", m.e2e_s.p90, o.e2e_p90_s}}) {
-    if (limit > 0) out.push_back({name, value, limit});
+  for (const engine::ServiceObjectives::Limit& l : o.limits()) {
+    if (*l.value > 0) out.push_back({l.name, l.of(m), *l.value});
   }
   return out;
 }

@@ -347,6 +347,10 @@ void bind_objectives(OptionBinder& b, engine::ServiceObjectives& o) {
         std::tuple{"--slo-ttft-p99", &o.ttft_p99_s, "p99 time to first token"},
         std::tuple{"--slo-tpot-p90", &o.tpot_p90_s, "p90 time per output token, e.g. '50 ms'"},
         std::tuple{"--slo-tpot-p99", &o.tpot_p99_s, "p99 time per output token"},
+        std::tuple{"--slo-itl-p90", &o.itl_p90_s,
+                   "p90 inter-token latency: of every gap between two of a request's tokens, "
+                   "pooled over the requests, e.g. '50 ms'"},
+        std::tuple{"--slo-itl-p99", &o.itl_p99_s, "p99 inter-token latency"},
         std::tuple{"--slo-e2e", &o.e2e_p90_s, "p90 end-to-end latency"}}) {
     b.custom<double>(names, *field, "", objective, help);
   }

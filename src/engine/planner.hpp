@@ -26,23 +26,45 @@ struct ServiceObjectives {
   double ttft_p99_s = 0;
   double tpot_p90_s = 0;
   double tpot_p99_s = 0;
+  // Inter-token latency over every gap between two tokens of a request, pooled over the
+  // requests (ServingMetrics::itl_s), as serving benchmarks report ITL percentiles.
+  double itl_p90_s = 0;
+  double itl_p99_s = 0;
   double e2e_p90_s = 0;
   // An objective that includes queueing (TTFT or end to end): without one, an overloaded
   // deployment whose queue grows without end would still meet a TPOT objective.
   bool bounds_queueing() const { return ttft_p90_s > 0 || ttft_p99_s > 0 || e2e_p90_s > 0; }
-  // Every limit with its JSON key and the metric it bounds ("ttft_p90_s", "ttft"), in the
-  // order TTFT p90, TTFT p99, TPOT p90, TPOT p99, e2e p90.
+  // Every limit with its JSON key, the metric it bounds ("ttft_p90_s", "ttft"), its name in
+  // reports ("p90 TTFT") and the percentile of the serving metrics it is checked against, in
+  // the order TTFT p90, TTFT p99, TPOT p90, TPOT p99, ITL p90, ITL p99, e2e p90.
   struct Limit {
     const char* key;
     const char* metric;
+    const char* name;
     double* value;
+    Percentiles ServingMetrics::*percentiles;
+    double Percentiles::*at;
+    double of(const ServingMetrics& m) const { return (m.*percentiles).*at; }
   };
-  std::array<Limit, 5> limits() {
-    return {Limit{"ttft_p90_s", "ttft", &ttft_p90_s}, Limit{"ttft_p99_s", "ttft", &ttft_p99_s},
-            Limit{"tpot_p90_s", "tpot", &tpot_p90_s}, Limit{"tpot_p99_s", "tpot", &tpot_p99_s},
-            Limit{"e2e_p90_s", "e2e", &e2e_p90_s}};
+  static constexpr size_t kLimits = 7;
+  std::array<Limit, kLimits> limits() {
+    return {
+        Limit{"ttft_p90_s", "ttft", "p90 TTFT", &ttft_p90_s, &ServingMetrics::ttft_s,
+              &Percentiles::p90},
+        Limit{"ttft_p99_s", "ttft", "p99 TTFT", &ttft_p99_s, &ServingMetrics::ttft_s,
+              &Percentiles::p99},
+        Limit{"tpot_p90_s", "tpot", "p90 TPOT", &tpot_p90_s, &ServingMetrics::tpot_s,
+              &Percentiles::p90},
+        Limit{"tpot_p99_s", "tpot", "p99 TPOT", &tpot_p99_s, &ServingMetrics::tpot_s,
+              &Percentiles::p99},
+        Limit{"itl_p90_s", "itl", "p90 ITL", &itl_p90_s, &ServingMetrics::itl_s, &Percentiles::p90},
+        Limit{"itl_p99_s", "itl", "p99 ITL", &itl_p99_s, &ServingMetrics::itl_s, &Percentiles::p99},
+        Limit{"e2e_p90_s", "e2e", "p90 e2e", &e2e_p90_s, &ServingMetrics::e2e_s,
+              &Percentiles::p90}};
   }
-  std::array<Limit, 5> limits() const { return const_cast<ServiceObjectives*>(this)->limits(); }
+  std::array<Limit, kLimits> limits() const {
+    return const_cast<ServiceObjectives*>(this)->limits();
+  }
 };
 
 // An objective a configuration misses: "p90 TTFT", its value and its limit (seconds).
@@ -53,8 +75,8 @@ struct ObjectiveMiss {
   double ratio() const { return value_s / limit_s; }
 };
 
-// The objective the metrics miss by the largest factor (value / limit), in the order TTFT p90,
-// TTFT p99, TPOT p90, TPOT p99, e2e p90 on ties; nullopt when every objective set is met.
+// The objective the metrics miss by the largest factor (value / limit), in the order of
+// ServiceObjectives::limits() on ties; nullopt when every objective set is met.
 std::optional<ObjectiveMiss> worst_miss(const ServingMetrics& m, const ServiceObjectives& o);
 
 // The same requests arriving `rate` times as fast: arrival times divided by `rate`.
@@ -173,12 +195,13 @@ STREAMSPARK_ENUM(CandidateStatus, STREAMSPARK_CANDIDATE_STATUSES)
 // unsupported: the device has no peak for the format, or the layout does not divide; node: its
 // TP group is larger than a node; does_not_fit: weights, activations and the longest
 // request's KV exceed the memory; gpu_limit: the deployment needs more GPUs than allowed (or
-// than the fleet has); ttft, tpot, e2e: an objective is missed even at the lowest rate tried;
+// than the fleet has); ttft, tpot, itl, e2e: an objective is missed even at the lowest rate
+// tried;
 // unstable: latencies that do not fall with the rate (not seen in practice).
 // clang-format off
 #define STREAMSPARK_REJECT_KINDS(X)                                                              \
   X(none, "") X(unsupported, "unsupported") X(node, "node") X(does_not_fit, "does_not_fit")      \
-  X(gpu_limit, "gpu_limit") X(ttft, "ttft") X(tpot, "tpot") X(e2e, "e2e")                        \
+  X(gpu_limit, "gpu_limit") X(ttft, "ttft") X(tpot, "tpot") X(itl, "itl") X(e2e, "e2e")          \
   X(unstable, "unstable")
 // clang-format on
 STREAMSPARK_ENUM(RejectKind, STREAMSPARK_REJECT_KINDS)

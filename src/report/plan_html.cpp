@@ -194,6 +194,7 @@ std::string html_inputs(const PlanReport& r) {
 
 // The ranked deployments' table with its legend, or "none".
 std::string html_ranked(const PlanReport& r) {
+  const engine::PlanInputs& in = in_of(r);
   const engine::PlanResult& res = res_of(r);
   auto e = [](std::string_view s) { return xml_escape(s); };
   std::string h;
@@ -219,7 +220,10 @@ std::string html_ranked(const PlanReport& r) {
       h += "</pre>\n";
     }
     h += "<p>" +
-         e("TTFT, TPOT, e2e: p90 of one replica simulated at the rate / replicas. $/M out: "
+         e(std::string(in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0
+                           ? "TTFT, TPOT, ITL, e2e"
+                           : "TTFT, TPOT, e2e") +
+           ": p90 of one replica simulated at the rate / replicas. $/M out: "
            "$/hour over the output tokens served in an hour; $/M in: the same over prompt "
            "tokens (each carries the whole cost). headroom: replicas x the highest rate a "
            "replica sustains / the rate - 1.") +

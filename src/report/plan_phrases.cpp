@@ -134,11 +134,7 @@ std::string objectives_text(const engine::ServiceObjectives& o) {
   auto add = [&](const char* name, double v) {
     if (v > 0) s += (s.empty() ? "" : ", ") + fmt::format("{} <= {}", name, format_time(v));
   };
-  add("p90 TTFT", o.ttft_p90_s);
-  add("p99 TTFT", o.ttft_p99_s);
-  add("p90 TPOT", o.tpot_p90_s);
-  add("p99 TPOT", o.tpot_p99_s);
-  add("p90 e2e", o.e2e_p90_s);
+  for (const engine::ServiceObjectives::Limit& l : o.limits()) add(l.name, *l.value);
   return s;
 }
 
@@ -251,6 +247,7 @@ std::string prefix_cache_text(const engine::PlanInputs& in) {
 json latency_json(const engine::ServingMetrics& m) {
   return json{{"ttft_s", percentiles_json(m.ttft_s)},
               {"tpot_s", percentiles_json(m.tpot_s)},
+              {"itl_s", percentiles_json(m.itl_s)},
               {"e2e_s", percentiles_json(m.e2e_s)}};
 }
 
@@ -435,11 +432,22 @@ bool same_size(const PlanCandidate& a, const PlanCandidate& b) {
 
 namespace {
 
-const std::vector<std::string> kPlanBandMetrics = {"ttft", "tpot", "e2e"};
+// The metrics whose p90 the plan's tables show: TTFT, TPOT, the inter-token latency where an
+// objective bounds it, e2e.
+bool itl_objective(const engine::PlanInputs& in) {
+  return in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0;
+}
+std::vector<std::string> plan_band_metrics(const engine::PlanInputs& in) {
+  if (itl_objective(in)) return {"ttft", "tpot", "itl", "e2e"};
+  return {"ttft", "tpot", "e2e"};
+}
 
 double p90_of(const engine::PlanCandidate& c, const std::string& metric) {
   const engine::ServingMetrics& m = c.at_target;
-  return metric == "ttft" ? m.ttft_s.p90 : metric == "tpot" ? m.tpot_s.p90 : m.e2e_s.p90;
+  return metric == "ttft"   ? m.ttft_s.p90
+         : metric == "tpot" ? m.tpot_s.p90
+         : metric == "itl"  ? m.itl_s.p90
+                            : m.e2e_s.p90;
 }
 
 std::vector<size_t> shown_ranking(const PlanReport& r) {
@@ -453,14 +461,18 @@ std::vector<size_t> shown_ranking(const PlanReport& r) {
 
 Rows bands_rows(const PlanReport& r) {
   Rows t;
-  t.headers = {"rank", "hardware", "TTFT p90 band", "TPOT p90 band", "e2e p90 band"};
-  t.left = {false, true, true, true, true};
+  const std::vector<std::string> metrics = plan_band_metrics(in_of(r));
+  t.headers = {"rank", "hardware", "TTFT p90 band", "TPOT p90 band"};
+  if (itl_objective(in_of(r))) t.headers.push_back("ITL p90 band");
+  t.headers.push_back("e2e p90 band");
+  t.left = std::vector<bool>(t.headers.size(), true);
+  t.left[0] = false;
   const std::vector<size_t> shown = shown_ranking(r);
   for (size_t k = 0; k < shown.size(); ++k) {
     const engine::PlanCandidate& c = res_of(r).candidates[shown[k]];
     const std::string& hw = in_of(r).hardware[c.hardware].name;
     std::vector<std::string> row = {std::to_string(k + 1), hw};
-    for (const std::string& m : kPlanBandMetrics) {
+    for (const std::string& m : metrics) {
       row.push_back(band_cell(*r.bands, hw, m, p90_of(c, m)));
     }
     t.cells.push_back(std::move(row));
@@ -479,11 +491,11 @@ std::vector<std::string> bands_lines(const PlanReport& r) {
   for (size_t i : shown_ranking(r)) {
     const std::string& hw = in_of(r).hardware[res_of(r).candidates[i].hardware].name;
     if (std::find(hardware.begin(), hardware.end(), hw) == hardware.end()) hardware.push_back(hw);
-    any = any || any_band(b, hw, kPlanBandMetrics);
+    any = any || any_band(b, hw, plan_band_metrics(in_of(r)));
   }
   if (!any) {
     for (const std::string& hw : hardware) {
-      std::string line = no_band_line(b, hw, kPlanBandMetrics);
+      std::string line = no_band_line(b, hw, plan_band_metrics(in_of(r)));
       if (!line.empty()) line.pop_back();
       if (!line.empty()) out.push_back(line);
     }
@@ -556,7 +568,7 @@ nlohmann::json plan_bands_json(const PlanReport& r) {
 nlohmann::json candidate_bands_json(const PlanReport& r, const engine::PlanCandidate& c) {
   nlohmann::json out = nlohmann::json::array();
   const std::string& hw = in_of(r).hardware[c.hardware].name;
-  for (const std::string& m : kPlanBandMetrics)
+  for (const std::string& m : plan_band_metrics(in_of(r)))
     out.push_back(band_json(*r.bands, hw, m, p90_of(c, m)));
   return out;
 }
@@ -598,6 +610,9 @@ Rows ranked_rows(const PlanReport& r) {
   column("requests/s");
   column("TTFT p90");
   column("TPOT p90");
+  // The inter-token latency where an objective bounds it.
+  const bool itl = in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0;
+  if (itl) column("ITL p90");
   column("e2e p90");
   column("headroom");
   for (size_t k = 0; k < shown; ++k) {
@@ -636,6 +651,7 @@ Rows ranked_rows(const PlanReport& r) {
     row.push_back(significant(c.served_rate));
     row.push_back(format_time(c.at_target.ttft_s.p90));
     row.push_back(format_time(c.at_target.tpot_s.p90));
+    if (itl) row.push_back(format_time(c.at_target.itl_s.p90));
     row.push_back(format_time(c.at_target.e2e_s.p90));
     row.push_back(in.goal == PlanGoal::max_rate ? "-" : whole_percent(c.headroom));
     t.cells.push_back(std::move(row));

@@ -237,7 +237,9 @@ std::string plan_table(const PlanReport& r) {
         "{} of one replica simulated at {} / replicas. $/M out: $/hour over the output tokens "
         "served in an hour at that rate; $/M in: the same over prompt tokens (each carries the "
         "whole cost). headroom: replicas x the highest rate a replica sustains / the rate - 1.\n",
-        "TTFT, TPOT, e2e: p90", in.goal == PlanGoal::max_rate ? "the rate" : "the target rate");
+        in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0 ? "TTFT, TPOT, ITL, e2e: p90"
+                                                                   : "TTFT, TPOT, e2e: p90",
+        in.goal == PlanGoal::max_rate ? "the rate" : "the target rate");
     if (const std::string note = capped_note(r); !note.empty()) out += note + "\n";
     if (const std::string note = mixed_method_note(r); !note.empty()) out += note + "\n";
     const size_t shown =
@@ -396,7 +398,8 @@ std::string plan_csv(const PlanReport& r) {
       "rank,model,hardware,format,tp,pp,ep,max_batch,chunked_prefill,status,reject_kind,"
       "replicas,gpus,usd_per_hour,usd_per_month,usd_per_million_output_tokens,usd_per_million_"
       "input_tokens,"
-      "served_rate,ttft_p90_s,tpot_p90_s,e2e_p90_s,ttft_p99_s,tpot_p99_s,headroom,"
+      "served_rate,ttft_p90_s,tpot_p90_s,e2e_p90_s,ttft_p99_s,tpot_p99_s,itl_p90_s,itl_p99_s,"
+      "headroom,"
       "sustainable_rate,rate_bound,kv_capacity_tokens,simulations,reason";
   // With --disaggregate: the unit's pools (hardware, format, tp and pp above: the prefill
   // pool's).
@@ -434,12 +437,12 @@ std::string plan_csv(const PlanReport& r) {
       }
       const engine::ServingMetrics& m = c.at_target;
       for (double v : {c.served_rate, m.ttft_s.p90, m.tpot_s.p90, m.e2e_s.p90, m.ttft_s.p99,
-                       m.tpot_s.p99, c.headroom}) {
+                       m.tpot_s.p99, m.itl_s.p90, m.itl_s.p99, c.headroom}) {
         row += ',';
         row += g(v);
       }
     } else {
-      row += ",,,,,,,,,,,,,";
+      row += ",,,,,,,,,,,,,,,";
     }
     row += verified(c) ? "," + g(c.sustainable_rate) : ",";
     row += c.rate_bound > 0 ? "," + g(c.rate_bound) + "," + std::to_string(c.kv_capacity_tokens)

@@ -38,7 +38,27 @@ TEST_CASE("worst_miss: the objective missed by the largest factor") {
   o.ttft_p90_s = 1.0;
   CHECK_FALSE(worst_miss(m, o).has_value());
   CHECK(o.bounds_queueing());
-  CHECK_FALSE(ServiceObjectives{0, 0, 0.05, 0, 0}.bounds_queueing());
+  ServiceObjectives tpot_only;
+  tpot_only.tpot_p90_s = 0.05;
+  CHECK_FALSE(tpot_only.bounds_queueing());
+  // The inter-token latency's percentiles (the pooled gaps), between TPOT and e2e on ties.
+  m.itl_s.p90 = 0.03;
+  m.itl_s.p99 = 0.2;
+  o = {};
+  o.itl_p90_s = 0.05;
+  CHECK_FALSE(worst_miss(m, o).has_value());
+  o.itl_p99_s = 0.1;  // 0.2 / 0.1 = 2
+  REQUIRE(worst_miss(m, o).has_value());
+  CHECK(worst_miss(m, o)->objective == "p99 ITL");
+  CHECK(worst_miss(m, o)->ratio() == doctest::Approx(2.0));
+  CHECK_FALSE(o.bounds_queueing());
+  // Every limit once, in report order, each reading its own percentile.
+  const auto limits = o.limits();
+  REQUIRE(limits.size() == 7);
+  CHECK(std::string(limits[4].name) == "p90 ITL");
+  CHECK(std::string(limits[4].metric) == "itl");
+  CHECK(limits[5].of(m) == 0.2);
+  CHECK(std::string(limits[6].key) == "e2e_p90_s");
 }
 
 TEST_CASE("arrivals rescale to a rate; a trace to one request per second") {
@@ -429,6 +449,17 @@ TEST_CASE("plan: analytic rejections and the closest configuration") {
   CHECK(c.miss->objective == "p90 TPOT");
   CHECK(c.miss->value_s > 26.03e9 / 2 / 3.35e12);
   CHECK(c.reason.find("p90 TPOT") != std::string::npos);
+  // The same bound on the inter-token latency: every gap is at least its request's decode step
+  // alone, so 2 ms of p90 ITL is missed alike, as an ITL rejection.
+  in.objectives.tpot_p90_s = 0;
+  in.objectives.itl_p90_s = 0.002;
+  const PlanResult by_itl = plan(in);
+  CHECK(by_itl.ranking.empty());
+  CHECK(by_itl.simulations == 0);
+  REQUIRE(by_itl.closest.has_value());
+  CHECK(by_itl.candidates[*by_itl.closest].reject == RejectKind::itl);
+  CHECK(by_itl.candidates[*by_itl.closest].miss->objective == "p90 ITL");
+  CHECK(by_itl.candidates[*by_itl.closest].miss->value_s == doctest::Approx(c.miss->value_s));
 
   // tp 3 does not divide 40 heads: unsupported, never simulated.
   in = small_grid();

@@ -4,7 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+
+#include "engine/text.hpp"
 
 namespace streamspark::app {
 
@@ -28,24 +29,16 @@ engine::StackExecution execution_of(const engine::ServingStack* stack) {
   return stack ? stack->execution : engine::StackExecution{};
 }
 
-namespace {
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-}  // namespace
-
 const engine::ServingStack* stack_for_row(const std::vector<engine::ServingStack>& presets,
                                           const std::string& row_stack) {
-  const std::string text = lower(row_stack);
+  const std::string text = engine::lower_ascii(row_stack);
   for (const engine::ServingStack& p : presets) {
-    const std::string name = lower(p.stack) + " ";
+    const std::string name = engine::lower_ascii(p.stack) + " ";
     if (text.rfind(name, 0) != 0) continue;
     std::string version = text.substr(name.size());
     if (!version.empty() && version[0] == 'v') version.erase(0, 1);
     for (const std::string& prefix : p.versions) {
-      std::string want = lower(prefix);
+      std::string want = engine::lower_ascii(prefix);
       if (!want.empty() && want[0] == 'v') want.erase(0, 1);
       // "0.6" matches 0.6, 0.6.3, 0.6.3.post1, not 0.60.
       if (version.rfind(want, 0) == 0 &&

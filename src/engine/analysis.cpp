@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
 #include <string>
 
 #include "engine/overflow.hpp"
+#include "engine/text.hpp"
 
 namespace streamspark::engine {
 
@@ -33,13 +33,6 @@ void for_each_segment(const std::vector<int64_t>& starts, int64_t first, int64_t
     lo = start;
   }
   if (end > lo) f(lo, end - lo);
-}
-}  // namespace
-
-namespace {
-std::string lower_ascii(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 }  // namespace
 

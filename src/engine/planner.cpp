@@ -67,11 +67,13 @@ SchedulerOptions scheduler_of(const PlanInputs& in, const PlanCandidate& c) {
   return s;
 }
 
+// A latency miss's reject kind: the limit's metric ("ttft", "tpot", "itl", "e2e") names it.
 RejectKind kind_of(const ObjectiveMiss& m) {
-  if (m.objective.find("TTFT") != std::string::npos) return RejectKind::ttft;
-  if (m.objective.find("TPOT") != std::string::npos) return RejectKind::tpot;
-  if (m.objective.find("ITL") != std::string::npos) return RejectKind::itl;
-  return RejectKind::e2e;
+  const auto kind = parse_enum<RejectKind>(m.metric);
+  if (!kind || *kind == RejectKind::none) {
+    throw std::logic_error("plan: a latency miss without its metric: " + m.objective);
+  }
+  return *kind;
 }
 
 std::string miss_text(const ObjectiveMiss& m) {
@@ -798,12 +800,12 @@ const ServiceObjectives& objectives_for(const PlanInputs& in, const PlanCandidat
 
 std::optional<ObjectiveMiss> worst_miss(const ServingMetrics& m, const ServiceObjectives& o) {
   std::optional<ObjectiveMiss> worst;
-  auto check = [&](const char* name, double value, double limit) {
-    if (limit <= 0 || value <= limit) return;
-    ObjectiveMiss miss{name, value, limit};
+  for (const ServiceObjectives::Limit& l : o.limits()) {
+    const double value = l.of(m);
+    if (*l.value <= 0 || value <= *l.value) continue;
+    ObjectiveMiss miss{l.name, value, *l.value, l.metric};
     if (!worst || miss.ratio() > worst->ratio()) worst = miss;
-  };
-  for (const ServiceObjectives::Limit& l : o.limits()) check(l.name, l.of(m), *l.value);
+  }
   return worst;
 }
 

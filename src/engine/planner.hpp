@@ -34,6 +34,8 @@ struct ServiceObjectives {
   // An objective that includes queueing (TTFT or end to end): without one, an overloaded
   // deployment whose queue grows without end would still meet a TPOT objective.
   bool bounds_queueing() const { return ttft_p90_s > 0 || ttft_p99_s > 0 || e2e_p90_s > 0; }
+  // An inter-token latency objective is set (reports then show ITL p90 beside TPOT p90).
+  bool bounds_itl() const { return itl_p90_s > 0 || itl_p99_s > 0; }
   // Every limit with its JSON key, the metric it bounds ("ttft_p90_s", "ttft"), its name in
   // reports ("p90 TTFT") and the percentile of the serving metrics it is checked against, in
   // the order TTFT p90, TTFT p99, TPOT p90, TPOT p99, ITL p90, ITL p99, e2e p90.
@@ -72,6 +74,7 @@ struct ObjectiveMiss {
   std::string objective;
   double value_s = 0;
   double limit_s = 0;
+  std::string metric{};  // a latency limit's ServiceObjectives::Limit::metric ("ttft"); else
   double ratio() const { return value_s / limit_s; }
 };
 

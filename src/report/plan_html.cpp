@@ -220,9 +220,7 @@ std::string html_ranked(const PlanReport& r) {
       h += "</pre>\n";
     }
     h += "<p>" +
-         e(std::string(in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0
-                           ? "TTFT, TPOT, ITL, e2e"
-                           : "TTFT, TPOT, e2e") +
+         e(std::string(in.objectives.bounds_itl() ? "TTFT, TPOT, ITL, e2e" : "TTFT, TPOT, e2e") +
            ": p90 of one replica simulated at the rate / replicas. $/M out: "
            "$/hour over the output tokens served in an hour; $/M in: the same over prompt "
            "tokens (each carries the whole cost). headroom: replicas x the highest rate a "

@@ -434,11 +434,8 @@ namespace {
 
 // The metrics whose p90 the plan's tables show: TTFT, TPOT, the inter-token latency where an
 // objective bounds it, e2e.
-bool itl_objective(const engine::PlanInputs& in) {
-  return in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0;
-}
 std::vector<std::string> plan_band_metrics(const engine::PlanInputs& in) {
-  if (itl_objective(in)) return {"ttft", "tpot", "itl", "e2e"};
+  if (in.objectives.bounds_itl()) return {"ttft", "tpot", "itl", "e2e"};
   return {"ttft", "tpot", "e2e"};
 }
 
@@ -463,7 +460,7 @@ Rows bands_rows(const PlanReport& r) {
   Rows t;
   const std::vector<std::string> metrics = plan_band_metrics(in_of(r));
   t.headers = {"rank", "hardware", "TTFT p90 band", "TPOT p90 band"};
-  if (itl_objective(in_of(r))) t.headers.push_back("ITL p90 band");
+  if (in_of(r).objectives.bounds_itl()) t.headers.push_back("ITL p90 band");
   t.headers.push_back("e2e p90 band");
   t.left = std::vector<bool>(t.headers.size(), true);
   t.left[0] = false;
@@ -610,8 +607,7 @@ Rows ranked_rows(const PlanReport& r) {
   column("requests/s");
   column("TTFT p90");
   column("TPOT p90");
-  // The inter-token latency where an objective bounds it.
-  const bool itl = in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0;
+  const bool itl = in.objectives.bounds_itl();  // ITL p90 where an objective bounds it
   if (itl) column("ITL p90");
   column("e2e p90");
   column("headroom");

@@ -237,8 +237,7 @@ std::string plan_table(const PlanReport& r) {
         "{} of one replica simulated at {} / replicas. $/M out: $/hour over the output tokens "
         "served in an hour at that rate; $/M in: the same over prompt tokens (each carries the "
         "whole cost). headroom: replicas x the highest rate a replica sustains / the rate - 1.\n",
-        in.objectives.itl_p90_s > 0 || in.objectives.itl_p99_s > 0 ? "TTFT, TPOT, ITL, e2e: p90"
-                                                                   : "TTFT, TPOT, e2e: p90",
+        in.objectives.bounds_itl() ? "TTFT, TPOT, ITL, e2e: p90" : "TTFT, TPOT, e2e: p90",
         in.goal == PlanGoal::max_rate ? "the rate" : "the target rate");
     if (const std::string note = capped_note(r); !note.empty()) out += note + "\n";
     if (const std::string note = mixed_method_note(r); !note.empty()) out += note + "\n";

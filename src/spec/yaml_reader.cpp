@@ -2,7 +2,6 @@
 #include "spec/yaml_reader.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
 
+#include "engine/text.hpp"
 #include "spec/input_file.hpp"
 
 namespace streamspark::spec {
@@ -193,11 +193,7 @@ std::optional<std::string> closest_match(std::string_view word,
 
 std::vector<std::string> likely_matches(std::string_view word,
                                         const std::vector<std::string>& candidates) {
-  auto lower = [](std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
+  const auto lower = [](std::string_view s) { return engine::lower_ascii(s); };
   const std::string w = lower(word);
   std::vector<std::string> prefixed;
   for (const std::string& c : candidates) {

@@ -74,7 +74,7 @@ struct ObjectiveMiss {
   std::string objective;
   double value_s = 0;
   double limit_s = 0;
-  std::string metric{};  // a latency limit's ServiceObjectives::Limit::metric ("ttft"); else
+  std::string metric{};  // a latency limit's metric ("ttft"); empty for the GPU limit
   double ratio() const { return value_s / limit_s; }
 };
 

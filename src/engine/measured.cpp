@@ -58,7 +58,14 @@ AnalysisOptions options_for(const MeasuredRun& run, Method method) {
   o.method = method;
   o.costing.precision = run.precision;
   o.costing.parallel = run.layout;
-  if (run.preset) o.stack = run.preset->execution;
+  if (run.preset) {
+    o.stack = run.preset->execution;
+  } else {
+    // No preset covers the row's stack at its version: vLLM's scheduler defaults, no host costs
+    // of its own, but its name, so that a hardware file's host costs measured for another
+    // stack's host code (a profile of vLLM's) are not charged to it (stack_host_costs_apply).
+    o.stack.stack = run.stack_name;
+  }
   return o;
 }
 

@@ -179,8 +179,9 @@ json intervals_json(const std::vector<engine::ErrorBand>& bands) {
 
 }  // namespace
 
-// "stack presets: vllm-0.6 on 17 rows; 79 rows without one (vLLM's scheduler defaults, no host
-// costs)", or nothing when no row has one.
+// "stack presets: vllm-0.6 on 17 rows; 79 rows without one (vLLM's scheduler defaults; host
+// costs only a hardware file's measured ones of the row's stack)", or nothing when no row has
+// one.
 std::string presets_line(const MeasuredValidation& v) {
   std::map<std::string, int64_t> by;
   int64_t none = 0;
@@ -197,8 +198,10 @@ std::string presets_line(const MeasuredValidation& v) {
     out += fmt::format("{}{} on {} row{}", out.empty() ? "" : ", ", name, n, n == 1 ? "" : "s");
   }
   if (none > 0) {
-    out += fmt::format("; {} row{} without one (vLLM's scheduler defaults, no host costs)", none,
-                       none == 1 ? "" : "s");
+    out += fmt::format(
+        "; {} row{} without one (vLLM's scheduler defaults; host costs only a hardware file's "
+        "measured ones of the row's stack)",
+        none, none == 1 ? "" : "s");
   }
   return "stack presets: " + out + "\n";
 }

@@ -317,3 +317,38 @@ TEST_CASE("ITL: a static batch's gaps are its decode steps; a serving run pools 
   const MeasuredMetrics alone = predict(r, Method::calibrated);
   CHECK(*alone.itl_s == doctest::Approx(*alone.tpot_s).epsilon(0.01));
 }
+
+TEST_CASE(
+    "a profile's host costs are its stack's: a row of another stack, preset or not, runs without "
+    "them") {
+  // A hardware file whose calibration timed vLLM's host code: 1 ms per iteration and 10 us per
+  // sequence (a profiled file's step and sequence overheads, host_stack "vLLM").
+  MeasuredRun r;
+  r.model = test::llama2_13b();
+  r.hardware = h100_achievable();
+  Calibration cal;
+  for (const char* kind :
+       {"gemm", "attention", "norm", "elementwise", "gather", "kv_write", "scan", "sampling"}) {
+    cal.classes[kind] = ClassCalibration{0.8, 0.9};
+  }
+  cal.step_overhead_s = 1e-3;
+  cal.sequence_overhead_s = 10e-6;
+  cal.host_stack = "vLLM";
+  cal.source = "test";
+  r.hardware.calibration = cal;
+  r.batch = 4;
+  r.input_len = LengthDistribution::fixed(128);
+  r.output_len = LengthDistribution::fixed(16);
+  r.measured.ttft_s = 1;
+  const auto ttft = [&](const std::string& stack) {
+    r.stack_name = stack;
+    return *predict(r, Method::calibrated).ttft_s;
+  };
+  // A vLLM row without a preset and a row that names no stack keep vLLM's measured costs; a
+  // TensorRT-LLM row (no preset covers its version) runs without them: its batch's prefill
+  // pass is 1 ms + 4 x 10 us shorter, nothing else changes.
+  const double vllm = ttft("vLLM");
+  CHECK(ttft("") == vllm);
+  CHECK(ttft("vllm") == vllm);  // names compare without case
+  CHECK(ttft("TensorRT-LLM") == doctest::Approx(vllm - 1e-3 - 4 * 10e-6).epsilon(1e-9));
+}

@@ -416,7 +416,7 @@ def plan(
         emit: --emit [2 values]: also write the chosen deployment's launch commands, benchmark client and read-back scripts: --emit vllm|sglang|trtllm DIR
         emit_model: --emit-model: with --emit, the checkpoint to serve (default: the one the model file's source cites)
         model: --model: model names or paths, comma-separated
-        hardware: --hardware: hardware names or paths, comma-separated (default: every GPU in hardware/)
+        hardware: --hardware: hardware names or paths, comma-separated (default: every GPU in hardware/ once, its profiled file where there is one)
         dtype: --dtype: formats, comma-separated; each sets weights, activations, embedding and KV cache: fp32, bf16, fp16, fp8, int8, int4 (default: bf16)
         weights: --weights: layer weight matrices only (e.g. int4, int3 for weight-only quantization)
         attention_weights: --attention-weights: attention projections (q, k, v, o) in this format instead of --weights (Llama 3.1's FP8 checkpoints: --dtype fp8 --attention-weights bf16)

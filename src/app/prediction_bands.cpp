@@ -21,7 +21,7 @@ void append_classified_errors(const engine::MeasuredRun& run,
                               const std::vector<engine::MetricComparison>& comparisons,
                               std::vector<engine::ClassifiedError>& errors) {
   for (const engine::MetricComparison& c : comparisons) {
-    errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware_name, c.metric},
+    errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware.name, c.metric},
                       c.error(),
                       c.where});
   }
@@ -53,12 +53,14 @@ std::optional<engine::PredictionBands> prediction_bands(
     const std::vector<engine::MeasuredRun> runs =
         resolve_measurements(spec::load_measurements(file), context.catalog, hardware);
     for (const engine::MeasuredRun& run : runs) {
-      if (!names.count(run.hardware_name)) continue;
+      // The file the row was predicted on (a profiled file of the row's GPU where the
+      // predictions' hardware is one: resolve_measurements), not the name the row gives.
+      if (!names.count(run.hardware.name)) continue;
       // A row of another stack's class gives the predictions no band: counted, not predicted.
       const std::string cls = interval_stack(run.preset, run.stack_name);
       if (cls != out.stack) {
         for (const engine::MeasuredMetricField& f : engine::kMeasuredMetricFields) {
-          if (run.measured.*f.value) ++out.other_rows[{cls, run.hardware_name, f.name}];
+          if (run.measured.*f.value) ++out.other_rows[{cls, run.hardware.name, f.name}];
         }
         continue;
       }

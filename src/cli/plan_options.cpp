@@ -155,7 +155,8 @@ void bind_plan_options(PlanCli& s) {
   app::PlanRequest& r = s.r;
   b.names("--model,-m", r.models, "model names or paths, comma-separated")->required();
   b.names("--hardware,-H", r.hardware,
-          "hardware names or paths, comma-separated (default: every GPU in hardware/)");
+          "hardware names or paths, comma-separated (default: every GPU in hardware/ once, its "
+          "profiled file where there is one)");
   bind_format_list(b, r.dtypes, r.formats);
   bind_method(b, r.method, "iteration cost: roofline, bandwidth or calibrated");
   bind_grid(b, r);

@@ -1,10 +1,12 @@
 // The serving services in-process: serve-sim and plan, the scheduler settings they refuse.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 
 #include "app/errors.hpp"
 #include "app/plan.hpp"
+#include "app/profiles.hpp"
 #include "app/serve_sim.hpp"
 #include "service_context.hpp"
 
@@ -248,4 +250,38 @@ TEST_CASE("serve-sim --disaggregate with swap preemption: each pool names its ho
   out = app::serve_sim(r, s.context);
   CHECK(out.run.disaggregation->prefill.host_bandwidth == 0);
   CHECK(out.run.disaggregation->decode.host_link.empty());
+}
+
+TEST_CASE("plan without --hardware: every catalog GPU once, its profiled file where it has one") {
+  test::ServiceContext s;
+  app::PlanRequest r = small_plan();
+  r.hardware.clear();
+  r.stack = "vllm-0.6";
+  const app::PlanOutcome o = app::plan(r, s.context, nullptr);
+  std::set<std::string> names;
+  std::set<std::string> gpus;  // the GPU each file stands for
+  for (const engine::Hardware& h : o.inputs.hardware) {
+    names.insert(h.name);
+    const std::string gpu = app::profile_hardware_of(h);
+    CHECK(gpus.insert(gpu.empty() ? h.name : gpu).second);  // no GPU twice
+  }
+  // The catalog's profiled files (fit --profile) stand for their GPUs; GPUs without one keep
+  // their datasheet file.
+  for (const char* profiled :
+       {"a100-80gb-profiled", "h100-sxm-profiled", "h200-profiled", "h800-profiled"}) {
+    CHECK(names.count(profiled) == 1);
+  }
+  for (const char* plain : {"a100-80gb", "h100-sxm", "h200", "h800"})
+    CHECK(names.count(plain) == 0);
+  CHECK(names.count("b200") == 1);
+  CHECK(names.count("mi300x") == 1);
+  // The validation rows of h100-sxm (published.csv's 17 vLLM 0.6.3 rows) are predicted on the
+  // profiled file that stands for it, and their errors are its band's.
+  REQUIRE(o.bands);
+  bool h100_band = false;
+  for (const engine::ErrorBand& b : o.bands->bands) {
+    CHECK(b.cls.hardware != "h100-sxm");
+    h100_band = h100_band || (b.cls.hardware == "h100-sxm-profiled" && b.has_band);
+  }
+  CHECK(h100_band);
 }

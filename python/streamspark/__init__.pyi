@@ -665,7 +665,7 @@ def validate_measured(
 
     Parameters (the CLI's options; lists for comma-separated values):
         model: --model: model name in model_zoo/ or a YAML path
-        hardware: --hardware: this machine's hardware file (from `streamspark probe`); with --measured, hardware files (comma-separated) replacing the catalog entries of their names or of the GPUs they profile (from `fit`)
+        hardware: --hardware: this machine's hardware file (from `streamspark probe`); with --measured, hardware files (comma-separated) replacing the catalog entries of their names or of the GPUs they profile (from `fit`; without -H, the catalog's profiled files for their GPUs)
         measured: --measured: compare with a measurement file of serving-stack runs (.csv or .jsonl) instead of running the runtime
         method: --method: calibrated, roofline or bandwidth (default: calibrated)
         tolerance: --tolerance: exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0); with --measured also per metric: ttft=20%,tpot=10%,e2e=..,output_tok_s=..

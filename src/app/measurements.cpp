@@ -328,8 +328,15 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
     }
     rows = spec::load_measurement_text(v.file, text, kind);
   }
-  v.runs = resolve_measurements(rows, context.catalog,
-                                load_hardware_files(context.catalog, r.hardware), r.stack);
+  // Without --hardware, each row's GPU is costed on the catalog's profiled file of it where
+  // there is one (its kernels' measured costs, as plan's default grid), else on its own file.
+  std::vector<engine::Hardware> files;
+  if (r.hardware.empty()) {
+    for (auto& [gpu, h] : catalog_profiled_gpus(context)) files.push_back(std::move(h));
+  } else {
+    files = load_hardware_files(context.catalog, r.hardware);
+  }
+  v.runs = resolve_measurements(rows, context.catalog, files, r.stack);
   for (const engine::MeasuredRun& run : v.runs) {
     v.comparisons.push_back(engine::compare(run, predict_row(run, r.method)));
   }

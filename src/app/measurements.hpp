@@ -55,7 +55,10 @@ STREAMSPARK_ENUM(GateMode, STREAMSPARK_GATE_MODES)
 
 struct MeasuredValidateRequest {
   std::string file;  // .csv or .jsonl; vLLM's .json or SGLang's .jsonl result; "-": stdin
-  std::vector<std::string> hardware;  // files replacing the catalog entries of their names
+  // Files replacing the catalog entries of their names (a profiled file, those of its GPU);
+  // empty: the catalog's profiled files for their GPUs' rows (catalog_profiled_gpus), the
+  // catalog's own file of any other GPU.
+  std::vector<std::string> hardware;
   // A benchmark result's model (default: the catalog model its model_id names) and hardware
   // (the first of `hardware`, required for a result).
   std::string model;

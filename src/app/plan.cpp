@@ -11,49 +11,25 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <stdexcept>
 
 #include "app/errors.hpp"
 #include "app/parallel_runner.hpp"
 #include "app/runtime_setup.hpp"
-#include "spec/diagnostics.hpp"
-#include "spec/hardware_spec.hpp"
 
 namespace streamspark::app {
 
 namespace {
 
-// The request's hardware, or every GPU of the catalog once (a file that fails to load is warned
-// about, one line per problem, and left out): a GPU's profiled file where the catalog has one
-// (fit --profile: a100-80gb-profiled for a100-80gb, its kernels' measured costs), else its
-// datasheet file, so that the default plan rests on the most measured costs the catalog holds.
+// The request's hardware, or every GPU of the catalog once (catalog_gpus): a GPU's profiled
+// file where the catalog has one (fit --profile: a100-80gb-profiled for a100-80gb, its
+// kernels' measured costs), else its datasheet file, so that the default plan rests on the most
+// measured costs the catalog holds.
 std::vector<engine::Hardware> plan_hardware(const PlanRequest& r, const Context& context) {
   std::vector<engine::Hardware> out;
   if (r.hardware.empty()) {
-    std::map<std::string, engine::Hardware> profiled;  // by the GPU each stands for
-    for (const std::string& path : context.catalog.list(spec::SpecKind::hardware)) {
-      try {
-        engine::Hardware h = spec::load_hardware(path);
-        if (h.kind != engine::HardwareKind::gpu) continue;
-        const std::string gpu = profile_hardware_of(h);
-        if (gpu.empty() || gpu == h.name) {
-          out.push_back(std::move(h));
-        } else if (!profiled.count(gpu)) {  // the first by file name, when several
-          profiled.emplace(gpu, std::move(h));
-        }
-      } catch (const spec::SpecError& e) {
-        for (const auto& d : e.diagnostics()) context.warning(d.format());
-      }
-    }
-    for (engine::Hardware& h : out) {
-      const auto it = profiled.find(h.name);
-      if (it == profiled.end()) continue;
-      h = std::move(it->second);
-      profiled.erase(it);
-    }
-    for (auto& [gpu, h] : profiled) out.push_back(std::move(h));  // no datasheet file of its own
+    out = catalog_gpus(context);
     if (out.empty()) throw UsageError("--hardware: the catalog has no GPU");
   } else {
     for (const std::string& h : r.hardware) out.push_back(context.catalog.hardware(h));

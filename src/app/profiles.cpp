@@ -17,6 +17,7 @@
 #include "engine/overflow.hpp"
 #include "engine/roofline.hpp"
 #include "engine/statistics.hpp"
+#include "spec/hardware_spec.hpp"
 #include "spec/quantity.hpp"
 
 namespace streamspark::app {
@@ -432,6 +433,49 @@ std::vector<std::string> fitted_models_of(const engine::Hardware& hw) {
 
 std::string profile_hardware_of(const engine::Hardware& hw) {
   return provenance_value(hw, "profile_hardware");
+}
+
+namespace {
+// The catalog's GPU files: those that stand for themselves, and the profiled ones by the GPU
+// they stand for (the first by file name).
+void split_catalog_gpus(const Context& context, std::vector<engine::Hardware>& own,
+                        std::map<std::string, engine::Hardware>& profiled) {
+  for (const std::string& path : context.catalog.list(spec::SpecKind::hardware)) {
+    try {
+      engine::Hardware h = spec::load_hardware(path);
+      if (h.kind != engine::HardwareKind::gpu) continue;
+      const std::string gpu = profile_hardware_of(h);
+      if (gpu.empty() || gpu == h.name) {
+        own.push_back(std::move(h));
+      } else if (!profiled.count(gpu)) {
+        profiled.emplace(gpu, std::move(h));
+      }
+    } catch (const spec::SpecError& e) {
+      for (const auto& d : e.diagnostics()) context.warning(d.format());
+    }
+  }
+}
+}  // namespace
+
+std::vector<engine::Hardware> catalog_gpus(const Context& context) {
+  std::vector<engine::Hardware> out;
+  std::map<std::string, engine::Hardware> profiled;
+  split_catalog_gpus(context, out, profiled);
+  for (engine::Hardware& h : out) {
+    const auto it = profiled.find(h.name);
+    if (it == profiled.end()) continue;
+    h = std::move(it->second);
+    profiled.erase(it);
+  }
+  for (auto& [gpu, h] : profiled) out.push_back(std::move(h));  // no file of its own
+  return out;
+}
+
+std::map<std::string, engine::Hardware> catalog_profiled_gpus(const Context& context) {
+  std::vector<engine::Hardware> own;
+  std::map<std::string, engine::Hardware> profiled;
+  split_catalog_gpus(context, own, profiled);
+  return profiled;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // file whose costs come from the measurements).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,6 +38,15 @@ std::vector<spec::ProfileRow> import_profile(const ImportProfileRequest& request
 // was fitted to are fitted_on's, another GPU's for a carried file); empty for other files.
 std::vector<std::string> fitted_models_of(const engine::Hardware& hw);
 std::string profile_hardware_of(const engine::Hardware& hw);
+
+// The catalog's GPUs, each once: its profiled file (profile_hardware_of names another file's
+// GPU: a100-80gb-profiled for a100-80gb) where the catalog has one, the first by file name
+// when several, else its own file; a profiled file whose GPU has no file of its own stands for
+// it all the same. A file that fails to load is warned about through the context, one line per
+// problem, and left out.
+std::vector<engine::Hardware> catalog_gpus(const Context& context);
+// The catalog's profiled files alone, by the GPU each stands for (as catalog_gpus picks them).
+std::map<std::string, engine::Hardware> catalog_profiled_gpus(const Context& context);
 
 // Whether a profiled hardware file's fit read this attention row: its provenance's
 // attention_from names the row's GPU, the row's context is a multiple of attention_fit_stride,

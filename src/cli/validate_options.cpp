@@ -53,7 +53,7 @@ void bind_validate_options(ValidateCli& s) {
   b.text("--hardware,-H", r.hardware,
          "this machine's hardware file (from `streamspark probe`); with --measured, hardware "
          "files (comma-separated) replacing the catalog entries of their names or of the GPUs "
-         "they profile (from `fit`)");
+         "they profile (from `fit`; without -H, the catalog's profiled files for their GPUs)");
   b.text("--measured", s.measured,
          "compare with a measurement file of serving-stack runs (.csv or .jsonl) instead of "
          "running the runtime");

@@ -206,9 +206,33 @@ std::string presets_line(const MeasuredValidation& v) {
   return "stack presets: " + out + "\n";
 }
 
+// The rows costed on a file other than their GPU's own (a profiled file), by GPU:
+// {"h100-sxm", "h100-sxm-profiled"}.
+std::map<std::string, std::string> stand_in_files(const MeasuredValidation& v) {
+  std::map<std::string, std::string> out;
+  for (const engine::MeasuredRun& r : v.runs) {
+    if (r.hardware.name != r.hardware_name) out.emplace(r.hardware_name, r.hardware.name);
+  }
+  return out;
+}
+
+// "hardware files: a100-80gb rows on a100-80gb-profiled, h100-sxm rows on h100-sxm-profiled
+// (profiled: costs fitted to measured kernel timings)", or nothing when every row is on its
+// GPU's own file.
+std::string stand_ins_line(const MeasuredValidation& v) {
+  const std::map<std::string, std::string> files = stand_in_files(v);
+  if (files.empty()) return "";
+  std::string out;
+  for (const auto& [gpu, file] : files) {
+    out += fmt::format("{}{} rows on {}", out.empty() ? "" : ", ", gpu, file);
+  }
+  return "hardware files: " + out +
+         " (profiled: costs fitted to measured kernel timings; -H names the files to use)\n";
+}
+
 std::string measured_validation_table(const MeasuredValidation& v) {
-  std::string out = fmt::format("{} measured runs from {} · method {}\n{}\n", v.runs.size(), v.file,
-                                v.method, presets_line(v));
+  std::string out = fmt::format("{} measured runs from {} · method {}\n{}{}\n", v.runs.size(),
+                                v.file, v.method, stand_ins_line(v), presets_line(v));
   Table t;
   t.add_column("row", Align::left);
   t.add_column("model", Align::left);
@@ -352,6 +376,7 @@ json measured_validation_json(const MeasuredValidation& v) {
         {{"row", r.where},
          {"model", r.model_name},
          {"hardware", r.hardware_name},
+         {"hardware_file", r.hardware.name},
          {"precision", engine::describe(r.precision)},
          {"tp", r.layout.tp},
          {"pp", r.layout.pp},

@@ -178,7 +178,8 @@ TEST_CASE(
   const std::string sets = std::string(STREAMSPARK_SOURCE_DIR) + "/measurements/";
   const fs::path dir = scratch_dir() / "measured";
   fs::create_directories(dir);
-  // The published set against the catalog's achievable defaults: no runtime involved.
+  // The published set against the catalog's default files (the profiled A100 and H100 files
+  // for those GPUs' rows, MI300X's datasheet file): no runtime involved.
   const Run v = run("validate --measured '" + sets + "published.csv' --format json");
   REQUIRE(v.exit_code == 0);
   const json j = json::parse(v.out);
@@ -196,9 +197,17 @@ TEST_CASE(
     CHECK(std::isfinite(e));
     CHECK(e > 0);
   }
-  // The model-vs-measured regression: the achievable defaults stay within 20 % of the
-  // published set (median over every metric; --tolerance gates each metric's median).
+  // The model-vs-measured regression: the default files stay within 20 % of the published set
+  // (median over every metric; --tolerance gates each metric's median), and so do the datasheet
+  // files with their achievable fractions.
   CHECK(j["summary"]["all"]["median_abs_error"].get<double>() <= 0.20);
+  CHECK(j["rows"][0]["hardware_file"] == "a100-80gb-profiled");
+  const Run datasheet =
+      run("validate --measured '" + sets + "published.csv' -H a100-80gb,h100-sxm --format json");
+  REQUIRE(datasheet.exit_code == 0);
+  const json d = json::parse(datasheet.out);
+  CHECK(d["rows"][0]["hardware_file"] == "a100-80gb");
+  CHECK(d["summary"]["all"]["median_abs_error"].get<double>() <= 0.20);
   // One stack on three GPUs (vLLM's CI latency tests): a fit on two GPUs' runs predicts the
   // third's within 10 % (median over the held-out runs).
   const Run same_stack =

@@ -1,5 +1,7 @@
 #include "app/prediction_bands.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <set>
 
@@ -20,10 +22,14 @@ std::string interval_stack(const std::optional<engine::ServingStack>& preset,
 void append_classified_errors(const engine::MeasuredRun& run,
                               const std::vector<engine::MetricComparison>& comparisons,
                               std::vector<engine::ClassifiedError>& errors) {
+  // The configuration the configuration coverage holds out together: the model at its layout.
+  const std::string configuration =
+      fmt::format("{} tp {} pp {}", run.model_name, run.layout.tp, run.layout.pp);
   for (const engine::MetricComparison& c : comparisons) {
     errors.push_back({{interval_stack(run.preset, run.stack_name), run.hardware.name, c.metric},
                       c.error(),
-                      c.where});
+                      c.where,
+                      configuration});
   }
 }
 

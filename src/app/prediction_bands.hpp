@@ -31,7 +31,7 @@ std::string interval_stack(const std::optional<engine::ServingStack>& preset,
                            const std::string& stack_name);
 
 // A measured run's comparisons as classified errors (its interval_stack, the hardware file it
-// was predicted on, metric), appended to `errors`.
+// was predicted on, metric; its configuration: model and layout), appended to `errors`.
 void append_classified_errors(const engine::MeasuredRun& run,
                               const std::vector<engine::MetricComparison>& comparisons,
                               std::vector<engine::ClassifiedError>& errors);

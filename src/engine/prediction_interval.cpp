@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "engine/statistics.hpp"
@@ -42,13 +43,46 @@ ErrorBand band_of(std::vector<double> errors) {
   return b;
 }
 
+namespace {
+// Each configuration's rows against the band of the class's other configurations' rows, where
+// those are enough for one.
+void configuration_coverage(const std::vector<const ClassifiedError*>& rows, ErrorBand& b) {
+  // Each row's configuration key; an unnamed configuration is the row's own.
+  std::vector<std::string> key(rows.size());
+  std::map<std::string, std::vector<size_t>> by_configuration;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string& c = rows[i]->configuration;
+    key[i] = c.empty() ? "row " + std::to_string(i) : "named " + c;
+    by_configuration[key[i]].push_back(i);
+  }
+  b.configurations = static_cast<int64_t>(by_configuration.size());
+  for (const auto& [name, members] : by_configuration) {
+    std::vector<double> others;
+    for (size_t j = 0; j < rows.size(); ++j) {
+      if (key[j] != name) others.push_back(rows[j]->error);
+    }
+    if (static_cast<int64_t>(others.size()) < kMinIntervalRows) continue;
+    const double lo = nearest_rank(others, 0.10);
+    const double hi = nearest_rank(others, 0.90);
+    for (size_t i : members) {
+      ++b.configuration_held_out;
+      if (rows[i]->error >= lo && rows[i]->error <= hi) ++b.configuration_inside;
+    }
+  }
+}
+}  // namespace
+
 std::vector<ErrorBand> error_bands(const std::vector<ClassifiedError>& errors) {
-  std::map<IntervalClass, std::vector<double>> by_class;
-  for (const ClassifiedError& e : errors) by_class[e.cls].push_back(e.error);
+  std::map<IntervalClass, std::vector<const ClassifiedError*>> by_class;
+  for (const ClassifiedError& e : errors) by_class[e.cls].push_back(&e);
   std::vector<ErrorBand> out;
-  for (const auto& [cls, values] : by_class) {
-    ErrorBand b = band_of(values);
+  for (const auto& [cls, rows] : by_class) {
+    std::vector<double> values;
+    values.reserve(rows.size());
+    for (const ClassifiedError* e : rows) values.push_back(e->error);
+    ErrorBand b = band_of(std::move(values));
     b.cls = cls;
+    configuration_coverage(rows, b);
     out.push_back(std::move(b));
   }
   return out;
@@ -85,6 +119,8 @@ IntervalCoverage coverage(const std::vector<ErrorBand>& bands) {
   for (const ErrorBand& b : bands) {
     c.held_out += b.held_out;
     c.inside += b.inside;
+    c.configuration_held_out += b.configuration_held_out;
+    c.configuration_inside += b.configuration_inside;
   }
   return c;
 }

@@ -9,9 +9,13 @@
 //
 // Coverage checks the band on rows it did not see: each row's band is built from the other
 // rows of its class (leave one out) and the row is inside when its own error lies within
-// [e_p10, e_p90] of the others. A p10-p90 band should hold about 80 % of held-out rows; much
-// less says the class's errors are not exchangeable (a trend with batch or length the rows do
-// not share), much more that the rows are few.
+// [e_p10, e_p90] of the others. That count follows from the class's size alone (a row is inside
+// exactly when its rank among the others lies between the band's ranks: about 80 % of them), so
+// it checks the band's construction, not whether it holds for rows unlike the class's.
+// Configuration coverage does: the rows of one configuration (a model at a layout) are held
+// out together and checked against the band of the class's other configurations' rows. Much
+// less than 80 % there says the band does not carry to a configuration it has not seen (the
+// errors trend with the model or layout).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +43,9 @@ struct ClassifiedError {
   IntervalClass cls;
   double error = 0;  // (predicted - measured) / measured
   std::string where;
+  // The row's configuration ("llama2-7b tp 1 pp 1": its model and layout), held out together
+  // by the configuration coverage; empty: a configuration of its own.
+  std::string configuration;
 };
 
 struct ErrorBand {
@@ -50,10 +57,17 @@ struct ErrorBand {
   // them those whose error lies inside it. 0 when the class has kMinIntervalRows rows or fewer.
   int64_t held_out = 0;
   int64_t inside = 0;
+  // Configuration coverage (error_bands only): rows whose configuration's other rows leave the
+  // class at least kMinIntervalRows rows of other configurations, each against the band of
+  // those, and of them those inside it.
+  int64_t configuration_held_out = 0;
+  int64_t configuration_inside = 0;
+  int64_t configurations = 0;  // the class's distinct configurations
   std::vector<double> errors;  // the class's errors, in row order
 };
 
-// The band of every class, in class order (stack, hardware, metric).
+// The band of every class, in class order (stack, hardware, metric), with its leave-one-out and
+// configuration coverage.
 std::vector<ErrorBand> error_bands(const std::vector<ClassifiedError>& errors);
 
 // The band of one set of errors (the class left unset); has_band false below kMinIntervalRows.
@@ -66,12 +80,20 @@ struct MeasuredRange {
 };
 MeasuredRange measured_range(double predicted, const ErrorBand& band);
 
-// Leave-one-out coverage over every class: held-out rows and those inside their band.
+// Coverage over every class: held-out rows and those inside their band, leave-one-out and by
+// configuration.
 struct IntervalCoverage {
   int64_t held_out = 0;
   int64_t inside = 0;
+  int64_t configuration_held_out = 0;
+  int64_t configuration_inside = 0;
   double share() const {
     return held_out ? static_cast<double>(inside) / static_cast<double>(held_out) : 0;
+  }
+  double configuration_share() const {
+    return configuration_held_out ? static_cast<double>(configuration_inside) /
+                                        static_cast<double>(configuration_held_out)
+                                  : 0;
   }
 };
 IntervalCoverage coverage(const std::vector<ErrorBand>& bands);

@@ -127,17 +127,25 @@ std::string intervals_text(const std::vector<engine::ErrorBand>& bands) {
   t.add_column("measured", Align::left);
   t.add_column("held out");
   t.add_column("inside");
+  t.add_column("configs");
+  t.add_column("config held out");
+  t.add_column("inside");
+  const auto count = [](int64_t held, int64_t n) {
+    return held ? std::to_string(n) : std::string("-");
+  };
   for (const engine::ErrorBand& b : bands) {
     if (!b.has_band) {
       t.add_row({b.cls.stack, b.cls.hardware, b.cls.metric, std::to_string(b.rows), "-", "-",
                  fmt::format("no band: {} rows, a band needs {}", b.rows, engine::kMinIntervalRows),
-                 "-", "-"});
+                 "-", "-", std::to_string(b.configurations), "-", "-"});
       continue;
     }
     t.add_row({b.cls.stack, b.cls.hardware, b.cls.metric, std::to_string(b.rows),
                format_signed_percent(b.p10_error), format_signed_percent(b.p90_error),
-               band_factors(b), b.held_out ? std::to_string(b.held_out) : "-",
-               b.held_out ? std::to_string(b.inside) : "-"});
+               band_factors(b), count(b.held_out, b.held_out), count(b.held_out, b.inside),
+               std::to_string(b.configurations),
+               count(b.configuration_held_out, b.configuration_held_out),
+               count(b.configuration_held_out, b.configuration_inside)});
   }
   out += t.render();
   const engine::IntervalCoverage c = engine::coverage(bands);
@@ -148,8 +156,21 @@ std::string intervals_text(const std::vector<engine::ErrorBand>& bands) {
   } else {
     out += fmt::format(
         "leave-one-out coverage: {} of {} held-out rows inside the band of their class's other "
-        "rows ({}; a p10-p90 band aims at about 80%)\n",
+        "rows ({}; a p10-p90 band aims at about 80%, and the count follows from the classes' "
+        "sizes)\n",
         c.inside, c.held_out, abs_percent(c.share()));
+  }
+  if (c.configuration_held_out == 0) {
+    out += fmt::format(
+        "configuration coverage: no class has {} rows outside one configuration (model and "
+        "layout), so none could be held out\n",
+        engine::kMinIntervalRows);
+  } else {
+    out += fmt::format(
+        "configuration coverage: {} of {} rows inside the band of their class's other "
+        "configurations' rows, each model and layout held out together ({}; the band carried to "
+        "a configuration it has not seen)\n",
+        c.configuration_inside, c.configuration_held_out, abs_percent(c.configuration_share()));
   }
   return out;
 }
@@ -157,9 +178,16 @@ std::string intervals_text(const std::vector<engine::ErrorBand>& bands) {
 json intervals_json(const std::vector<engine::ErrorBand>& bands) {
   json classes = json::array();
   for (const engine::ErrorBand& b : bands) {
-    json j = {{"stack", b.cls.stack}, {"hardware", b.cls.hardware}, {"metric", b.cls.metric},
-              {"rows", b.rows},       {"has_band", b.has_band},     {"held_out", b.held_out},
-              {"inside", b.inside}};
+    json j = {{"stack", b.cls.stack},
+              {"hardware", b.cls.hardware},
+              {"metric", b.cls.metric},
+              {"rows", b.rows},
+              {"has_band", b.has_band},
+              {"held_out", b.held_out},
+              {"inside", b.inside},
+              {"configurations", b.configurations},
+              {"configuration_held_out", b.configuration_held_out},
+              {"configuration_inside", b.configuration_inside}};
     if (b.has_band) {
       j["p10_error"] = b.p10_error;
       j["p90_error"] = b.p90_error;
@@ -174,7 +202,11 @@ json intervals_json(const std::vector<engine::ErrorBand>& bands) {
   const engine::IntervalCoverage c = engine::coverage(bands);
   return {{"min_rows", engine::kMinIntervalRows},
           {"classes", classes},
-          {"coverage", {{"held_out", c.held_out}, {"inside", c.inside}, {"share", c.share()}}}};
+          {"coverage", {{"held_out", c.held_out}, {"inside", c.inside}, {"share", c.share()}}},
+          {"configuration_coverage",
+           {{"held_out", c.configuration_held_out},
+            {"inside", c.configuration_inside},
+            {"share", c.configuration_share()}}}};
 }
 
 }  // namespace

@@ -165,6 +165,14 @@ TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric
   const engine::IntervalCoverage c = engine::coverage(*v.bands);
   CHECK(c.held_out == 216);
   CHECK(c.inside == 172);
+  // By configuration: the LMDeploy classes' three models (7B and 13B at tp 1, 70B at tp 4),
+  // each held out against the other two's band (180 metrics); the 405B classes have one
+  // configuration, nothing to hold out.
+  CHECK((*v.bands)[0].configurations == 3);
+  CHECK(vllm.configurations == 1);
+  CHECK(vllm.configuration_held_out == 0);
+  CHECK(c.configuration_held_out == 180);
+  CHECK(c.configuration_inside == 110);
   r.hardware = {"a100-80gb", "h100-sxm"};
   const app::MeasuredValidation d = app::validate_measured(r, s.context);
   CHECK((*d.bands)[4].cls == engine::IntervalClass{"vllm-0.6", "h100-sxm", "e2e"});

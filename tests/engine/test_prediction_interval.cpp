@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "engine/prediction_interval.hpp"
@@ -73,6 +74,43 @@ TEST_CASE("error_bands: one band per (stack, hardware, metric), coverage summed 
   CHECK(c.held_out == 19);
   CHECK(c.inside == 15);
   CHECK(c.share() == doctest::Approx(15.0 / 19));
+  // Rows that name no configuration are each one of their own: the configuration coverage is
+  // then the leave-one-out one.
+  CHECK(bands[2].configurations == 10);
+  CHECK(c.configuration_held_out == 19);
+  CHECK(c.configuration_inside == 15);
+}
+
+TEST_CASE("configuration coverage: a model's rows held out together, against the others' band") {
+  // One class, three configurations of six rows whose errors trend with the model: A 0.00 to
+  // 0.05, B 0.10 to 0.15, C 0.50 to 0.55 (steps of 0.01).
+  std::vector<ClassifiedError> rows;
+  for (const auto& [name, base] : {std::pair{"A", 0.0}, {"B", 0.10}, {"C", 0.50}}) {
+    for (int i = 0; i < 6; ++i) {
+      rows.push_back({{"vLLM", "h100-sxm", "e2e"}, base + 0.01 * i, "", name});
+    }
+  }
+  const std::vector<ErrorBand> bands = error_bands(rows);
+  REQUIRE(bands.size() == 1);
+  const ErrorBand& b = bands[0];
+  CHECK(b.configurations == 3);
+  // Leave one out: 17 others, p10 their 2nd (ceil(1.7)), p90 their 16th (ceil(15.3)): the rows
+  // of overall rank 3 to 16 are inside, 14 of 18, whatever the values.
+  CHECK(b.held_out == 18);
+  CHECK(b.inside == 14);
+  // By configuration, 12 others each time, p10 their 2nd (ceil(1.2)), p90 their 11th
+  // (ceil(10.8)). C out: A and B give [0.01, 0.14], none of C inside. A out: B and C give
+  // [0.11, 0.54], none of A. B out: A and C give [0.01, 0.54], all six of B. 6 of 18.
+  CHECK(b.configuration_held_out == 18);
+  CHECK(b.configuration_inside == 6);
+  const IntervalCoverage c = coverage(bands);
+  CHECK(c.configuration_share() == doctest::Approx(6.0 / 18));
+  // A configuration whose removal leaves fewer than kMinIntervalRows rows is not held out: with
+  // two configurations of six, each leaves six.
+  rows.resize(12);
+  const ErrorBand two = error_bands(rows)[0];
+  CHECK(two.configurations == 2);
+  CHECK(two.configuration_held_out == 0);
 }
 
 TEST_CASE("pessimistic_error: the (1 - confidence) quantile of the class's errors") {

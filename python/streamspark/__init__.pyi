@@ -670,7 +670,7 @@ def validate_measured(
         method: --method: calibrated, roofline or bandwidth (default: calibrated)
         tolerance: --tolerance: exit 4 when a phase's median |error| exceeds P percent (P or P%, >= 0); with --measured also per metric: ttft=20%,tpot=10%,e2e=..,output_tok_s=..
         per_row: --per-row [flag]: with --measured: every row's metric against the tolerance, not the metrics' medians
-        intervals: --intervals [flag]: with --measured: each stack, hardware and metric's p10-p90 error band and its leave-one-out coverage
+        intervals: --intervals [flag]: with --measured: each stack, hardware and metric's p10-p90 error band, its leave-one-out coverage and its coverage with each model and layout held out
         junit: --junit: with --measured: also write the checks as JUnit XML to this file (for CI dashboards)
         stack: --stack: with --measured: every row's serving-stack preset (default: the preset each row's stack and stack_version columns match, if any)
         json: --json: also write the JSON report of the same run to this file (atomically)

@@ -316,7 +316,10 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
     }
     spec::MeasurementRow defaults;
     defaults.model = r.model;
-    defaults.hardware = context.catalog.hardware(r.hardware.front()).name;
+    // The GPU the result ran on: the file's, or the one a profiled file stands for.
+    const engine::Hardware given = context.catalog.hardware(r.hardware.front());
+    const std::string profiled_gpu = profile_hardware_of(given);
+    defaults.hardware = profiled_gpu.empty() ? given.name : profiled_gpu;
     const bool vllm = kind == spec::MeasurementFileKind::vllm_result;
     v.imported = vllm ? "vLLM result" : "SGLang result";
     rows = benchmark_rows(v.file, text,
@@ -328,15 +331,26 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
     }
     rows = spec::load_measurement_text(v.file, text, kind);
   }
-  // Without --hardware, each row's GPU is costed on the catalog's profiled file of it where
-  // there is one (its kernels' measured costs, as plan's default grid), else on its own file.
-  std::vector<engine::Hardware> files;
-  if (r.hardware.empty()) {
-    for (auto& [gpu, h] : catalog_profiled_gpus(context)) files.push_back(std::move(h));
-  } else {
-    files = load_hardware_files(context.catalog, r.hardware);
+  // The files named, for the GPUs they are or stand for; each other row's GPU is costed on the
+  // catalog's profiled file of it where there is one (its kernels' measured costs, as plan's
+  // default grid: catalog_profiled_gpus), else on its own file.
+  std::vector<engine::Hardware> files = load_hardware_files(context.catalog, r.hardware);
+  std::set<std::string> named;
+  for (const engine::Hardware& h : files) {
+    named.insert(h.name);
+    const std::string gpu = profile_hardware_of(h);
+    if (!gpu.empty()) named.insert(gpu);
+  }
+  for (auto& [gpu, h] : catalog_profiled_gpus(context)) {
+    if (!named.count(gpu)) files.push_back(std::move(h));
   }
   v.runs = resolve_measurements(rows, context.catalog, files, r.stack);
+  for (const engine::MeasuredRun& run : v.runs) {
+    if (run.hardware.name != run.hardware_name &&
+        profile_hardware_of(run.hardware) == run.hardware_name) {
+      v.profiled_files.emplace(run.hardware_name, run.hardware.name);
+    }
+  }
   for (const engine::MeasuredRun& run : v.runs) {
     v.comparisons.push_back(engine::compare(run, predict_row(run, r.method)));
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,9 +56,10 @@ STREAMSPARK_ENUM(GateMode, STREAMSPARK_GATE_MODES)
 
 struct MeasuredValidateRequest {
   std::string file;  // .csv or .jsonl; vLLM's .json or SGLang's .jsonl result; "-": stdin
-  // Files replacing the catalog entries of their names (a profiled file, those of its GPU);
-  // empty: the catalog's profiled files for their GPUs' rows (catalog_profiled_gpus), the
-  // catalog's own file of any other GPU.
+  // Files replacing the catalog entries of their names (a profiled file, those of its GPU); the
+  // rows of any other GPU are costed on the catalog's profiled file of it where there is one
+  // (catalog_profiled_gpus), else on its own file. A benchmark result's GPU is the first's (or
+  // the one it stands for).
   std::vector<std::string> hardware;
   // A benchmark result's model (default: the catalog model its model_id names) and hardware
   // (the first of `hardware`, required for a result).
@@ -86,6 +88,9 @@ struct MeasuredValidation {
   std::string file;
   std::string imported;  // for a benchmark result: "vLLM result" / "SGLang result"; else empty
   std::vector<engine::MeasuredRun> runs;
+  // The GPUs whose rows were costed on a profiled file standing for them, and that file:
+  // {"h100-sxm", "h100-sxm-profiled"}.
+  std::map<std::string, std::string> profiled_files;
   std::vector<std::vector<engine::MetricComparison>> comparisons;  // by run
   std::vector<engine::MetricSummary> summary;                      // by metric, then "all"
   MetricTolerances tolerances;

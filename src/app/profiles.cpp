@@ -437,7 +437,9 @@ std::string profile_hardware_of(const engine::Hardware& hw) {
 
 namespace {
 // The catalog's GPU files: those that stand for themselves, and the profiled ones by the GPU
-// they stand for (the first by file name).
+// they stand for (the first the catalog lists), less those of a GPU whose own file carries a
+// calibration of its own (a probed or fitted file a user put in the catalog under the GPU's
+// name): that file is the better measured one and stays.
 void split_catalog_gpus(const Context& context, std::vector<engine::Hardware>& own,
                         std::map<std::string, engine::Hardware>& profiled) {
   for (const std::string& path : context.catalog.list(spec::SpecKind::hardware)) {
@@ -453,6 +455,9 @@ void split_catalog_gpus(const Context& context, std::vector<engine::Hardware>& o
     } catch (const spec::SpecError& e) {
       for (const auto& d : e.diagnostics()) context.warning(d.format());
     }
+  }
+  for (const engine::Hardware& h : own) {
+    if (h.calibration) profiled.erase(h.name);
   }
 }
 }  // namespace

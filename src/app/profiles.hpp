@@ -40,10 +40,11 @@ std::vector<std::string> fitted_models_of(const engine::Hardware& hw);
 std::string profile_hardware_of(const engine::Hardware& hw);
 
 // The catalog's GPUs, each once: its profiled file (profile_hardware_of names another file's
-// GPU: a100-80gb-profiled for a100-80gb) where the catalog has one, the first by file name
-// when several, else its own file; a profiled file whose GPU has no file of its own stands for
-// it all the same. A file that fails to load is warned about through the context, one line per
-// problem, and left out.
+// GPU: a100-80gb-profiled for a100-80gb) where the catalog has one, the first the catalog lists
+// when several, unless the GPU's own file carries a calibration of its own (a probed or fitted
+// file under the GPU's name: it stays); else its own file. A profiled file whose GPU has no file
+// of its own stands for it all the same. A file that fails to load is warned about through the
+// context, one line per problem, and left out.
 std::vector<engine::Hardware> catalog_gpus(const Context& context);
 // The catalog's profiled files alone, by the GPU each stands for (as catalog_gpus picks them).
 std::map<std::string, engine::Hardware> catalog_profiled_gpus(const Context& context);

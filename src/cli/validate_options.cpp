@@ -88,8 +88,8 @@ void bind_validate_options(ValidateCli& s) {
   b.flag("--per-row", s.per_row,
          "with --measured: every row's metric against the tolerance, not the metrics' medians");
   b.flag("--intervals", s.intervals,
-         "with --measured: each stack, hardware and metric's p10-p90 error band and its "
-         "leave-one-out coverage");
+         "with --measured: each stack, hardware and metric's p10-p90 error band, its "
+         "leave-one-out coverage and its coverage with each model and layout held out");
   b.text("--junit", s.junit,
          "with --measured: also write the checks as JUnit XML to this file (for CI dashboards)");
   CLI::Option* per_op = b.flag("--per-op", s.per_op, "print every operator (JSON always has them)");

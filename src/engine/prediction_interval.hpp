@@ -9,8 +9,8 @@
 //
 // Coverage checks the band on rows it did not see: each row's band is built from the other
 // rows of its class (leave one out) and the row is inside when its own error lies within
-// [e_p10, e_p90] of the others. That count follows from the class's size alone (a row is inside
-// exactly when its rank among the others lies between the band's ranks: about 80 % of them), so
+// [e_p10, e_p90] of the others. That count follows from the class's size alone (ties aside, a
+// row is inside exactly when its rank among the others lies between the band's: about 80 %), so
 // it checks the band's construction, not whether it holds for rows unlike the class's.
 // Configuration coverage does: the rows of one configuration (a model at a layout) are held
 // out together and checked against the band of the class's other configurations' rows. Much

@@ -212,8 +212,8 @@ json intervals_json(const std::vector<engine::ErrorBand>& bands) {
 }  // namespace
 
 // "stack presets: vllm-0.6 on 17 rows; 79 rows without one (vLLM's scheduler defaults; host
-// costs only a hardware file's measured ones of the row's stack)", or nothing when no row has
-// one.
+// costs: a hardware file's measured ones unless they timed another stack)", or nothing when no
+// row has one.
 std::string presets_line(const MeasuredValidation& v) {
   std::map<std::string, int64_t> by;
   int64_t none = 0;
@@ -231,31 +231,20 @@ std::string presets_line(const MeasuredValidation& v) {
   }
   if (none > 0) {
     out += fmt::format(
-        "; {} row{} without one (vLLM's scheduler defaults; host costs only a hardware file's "
-        "measured ones of the row's stack)",
+        "; {} row{} without one (vLLM's scheduler defaults; host costs: a hardware file's "
+        "measured ones unless they timed another stack)",
         none, none == 1 ? "" : "s");
   }
   return "stack presets: " + out + "\n";
 }
 
-// The rows costed on a file other than their GPU's own (a profiled file), by GPU:
-// {"h100-sxm", "h100-sxm-profiled"}.
-std::map<std::string, std::string> stand_in_files(const MeasuredValidation& v) {
-  std::map<std::string, std::string> out;
-  for (const engine::MeasuredRun& r : v.runs) {
-    if (r.hardware.name != r.hardware_name) out.emplace(r.hardware_name, r.hardware.name);
-  }
-  return out;
-}
-
 // "hardware files: a100-80gb rows on a100-80gb-profiled, h100-sxm rows on h100-sxm-profiled
-// (profiled: costs fitted to measured kernel timings)", or nothing when every row is on its
-// GPU's own file.
+// (profiled: costs fitted to measured kernel timings)", or nothing when no row is on a profiled
+// file standing for its GPU.
 std::string stand_ins_line(const MeasuredValidation& v) {
-  const std::map<std::string, std::string> files = stand_in_files(v);
-  if (files.empty()) return "";
+  if (v.profiled_files.empty()) return "";
   std::string out;
-  for (const auto& [gpu, file] : files) {
+  for (const auto& [gpu, file] : v.profiled_files) {
     out += fmt::format("{}{} rows on {}", out.empty() ? "" : ", ", gpu, file);
   }
   return "hardware files: " + out +

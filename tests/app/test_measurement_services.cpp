@@ -2,6 +2,7 @@
 // repository's measurement files.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 
 #include "app/errors.hpp"
@@ -50,7 +51,17 @@ TEST_CASE("validate --measured: every row predicted; the medians of docs/accurac
   r.hardware = {"a100-80gb", "h100-sxm"};
   const app::MeasuredValidation d = app::validate_measured(r, s.context);
   CHECK(d.runs.front().hardware.name == "a100-80gb");
+  CHECK(d.profiled_files.empty());
   CHECK(metric(d, "all").median_abs_error == doctest::Approx(0.182).epsilon(0.002));
+  // Naming one GPU's file leaves the others on the catalog's choice: the A100 rows on the
+  // datasheet file, the H100 rows still on the profiled one.
+  r.hardware = {"a100-80gb"};
+  const app::MeasuredValidation one = app::validate_measured(r, s.context);
+  CHECK(one.runs.front().hardware.name == "a100-80gb");
+  CHECK(one.runs[60].hardware.name == "h100-sxm-profiled");
+  CHECK(one.profiled_files ==
+        std::map<std::string, std::string>{{"h100-sxm", "h100-sxm-profiled"}});
+  r.hardware = {"a100-80gb", "h100-sxm"};
   CHECK(d.failure ==
         "validate: ttft median |error| 21.6% above the 10% tolerance (4 of 4 checks failed)");
 }
@@ -91,7 +102,14 @@ TEST_CASE("validate --measured reads benchmark results: vLLM's model_id names th
   r.hardware = {"a100-80gb"};
   const app::MeasuredValidation v = app::validate_measured(r, s.context);
   REQUIRE(v.runs.size() == 1);
+  CHECK(v.runs[0].hardware.name == "a100-80gb");  // the datasheet file named
   CHECK(v.runs[0].model_name == "llama3-8b");
+  // A profiled file names the GPU it stands for: the rows are the A100's, costed on it.
+  r.hardware = {"a100-80gb-profiled"};
+  const app::MeasuredValidation p = app::validate_measured(r, s.context);
+  CHECK(p.runs[0].hardware_name == "a100-80gb");
+  CHECK(p.runs[0].hardware.name == "a100-80gb-profiled");
+  CHECK(p.profiled_files.at("a100-80gb") == "a100-80gb-profiled");
   CHECK(v.imported == "vLLM result");
   CHECK(v.runs[0].input_len == engine::LengthDistribution::fixed(512));  // input_lens, all 512
 }

@@ -1,6 +1,8 @@
 // The serving services in-process: serve-sim and plan, the scheduler settings they refuse.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -284,4 +286,36 @@ TEST_CASE("plan without --hardware: every catalog GPU once, its profiled file wh
     h100_band = h100_band || (b.cls.hardware == "h100-sxm-profiled" && b.has_band);
   }
   CHECK(h100_band);
+}
+
+TEST_CASE("catalog_gpus: a GPU's own calibrated file (a user's fitted one) is not replaced") {
+  // A user folder holding a fitted file under the A100's name (a copy of the profiled one,
+  // renamed, without profile_hardware: what `fit -o` leaves): it replaces the shipped datasheet
+  // file and, carrying a calibration of its own, stays; the profiled file does not stand in.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "streamspark-catalog-gpus-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ifstream in(std::string(STREAMSPARK_SOURCE_DIR) + "/hardware/a100-80gb-profiled.yaml");
+    std::ofstream out(dir / "a100-80gb.yaml");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("name:", 0) == 0) line = "name: \"a100-80gb\"";
+      if (line.find("profile_hardware:") != std::string::npos) continue;
+      out << line << "\n";
+    }
+  }
+  test::ServiceContext s;
+  const app::Context user{spec::Catalog({STREAMSPARK_SOURCE_DIR}, {dir.string()}),
+                          "streamspark (test)", [](const std::string&) {}};
+  std::set<std::string> names;
+  for (const engine::Hardware& h : app::catalog_gpus(user)) names.insert(h.name);
+  CHECK(names.count("a100-80gb") == 1);
+  CHECK(names.count("a100-80gb-profiled") == 0);
+  CHECK(names.count("h100-sxm-profiled") == 1);  // the other GPUs as before
+  CHECK(app::catalog_profiled_gpus(user).count("a100-80gb") == 0);
+  // The shipped catalog alone: the profiled file stands in.
+  CHECK(app::catalog_profiled_gpus(s.context).count("a100-80gb") == 1);
+  std::filesystem::remove_all(dir);
 }

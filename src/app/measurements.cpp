@@ -371,6 +371,15 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
 
 FitReport fit(const FitRequest& r, const Context& context) {
   const engine::Hardware hw = context.catalog.hardware(r.hardware);
+  // The fit writes a calibration of its own from the file's achievable fractions
+  // (engine::with_parameters), which would drop a profiled file's measured operator costs.
+  if (const std::string gpu = profile_hardware_of(hw); !gpu.empty()) {
+    throw UsageError(fmt::format(
+        "--hardware: {} holds costs fitted to a published kernel profile (fit --profile), which "
+        "fit --measured would replace with a calibration of {}'s achievable fractions; fit {} "
+        "instead",
+        hw.name, gpu, gpu));
+  }
   // One file or several, comma-separated: their rows together (each names its file and line).
   std::vector<spec::MeasurementRow> rows;
   size_t start = 0;

@@ -617,9 +617,9 @@ std::string validate_text(const Deployment& d, const Emitted& e) {
              "STREAMSPARK=${{STREAMSPARK:-streamspark}}\nRESULT=${{1:-{}}}\n"
              "\"$STREAMSPARK\" import-benchmark --from {} \"$RESULT\" -m {} -H {} {} --tp {} "
              "--pp {} --memory-fraction {:g} --max-batched-tokens {} -o measured.csv\n"
-             "\"$STREAMSPARK\" validate --measured measured.csv{}\n",
+             "\"$STREAMSPARK\" validate --measured measured.csv -H {}{}\n",
              e.result, e.import_from, sh(d.model_arg), sh(d.hardware_arg), formats, c.layout.tp,
-             c.layout.pp, d.fraction, d.max_tokens,
+             c.layout.pp, d.fraction, d.max_tokens, sh(d.hardware_arg),
              d.stack.empty() ? "" : " --stack " + sh(d.stack));
 }
 

@@ -459,8 +459,17 @@ FitReport fit(const FitRequest& r, const Context& context) {
 std::vector<spec::MeasurementRow> import_benchmark(const ImportBenchmarkRequest& r,
                                                    const Context& context) {
   const std::string text = spec::read_measurement_text(r.file);
+  // A profiled file names the GPU it stands for (the rows record the GPU they ran on); a name
+  // the catalog cannot load is left for the rows' resolution to report with file and line.
+  spec::MeasurementRow defaults = r.defaults;
+  try {
+    const std::string gpu = profile_hardware_of(context.catalog.hardware(defaults.hardware));
+    if (!gpu.empty()) defaults.hardware = gpu;
+  } catch (const spec::CatalogError&) {
+  } catch (const spec::SpecError&) {
+  }
   std::vector<spec::MeasurementRow> rows =
-      benchmark_rows(r.file == "-" ? "stdin" : r.file, text, r.from, r.defaults, context);
+      benchmark_rows(r.file == "-" ? "stdin" : r.file, text, r.from, defaults, context);
   // The rows must be predictable: the model, hardware and layout resolve.
   (void)resolve_measurements(rows, context.catalog, {});
   return rows;

@@ -505,6 +505,25 @@ TEST_CASE("plan --emit: launch, benchmark and read-back scripts; the round trip 
     CHECK(std::system(cmd.c_str()) == 0);
     CHECK(slurp(dir / "measured.csv").find("llama3-8b,h100-sxm,bf16,") != std::string::npos);
     CHECK(slurp(dir / "out.txt").find("llama3-8b") != std::string::npos);
+    // The comparison is with the file the plan predicted on.
+    CHECK(slurp(dir / "validate.sh").find("validate --measured measured.csv -H h100-sxm") !=
+          std::string::npos);
+  }
+  {
+    // Planned on the H100's profiled file: the rows record the GPU (h100-sxm) and are compared
+    // with the profiled file's predictions.
+    const fs::path dir = scratch_dir() / "emit-profiled";
+    std::string profiled = base;
+    profiled.replace(profiled.find("-H h100-sxm"), 11, "-H h100-sxm-profiled");
+    REQUIRE(run(profiled + "vllm '" + dir.string() + "'").exit_code == 0);
+    const std::string cmd = "cd '" + dir.string() + "' && STREAMSPARK='" + STREAMSPARK_BINARY +
+                            "' STREAMSPARK_DATA='" + STREAMSPARK_SOURCE_DIR +
+                            "' bash validate.sh '" + data +
+                            "vllm-result-format.json' > out.txt 2> err.txt";
+    CHECK(std::system(cmd.c_str()) == 0);
+    CHECK(slurp(dir / "measured.csv").find("llama3-8b,h100-sxm,bf16,") != std::string::npos);
+    CHECK(slurp(dir / "out.txt").find("hardware files: h100-sxm rows on h100-sxm-profiled") !=
+          std::string::npos);
   }
   CHECK(slurp(scratch_dir() / "emit-vllm" / "serve.sh")
             .find("--tensor-parallel-size 1 --pipeline-parallel-size 1 --max-model-len 8192 "

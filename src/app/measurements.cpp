@@ -95,7 +95,7 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   // A file of the row's hardware name, or a profiled file of that GPU (fit --profile).
   const auto file =
       std::find_if(hardware_files.begin(), hardware_files.end(), [&](const engine::Hardware& h) {
-        return h.name == row.hardware || profile_hardware_of(h) == row.hardware;
+        return h.name == row.hardware || gpu_of(h) == row.hardware;
       });
   if (file != hardware_files.end()) {
     run.hardware = *file;
@@ -317,9 +317,7 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
     spec::MeasurementRow defaults;
     defaults.model = r.model;
     // The GPU the result ran on: the file's, or the one a profiled file stands for.
-    const engine::Hardware given = context.catalog.hardware(r.hardware.front());
-    const std::string profiled_gpu = profile_hardware_of(given);
-    defaults.hardware = profiled_gpu.empty() ? given.name : profiled_gpu;
+    defaults.hardware = gpu_of(context.catalog.hardware(r.hardware.front()));
     const bool vllm = kind == spec::MeasurementFileKind::vllm_result;
     v.imported = vllm ? "vLLM result" : "SGLang result";
     rows = benchmark_rows(v.file, text,
@@ -338,16 +336,14 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
   std::set<std::string> named;
   for (const engine::Hardware& h : files) {
     named.insert(h.name);
-    const std::string gpu = profile_hardware_of(h);
-    if (!gpu.empty()) named.insert(gpu);
+    named.insert(gpu_of(h));
   }
   for (auto& [gpu, h] : catalog_profiled_gpus(context)) {
     if (!named.count(gpu)) files.push_back(std::move(h));
   }
   v.runs = resolve_measurements(rows, context.catalog, files, r.stack);
   for (const engine::MeasuredRun& run : v.runs) {
-    if (run.hardware.name != run.hardware_name &&
-        profile_hardware_of(run.hardware) == run.hardware_name) {
+    if (run.hardware.name != run.hardware_name && gpu_of(run.hardware) == run.hardware_name) {
       v.profiled_files.emplace(run.hardware_name, run.hardware.name);
     }
   }

@@ -435,6 +435,11 @@ std::string profile_hardware_of(const engine::Hardware& hw) {
   return provenance_value(hw, "profile_hardware");
 }
 
+std::string gpu_of(const engine::Hardware& hw) {
+  std::string gpu = profile_hardware_of(hw);
+  return gpu.empty() ? hw.name : gpu;
+}
+
 namespace {
 // The catalog's GPU files: those that stand for themselves, and the profiled ones by the GPU
 // they stand for (the first the catalog lists), less those of a GPU whose own file carries a
@@ -446,8 +451,8 @@ void split_catalog_gpus(const Context& context, std::vector<engine::Hardware>& o
     try {
       engine::Hardware h = spec::load_hardware(path);
       if (h.kind != engine::HardwareKind::gpu) continue;
-      const std::string gpu = profile_hardware_of(h);
-      if (gpu.empty() || gpu == h.name) {
+      const std::string gpu = gpu_of(h);
+      if (gpu == h.name) {
         own.push_back(std::move(h));
       } else if (!profiled.count(gpu)) {
         profiled.emplace(gpu, std::move(h));
@@ -521,9 +526,7 @@ ProfileValidation validate_profile(const ProfileValidateRequest& r, const Contex
   v.fitted_models = fitted_models_of(hw);
   v.held_out_only = r.held_out_only;
   v.tolerance_percent = r.tolerance_percent;
-  v.profiled_on = !r.profiled_on.empty()             ? r.profiled_on
-                  : !profile_hardware_of(hw).empty() ? profile_hardware_of(hw)
-                                                     : hw.name;
+  v.profiled_on = !r.profiled_on.empty() ? r.profiled_on : gpu_of(hw);
   if (r.held_out_only && v.fitted_models.empty()) {
     throw UsageError("--held-out: " + hw.name +
                      " was not fitted to a profile (its provenance names no fitted_models)");

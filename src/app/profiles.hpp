@@ -38,6 +38,8 @@ std::vector<spec::ProfileRow> import_profile(const ImportProfileRequest& request
 // was fitted to are fitted_on's, another GPU's for a carried file); empty for other files.
 std::vector<std::string> fitted_models_of(const engine::Hardware& hw);
 std::string profile_hardware_of(const engine::Hardware& hw);
+// The GPU a hardware file stands for: a profiled file's profile_hardware, else its own name.
+std::string gpu_of(const engine::Hardware& hw);
 
 // The catalog's GPUs, each once: its profiled file (profile_hardware_of names another file's
 // GPU: a100-80gb-profiled for a100-80gb) where the catalog has one, the first the catalog lists

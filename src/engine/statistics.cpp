@@ -9,6 +9,14 @@
 
 namespace streamspark::engine {
 
+namespace {
+// The nearest rank of quantile q among n values: ceil(q n), 1-based, within [1, n].
+int64_t nearest_rank_of(double q, int64_t n) {
+  const auto k = static_cast<int64_t>(std::ceil(q * static_cast<double>(n)));
+  return std::clamp<int64_t>(k, 1, n);
+}
+}  // namespace
+
 double median(std::vector<double> v) {
   if (v.empty()) throw std::invalid_argument("median of no values");
   std::sort(v.begin(), v.end());
@@ -21,8 +29,7 @@ Percentiles percentiles(std::vector<double> v) {
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
   const auto rank = [&](double q) {
-    const auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return v[std::max<size_t>(k, 1) - 1];
+    return v[static_cast<size_t>(nearest_rank_of(q, static_cast<int64_t>(v.size())) - 1)];
   };
   p.p50 = rank(0.50);
   p.p90 = rank(0.90);
@@ -53,10 +60,7 @@ Percentiles percentiles(std::vector<CountedValue> runs) {
     }
     return runs.back().value;
   };
-  const auto rank = [&](double q) {
-    const auto k = static_cast<int64_t>(std::ceil(q * static_cast<double>(n)));
-    return at_rank(std::max<int64_t>(k, 1));
-  };
+  const auto rank = [&](double q) { return at_rank(nearest_rank_of(q, n)); };
   p.p50 = rank(0.50);
   p.p90 = rank(0.90);
   p.p99 = rank(0.99);
@@ -67,8 +71,7 @@ Percentiles percentiles(std::vector<CountedValue> runs) {
 double nearest_rank(std::vector<double> v, double q) {
   if (v.empty()) throw std::invalid_argument("quantile of no values");
   std::sort(v.begin(), v.end());
-  const auto k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(std::max<size_t>(k, 1), v.size()) - 1];
+  return v[static_cast<size_t>(nearest_rank_of(q, static_cast<int64_t>(v.size())) - 1)];
 }
 
 double relative_error(double predicted, double measured) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "app/errors.hpp"
+#include "app/profiles.hpp"
 #include "engine/overflow.hpp"
 
 namespace streamspark::app {
@@ -78,6 +79,9 @@ AnalyzeResult analyze(const AnalyzeRequest& r, const Context& context) {
     }
   }
   out.context = analysis_context(*analyzer);
+  if (options.method == engine::Method::calibrated) {
+    out.context.profiled_file = catalog_profiled_file_of(hardware, context);
+  }
   if (stack) {
     out.context.stack = stack_in_use(*stack, stack->memory_fraction_for(r.parallel.tp), {hardware},
                                      options.costing.precision, options.method);

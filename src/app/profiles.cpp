@@ -488,6 +488,14 @@ std::map<std::string, engine::Hardware> catalog_profiled_gpus(const Context& con
   return profiled;
 }
 
+std::string catalog_profiled_file_of(const engine::Hardware& hw, const Context& context) {
+  if (hw.kind != engine::HardwareKind::gpu || hw.calibration || gpu_of(hw) != hw.name) return "";
+  Context quiet{context.catalog, context.command_line, nullptr};
+  const auto profiled = catalog_profiled_gpus(quiet);
+  const auto it = profiled.find(hw.name);
+  return it == profiled.end() ? "" : it->second.name;
+}
+
 namespace {
 // The attention fit rule (ProfileFitRequest::attention_fit_stride): whether a fit reads the row.
 bool in_attention_fit_set(const ProfileRow& row, int64_t stride,

@@ -50,6 +50,11 @@ std::string gpu_of(const engine::Hardware& hw);
 std::vector<engine::Hardware> catalog_gpus(const Context& context);
 // The catalog's profiled files alone, by the GPU each stands for (as catalog_gpus picks them).
 std::map<std::string, engine::Hardware> catalog_profiled_gpus(const Context& context);
+// The name of the catalog's profiled file that catalog_gpus picks for the GPU whose own file
+// `hw` is (h100-sxm-profiled for h100-sxm); empty when `hw` is a profiled file, carries a
+// calibration of its own, or its GPU has no profiled file. Catalog files that fail to load are
+// left out without a warning (the commands that read them report them).
+std::string catalog_profiled_file_of(const engine::Hardware& hw, const Context& context);
 
 // Whether a profiled hardware file's fit read this attention row: its provenance's
 // attention_from names the row's GPU, the row's context is a multiple of attention_fit_stride,

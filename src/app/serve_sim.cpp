@@ -9,6 +9,7 @@
 
 #include "app/configuration.hpp"
 #include "app/errors.hpp"
+#include "app/profiles.hpp"
 #include "app/serving_stack.hpp"
 #include "engine/random.hpp"
 
@@ -340,6 +341,9 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
                         workload, options, result);
   out.run.layout = analysis.costing.parallel;
   out.run.objectives = r.objectives;
+  if (analysis.method == engine::Method::calibrated) {
+    out.run.profiled_file = catalog_profiled_file_of(hardware, context);
+  }
   if (options.scheduler.preemption == engine::Preemption::swap || r.kv_offload_bytes) {
     out.run.host_bandwidth = options.host_bandwidth;
     out.run.host_link = host_link_origin(r.scheduler, hardware);

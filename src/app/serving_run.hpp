@@ -75,6 +75,9 @@ struct ServingRun {
   // statistics serving measurement rows compare); unset for measured runs and --no-bands.
   std::optional<engine::PredictionBands> bands;
   std::optional<DisaggregationReport> disaggregation;  // serve-sim --disaggregate
+  // serve-sim with the calibrated method on a GPU's datasheet file: the catalog's profiled file
+  // of that GPU (catalog_profiled_file_of), which the report points to; empty otherwise.
+  std::string profiled_file;
 };
 
 // Each objective given, with the run's value: ("p90 TTFT", value, limit), in plan's order.

@@ -203,6 +203,7 @@ json analysis_json(const AnalysisContext& ctx, const std::vector<WorkloadResult>
   if (!ctx.rates.compute_fraction_note.empty()) {
     j["hardware"]["compute_fraction_note"] = ctx.rates.compute_fraction_note;
   }
+  if (!ctx.profiled_file.empty()) j["hardware"]["profiled_file"] = ctx.profiled_file;
   j["method"] = str(enum_name(ctx.options.method));
   if (ctx.stack) j["stack"] = stack_json(*ctx.stack);
   j["precision"] = precision_json(ctx.options.costing.precision);
@@ -288,6 +289,10 @@ std::string analysis_header(const AnalysisContext& ctx) {
                  significant(ridge(ctx)), format_time(ctx.rates.kernel_overhead_s));
   if (!ctx.rates.compute_fraction_note.empty()) {
     out.insert(out.size() - 1, "note      " + ctx.rates.compute_fraction_note + "\n");
+  }
+  if (!ctx.profiled_file.empty()) {
+    out.insert(out.size() - 1,
+               "note      " + profiled_file_note(hw.name, ctx.profiled_file) + "\n");
   }
 
   return out;

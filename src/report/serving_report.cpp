@@ -127,6 +127,13 @@ json speculative_serving_json(const SpeculativeServing& sp, const engine::Specul
 
 }  // namespace
 
+std::string profiled_file_note(const std::string& hardware, const std::string& profiled_file) {
+  return fmt::format(
+      "{} costs kernels on datasheet peaks and achievable fractions; {} on published kernel "
+      "timings (-H {})",
+      hardware, profiled_file, profiled_file);
+}
+
 std::string stack_line(const app::StackInUse& s) {
   const engine::StackExecution& e = s.execution;
   std::string graphs = "no CUDA graphs";
@@ -306,6 +313,9 @@ std::string serving_table(const ServingRun& r) {
                                 r.method == "measured" ? "measured" : "method " + r.method,
                                 setup_line(r), r.workload);
   if (r.stack) out.insert(out.size() - 1, stack_line(*r.stack));
+  if (!r.profiled_file.empty()) {
+    out.insert(out.size() - 1, "note: " + profiled_file_note(r.hardware, r.profiled_file) + "\n");
+  }
   Table t;
   t.add_column("", Align::left);
   for (const char* h : {"p50", "p90", "p99", "mean"}) t.add_column(h);
@@ -447,6 +457,7 @@ json serving_json(const ServingRun& r) {
     j["speculative"] = speculative_serving_json(*r.speculative, r.metrics.speculative);
   }
   if (r.stack) j["stack"] = stack_json(*r.stack);
+  if (!r.profiled_file.empty()) j["profiled_file"] = r.profiled_file;
   if (r.bands) j["bands"] = serving_bands_json(r);
   if (r.disaggregation) {
     // The pools carry their own layouts and KV figures; the run's would read as one GPU's.

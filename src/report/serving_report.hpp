@@ -26,6 +26,10 @@ std::string serving_table(const ServingRun& run);
 // CUDA graphs at 35 decode batch sizes 1..256 (context <= 8192) · host 830 us/iteration,
 // 42 us/sequence · 0 s/request"
 std::string stack_line(const app::StackInUse& s);
+// The pointer from a GPU's datasheet file to the catalog's profiled file of it: "h100-sxm costs
+// kernels on datasheet peaks and achievable fractions; h100-sxm-profiled on published kernel
+// timings (-H h100-sxm-profiled)".
+std::string profiled_file_note(const std::string& hardware, const std::string& profiled_file);
 nlohmann::json stack_json(const app::StackInUse& s);
 nlohmann::json serving_json(const ServingRun& run);
 // {"p50", "p90", "p99", "mean"} of one latency metric, in seconds.

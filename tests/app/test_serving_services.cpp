@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "app/analyze.hpp"
 #include "app/errors.hpp"
 #include "app/plan.hpp"
 #include "app/profiles.hpp"
@@ -315,7 +316,35 @@ TEST_CASE("catalog_gpus: a GPU's own calibrated file (a user's fitted one) is no
   CHECK(names.count("a100-80gb-profiled") == 0);
   CHECK(names.count("h100-sxm-profiled") == 1);  // the other GPUs as before
   CHECK(app::catalog_profiled_gpus(user).count("a100-80gb") == 0);
+  CHECK(app::catalog_profiled_file_of(user.catalog.hardware("a100-80gb"), user).empty());
   // The shipped catalog alone: the profiled file stands in.
   CHECK(app::catalog_profiled_gpus(s.context).count("a100-80gb") == 1);
+  CHECK(app::catalog_profiled_file_of(s.context.catalog.hardware("a100-80gb"), s.context) ==
+        "a100-80gb-profiled");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("analyze and serve-sim on a GPU's datasheet file name its profiled file") {
+  test::ServiceContext s;
+  app::AnalyzeRequest a;
+  a.model = "llama3-8b";
+  a.hardware = "h100-sxm";
+  a.bands.enabled = false;
+  CHECK(app::analyze(a, s.context).context.profiled_file == "h100-sxm-profiled");
+  // The ideal bound is the same on both files: no pointer.
+  a.method = engine::Method::roofline;
+  CHECK(app::analyze(a, s.context).context.profiled_file.empty());
+  a.method.reset();
+  a.hardware = "h200";  // a carried file (the H100's timings) stands for it all the same
+  CHECK(app::analyze(a, s.context).context.profiled_file == "h200-profiled");
+  a.hardware = "h100-sxm-profiled";  // the profiled file itself
+  CHECK(app::analyze(a, s.context).context.profiled_file.empty());
+  a.hardware = "l40s";  // no profiled file of that GPU
+  CHECK(app::analyze(a, s.context).context.profiled_file.empty());
+
+  app::ServeSimRequest r = llama_on_h100();
+  r.workload.generated.requests = 20;
+  CHECK(app::serve_sim(r, s.context).run.profiled_file == "h100-sxm-profiled");
+  r.hardware = "h100-sxm-profiled";
+  CHECK(app::serve_sim(r, s.context).run.profiled_file.empty());
 }

@@ -334,7 +334,16 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
   // default grid: catalog_profiled_gpus), else on its own file.
   std::vector<engine::Hardware> files = load_hardware_files(context.catalog, r.hardware);
   std::set<std::string> named;
+  std::map<std::string, std::string> file_of_gpu;
   for (const engine::Hardware& h : files) {
+    // Each row is predicted once: two files of one GPU would leave one of them unused.
+    const auto [it, first] = file_of_gpu.emplace(gpu_of(h), h.name);
+    if (!first) {
+      throw UsageError(fmt::format(
+          "--hardware: {} and {} are both files of {}; a row is predicted on one file: name "
+          "one (run once per file to compare them)",
+          it->second, h.name, it->first));
+    }
     named.insert(h.name);
     named.insert(gpu_of(h));
   }

@@ -38,8 +38,8 @@ void append_classified_errors(const engine::MeasuredRun& run,
 
 // The bands of predictions made with `method` (unset: each row's hardware's default, as the
 // predictions take it) and `preset` on the hardware named in `hardware`: only the rows measured
-// on those are predicted, each with `hardware`'s file of its name or standing for its GPU (a
-// profiled file; the first that matches when several do), so a user's file replaces the
+// on those are predicted, on each of `hardware`'s files of its name or standing for its GPU (a
+// profiled file: two files of one GPU each get a band), so a user's file replaces the
 // catalog's. nullopt when disabled. A malformed set throws spec::SpecError naming file,
 // line and key; a row the method cannot predict throws UsageError.
 std::optional<engine::PredictionBands> prediction_bands(

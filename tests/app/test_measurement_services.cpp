@@ -238,3 +238,28 @@ TEST_CASE("prediction_bands: the catalog's sets, the predictions' stack and hard
   r.enabled = false;
   CHECK_FALSE(app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context).has_value());
 }
+
+TEST_CASE("prediction_bands: two files of one GPU each predict its rows") {
+  // plan -H h100-sxm,h100-sxm-profiled: each file's band from the same 17 vllm-0.6 rows, in
+  // either order (the rows used to go to the first file alone, leaving the other without one).
+  test::ServiceContext s;
+  const engine::Hardware datasheet = s.context.catalog.hardware("h100-sxm");
+  const engine::Hardware profiled = s.context.catalog.hardware("h100-sxm-profiled");
+  const auto vllm = s.context.catalog.stack("vllm-0.6");
+  const app::BandsRequest r;
+  const auto alone = app::prediction_bands(r, std::nullopt, vllm, {profiled}, s.context);
+  for (const auto& files : {std::vector<engine::Hardware>{datasheet, profiled},
+                            std::vector<engine::Hardware>{profiled, datasheet}}) {
+    const auto b = app::prediction_bands(r, std::nullopt, vllm, files, s.context);
+    REQUIRE(b.has_value());
+    CHECK(b->rows == 34);
+    const engine::ErrorBand* d = b->find("h100-sxm", "e2e");
+    const engine::ErrorBand* p = b->find("h100-sxm-profiled", "e2e");
+    REQUIRE(d != nullptr);
+    REQUIRE(p != nullptr);
+    CHECK(d->rows == 17);
+    CHECK(d->p10_error == doctest::Approx(-0.167).epsilon(0.01));  // as the file alone gives
+    CHECK(p->rows == 17);
+    CHECK(p->p10_error == alone->find("h100-sxm-profiled", "e2e")->p10_error);
+  }
+}

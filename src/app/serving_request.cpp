@@ -108,6 +108,7 @@ engine::ServingOptions serving_options(const SchedulerRequest& s, int64_t max_co
   c.block_size = s.block_size.value_or(stack ? stack->block_size : kDefaultBlockSize);
   if (stack) {
     c.prompt_batching = limits.prompt_batching;
+    c.first_token_from = stack->execution.first_token_from;
     out.request_overhead_s = stack->execution.request_s;
     out.one_batch_ahead = stack->execution.one_batch_ahead;
   }

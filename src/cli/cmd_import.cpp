@@ -20,7 +20,8 @@ Command add_import_command(CLI::App& root, const app::Context&) {
   CLI::App* app = root.add_subcommand(
       "import",
       "Turn a Hugging Face config.json into a model YAML (llama, mistral, mixtral, "
-      "qwen2, qwen3, phi3, gemma2, deepseek_v2, jamba, mamba)");
+      "qwen2, qwen3, qwen3_moe, phi3, gemma2, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, "
+      "jamba, mamba)");
   auto s = std::make_shared<ImportCli>(app);
   s->b.text("config", s->r.config, "config.json")->required();
   s->b.text("--name", s->r.name,

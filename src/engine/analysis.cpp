@@ -560,8 +560,17 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   }
   r.prefill = st.prefill;
   r.decode = st.decode;
+  if (options_.stack.first_token_from == FirstTokenFrom::decode && S - 1 > w.cached_prompt) {
+    // The prompt's pass stops one token short; the first decode step (at context S - 1) runs
+    // the last prompt token and yields the first output token (LMDeploy TurboMind 0.1).
+    if (options_.per_op) r.prefill_ops.clear();
+    int64_t activations = 0;
+    r.prefill = prefill(B, S - 1, per_pass, options_.per_op ? &r.prefill_ops : nullptr,
+                        &activations, w.cached_prompt);
+    r.first_decode_s = sum_decode_steps(st.decode_batch, S - 1, 1);
+  }
   // A stack's per-request host cost (tokenization, the API) comes before the first token.
-  r.ttft_s = r.prefill.time_s + options_.stack.request_s;
+  r.ttft_s = r.prefill.time_s + r.first_decode_s + options_.stack.request_s;
   // A step's time is that of one micro-batch through the pipeline (the whole batch on one
   // stage): the time between two tokens of a sequence.
   r.tpot_s = steps == 0 ? r.decode.time_s

@@ -127,7 +127,10 @@ struct WorkloadResult {
   Workload workload;  // as given
   PhaseResult prefill;
   PhaseResult decode;  // the first decode step: context = prompt
-  double ttft_s = 0;
+  // The decode step that yields the first token where the stack's prompt pass stops one token
+  // short (FirstTokenFrom::decode: prefill is then of prompt - 1 tokens); 0 otherwise.
+  double first_decode_s = 0;
+  double ttft_s = 0;  // prefill + first_decode_s + the stack's per-request cost
   double tpot_s = 0;  // mean over the G-1 decode steps (G = 1: the step at context = prompt)
   double e2e_s = 0;   // ttft + (G-1) * tpot
   double decode_throughput_tok_s = 0;      // B / tpot (one replica)

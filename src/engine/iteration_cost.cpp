@@ -432,6 +432,17 @@ double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tok
     }
     throw std::invalid_argument(text);
   }
+  // A share of the whole memory (TurboMind's cache_max_entry_count) is taken whatever the
+  // weights hold: the stack runs out of memory when both do not fit.
+  if (basis == KvMemoryBasis::memory && kv + weights + activations > device) {
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "a KV cache of %g x %.4g GB of %s and %.4g GB of weights and activations do not "
+                  "fit its memory (KV = %s)",
+                  memory_fraction, device / 1e9, hardware_.name.c_str(),
+                  (weights + activations) / 1e9, describe(basis).c_str());
+    throw std::invalid_argument(text);
+  }
   return kv;
 }
 

@@ -92,6 +92,7 @@ ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_
     o.scheduler.chunked_prefill = limits.chunked_prefill;
     o.scheduler.prompt_batching = limits.prompt_batching;
     o.scheduler.block_size = p.block_size;
+    o.scheduler.first_token_from = p.execution.first_token_from;
     o.request_overhead_s = p.execution.request_s;
     o.one_batch_ahead = p.execution.one_batch_ahead;
     basis = p.memory_basis;
@@ -263,7 +264,15 @@ std::pair<Linear, Linear> run_linear(const MeasuredRun& run, const StackParamete
   const WorkloadResult first = a.analyze({run.batch, input, 1});
   const int64_t mean_context = input + std::max<int64_t>(output - 2, 0) / 2;
   const WorkloadResult mid = a.analyze({run.batch, mean_context, 1});
-  return {phase_linear(first.prefill, p, first.prefill.passes), phase_linear(mid.decode, p, 1)};
+  Linear ttft = phase_linear(first.prefill, p, first.prefill.passes);
+  if (first.first_decode_s > 0) {
+    // The first token from a decode pass (FirstTokenFrom::decode): its step, taken as the step
+    // at context = prompt (one token of context apart).
+    const Linear step = phase_linear(first.decode, p, 1);
+    for (size_t i = 0; i < ttft.features.size(); ++i) ttft.features[i] += step.features[i];
+    ttft.constant += step.constant;
+  }
+  return {ttft, phase_linear(mid.decode, p, 1)};
 }
 
 // The equations of a run's measured metrics: (features . theta + constant) / measured = 1.

@@ -109,6 +109,12 @@ int64_t Scheduler::known(int64_t i) const {
   return requests_[static_cast<size_t>(i)].prompt + sequences_[static_cast<size_t>(i)].generated;
 }
 
+int64_t Scheduler::to_compute(int64_t i) const {
+  const int64_t remaining = known(i) - sequences_[static_cast<size_t>(i)].cached;
+  return options_.first_token_from == FirstTokenFrom::decode && remaining > 1 ? remaining - 1
+                                                                              : remaining;
+}
+
 int64_t Scheduler::reservation_for(int64_t prompt) const {
   int64_t want = prompt + options_.max_output;
   if (options_.max_context > 0) want = std::min(want, options_.max_context);

@@ -30,7 +30,7 @@ void Scheduler::next_continuous(Iteration& it) {
       Sequence& s = sequences_[static_cast<size_t>(i)];
       const int64_t remaining = known(i) - s.cached;
       if (remaining <= 1) continue;  // decoding: waits
-      const int64_t tokens = std::min(remaining, budget);
+      const int64_t tokens = std::min(to_compute(i), budget);
       if (!grow_kv(i, tokens)) break;  // a full cache: the general pass below preempts
       it.items.push_back({i, tokens, s.cached, s.cached + tokens >= known(i), false});
       any_prefill = true;
@@ -45,7 +45,7 @@ void Scheduler::next_continuous(Iteration& it) {
     const int64_t i = running_[r];
     Sequence& s = sequences_[static_cast<size_t>(i)];
     const int64_t remaining = known(i) - s.cached;
-    int64_t tokens = std::min(remaining, budget);
+    int64_t tokens = std::min(to_compute(i), budget);
     // Speculative: a decoding sequence (its last generated token is all it has not cached)
     // verifies up to k draft tokens, k+1 positions of the token budget; fewer when the budget
     // is short (none: a plain decode step).
@@ -130,7 +130,7 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
       budget -= 1;
       continue;
     }
-    const int64_t remaining = known(i) - s.cached;
+    const int64_t remaining = to_compute(i);
     int64_t tokens = remaining;
     if (options_.chunked_prefill) {
       tokens = std::min(remaining, budget);

@@ -47,14 +47,19 @@ void Scheduler::next_static(Iteration& it) {
       batch_prompt_ = prompt;
       batch_output_ = output;
     }
+    // The prompt pass; when the first token comes from a decode pass it stops one token short
+    // and the first decode step runs that token.
+    const bool decode_first =
+        options_.first_token_from == FirstTokenFrom::decode && batch_prompt_ > 1;
+    const int64_t prompt_tokens = decode_first ? batch_prompt_ - 1 : batch_prompt_;
     for (size_t k = 0; k < n; ++k) {
       const int64_t i = waiting_.front();
       if (!admit_kv(i)) break;
-      grow_kv(i, batch_prompt_);
+      grow_kv(i, prompt_tokens);
       waiting_.pop_front();
       sequences_[static_cast<size_t>(i)].state = State::running;
       batch_.push_back(i);
-      it.items.push_back({i, batch_prompt_, 0, true, false});
+      it.items.push_back({i, prompt_tokens, 0, !decode_first, false});
     }
     return;
   }

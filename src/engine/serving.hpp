@@ -128,6 +128,9 @@ struct SchedulerOptions {
   bool chunked_prefill = false;
   // Without chunked prefill: whether an iteration that admits prompts also runs the decodes.
   PromptBatching prompt_batching = PromptBatching::mixed;
+  // decode: a prompt's pass stops one token short; the sequence's first decode pass runs the
+  // last prompt token and yields the first output token (LMDeploy TurboMind 0.1).
+  FirstTokenFrom first_token_from = FirstTokenFrom::prefill;
   KvLayout kv = KvLayout::paged;
   int64_t block_size = 16;
   int64_t kv_capacity_tokens = 0;  // KV slots the cache holds (paged: whole blocks of them)
@@ -258,6 +261,9 @@ class Scheduler {
     int64_t named_blocks = 0;  // prefix cache: its blocks named in its group so far
   };
   int64_t known(int64_t i) const;  // prompt + generated: tokens whose identity is known
+  // The tokens a sequence's prompt pass still computes: all it has not cached, but the last
+  // one when the first token comes from a decode pass (that pass runs it).
+  int64_t to_compute(int64_t i) const;
   // Without a prefix cache, a request whose shared prefix is the one common prefix (not a
   // conversation's history, which it then recomputes) starts from that prefix, cached once.
   bool pinned_prefix(const Request& r) const {

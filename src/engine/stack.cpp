@@ -14,6 +14,8 @@ double kv_budget_bytes(KvMemoryBasis basis, double fraction, double device_bytes
       return fraction * device_bytes - weight_bytes;
     case KvMemoryBasis::free:
       return fraction * (device_bytes - weight_bytes - activation_bytes);
+    case KvMemoryBasis::memory:
+      return fraction * device_bytes;
   }
   return 0;
 }
@@ -26,6 +28,8 @@ std::string describe(KvMemoryBasis basis) {
       return "fraction x memory - weights";
     case KvMemoryBasis::free:
       return "fraction x (memory - weights - activations)";
+    case KvMemoryBasis::memory:
+      return "fraction x memory";
   }
   return "";
 }

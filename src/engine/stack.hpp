@@ -30,8 +30,11 @@ namespace streamspark::engine {
 //                                      activations live in the rest)
 //   free:          KV = f (M - W - A) (TensorRT-LLM free_gpu_memory_fraction: of what is free
 //                                      once the engine and its buffers are loaded)
+//   memory:        KV = f M           (LMDeploy TurboMind 0.1 cache_max_entry_count: a share of
+//                                      the device's whole memory, whatever the weights take)
 // clang-format off
-#define STREAMSPARK_KV_MEMORY_BASES(X) X(total, "total") X(static_pool, "static") X(free, "free")
+#define STREAMSPARK_KV_MEMORY_BASES(X) \
+  X(total, "total") X(static_pool, "static") X(free, "free") X(memory, "memory")
 // clang-format on
 STREAMSPARK_ENUM(KvMemoryBasis, STREAMSPARK_KV_MEMORY_BASES)
 
@@ -51,6 +54,19 @@ std::string describe(KvMemoryBasis basis);
 // clang-format on
 STREAMSPARK_ENUM(PromptBatching, STREAMSPARK_PROMPT_BATCHINGS)
 
+// Which pass yields a sequence's first output token:
+//   prefill: the prompt's pass computes every prompt token and samples the first token from the
+//            last one (vLLM, SGLang, TensorRT-LLM)
+//   decode:  the prompt's pass computes all but the last prompt token; the sequence's first
+//            decode pass runs that token and samples the first output token (LMDeploy
+//            TurboMind 0.1: LlamaBatch::ContextDecode skips the last input token, which
+//            Generate processes), so TTFT = the prefill of prompt - 1 tokens + one decode step;
+//            a one-token prompt has no prompt pass at all
+// clang-format off
+#define STREAMSPARK_FIRST_TOKEN_SOURCES(X) X(prefill, "prefill") X(decode, "decode")
+// clang-format on
+STREAMSPARK_ENUM(FirstTokenFrom, STREAMSPARK_FIRST_TOKEN_SOURCES)
+
 // A stack's costs outside the operators, applied by the Analyzer and the serving iteration
 // cost whatever the method.
 struct StackExecution {
@@ -67,6 +83,7 @@ struct StackExecution {
   // an iteration is first seen when the batch after next is formed (ServingOptions::
   // one_batch_ahead).
   bool one_batch_ahead = false;
+  FirstTokenFrom first_token_from = FirstTokenFrom::prefill;
   // Where the hardware file's calibration already holds measured host costs (a profiled or
   // fitted file) of this stack, or of a stack it does not name, those are used instead of the
   // iteration and sequence costs here (stack_host_costs_apply in analysis.hpp).

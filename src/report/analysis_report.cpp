@@ -155,6 +155,7 @@ json result_json(const WorkloadResult& r) {
          {"decode_throughput_tok_s", r.decode_throughput_tok_s},
          {"gpus", r.gpus},
          {"deployment_throughput_tok_s", r.deployment_throughput_tok_s}};
+  if (r.first_decode_s > 0) j["first_decode_s"] = r.first_decode_s;
   if (r.diffusion) {
     const auto& d = *r.diffusion;
     j["diffusion"] = json{{"block_length", d.options.block_length},
@@ -342,10 +343,15 @@ std::string workload_table(const AnalysisContext& ctx, const std::vector<Workloa
     t.add_row(row);
   }
   out += t.render();
+  out += ctx.options.stack.first_token_from == engine::FirstTokenFrom::decode
+             ? "\nTTFT: prefill of the whole batch but each prompt's last token, then the first "
+               "decode step, which runs that token (the stack's first token comes from a decode "
+               "pass; prefill: of prompt-1 tokens). decode step: context = prompt."
+             : "\nTTFT: prefill of the whole batch, lm head on the last position only. decode "
+               "step: context = prompt.";
   out +=
-      "\nTTFT: prefill of the whole batch, lm head on the last position only. decode step: "
-      "context = prompt.\nTPOT: mean decode step over the gen-1 later tokens. memory: weights "
-      "+ KV cache at prompt+gen-1 tokens + peak activations.\n";
+      "\nTPOT: mean decode step over the gen-1 later tokens. memory: weights + KV cache at "
+      "prompt+gen-1 tokens + peak activations.\n";
   if (parallel) {
     out +=
         "Per GPU: memory, fits and max batch. A decode step is one micro-batch's pass through "

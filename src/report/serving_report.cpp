@@ -171,6 +171,9 @@ std::string stack_line(const app::StackInUse& s) {
   if (s.chunked_prompt_batching != s.prompt_batching) {
     batching += fmt::format(" ({} with chunked prefill)", enum_name(s.chunked_prompt_batching));
   }
+  if (e.first_token_from == engine::FirstTokenFrom::decode) {
+    batching += ", first token from a decode pass";
+  }
   return fmt::format("stack: {} ({} {}) · {} · KV = {} · {} · {} · {}/request\n", s.name, s.stack,
                      s.version, batching, basis, graphs, host, format_time(e.request_s));
 }
@@ -184,6 +187,7 @@ nlohmann::json stack_json(const app::StackInUse& s) {
               {"version", s.version},
               {"prompt_batching", enum_name(s.prompt_batching)},
               {"chunked_prompt_batching", enum_name(s.chunked_prompt_batching)},
+              {"first_token_from", enum_name(e.first_token_from)},
               {"memory_fraction", s.memory_fraction},
               {"memory_fraction_by_tp", by_tp},
               {"memory_basis", enum_name(s.memory_basis)},

@@ -1,5 +1,6 @@
 // Hugging Face config.json -> model YAML (`streamspark import`), for the llama, mistral,
-// mixtral, qwen2, qwen3, phi3, gemma2, deepseek_v2, jamba and mamba families.
+// mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma2, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss,
+// jamba and mamba families.
 #pragma once
 
 #include <optional>

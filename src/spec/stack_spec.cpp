@@ -44,6 +44,8 @@ bool parse_scheduler(MapReader& r, engine::ServingStack& s) {
   const auto chunked_batching =
       r.enumeration<engine::PromptBatching>("chunked_prompt_batching", Presence::optional);
   const auto ahead = r.boolean("one_batch_ahead", Presence::optional);
+  const auto first_token =
+      r.enumeration<engine::FirstTokenFrom>("first_token_from", Presence::optional);
   if (chunk && chunked && !*chunked && !above) {
     r.error_at("chunk_tokens",
                "given with chunked_prefill false and no chunked_above_context: the budget of no "
@@ -53,10 +55,11 @@ bool parse_scheduler(MapReader& r, engine::ServingStack& s) {
   r.finish();
   if (!seqs || !tokens || !chunked || !batching) return false;
   if ((r.has("budget_covers_context") && !covers) || (r.has("chunked_above_context") && !above) ||
-      (r.has("one_batch_ahead") && !ahead)) {
+      (r.has("one_batch_ahead") && !ahead) || (r.has("first_token_from") && !first_token)) {
     return false;
   }
   s.execution.one_batch_ahead = ahead.value_or(false);
+  s.execution.first_token_from = first_token.value_or(engine::FirstTokenFrom::prefill);
   s.budget_covers_context = covers.value_or(false);
   s.chunked_above_context = above.value_or(0);
   s.max_sequences = *seqs;

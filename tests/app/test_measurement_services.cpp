@@ -39,20 +39,20 @@ TEST_CASE("validate --measured: every row predicted; the medians of docs/accurac
   CHECK(v.runs.front().hardware.name == "a100-80gb-profiled");
   CHECK(v.runs.back().hardware.name == "mi300x");
   CHECK(metric(v, "all").count == 216);
-  CHECK(metric(v, "all").median_abs_error == doctest::Approx(0.098).epsilon(0.01));
+  CHECK(metric(v, "all").median_abs_error == doctest::Approx(0.094).epsilon(0.01));
   CHECK(v.failure.empty());
-  // Medians: ttft 17.2 %, tpot 7.0 %, e2e 32.9 %, output_tok_s 6.4 %; at 10 % two fail, the
+  // Medians: ttft 12.5 %, tpot 7.0 %, e2e 32.9 %, output_tok_s 6.4 %; at 10 % two fail, the
   // first named.
   r.tolerances.all_percent = 10;
   CHECK(app::validate_measured(r, s.context).failure ==
-        "validate: ttft median |error| 17.2% above the 10% tolerance (2 of 4 checks failed)");
+        "validate: ttft median |error| 12.5% above the 10% tolerance (2 of 4 checks failed)");
   // The datasheet files named (their achievable fractions, the "datasheet files" column):
-  // ttft 21.6 %, tpot 14.8 %, e2e 26.5 %, output_tok_s 17.7 %, all four above 10 %.
+  // ttft 17.0 %, tpot 12.7 %, e2e 26.5 %, output_tok_s 17.2 %, all four above 10 %.
   r.hardware = {"a100-80gb", "h100-sxm"};
   const app::MeasuredValidation d = app::validate_measured(r, s.context);
   CHECK(d.runs.front().hardware.name == "a100-80gb");
   CHECK(d.profiled_files.empty());
-  CHECK(metric(d, "all").median_abs_error == doctest::Approx(0.182).epsilon(0.002));
+  CHECK(metric(d, "all").median_abs_error == doctest::Approx(0.159).epsilon(0.003));
   // Naming one GPU's file leaves the others on the catalog's choice: the A100 rows on the
   // datasheet file, the H100 rows still on the profiled one.
   r.hardware = {"a100-80gb"};
@@ -63,7 +63,7 @@ TEST_CASE("validate --measured: every row predicted; the medians of docs/accurac
         std::map<std::string, std::string>{{"h100-sxm", "h100-sxm-profiled"}});
   r.hardware = {"a100-80gb", "h100-sxm"};
   CHECK(d.failure ==
-        "validate: ttft median |error| 21.6% above the 10% tolerance (4 of 4 checks failed)");
+        "validate: ttft median |error| 17.0% above the 10% tolerance (4 of 4 checks failed)");
 }
 
 TEST_CASE("validate --measured: per-metric tolerances, per-row checks and their failures") {
@@ -71,14 +71,14 @@ TEST_CASE("validate --measured: per-metric tolerances, per-row checks and their 
   app::MeasuredValidateRequest r;
   r.file = kSets + "published.csv";
   r.hardware = {"a100-80gb", "h100-sxm"};  // the datasheet files: the medians of the test above
-  r.tolerances.per_metric = {{"ttft", 22}, {"tpot", 14}};  // 21.6 % passes, 14.8 % fails
+  r.tolerances.per_metric = {{"ttft", 18}, {"tpot", 12}};  // 17.0 % passes, 12.7 % fails
   app::MeasuredValidation v = app::validate_measured(r, s.context);
   REQUIRE(v.checks.size() == 2);  // the metrics not named are not gated
   CHECK(v.checks[0].metric == "ttft");
   CHECK(v.checks[0].passed());
   CHECK(v.checks[1].metric == "tpot");
   CHECK_FALSE(v.checks[1].passed());
-  CHECK(v.failure == "validate: tpot median |error| 14.8% above the 14% tolerance");
+  CHECK(v.failure == "validate: tpot median |error| 12.7% above the 12% tolerance");
   // Per row: one check per row and metric named (60 rows have both TTFT and TPOT); a row's
   // error above its tolerance fails however good the median.
   r.mode = app::GateMode::per_row;
@@ -89,7 +89,7 @@ TEST_CASE("validate --measured: per-metric tolerances, per-row checks and their 
   r.tolerances.per_metric = {{"ttft", 50}};
   v = app::validate_measured(r, s.context);
   CHECK(v.checks.size() == 60);
-  CHECK(v.failure.find("published.csv:3 ttft |error| 58.0% above the 50% tolerance") !=
+  CHECK(v.failure.find("published.csv:7 ttft |error| 59.8% above the 50% tolerance") !=
         std::string::npos);
 }
 
@@ -190,7 +190,7 @@ TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric
   CHECK(vllm.configurations == 1);
   CHECK(vllm.configuration_held_out == 0);
   CHECK(c.configuration_held_out == 180);
-  CHECK(c.configuration_inside == 110);
+  CHECK(c.configuration_inside == 109);
   r.hardware = {"a100-80gb", "h100-sxm"};
   const app::MeasuredValidation d = app::validate_measured(r, s.context);
   CHECK((*d.bands)[4].cls == engine::IntervalClass{"vllm-0.6", "h100-sxm", "e2e"});
@@ -228,7 +228,7 @@ TEST_CASE("prediction_bands: the catalog's sets, the predictions' stack and hard
   REQUIRE(none.has_value());
   CHECK(none->rows == 0);  // every A100 row is a stack's
   CHECK(none->find("a100-80gb", "ttft") == nullptr);
-  CHECK(none->other_rows.count({"LMDeploy TurboMind", "a100-80gb", "ttft"}) == 1);
+  CHECK(none->other_rows.count({"lmdeploy-0.1", "a100-80gb", "ttft"}) == 1);
   // --bands-from replaces the sets; --no-bands computes nothing.
   r.files = {kSets + "vllm-ci-latency.csv"};
   const auto ci = app::prediction_bands(r, std::nullopt, vllm, {h100}, s.context);

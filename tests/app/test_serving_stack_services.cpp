@@ -56,7 +56,7 @@ TEST_CASE("the shipped presets load, and every value they state is cited") {
   const std::vector<engine::ServingStack> presets = s.context.catalog.stacks();
   std::vector<std::string> names;
   for (const engine::ServingStack& p : presets) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"sglang-0.4", "trtllm-0.17", "vllm-0.6"});
+  CHECK(names == std::vector<std::string>{"lmdeploy-0.1", "sglang-0.4", "trtllm-0.17", "vllm-0.6"});
   for (const engine::ServingStack& p : presets) {
     CAPTURE(p.name);
     for (const char* key :
@@ -71,6 +71,13 @@ TEST_CASE("the shipped presets load, and every value they state is cited") {
   // check take no preset (trtllm-0.17 is a later release).
   CHECK(matched(presets, "vLLM 0.6.3.post2.dev308+gb489fc3c") == "vllm-0.6");
   CHECK(matched(presets, "TensorRT-LLM v0.6.1") == "none");
+  // The published LMDeploy rows ran TurboMind v0.1.0a1: lmdeploy-0.1, whose first token comes
+  // from a decode pass, and whose memory fraction is of the whole memory.
+  CHECK(matched(presets, "LMDeploy TurboMind v0.1.0a1") == "lmdeploy-0.1");
+  const engine::ServingStack lmdeploy = s.context.catalog.stack("lmdeploy-0.1");
+  CHECK(lmdeploy.execution.first_token_from == engine::FirstTokenFrom::decode);
+  CHECK(lmdeploy.memory_basis == engine::KvMemoryBasis::memory);
+  CHECK(lmdeploy.sources.count("scheduler.first_token_from") == 1);
   CHECK_THROWS_AS(app::load_serving_stack(std::string("vllm-9"), s.context), spec::CatalogError);
   CHECK_FALSE(app::load_serving_stack(std::nullopt, s.context).has_value());
 }

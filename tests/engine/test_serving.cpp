@@ -197,6 +197,38 @@ TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait"
   CHECK(simulate(requests, o, timer).metrics.slo_attainment == 1.0);
 }
 
+TEST_CASE("the first token from a decode pass: the prompt pass stops one token short") {
+  // LMDeploy TurboMind 0.1: a prompt's pass computes all but its last token and emits nothing;
+  // the next pass, a decode, runs that token and yields the first output token. The requests
+  // of the tests above, prefill-first, 1 s per iteration: [0,1] A's 3 prompt tokens; [1,2]
+  // B's 1 (arrived 0.5), A waits; [2,3] both decode -> A token 1, B token 1; [3,4] A token 2,
+  // B token 2 (done); [4,5] A token 3 (done).
+  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  o.scheduler.first_token_from = FirstTokenFrom::decode;
+  const auto r = simulate(requests, o, timer);
+  CHECK(r.outcomes[0].first_token_s == 3.0);
+  CHECK(r.outcomes[1].first_token_s == 3.0);
+  CHECK(r.outcomes[1].finish_s == 4.0);
+  CHECK(r.outcomes[0].finish_s == 5.0);
+  CHECK(r.metrics.iterations == 5);
+  // Static batching: the batch's prompts padded to 4, 3 of them in its pass at [0.5,1.5], the
+  // first decode at [1.5,2.5] yields both first tokens; B done at 3.5, A at 4.5.
+  ServingOptions s = plenty(BatchingPolicy::static_batching, KvLayout::contiguous);
+  s.scheduler.first_token_from = FirstTokenFrom::decode;
+  const auto st = simulate(requests, s, timer);
+  CHECK(st.outcomes[0].first_token_s == 2.5);
+  CHECK(st.outcomes[1].first_token_s == 2.5);
+  CHECK(st.outcomes[1].finish_s == 3.5);
+  CHECK(st.outcomes[0].finish_s == 4.5);
+  // A one-token prompt: no prompt pass, its token's pass emits the first output token.
+  const auto one = simulate({{0.0, 1, 2, 0}}, o, timer);
+  CHECK(one.outcomes[0].first_token_s == 1.0);
+  CHECK(one.outcomes[0].finish_s == 2.0);
+}
+
 TEST_CASE("one batch ahead: a request arriving mid-iteration waits for the batch after next") {
   // A: prompt 4, output 4 at 0; B: prompt 2, output 2 at 1.5; C: prompt 1, output 1 at 10, when
   // all else is done. Iterations of 1 s, prefill-first.

@@ -97,6 +97,16 @@ TEST_CASE("the stacks' KV memory accounting against hand-computed capacities") {
   CHECK(kv_budget_bytes(KvMemoryBasis::total, 0.9, 80e9, 16e9, 2e9) == doctest::Approx(54e9));
   CHECK(kv_budget_bytes(KvMemoryBasis::static_pool, 0.9, 80e9, 16e9, 2e9) == doctest::Approx(56e9));
   CHECK(kv_budget_bytes(KvMemoryBasis::free, 0.9, 80e9, 16e9, 2e9) == doctest::Approx(55.8e9));
+  // LMDeploy TurboMind 0.1 (memory: cache_max_entry_count of the whole memory, the weights
+  // aside): 0.5 x 80 = 40 GB, whatever the weights and activations take.
+  CHECK(kv_budget_bytes(KvMemoryBasis::memory, 0.5, 80e9, 16e9, 2e9) == doctest::Approx(40e9));
+  // For the 13B: 0.5 x 80e9 = 40e9 bytes = 48,828 whole tokens (48,828 x 819,200 =
+  // 39,999,897,600); at 0.7, 56e9 of KV and 26.03e9 of weights exceed the 80e9 of memory.
+  const double turbomind = cost.kv_bytes_available(0.5, 8192, KvMemoryBasis::memory);
+  CHECK(turbomind == doctest::Approx(40e9).epsilon(1e-15));
+  CHECK(cost.kv_tokens_in(turbomind) == 48'828);
+  CHECK_THROWS_WITH(cost.kv_bytes_available(0.7, 8192, KvMemoryBasis::memory),
+                    doctest::Contains("do not fit its memory (KV = fraction x memory)"));
   // Nothing left: the message names the accounting.
   CHECK_THROWS_WITH(cost.kv_bytes_available(0.3, 8192, KvMemoryBasis::static_pool),
                     doctest::Contains("KV = fraction x memory - weights"));
@@ -153,6 +163,31 @@ TEST_CASE("batch-1 TTFT with a fixed per-request cost: the prefill plus that cos
   CHECK(plain.ttft_s == doctest::Approx(30.15e-3).epsilon(5e-4));
   CHECK(with.ttft_s == doctest::Approx(plain.ttft_s + 20e-3).epsilon(1e-12));
   CHECK(with.tpot_s == plain.tpot_s);
+}
+
+TEST_CASE("the first token from a decode pass: TTFT = the prefill of S - 1 tokens + one step") {
+  // LMDeploy TurboMind 0.1's context pass skips the prompt's last token, which the first
+  // decode pass runs: TTFT = prefill(S - 1) + the decode step at context S - 1; the later
+  // tokens' steps (TPOT) are those of any stack. The lecture's 13B on H100, batch 4, prompt 128.
+  const Model m = streamspark::test::llama2_13b();
+  const Hardware hw = streamspark::test::h100_lecture();
+  AnalysisOptions turbomind = bf16();
+  turbomind.stack.first_token_from = FirstTokenFrom::decode;
+  Analyzer plain(m, hw, bf16());
+  const WorkloadResult short_prompt = plain.analyze({4, 127, 2});  // prefill 127; step at 127
+  const WorkloadResult same = plain.analyze({4, 128, 16});
+  const WorkloadResult with = Analyzer(m, hw, turbomind).analyze({4, 128, 16});
+  CHECK(with.prefill.time_s == doctest::Approx(short_prompt.prefill.time_s).epsilon(1e-12));
+  CHECK(with.first_decode_s == doctest::Approx(short_prompt.decode.time_s).epsilon(1e-12));
+  CHECK(with.ttft_s ==
+        doctest::Approx(short_prompt.prefill.time_s + short_prompt.decode.time_s).epsilon(1e-12));
+  CHECK(with.ttft_s > same.ttft_s);  // a decode step (weights read again) costs more than a token
+  CHECK(with.tpot_s == same.tpot_s);
+  CHECK(with.e2e_s == doctest::Approx(with.ttft_s + 15 * with.tpot_s).epsilon(1e-12));
+  // A one-token prompt has no prompt pass: its one token is the decode pass, as any stack's.
+  const WorkloadResult one = Analyzer(m, hw, turbomind).analyze({4, 1, 16});
+  CHECK(one.first_decode_s == 0);
+  CHECK(one.ttft_s == plain.analyze({4, 1, 16}).ttft_s);
 }
 
 TEST_CASE("stack_limits: vLLM's budget covers the context, long contexts chunk") {

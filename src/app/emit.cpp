@@ -211,6 +211,12 @@ Deployment deployment_of(const EmitRequest& emit, const PlanRequest& r, const Pl
   d.rate = c.served_rate / static_cast<double>(std::max<int64_t>(c.replicas, 1));
   if (r.stack) d.stack = *r.stack;
   d.memory_basis = in.memory_basis;
+  if (d.memory_basis == engine::KvMemoryBasis::memory) {
+    throw UsageError(
+        "--emit: the plan's memory fraction is a share of the whole memory for the KV cache "
+        "(LMDeploy TurboMind's), which no emitted stack's flag means; plan with --stack "
+        "vllm-0.6, sglang-0.4 or trtllm-0.17 to emit it");
+  }
   // The model and hardware as the request named them (a path stays a path for validate.sh).
   d.model_arg = d.model->name;
   for (const std::string& m : r.models) {

@@ -384,7 +384,8 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
                                    int64_t* activation_peak, int64_t cached) {
   // The tokens computed, after the `cached` ones (a prefix-cache hit) they attend to.
   auto shape = [&](int64_t seqs) {
-    return StepShape{Phase::prefill, seqs, tokens - cached, cached, 1, true, true};
+    return StepShape{Phase::prefill, seqs, tokens - cached, cached, prefill_logit_tokens_,
+                     true,           true};
   };
   const ParallelLayout& l = options_.costing.parallel;
   // Pipeline: m micro-batches of whole sequences (the first sequences % m one larger) flow
@@ -563,10 +564,13 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
   if (options_.stack.first_token_from == FirstTokenFrom::decode && S - 1 > w.cached_prompt) {
     // The prompt's pass stops one token short; the first decode step (at context S - 1) runs
     // the last prompt token and yields the first output token (LMDeploy TurboMind 0.1).
+    // That pass samples nothing: no lm head.
     if (options_.per_op) r.prefill_ops.clear();
     int64_t activations = 0;
+    prefill_logit_tokens_ = 0;
     r.prefill = prefill(B, S - 1, per_pass, options_.per_op ? &r.prefill_ops : nullptr,
                         &activations, w.cached_prompt);
+    prefill_logit_tokens_ = 1;
     r.first_decode_s = sum_decode_steps(st.decode_batch, S - 1, 1);
   }
   // A stack's per-request host cost (tokenization, the API) comes before the first token.
@@ -765,6 +769,11 @@ SamplingComparison Analyzer::compare_sampling(const Workload& w, int64_t per_pas
     const double count = static_cast<double>(n);
     decode_flops += count * f0 + (f1 - f0) * count * (count - 1) / 2.0;
   });
+  if (r.first_decode_s > 0) {  // the first token's decode step, at context prompt - 1
+    inventory_.build(StepShape::decode(w.batch, w.prompt - 1), scratch_ops2_);
+    decode_flops += static_cast<double>(
+        cost_phase(scratch_ops2_, Phase::decode, w.batch, w.prompt - 1, nullptr).flops);
+  }
   s.kv_cache_flops = static_cast<double>(r.prefill.flops) + decode_flops;
   s.kv_cache_time_s = r.e2e_s;
   return s;

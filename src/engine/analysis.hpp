@@ -294,6 +294,9 @@ class Analyzer {
   std::vector<Op> scratch_ops_;
   std::vector<Op> scratch_ops2_;
   std::vector<Op> scratch_ops3_;
+  // Positions per sequence a prefill pass computes logits for: 1, or 0 for a prompt pass that
+  // samples nothing (FirstTokenFrom::decode).
+  int64_t prefill_logit_tokens_ = 1;
   std::vector<Op> decode_ops_;  // the decode step at context = prompt
   std::vector<DecodeLine> uncached_lines_;
   std::vector<Op> level_ops_;  // scratch for working-set probes

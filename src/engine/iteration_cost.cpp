@@ -438,7 +438,7 @@ double IterationCost::kv_bytes_available(double memory_fraction, int64_t max_tok
     char text[320];
     std::snprintf(text, sizeof text,
                   "a KV cache of %g x %.4g GB of %s and %.4g GB of weights and activations do not "
-                  "fit its memory (KV = %s)",
+                  "fit its memory (KV = %s): lower the memory fraction",
                   memory_fraction, device / 1e9, hardware_.name.c_str(),
                   (weights + activations) / 1e9, describe(basis).c_str());
     throw std::invalid_argument(text);

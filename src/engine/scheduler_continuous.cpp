@@ -20,11 +20,20 @@ namespace streamspark::engine {
 void Scheduler::next_continuous(Iteration& it) {
   int64_t budget = options_.max_tokens;
   bool any_prefill = false;
+  // First tokens from a decode pass (LMDeploy TurboMind 0.1, whose loop runs the new prompts'
+  // context pass and then one decode pass of every sequence): after a prompt pass, the next
+  // iteration is that decode pass, whatever waits to be admitted.
+  const bool first_decode_due = options_.first_token_from == FirstTokenFrom::decode &&
+                                std::any_of(running_.begin(), running_.end(), [&](int64_t i) {
+                                  return sequences_[static_cast<size_t>(i)].generated == 0 &&
+                                         known(i) - sequences_[static_cast<size_t>(i)].cached == 1;
+                                });
   // Prefill first (vLLM without chunked prefill; SGLang, whose chunked prefill batches are
   // never mixed with decodes): an iteration that has prompt tokens to run (the next chunks of
   // prompts in flight, then new prompts) runs them alone; the running sequences decode in the
   // next one that has none.
-  if (options_.prompt_batching == PromptBatching::prefill_first && swapped_.empty()) {
+  if (options_.prompt_batching == PromptBatching::prefill_first && swapped_.empty() &&
+      !first_decode_due) {
     for (size_t r = 0; r < running_.size() && budget > 0; ++r) {
       const int64_t i = running_[r];
       Sequence& s = sequences_[static_cast<size_t>(i)];
@@ -102,6 +111,9 @@ void Scheduler::next_continuous(Iteration& it) {
     running_.push_back(i);
   }
   if (!swapped_.empty()) return;
+  // The decode pass that yields first tokens admits nothing: new prompts run in the next
+  // iteration's prompt pass.
+  if (options_.prompt_batching == PromptBatching::prefill_first && first_decode_due) return;
   admit_waiting(it, budget, any_prefill);
 }
 
@@ -128,6 +140,27 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
       running_.push_back(i);
       it.items.push_back({i, 1, s.cached, true, false});
       budget -= 1;
+      continue;
+    }
+    if (options_.first_token_from == FirstTokenFrom::decode && s.generated == 0 &&
+        known(i) - s.cached == 1) {
+      // A one-token prompt has no prompt pass: its token runs in the decode pass, this
+      // iteration's (mixed) or the next one (prefill-first: this one runs prompts only).
+      const bool now = options_.prompt_batching != PromptBatching::prefill_first;
+      if (now && !grow_kv(i, 1)) {
+        release_kv(i);
+        break;
+      }
+      waiting_.pop_front();
+      s.state = State::running;
+      running_.push_back(i);
+      if (SequenceRecord& rec = records_[static_cast<size_t>(i)]; rec.prefix_hit_tokens < 0) {
+        rec.prefix_hit_tokens = options_.prefix_cache ? s.cached : 0;
+      }
+      if (now) {
+        it.items.push_back({i, 1, s.cached, true, false});
+        budget -= 1;
+      }
       continue;
     }
     const int64_t remaining = to_compute(i);

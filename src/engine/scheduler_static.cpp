@@ -65,9 +65,13 @@ void Scheduler::next_static(Iteration& it) {
   }
   // One decode step (speculative: one pass of k+1 positions) for the whole batch; finished
   // sequences are padding.
-  const int64_t drafts = options_.speculative.k;
   for (const int64_t i : batch_) {
     Sequence& s = sequences_[static_cast<size_t>(i)];
+    // The pass that yields a sequence's first token verifies no drafts (as under continuous
+    // batching: a draft needs the sequence's last generated token).
+    const int64_t drafts = s.generated == 0 && options_.first_token_from == FirstTokenFrom::decode
+                               ? 0
+                               : options_.speculative.k;
     const bool done = s.state == State::finished;
     if (!grow_kv(i, 1 + drafts)) {
       throw std::invalid_argument(

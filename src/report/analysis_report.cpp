@@ -449,14 +449,20 @@ std::string operator_tables(const std::vector<WorkloadResult>& results) {
   std::string out;
   auto o = std::back_inserter(out);
   for (const WorkloadResult& r : results) {
-    // Operator rows cover one prefill pass; shares are of that pass.
+    // Operator rows cover one prefill pass; shares are of that pass. Where the first token
+    // comes from a decode pass, the prompt's pass runs all but its last token.
+    const std::string prompt =
+        r.first_decode_s > 0
+            ? fmt::format("{} tokens of the prompt's {} (its last runs in the first decode step)",
+                          r.workload.prompt - 1, r.workload.prompt)
+            : std::to_string(r.workload.prompt);
     if (r.prefill.passes > 1) {
       fmt::format_to(o,
                      "\nprefill operators · one pass of {} sequences (of {} passes), prompt {}\n",
-                     r.prefill.sequences_per_pass, r.prefill.passes, r.workload.prompt);
+                     r.prefill.sequences_per_pass, r.prefill.passes, prompt);
     } else {
       fmt::format_to(o, "\nprefill operators · batch {}, prompt {} · {}\n", r.workload.batch,
-                     r.workload.prompt, format_time(r.prefill.time_s));
+                     prompt, format_time(r.prefill.time_s));
     }
     double one_pass = 0;
     for (const OpRow& row : r.prefill_ops) {

@@ -3,9 +3,12 @@
 //   name, stack, version, source    strings, required (version: the one the values were read at)
 //   matches: [prefix, ...]          versions of measurement rows (stack_version) that take it
 //   scheduler: {max_sequences, max_batched_tokens, budget_covers_context, chunked_prefill,
-//               chunked_above_context, chunk_tokens, prompt_batching}
+//               chunked_above_context, chunk_tokens, prompt_batching, chunked_prompt_batching,
+//               one_batch_ahead, first_token_from}
 //                                   prompt_batching: mixed | prefill-first
-//   kv_cache: {block_size, memory_fraction, memory_basis}    total | static | free
+//                                   first_token_from: prefill | decode (optional)
+//   kv_cache: {block_size, memory_fraction, memory_fraction_by_tp, memory_basis}
+//                                   memory_basis: total | static | free | memory
 //   cuda_graphs: {batch_sizes: [ascending integers], max_context}   optional
 //   host: {iteration, sequence, request}    times per iteration, per sequence in one, per
 //                                           request

@@ -199,21 +199,30 @@ TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait"
 
 TEST_CASE("the first token from a decode pass: the prompt pass stops one token short") {
   // LMDeploy TurboMind 0.1: a prompt's pass computes all but its last token and emits nothing;
-  // the next pass, a decode, runs that token and yields the first output token. The requests
-  // of the tests above, prefill-first, 1 s per iteration: [0,1] A's 3 prompt tokens; [1,2]
-  // B's 1 (arrived 0.5), A waits; [2,3] both decode -> A token 1, B token 1; [3,4] A token 2,
-  // B token 2 (done); [4,5] A token 3 (done).
+  // the decode pass that follows it (TurboMind's loop: the new prompts' context pass, then one
+  // decode pass of every sequence) runs that token and yields the first output token. The
+  // requests of the tests above, prefill-first, 1 s per iteration: [0,1] A's 3 prompt tokens;
+  // [1,2] the decode pass, B (arrived 0.5) waits for the next prompt pass -> A token 1; [2,3]
+  // B's 1 prompt token, A waits; [3,4] both decode -> A token 2, B token 1; [4,5] A token 3,
+  // B token 2: both done.
   const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
   OneSecond timer;
   ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
   o.scheduler.prompt_batching = PromptBatching::prefill_first;
   o.scheduler.first_token_from = FirstTokenFrom::decode;
   const auto r = simulate(requests, o, timer);
-  CHECK(r.outcomes[0].first_token_s == 3.0);
-  CHECK(r.outcomes[1].first_token_s == 3.0);
-  CHECK(r.outcomes[1].finish_s == 4.0);
+  CHECK(r.outcomes[0].first_token_s == 2.0);
+  CHECK(r.outcomes[1].first_token_s == 4.0);
+  CHECK(r.outcomes[1].finish_s == 5.0);
   CHECK(r.outcomes[0].finish_s == 5.0);
   CHECK(r.metrics.iterations == 5);
+  // Three prompts arriving one per iteration: each prompt pass is followed by its decode pass,
+  // so none waits behind the next prompt's pass (a first token at 2, the next prompt's pass at
+  // [2,3], its first token at 4, ...).
+  const auto staggered = simulate({{0.0, 4, 2, 0}, {1.0, 4, 2, 0}, {2.0, 4, 2, 0}}, o, timer);
+  CHECK(staggered.outcomes[0].first_token_s == 2.0);
+  CHECK(staggered.outcomes[1].first_token_s == 4.0);
+  CHECK(staggered.outcomes[2].first_token_s == 6.0);
   // Static batching: the batch's prompts padded to 4, 3 of them in its pass at [0.5,1.5], the
   // first decode at [1.5,2.5] yields both first tokens; B done at 3.5, A at 4.5.
   ServingOptions s = plenty(BatchingPolicy::static_batching, KvLayout::contiguous);
@@ -223,10 +232,16 @@ TEST_CASE("the first token from a decode pass: the prompt pass stops one token s
   CHECK(st.outcomes[1].first_token_s == 2.5);
   CHECK(st.outcomes[1].finish_s == 3.5);
   CHECK(st.outcomes[0].finish_s == 4.5);
-  // A one-token prompt: no prompt pass, its token's pass emits the first output token.
-  const auto one = simulate({{0.0, 1, 2, 0}}, o, timer);
-  CHECK(one.outcomes[0].first_token_s == 1.0);
-  CHECK(one.outcomes[0].finish_s == 2.0);
+  // One-token prompts: no prompt pass; their token runs in a decode pass beside the running
+  // sequences' decodes, which do not wait for a prompt pass: A's prompt pass at [0,1], its
+  // decode pass at [1,2] (B, prompt 1, arrived 0.5, waits for the next loop) -> A token 1 at
+  // 2; [2,3] the decode pass of A and B -> A token 2 (done), B token 1; [3,4] B token 2.
+  const auto one = simulate({{0.0, 4, 2, 0}, {0.5, 1, 2, 0}}, o, timer);
+  CHECK(one.outcomes[0].first_token_s == 2.0);
+  CHECK(one.outcomes[0].finish_s == 3.0);
+  CHECK(one.outcomes[1].first_token_s == 3.0);
+  CHECK(one.outcomes[1].finish_s == 4.0);
+  CHECK(one.metrics.iterations == 4);
 }
 
 TEST_CASE("one batch ahead: a request arriving mid-iteration waits for the batch after next") {

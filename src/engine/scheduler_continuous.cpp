@@ -117,6 +117,16 @@ void Scheduler::next_continuous(Iteration& it) {
   admit_waiting(it, budget, any_prefill);
 }
 
+void Scheduler::start_running(int64_t i) {
+  Sequence& s = sequences_[static_cast<size_t>(i)];
+  waiting_.pop_front();
+  s.state = State::running;
+  running_.push_back(i);
+  if (SequenceRecord& rec = records_[static_cast<size_t>(i)]; rec.prefix_hit_tokens < 0) {
+    rec.prefix_hit_tokens = options_.prefix_cache ? s.cached : 0;
+  }
+}
+
 // New requests, first come first served, while the batch, the token budget and the KV cache
 // allow.
 void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) {
@@ -151,12 +161,7 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
         release_kv(i);
         break;
       }
-      waiting_.pop_front();
-      s.state = State::running;
-      running_.push_back(i);
-      if (SequenceRecord& rec = records_[static_cast<size_t>(i)]; rec.prefix_hit_tokens < 0) {
-        rec.prefix_hit_tokens = options_.prefix_cache ? s.cached : 0;
-      }
+      start_running(i);
       if (now) {
         it.items.push_back({i, 1, s.cached, true, false});
         budget -= 1;
@@ -180,12 +185,7 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
       s.cached = 0;
       break;
     }
-    waiting_.pop_front();
-    s.state = State::running;
-    running_.push_back(i);
-    if (SequenceRecord& rec = records_[static_cast<size_t>(i)]; rec.prefix_hit_tokens < 0) {
-      rec.prefix_hit_tokens = options_.prefix_cache ? s.cached : 0;
-    }
+    start_running(i);
     it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
     any_prefill = true;
     budget -= tokens;

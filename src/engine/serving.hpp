@@ -264,6 +264,8 @@ class Scheduler {
   // The tokens a sequence's prompt pass still computes: all it has not cached, but the last
   // one when the first token comes from a decode pass (that pass runs it).
   int64_t to_compute(int64_t i) const;
+  // The front waiting request `i` joins the running sequences (its prefix-cache hit noted).
+  void start_running(int64_t i);
   // Without a prefix cache, a request whose shared prefix is the one common prefix (not a
   // conversation's history, which it then recomputes) starts from that prefix, cached once.
   bool pinned_prefix(const Request& r) const {

@@ -50,7 +50,7 @@ void apply_stack_host_costs(DeviceRates& rates, const StackExecution& stack) {
 }
 
 Analyzer::Analyzer(const Model& model, const Hardware& hardware, const AnalysisOptions& options)
-    : inventory_(model, costing_on(options.costing, hardware)),
+    : inventory_(model, costing_on(options.costing, hardware, options.stack)),
       hardware_(hardware),
       options_(options),
       rates_(device_rates(hardware, options.costing.precision, options.method)) {

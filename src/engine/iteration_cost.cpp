@@ -40,7 +40,7 @@ int64_t item_logits(const IterationItem& item) {
 
 IterationCost::IterationCost(const Model& model, const Hardware& hardware,
                              const AnalysisOptions& options)
-    : inventory_(model, serving_costing(costing_on(options.costing, hardware))),
+    : inventory_(model, serving_costing(costing_on(options.costing, hardware, options.stack))),
       hardware_(hardware),
       rates_(device_rates(hardware, options.costing.precision, options.method)) {
   if (model.diffusion) {

@@ -256,6 +256,7 @@ struct StepDims {
   bool tp_inter_node = false;  // the stage's GPUs span nodes
   bool overlapped = false;     // collectives hidden behind computation
   int64_t query_tile = 0;      // the attention kernel's (CostingConfig::attention_query_tile)
+  int64_t decode_heads_per_read = 0;  // CostingConfig::decode_attention_heads_per_read
 
   // The all-reduce of a row-parallel projection's (tokens, width) output.
   void all_reduce(OpListBuilder& b, OpId id, int64_t width) const {
@@ -263,6 +264,16 @@ struct StepDims {
                  tp_inter_node, overlapped);
   }
 };
+
+// Reads of a KV head's cache by a decode attention kernel serving at most `heads_per_read` of
+// its `group` query heads per read: group / h, h the largest power of two <= heads_per_read
+// that divides group (1 when heads_per_read is 0: one read per group).
+inline int64_t decode_kv_reads(int64_t group, int64_t heads_per_read) {
+  if (heads_per_read <= 0 || group <= 1) return 1;
+  int64_t h = 1;
+  while (h * 2 <= heads_per_read && group % (h * 2) == 0) h *= 2;
+  return group / h;
+}
 
 // (query, key) pairs per head and sequence for this layer kind.
 inline int64_t pairs_for(const StepDims& s, const LayerKind& k) {

@@ -125,6 +125,7 @@ void OpInventory::build(const StepShape& shape, std::vector<Op>& out) const {
   s.tp_inter_node = par.tp > per_node;
   s.overlapped = par.overlap_communication;
   s.query_tile = config_.attention_query_tile;
+  s.decode_heads_per_read = config_.decode_attention_heads_per_read;
   // Vocabulary-parallel embedding and lm head: each GPU holds ceil(V/tp) rows (the last
   // padded, as vLLM pads the vocabulary).
   const int64_t V_local = (V + par.tp - 1) / par.tp;

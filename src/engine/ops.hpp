@@ -142,6 +142,10 @@ struct CostingConfig {
   // The hardware's attention kernel's query tile (Hardware::attention_query_tile): attention
   // FLOPs count the (query, key) pairs it computes. 0: unmasked pairs only.
   int64_t attention_query_tile = 0;
+  // The serving stack's decode attention kernel (StackExecution::decode_attention_heads_per_read):
+  // each read of a KV head's cache serves at most this many of its query heads. 0: one read
+  // serves the whole GQA group.
+  int64_t decode_attention_heads_per_read = 0;
 };
 
 // The operator inventory of one configuration (model + costing settings): the analyzer, the

@@ -330,6 +330,12 @@ CostingConfig costing_on(CostingConfig costing, const Hardware& hw) {
   return costing;
 }
 
+CostingConfig costing_on(CostingConfig costing, const Hardware& hw, const StackExecution& stack) {
+  costing = costing_on(costing, hw);
+  costing.decode_attention_heads_per_read = stack.decode_attention_heads_per_read;
+  return costing;
+}
+
 void check_links(const OpInventory& inventory, const DeviceRates& rates, const Hardware& hw) {
   if (!inventory.config().parallel.single_gpu() &&
       inventory.config().parallel.gpus_per_replica() > 1 && !hw.topology) {

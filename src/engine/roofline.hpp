@@ -11,6 +11,7 @@
 #include "engine/hardware.hpp"
 #include "engine/ops.hpp"
 #include "engine/parallel.hpp"
+#include "engine/stack.hpp"
 
 namespace streamspark::engine {
 
@@ -212,6 +213,9 @@ struct OpCost {                // one instance of the op
 // The costing settings with the hardware's GPUs per node (from its topology; 1 without one),
 // which decide the collectives that cross nodes.
 CostingConfig costing_on(CostingConfig costing, const Hardware& hw);
+// costing_on, with the serving stack's kernel choices (StackExecution) that change operators'
+// bytes: its decode attention kernel's query heads per KV read.
+CostingConfig costing_on(CostingConfig costing, const Hardware& hw, const StackExecution& stack);
 
 // A layout's collectives need the hardware topology's links: throws std::invalid_argument
 // naming the link the inventory's communication ops cross that the hardware file lacks.

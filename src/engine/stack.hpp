@@ -84,6 +84,12 @@ struct StackExecution {
   // one_batch_ahead).
   bool one_batch_ahead = false;
   FirstTokenFrom first_token_from = FirstTokenFrom::prefill;
+  // The decode attention kernel's query heads per read of a KV head's cache: a GQA group of G
+  // query heads reads each KV head's cache G / h times, h the largest power of two up to this
+  // that divides G (LMDeploy TurboMind 0.1: DispatchDecoderMultiheadAttention runs 4 query
+  // heads per thread block where G is a multiple of 4, 2 where even, else 1, each block reading
+  // its KV head's cache, so Llama 2 70B's groups of 8 read it twice). 0: once per group.
+  int64_t decode_attention_heads_per_read = 0;
   // Where the hardware file's calibration already holds measured host costs (a profiled or
   // fitted file) of this stack, or of a stack it does not name, those are used instead of the
   // iteration and sequence costs here (stack_host_costs_apply in analysis.hpp).

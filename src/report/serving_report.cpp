@@ -174,6 +174,10 @@ std::string stack_line(const app::StackInUse& s) {
   if (e.first_token_from == engine::FirstTokenFrom::decode) {
     batching += ", first token from a decode pass";
   }
+  if (e.decode_attention_heads_per_read > 0) {
+    graphs += fmt::format(" · decode attention: up to {} query heads per KV read",
+                          e.decode_attention_heads_per_read);
+  }
   return fmt::format("stack: {} ({} {}) · {} · KV = {} · {} · {} · {}/request\n", s.name, s.stack,
                      s.version, batching, basis, graphs, host, format_time(e.request_s));
 }
@@ -188,6 +192,7 @@ nlohmann::json stack_json(const app::StackInUse& s) {
               {"prompt_batching", enum_name(s.prompt_batching)},
               {"chunked_prompt_batching", enum_name(s.chunked_prompt_batching)},
               {"first_token_from", enum_name(e.first_token_from)},
+              {"decode_attention_heads_per_read", e.decode_attention_heads_per_read},
               {"memory_fraction", s.memory_fraction},
               {"memory_fraction_by_tp", by_tp},
               {"memory_basis", enum_name(s.memory_basis)},

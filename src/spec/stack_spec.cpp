@@ -175,6 +175,15 @@ bool parse_host(MapReader& r, engine::StackExecution& e) {
   return true;
 }
 
+// kernels: what the stack's kernels do that changes an operator's bytes.
+bool parse_kernels(MapReader& r, engine::StackExecution& e) {
+  const auto heads = bounded(r, "decode_attention_heads_per_read", Presence::required, 1024);
+  r.finish();
+  if (!heads) return false;
+  e.decode_attention_heads_per_read = *heads;
+  return true;
+}
+
 // Every value a section gives has a citation, and every citation names a value.
 bool check_sources(MapReader& root, const std::vector<std::string>& given,
                    std::map<std::string, std::string>& out) {
@@ -245,6 +254,9 @@ std::optional<engine::ServingStack> parse_stack(const YAML::Node& root, const Sp
        ok;
   ok = section("host", Presence::required,
                [&](MapReader& m) { return parse_host(m, s.execution); }) &&
+       ok;
+  ok = section("kernels", Presence::optional,
+               [&](MapReader& m) { return parse_kernels(m, s.execution); }) &&
        ok;
   ok = check_sources(r, given, s.sources) && ok;
   r.finish();

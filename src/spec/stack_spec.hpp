@@ -12,6 +12,8 @@
 //   cuda_graphs: {batch_sizes: [ascending integers], max_context}   optional
 //   host: {iteration, sequence, request}    times per iteration, per sequence in one, per
 //                                           request
+//   kernels: {decode_attention_heads_per_read}    optional: query heads one read of a KV
+//                                           head's cache serves in the decode attention kernel
 //   sources: {<section>.<key>: citation}    one for every value above, and none for a key
 //                                           that is not there
 #pragma once

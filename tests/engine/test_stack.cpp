@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/analysis.hpp"
+#include "engine/op_builder.hpp"
 #include "engine/serving.hpp"
 #include "engine/stack.hpp"
 #include "engine/test_fixtures.hpp"
@@ -192,6 +193,46 @@ TEST_CASE("the first token from a decode pass: TTFT = the prefill of S - 1 token
   const WorkloadResult one = Analyzer(m, hw, turbomind).analyze({4, 1, 16});
   CHECK(one.first_decode_s == 0);
   CHECK(one.ttft_s == plain.analyze({4, 1, 16}).ttft_s);
+}
+
+TEST_CASE("a decode attention kernel reading a KV head once per few query heads") {
+  // LMDeploy TurboMind 0.1 runs 4 query heads per thread block where the GQA group is a
+  // multiple of 4, 2 where even, else 1, each block reading its KV head's cache.
+  CHECK(decode_kv_reads(8, 4) == 2);  // Llama 2 70B: 64 query heads over 8 KV heads
+  CHECK(decode_kv_reads(4, 4) == 1);  // Llama 3 8B and 70B
+  CHECK(decode_kv_reads(6, 4) == 3);
+  CHECK(decode_kv_reads(1, 4) == 1);  // MHA
+  CHECK(decode_kv_reads(8, 0) == 1);  // a kernel that serves the whole group per read
+  CHECK(decode_kv_reads(32, 8) == 4);
+  // Llama 2 70B at TP 4 (16 query and 2 KV heads per GPU), batch 64 at context 2048: the decode
+  // step's attention reads 64 x 2048 x 80 layers x 2 heads x 128 x 2 bytes = 5.37 GB of K and
+  // as much V per GPU once per group; twice with 4 query heads per read. A prefill is not
+  // affected (TurboMind's context pass is another kernel).
+  Attention gqa8;
+  gqa8.kind = AttentionKind::gqa;
+  gqa8.n_heads = 64;
+  gqa8.n_kv_heads = 8;
+  gqa8.head_dim = 128;
+  const Model m = streamspark::test::dense_model(
+      "llama2-70b", 32000, 8192, 80, gqa8, Mlp{MlpKind::gated, 28672, Activation::silu}, 4096);
+  const Hardware hw = streamspark::test::h100_lecture();
+  AnalysisOptions once = bf16();
+  once.costing.parallel.tp = 4;
+  AnalysisOptions twice = once;
+  twice.stack.decode_attention_heads_per_read = 4;
+  const auto kv_read = [&](const AnalysisOptions& o, Phase phase) {
+    OpInventory inv(m, costing_on(o.costing, hw, o.stack));
+    const std::vector<Op>& ops = inv.build(phase == Phase::decode ? StepShape::decode(64, 2048)
+                                                                  : StepShape::prefill(64, 2048));
+    int64_t bytes = 0;
+    for (const Op& op : ops) {
+      if (op.id == OpId::attn_scores) bytes += op.bytes.kv_read * op.repeat;
+    }
+    return bytes;
+  };
+  CHECK(kv_read(once, Phase::decode) == int64_t{64} * 2048 * 80 * 2 * 128 * 2);
+  CHECK(kv_read(twice, Phase::decode) == 2 * kv_read(once, Phase::decode));
+  CHECK(kv_read(twice, Phase::prefill) == kv_read(once, Phase::prefill));
 }
 
 TEST_CASE("stack_limits: vLLM's budget covers the context, long contexts chunk") {

@@ -51,7 +51,11 @@ void add_attention(OpListBuilder& b, const StepDims& s, const LayerKind& k, Norm
   // by its G = N/K query heads.
   const int64_t pairs = pairs_for(s, k);
   const int64_t matmul_flops = checked_mul(2, s.B, N, H, pairs);
-  const int64_t past_kv = checked_mul(s.B, past_read(s, k), kv_width);
+  // A decode kernel that serves fewer query heads per read than the group (TurboMind 0.1's,
+  // StackExecution::decode_attention_heads_per_read) reads each KV head's cache that many times.
+  const int64_t reads =
+      s.T == 1 ? decode_kv_reads(N / std::max<int64_t>(1, K), s.decode_heads_per_read) : 1;
+  const int64_t past_kv = checked_mul(s.B, past_read(s, k), kv_width, reads);
   const int64_t new_kv = checked_mul(s.tokens, kv_width);
   const int64_t q_elements = checked_mul(s.tokens, q_width);
   Traffic scores;

@@ -333,8 +333,7 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
   // catalog's profiled file of it where there is one (its kernels' measured costs, as plan's
   // default grid: catalog_profiled_gpus), else on its own file.
   std::vector<engine::Hardware> files = load_hardware_files(context.catalog, r.hardware);
-  std::set<std::string> named;
-  std::map<std::string, std::string> file_of_gpu;
+  std::map<std::string, std::string> file_of_gpu;  // the GPUs the files named are or stand for
   for (const engine::Hardware& h : files) {
     // Each row is predicted once: two files of one GPU would leave one of them unused.
     const auto [it, first] = file_of_gpu.emplace(gpu_of(h), h.name);
@@ -344,11 +343,9 @@ MeasuredValidation validate_measured(const MeasuredValidateRequest& r, const Con
           "one (run once per file to compare them)",
           it->second, h.name, it->first));
     }
-    named.insert(h.name);
-    named.insert(gpu_of(h));
   }
   for (auto& [gpu, h] : catalog_profiled_gpus(context)) {
-    if (!named.count(gpu)) files.push_back(std::move(h));
+    if (!file_of_gpu.count(gpu)) files.push_back(std::move(h));
   }
   v.runs = resolve_measurements(rows, context.catalog, files, r.stack);
   for (const engine::MeasuredRun& run : v.runs) {

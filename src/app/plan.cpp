@@ -290,13 +290,7 @@ engine::PlanInputs plan_inputs(const PlanRequest& r, const Context& context, Pla
   for (const engine::Model& m : in.models) max_context = std::max(max_context, m.max_context);
   in.scheduler = serving_options(r.scheduler, max_context, preset).scheduler;
   in.scheduler.max_output = 0;  // each model's max_context (paged KV does not use it)
-  if (preset && preset->execution.first_token_from == engine::FirstTokenFrom::decode &&
-      !grid.pool_ratios.empty()) {
-    throw UsageError(fmt::format(
-        "--stack {}: its first token comes from a decode pass, which a disaggregated prefill "
-        "pool does not run; not modelled with --disaggregate",
-        preset->name));
-  }
+  if (!grid.pool_ratios.empty()) check_disaggregable(preset);
   if (in.scheduler.prefix_cache) {
     if (!grid.pool_ratios.empty()) {
       throw UsageError(

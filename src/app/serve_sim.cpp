@@ -186,12 +186,7 @@ ServeSimResult serve_sim_disaggregated(const ServeSimRequest& r, const Context& 
     throw UsageError("--policy: --disaggregate needs continuous batching in both pools");
   }
   const engine::ServingStack* preset = stack ? &*stack : nullptr;
-  if (preset && preset->execution.first_token_from == engine::FirstTokenFrom::decode) {
-    throw UsageError(fmt::format(
-        "--stack {}: its first token comes from a decode pass, which a disaggregated prefill "
-        "pool does not run; not modelled with --disaggregate",
-        preset->name));
-  }
+  check_disaggregable(preset);
   const engine::Model model = context.catalog.model(r.model);
   std::string workload;
   check_prefix_context(model, r.workload);

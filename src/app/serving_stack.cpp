@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "app/errors.hpp"
 #include "engine/text.hpp"
 
 namespace streamspark::app {
@@ -27,6 +28,15 @@ engine::KvMemoryBasis memory_basis_of(const engine::ServingStack* stack) {
 
 engine::StackExecution execution_of(const engine::ServingStack* stack) {
   return stack ? stack->execution : engine::StackExecution{};
+}
+
+void check_disaggregable(const engine::ServingStack* stack) {
+  if (stack && stack->execution.first_token_from == engine::FirstTokenFrom::decode) {
+    throw UsageError(fmt::format(
+        "--stack {}: its first token comes from a decode pass, which a disaggregated prefill "
+        "pool does not run; not modelled with --disaggregate",
+        stack->name));
+  }
 }
 
 const engine::ServingStack* stack_for_row(const std::vector<engine::ServingStack>& presets,

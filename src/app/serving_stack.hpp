@@ -26,6 +26,9 @@ double memory_fraction_of(const std::optional<double>& given, const engine::Serv
                           int64_t tp);
 engine::KvMemoryBasis memory_basis_of(const engine::ServingStack* stack);
 engine::StackExecution execution_of(const engine::ServingStack* stack);
+// --disaggregate with `stack` (none: fine): a preset whose first token comes from a decode pass
+// is refused (UsageError naming it), as a prefill pool that yields no token is not modelled.
+void check_disaggregable(const engine::ServingStack* stack);
 
 // The preset whose stack (case-insensitive) and version prefix match a measurement row's
 // "<stack> <version>" text, e.g. "vLLM 0.6.3" -> vllm-0.6; none when no preset matches.

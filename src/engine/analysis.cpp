@@ -381,11 +381,10 @@ const std::vector<Analyzer::DecodeLine>& Analyzer::decode_lines(int64_t batch, i
 }
 
 PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vector<OpRow>* rows,
-                                   int64_t* activation_peak, int64_t cached) {
+                                   int64_t* activation_peak, int64_t cached, int64_t logit_tokens) {
   // The tokens computed, after the `cached` ones (a prefix-cache hit) they attend to.
   auto shape = [&](int64_t seqs) {
-    return StepShape{Phase::prefill, seqs, tokens - cached, cached, prefill_logit_tokens_,
-                     true,           true};
+    return StepShape{Phase::prefill, seqs, tokens - cached, cached, logit_tokens, true, true};
   };
   const ParallelLayout& l = options_.costing.parallel;
   // Pipeline: m micro-batches of whole sequences (the first sequences % m one larger) flow
@@ -443,10 +442,11 @@ PhaseResult Analyzer::prefill_pass(int64_t sequences, int64_t tokens, std::vecto
 }
 
 PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
-                              std::vector<OpRow>* rows, int64_t* activation_peak, int64_t cached) {
+                              std::vector<OpRow>* rows, int64_t* activation_peak, int64_t cached,
+                              int64_t logit_tokens) {
   const int64_t full_passes = batch / per_pass;
   const int64_t remainder = batch % per_pass;
-  PhaseResult total = prefill_pass(per_pass, tokens, rows, activation_peak, cached);
+  PhaseResult total = prefill_pass(per_pass, tokens, rows, activation_peak, cached, logit_tokens);
   if (full_passes == 1 && remainder == 0) return total;
   // Several passes: scale the full pass, add the partial one.
   const PhaseResult one = total;
@@ -466,7 +466,9 @@ PhaseResult Analyzer::prefill(int64_t batch, int64_t tokens, int64_t per_pass,
         checked_add(total.kernel_launches, checked_mul(p.kernel_launches, times));
   };
   accumulate(one, full_passes);
-  if (remainder > 0) accumulate(prefill_pass(remainder, tokens, nullptr, nullptr, cached), 1);
+  if (remainder > 0) {
+    accumulate(prefill_pass(remainder, tokens, nullptr, nullptr, cached, logit_tokens), 1);
+  }
   total.passes = full_passes + (remainder > 0 ? 1 : 0);
   total.sequences_per_pass = per_pass;
   total.microbatches = one.microbatches;
@@ -567,10 +569,8 @@ WorkloadResult Analyzer::analyze(const Workload& w) {
     // That pass samples nothing: no lm head.
     if (options_.per_op) r.prefill_ops.clear();
     int64_t activations = 0;
-    prefill_logit_tokens_ = 0;
     r.prefill = prefill(B, S - 1, per_pass, options_.per_op ? &r.prefill_ops : nullptr,
-                        &activations, w.cached_prompt);
-    prefill_logit_tokens_ = 1;
+                        &activations, w.cached_prompt, 0);
     r.first_decode_s = sum_decode_steps(st.decode_batch, S - 1, 1);
   }
   // A stack's per-request host cost (tokenization, the API) comes before the first token.

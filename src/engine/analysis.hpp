@@ -255,14 +255,16 @@ class Analyzer {
                                     const std::function<int64_t(int64_t)>& working_set);
   // Prefill of `batch` sequences of `tokens` in passes of `per_pass` sequences, `cached` of
   // each sequence's tokens already in the cache. Fills `rows` for one full pass and returns the
-  // activation peak of a full pass in *activation_peak.
+  // activation peak of a full pass in *activation_peak. `logit_tokens`: positions per sequence
+  // the pass computes logits for (0 for a prompt pass that samples nothing:
+  // FirstTokenFrom::decode).
   PhaseResult prefill(int64_t batch, int64_t tokens, int64_t per_pass, std::vector<OpRow>* rows,
-                      int64_t* activation_peak, int64_t cached = 0);
+                      int64_t* activation_peak, int64_t cached = 0, int64_t logit_tokens = 1);
   void prepare_step_state(int64_t batch, int64_t prompt, int64_t per_pass, WorkloadResult* rows,
                           int64_t cached = 0);
   // One prefill pass of `sequences` prompts (split into pipeline micro-batches under pp > 1).
   PhaseResult prefill_pass(int64_t sequences, int64_t tokens, std::vector<OpRow>* rows,
-                           int64_t* activation_peak, int64_t cached = 0);
+                           int64_t* activation_peak, int64_t cached = 0, int64_t logit_tokens = 1);
   // Sequences of a decode micro-batch: ceil(B / min(B, pp)).
   int64_t decode_microbatch(int64_t batch) const;
   // Sum of decode step times over contexts first .. first+count-1 of `batch` sequences.
@@ -294,9 +296,6 @@ class Analyzer {
   std::vector<Op> scratch_ops_;
   std::vector<Op> scratch_ops2_;
   std::vector<Op> scratch_ops3_;
-  // Positions per sequence a prefill pass computes logits for: 1, or 0 for a prompt pass that
-  // samples nothing (FirstTokenFrom::decode).
-  int64_t prefill_logit_tokens_ = 1;
   std::vector<Op> decode_ops_;  // the decode step at context = prompt
   std::vector<DecodeLine> uncached_lines_;
   std::vector<Op> level_ops_;  // scratch for working-set probes

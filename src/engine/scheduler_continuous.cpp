@@ -25,8 +25,8 @@ void Scheduler::next_continuous(Iteration& it) {
   // iteration is that decode pass, whatever waits to be admitted.
   const bool first_decode_due = options_.first_token_from == FirstTokenFrom::decode &&
                                 std::any_of(running_.begin(), running_.end(), [&](int64_t i) {
-                                  return sequences_[static_cast<size_t>(i)].generated == 0 &&
-                                         known(i) - sequences_[static_cast<size_t>(i)].cached == 1;
+                                  const Sequence& s = sequences_[static_cast<size_t>(i)];
+                                  return s.generated == 0 && known(i) - s.cached == 1;
                                 });
   // Prefill first (vLLM without chunked prefill; SGLang, whose chunked prefill batches are
   // never mixed with decodes): an iteration that has prompt tokens to run (the next chunks of

@@ -3,7 +3,9 @@
 # script's decisions without timing anything. $FAKE_DIR holds its state; $FAKE_MISS names the
 # models (space-separated) whose validate misses (exit 4) every time; $FAKE_DRIFT=1 makes each new probe predict
 # 50 % slower than the one before (a machine that moved), else every probe predicts the same.
-# Its validate writes --json with a fixed machine check.
+# Its validate writes --json with fixed errors (prefill +30 %, decode -30 %) and a machine check
+# of one point: $FAKE_SPEEDS, its speed against the probe's before and after the runs (default
+# "0.9 0.95", within validate's 0.9-1.1x band).
 set -euo pipefail
 command="$1"
 shift
@@ -25,8 +27,11 @@ case "$command" in
     ;;
   validate)
     echo "summary: fake $model against probe $(cat "$hardware")" > "$output"
-    # One probe GEMM point timed again: 10 % slower before the runs, 5 % after.
-    [[ -n "$json" ]] && echo '{"machine_check": [{"start_speed": 0.9, "end_speed": 0.95}]}' > "$json"
+    read -r before after <<< "${FAKE_SPEEDS:-0.9 0.95}"
+    [[ -n "$json" ]] && cat > "$json" <<EOF
+{"points": [{"prefill": {"error": 0.3}, "decode": {"error": -0.3}}],
+ "machine_check": [{"start_speed": $before, "end_speed": $after}]}
+EOF
     echo "$model" >> "$FAKE_DIR/validated"
     [[ " ${FAKE_MISS:-} " == *" $model "* ]] && exit 4
     exit 0

@@ -130,6 +130,7 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   run.input_len = row.input_len;
   run.output_len = row.output_len;
   run.measured = row.measured;
+  run.statistics = row.statistics;
   run.stack = row.stack;
   run.stack_name = row.stack_name;
   run.source = row.source;

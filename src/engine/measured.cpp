@@ -136,10 +136,16 @@ bool static_batch_fits(const MeasuredRun& run) {
 
 namespace {
 
+template <typename Stats>
+double statistic(const Stats& s, RunStatistic which) {
+  return which == RunStatistic::mean ? s.mean : s.p50;
+}
+
 // A static batch: B prompts prefilled together, then B sequences decoded in lockstep. When
 // the batch's KV cache does not fit the memory, the stack admits what fits and runs the rest
 // as the first finish (vLLM's scheduler, LMDeploy's request queue): the simulator with every
-// request arriving at once, means over the requests and the whole run's time.
+// request arriving at once, each latency the row's statistic over the requests (or the gaps),
+// and the whole run's time.
 MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
   MeasuredMetrics m;
   const int64_t input = fixed_tokens(run.input_len);
@@ -157,9 +163,10 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
   }
   const SimulationResult s =
       simulate_run(run, method, run.batch, 0, std::min(run.batch, max_sequences(run)));
-  m.ttft_s = s.metrics.ttft_s.mean;
-  m.tpot_s = s.metrics.tpot_s.mean;
-  m.itl_s = s.metrics.itl_s.mean;
+  const MeasuredStatistics& stat = run.statistics;
+  m.ttft_s = statistic(s.metrics.ttft_s, stat.ttft);
+  m.tpot_s = statistic(s.metrics.tpot_s, stat.tpot);
+  m.itl_s = statistic(s.metrics.itl_s, stat.itl);
   m.e2e_s = s.metrics.duration_s;
   m.output_tok_s = tokens / s.metrics.duration_s;
   return m;
@@ -170,10 +177,11 @@ MeasuredMetrics predict_serving(const MeasuredRun& run, Method method) {
       simulate_run(run, method, run.requests, run.request_rate,
                    run.batch > 0 ? std::min(run.batch, max_sequences(run)) : max_sequences(run));
   MeasuredMetrics m;
-  m.ttft_s = r.metrics.ttft_s.p50;
-  m.tpot_s = r.metrics.tpot_s.p50;
-  m.itl_s = r.metrics.itl_s.p50;
-  m.e2e_s = r.metrics.e2e_s.p50;
+  const MeasuredStatistics& stat = run.statistics;
+  m.ttft_s = statistic(r.metrics.ttft_s, stat.ttft);
+  m.tpot_s = statistic(r.metrics.tpot_s, stat.tpot);
+  m.itl_s = statistic(r.metrics.itl_s, stat.itl);
+  m.e2e_s = statistic(r.metrics.e2e_s, stat.e2e);
   m.output_tok_s = r.metrics.throughput_tok_s;
   return m;
 }

@@ -36,6 +36,17 @@ struct MeasuredMetrics {
   std::optional<double> output_tok_s;
 };
 
+// Which statistic a measured latency is: over the requests (TTFT, TPOT, e2e) or over the
+// pooled gaps between tokens (ITL). A static batch's e2e is the whole batch's time, whatever
+// the statistic (the run's repeats, not its requests).
+enum class RunStatistic { mean, median };
+struct MeasuredStatistics {
+  RunStatistic ttft = RunStatistic::median;
+  RunStatistic tpot = RunStatistic::median;
+  RunStatistic itl = RunStatistic::median;
+  RunStatistic e2e = RunStatistic::median;
+};
+
 // The one table of the metrics' names (reports, JSON, interval classes) and fields, in
 // report order.
 struct MeasuredMetricField {
@@ -75,6 +86,9 @@ struct MeasuredRun {
   double memory_fraction = 0.9;
   int64_t max_batched_tokens = 8192;
   MeasuredMetrics measured;
+  // The row's `stat`: one for every latency, or per metric (LMDeploy's profile_generation
+  // reports the mean TTFT beside the median of the pooled gaps).
+  MeasuredStatistics statistics;
   std::string stack;       // "vLLM 0.6.0"
   std::string stack_name;  // "vLLM": the stack without its version (prediction-interval classes)
   // The serving-stack preset the run is predicted with (its scheduler, KV accounting, CUDA

@@ -55,11 +55,12 @@ std::string bands_header(const engine::PredictionBands& b) {
 }
 
 std::string band_cell(const engine::PredictionBands& b, const std::string& hardware,
-                      const std::string& metric, double predicted) {
+                      const std::string& metric, double predicted, const std::string& rows_label) {
   if (const std::string why = missing(b, hardware, metric); !why.empty()) return why;
   const engine::ErrorBand& band = *b.find(hardware, metric);
   const engine::MeasuredRange r = engine::measured_range(predicted, band);
-  return fmt::format("{} to {} ({} rows)", show(metric, r.low), show(metric, r.high), band.rows);
+  return fmt::format("{} to {} ({} {}rows)", show(metric, r.low), show(metric, r.high), band.rows,
+                     rows_label.empty() ? "" : rows_label + " ");
 }
 
 bool any_band(const engine::PredictionBands& b, const std::string& hardware,
@@ -100,10 +101,15 @@ nlohmann::json bands_source_json(const engine::PredictionBands& b) {
 }
 
 nlohmann::json band_json(const engine::PredictionBands& b, const std::string& hardware,
-                         const std::string& metric, double predicted) {
+                         const std::string& metric, double predicted,
+                         const std::string& predicted_metric) {
   const engine::ErrorBand* band = b.find(hardware, metric);
   nlohmann::json j = {
       {"metric", metric}, {"predicted", predicted}, {"rows", band ? band->rows : 0}};
+  if (!predicted_metric.empty() && predicted_metric != metric) {
+    j["metric"] = predicted_metric;
+    j["rows_metric"] = metric;
+  }
   if (const std::string why = missing(b, hardware, metric); !why.empty()) {
     j["band"] = nullptr;
     j["why"] = why;

@@ -18,9 +18,11 @@ namespace streamspark::report {
 std::string bands_header(const engine::PredictionBands& b);
 
 // The measured range of `predicted` for (b.stack, hardware, metric): "1.467 s to 2.023 s"
-// (17 rows)" (tok/s for output_tok_s); without a band, "no rows" or "3 rows (< 8)".
+// (17 rows)" (tok/s for output_tok_s); without a band, "no rows" or "3 rows (< 8)". `rows_label`,
+// when given, names the rows' metric where it is not the prediction's ("(60 ITL rows)").
 std::string band_cell(const engine::PredictionBands& b, const std::string& hardware,
-                      const std::string& metric, double predicted);
+                      const std::string& metric, double predicted,
+                      const std::string& rows_label = "");
 
 // Whether any of `metrics` on `hardware` has a band.
 bool any_band(const engine::PredictionBands& b, const std::string& hardware,
@@ -36,8 +38,10 @@ std::string no_band_line(const engine::PredictionBands& b, const std::string& ha
 nlohmann::json bands_source_json(const engine::PredictionBands& b);
 
 // {"metric", "predicted", "rows", "band": {"p10_error", "p90_error", "low", "high"} or null,
-// "why": text when null}.
+// "why": text when null}; `metric` is the class whose rows give the band, and `predicted_metric`,
+// when given, the prediction's where it differs (then also a key).
 nlohmann::json band_json(const engine::PredictionBands& b, const std::string& hardware,
-                         const std::string& metric, double predicted);
+                         const std::string& metric, double predicted,
+                         const std::string& predicted_metric = "");
 
 }  // namespace streamspark::report

@@ -280,8 +280,9 @@ std::string measured_validation_table(const MeasuredValidation& v) {
   out += summary_text(v.summary);
   out +=
       "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
-      "TTFT of the batch, TPOT (and ITL) the mean decode step; serving runs: the simulator's "
-      "medians (ITL of every gap between two tokens).\n";
+      "TTFT of the batch, TPOT (and ITL) the mean decode step (a batch beyond the KV cache: the "
+      "simulator); the simulator's latencies are the row's stat (mean or median) over the "
+      "requests, ITL's over every gap between two tokens.\n";
   if (v.bands) out += intervals_text(*v.bands);
   if (!v.checks.empty()) {
     const auto failed = std::count_if(v.checks.begin(), v.checks.end(),

@@ -2,6 +2,7 @@
 #include "spec/measurement_file.hpp"
 
 #include "engine/dtype.hpp"
+#include "engine/text.hpp"
 
 #include <fmt/format.h>
 
@@ -214,8 +215,10 @@ struct MeasurementRowReader {
                        "output_tok_s"});
     }
     r.stat = text("stat").value_or("median");
-    if (r.stat != "mean" && r.stat != "median") {
-      error("stat", "expected mean or median, got '" + r.stat + "'");
+    try {
+      r.statistics = parse_measurement_statistics(r.stat);
+    } catch (const std::invalid_argument& e) {
+      error("stat", e.what());
     }
     r.stack = r.stack_name = text("stack").value_or("");
     if (const auto v = text("stack_version")) r.stack += " " + *v;
@@ -381,6 +384,49 @@ std::string ms(const std::optional<double>& s) {
   return s ? fmt::format("{:.6g}", *s * 1e3) : "";
 }
 }  // namespace
+
+engine::MeasuredStatistics parse_measurement_statistics(const std::string& text) {
+  const auto parse_one = [&](std::string_view word) {
+    if (word == "mean") return engine::RunStatistic::mean;
+    if (word == "median") return engine::RunStatistic::median;
+    throw std::invalid_argument(
+        fmt::format("expected mean or median, or METRIC=STAT items joined by ';' "
+                    "(mean;itl=median), got '{}'",
+                    text));
+  };
+  std::optional<engine::RunStatistic> plain;
+  std::map<std::string, engine::RunStatistic> named;
+  size_t start = 0;
+  while (true) {
+    const size_t end = std::min(text.find(';', start), text.size());
+    const std::string item =
+        std::string(engine::trim_blanks(std::string_view(text).substr(start, end - start)));
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      if (plain) throw std::invalid_argument(fmt::format("'{}' gives two defaults", text));
+      plain = parse_one(item);
+    } else {
+      const std::string metric =
+          std::string(engine::trim_blanks(std::string_view(item).substr(0, eq)));
+      if (metric != "ttft" && metric != "tpot" && metric != "itl" && metric != "e2e") {
+        throw std::invalid_argument(
+            fmt::format("'{}': a statistic is for ttft, tpot, itl or e2e, got '{}'", text, metric));
+      }
+      if (named.count(metric)) {
+        throw std::invalid_argument(fmt::format("'{}' names {} twice", text, metric));
+      }
+      named[metric] = parse_one(engine::trim_blanks(std::string_view(item).substr(eq + 1)));
+    }
+    if (end == text.size()) break;
+    start = end + 1;
+  }
+  const engine::RunStatistic fallback = plain.value_or(engine::RunStatistic::median);
+  const auto of = [&](const char* metric) {
+    const auto it = named.find(metric);
+    return it == named.end() ? fallback : it->second;
+  };
+  return {of("ttft"), of("tpot"), of("itl"), of("e2e")};
+}
 
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =

@@ -63,7 +63,8 @@ struct MeasurementRow {
   // A whole number, or on serving rows a distribution (uniform:A:B...) each request draws from.
   engine::LengthDistribution input_len;
   engine::LengthDistribution output_len;
-  std::string stat = "median";
+  std::string stat = "median";  // as the row spells it (parse_measurement_statistics)
+  engine::MeasuredStatistics statistics;
   engine::MeasuredMetrics measured;
   std::string stack;       // "vLLM 0.6.3": the stack column, then stack_version
   std::string stack_name;  // "vLLM": the stack column alone
@@ -89,6 +90,12 @@ std::vector<MeasurementRow> load_measurement_text(const std::string& path, const
 
 // The CSV text of rows, loadable by load_measurements.
 std::string measurements_csv(const std::vector<MeasurementRow>& rows);
+
+// A row's `stat`: `mean` or `median` for every latency, or `;`-joined items, at most one of
+// them a plain statistic (the default of the metrics not named; median when none is) and the
+// others METRIC=STAT for ttft, tpot, itl or e2e, each named once: `mean;itl=median`.
+// Throws std::invalid_argument with what is wrong.
+engine::MeasuredStatistics parse_measurement_statistics(const std::string& text);
 
 // A benchmark's result file as measurement rows, for the given model and hardware (the
 // benchmarks do not record them in a form the catalog knows). vLLM: one run; SGLang: one per

@@ -1,6 +1,8 @@
 // Unit-string parsing for spec quantities.
 #include "spec/quantity.hpp"
 
+#include "engine/text.hpp"
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -89,12 +91,6 @@ std::string_view short_name(Dimension d) {
   return "a value";
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 std::string describe(Dimension d) {
@@ -145,7 +141,7 @@ std::optional<double> parse_decimal(std::string_view text) {
 }
 
 std::variant<double, QuantityError> parse_quantity(std::string_view text, Dimension d) {
-  const std::string_view s = trim(text);
+  const std::string_view s = engine::trim_blanks(text);
   double value = 0;
   const char* begin = s.data();
   const char* end = s.data() + s.size();
@@ -157,7 +153,8 @@ std::variant<double, QuantityError> parse_quantity(std::string_view text, Dimens
   if (!std::isfinite(value)) {
     return QuantityError{fmt::format("expected a finite number, got '{}'", s)};
   }
-  const std::string_view unit = trim(std::string_view(ptr, static_cast<size_t>(end - ptr)));
+  const std::string_view unit =
+      engine::trim_blanks(std::string_view(ptr, static_cast<size_t>(end - ptr)));
   if (unit.empty()) return value;
   if (const auto scale = scale_for(d, unit)) {
     const double scaled = value * *scale;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/text.hpp"
 #include "spec/diagnostics.hpp"
 #include "spec/input_file.hpp"
 #include "spec/quantity.hpp"
@@ -23,17 +24,11 @@ namespace {
 constexpr const char* kTraceColumns[] = {"arrival_s", "prompt_tokens", "output_tokens",
                                          "shared_prefix_tokens", "session_id"};
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
-}
-
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> out;
   std::stringstream ss(line);
   std::string cell;
-  while (std::getline(ss, cell, ',')) out.push_back(trim(cell));
+  while (std::getline(ss, cell, ',')) out.emplace_back(engine::trim_blanks(cell));
   if (!line.empty() && line.back() == ',') out.emplace_back();
   return out;
 }
@@ -122,7 +117,7 @@ std::vector<engine::Request> load_request_trace(const std::string& path, std::ve
   int64_t prefix_tokens = 0;
   while (std::getline(in, line)) {
     ++number;
-    if (trim(line).empty()) continue;
+    if (engine::trim_blanks(line).empty()) continue;
     std::map<std::string, std::string> fields;
     if (csv) {
       const auto cells = split_csv(line);

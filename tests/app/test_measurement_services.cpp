@@ -39,20 +39,20 @@ TEST_CASE("validate --measured: every row predicted; the medians of docs/accurac
   CHECK(v.runs.front().hardware.name == "a100-80gb-profiled");
   CHECK(v.runs.back().hardware.name == "mi300x");
   CHECK(metric(v, "all").count == 216);
-  CHECK(metric(v, "all").median_abs_error == doctest::Approx(0.080).epsilon(0.01));
+  CHECK(metric(v, "all").median_abs_error == doctest::Approx(0.074).epsilon(0.01));
   CHECK(v.failure.empty());
-  // Medians: ttft 12.4 %, tpot 5.0 %, e2e 32.9 %, output_tok_s 5.5 %; at 10 % two fail, the
+  // Medians: ttft 12.4 %, itl 4.6 %, e2e 32.9 %, output_tok_s 5.5 %; at 10 % two fail, the
   // first named.
   r.tolerances.all_percent = 10;
   CHECK(app::validate_measured(r, s.context).failure ==
         "validate: ttft median |error| 12.4% above the 10% tolerance (2 of 4 checks failed)");
   // The datasheet files named (their achievable fractions, the "datasheet files" column):
-  // ttft 17.2 %, tpot 14.8 %, e2e 26.5 %, output_tok_s 17.2 %, all four above 10 %.
+  // ttft 17.2 %, itl 10.3 %, e2e 26.5 %, output_tok_s 17.2 %, all four above 10 %.
   r.hardware = {"a100-80gb", "h100-sxm"};
   const app::MeasuredValidation d = app::validate_measured(r, s.context);
   CHECK(d.runs.front().hardware.name == "a100-80gb");
   CHECK(d.profiled_files.empty());
-  CHECK(metric(d, "all").median_abs_error == doctest::Approx(0.165).epsilon(0.003));
+  CHECK(metric(d, "all").median_abs_error == doctest::Approx(0.158).epsilon(0.003));
   // Naming one GPU's file leaves the others on the catalog's choice: the A100 rows on the
   // datasheet file, the H100 rows still on the profiled one.
   r.hardware = {"a100-80gb"};
@@ -71,18 +71,18 @@ TEST_CASE("validate --measured: per-metric tolerances, per-row checks and their 
   app::MeasuredValidateRequest r;
   r.file = kSets + "published.csv";
   r.hardware = {"a100-80gb", "h100-sxm"};  // the datasheet files: the medians of the test above
-  r.tolerances.per_metric = {{"ttft", 18}, {"tpot", 14}};  // 17.2 % passes, 14.8 % fails
+  r.tolerances.per_metric = {{"ttft", 18}, {"itl", 10}};  // 17.2 % passes, 10.3 % fails
   app::MeasuredValidation v = app::validate_measured(r, s.context);
   REQUIRE(v.checks.size() == 2);  // the metrics not named are not gated
   CHECK(v.checks[0].metric == "ttft");
   CHECK(v.checks[0].passed());
-  CHECK(v.checks[1].metric == "tpot");
+  CHECK(v.checks[1].metric == "itl");
   CHECK_FALSE(v.checks[1].passed());
-  CHECK(v.failure == "validate: tpot median |error| 14.8% above the 14% tolerance");
-  // Per row: one check per row and metric named (60 rows have both TTFT and TPOT); a row's
+  CHECK(v.failure == "validate: itl median |error| 10.3% above the 10% tolerance");
+  // Per row: one check per row and metric named (60 rows have both TTFT and ITL); a row's
   // error above its tolerance fails however good the median.
   r.mode = app::GateMode::per_row;
-  r.tolerances.per_metric = {{"ttft", 1000}, {"tpot", 1000}};
+  r.tolerances.per_metric = {{"ttft", 1000}, {"itl", 1000}};
   v = app::validate_measured(r, s.context);
   CHECK(v.checks.size() == 120);
   CHECK(v.failure.empty());
@@ -156,7 +156,7 @@ TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric
   r.intervals = true;
   const app::MeasuredValidation v = app::validate_measured(r, s.context);
   REQUIRE(v.bands.has_value());
-  // LMDeploy on A100 (ttft, tpot, output_tok_s: 60 rows each), vLLM ROCm on MI300X (19 e2e
+  // LMDeploy on A100 (ttft, itl, output_tok_s: 60 rows each), vLLM ROCm on MI300X (19 e2e
   // rows, no preset: the class is its stack's name), vLLM 0.6.3 on H100 (17 e2e rows, the
   // class of the preset it takes, vllm-0.6): every class has a band and every row is held out once.
   REQUIRE(v.bands->size() == 5);
@@ -190,7 +190,7 @@ TEST_CASE("validate --measured --intervals: bands per stack, hardware and metric
   CHECK(vllm.configurations == 1);
   CHECK(vllm.configuration_held_out == 0);
   CHECK(c.configuration_held_out == 180);
-  CHECK(c.configuration_inside == 109);
+  CHECK(c.configuration_inside == 111);
   r.hardware = {"a100-80gb", "h100-sxm"};
   const app::MeasuredValidation d = app::validate_measured(r, s.context);
   CHECK((*d.bands)[4].cls == engine::IntervalClass{"vllm-0.6", "h100-sxm", "e2e"});

@@ -185,13 +185,13 @@ TEST_CASE(
   const json j = json::parse(v.out);
   CHECK(j["method"] == "calibrated");
   CHECK(j["rows"].size() == 96);
-  CHECK(j["summary"]["all"]["count"].get<int>() == 216);  // 60 x (TTFT, TPOT, tok/s) + 36 e2e
+  CHECK(j["summary"]["all"]["count"].get<int>() == 216);  // 60 x (TTFT, ITL, tok/s) + 36 e2e
   // The 405B H100 rows ran Llama 3.1's FP8 checkpoint: attention in bf16, activations stored
   // in bf16 between kernels.
   CHECK(j["rows"][60]["precision"].get<std::string>().find("attention weights bf16") !=
         std::string::npos);
   CHECK(j["rows"][60]["precision"].get<std::string>().find("(stored bf16)") != std::string::npos);
-  for (const char* metric : {"ttft", "tpot", "e2e", "output_tok_s", "all"}) {
+  for (const char* metric : {"ttft", "itl", "e2e", "output_tok_s", "all"}) {
     CAPTURE(metric);
     const double e = j["summary"][metric]["median_abs_error"].get<double>();
     CHECK(std::isfinite(e));

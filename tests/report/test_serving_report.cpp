@@ -1,7 +1,13 @@
-// Serving reports: the per-iteration comparison's medians.
+// Serving reports: the per-iteration comparison's medians; prediction-band cells.
 #include <doctest/doctest.h>
 
+#include "engine/prediction_interval.hpp"
+#include "report/band_report.hpp"
 #include "report/serving_report.hpp"
+
+using namespace streamspark;
+using report::band_cell;
+using report::band_json;
 
 TEST_CASE("iteration comparison: medians of predicted, measured and the per-iteration errors") {
   // Three iterations (predicted, measured): (1, 2), (3, 2), (2, 4). Medians (the 2nd of 3
@@ -20,4 +26,24 @@ TEST_CASE("iteration comparison: medians of predicted, measured and the per-iter
       streamspark::runtime::compare_iterations("decode only", {{1, 2}, {3, 2}, {2, 4}, {4, 4}});
   CHECK(four.predicted_s == 2.5);
   CHECK(four.median_error == -0.25);
+}
+
+TEST_CASE("a band from another metric's rows names them: analyze's TPOT on ITL rows") {
+  // Ten ITL rows of one class, errors -10 % ... +8 % in 2 % steps: nearest-rank p10 the 1st
+  // smallest (ceil(1.0) = 1: -10 %), p90 the 9th (ceil(9.0) = 9: +6 %). A prediction of 10 ms
+  // then means 10 / 1.06 = 9.434 ms to 10 / 0.9 = 11.11 ms.
+  engine::PredictionBands b;
+  b.stack = "lmdeploy-0.1";
+  std::vector<engine::ClassifiedError> errors;
+  for (int i = 0; i < 10; ++i) {
+    errors.push_back({{"lmdeploy-0.1", "a100-80gb", "itl"}, -0.10 + 0.02 * i, "f:1", ""});
+  }
+  b.bands = engine::error_bands(errors);
+  CHECK(band_cell(b, "a100-80gb", "itl", 0.010, "ITL") == "9.434 ms to 11.11 ms (10 ITL rows)");
+  CHECK(band_cell(b, "a100-80gb", "itl", 0.010) == "9.434 ms to 11.11 ms (10 rows)");
+  const nlohmann::json j = band_json(b, "a100-80gb", "itl", 0.010, "tpot");
+  CHECK(j["metric"] == "tpot");
+  CHECK(j["rows_metric"] == "itl");
+  CHECK(j["rows"] == 10);
+  CHECK_FALSE(band_json(b, "a100-80gb", "itl", 0.010).contains("rows_metric"));
 }

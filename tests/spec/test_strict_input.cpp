@@ -108,6 +108,33 @@ TEST_CASE("measurement files: BOM stripped, duplicate columns, itl_ms beside tpo
             .find("dup.jsonl:1: key 'model' is given twice") != std::string::npos);
 }
 
+TEST_CASE("a row's stat: one statistic, or per metric beside a default") {
+  using streamspark::engine::RunStatistic;
+  const streamspark::engine::MeasuredStatistics mean = parse_measurement_statistics("mean");
+  CHECK((mean.ttft == RunStatistic::mean && mean.tpot == RunStatistic::mean &&
+         mean.itl == RunStatistic::mean && mean.e2e == RunStatistic::mean));
+  // LMDeploy's profile_generation: the mean TTFT, the median of the pooled gaps.
+  const streamspark::engine::MeasuredStatistics lmdeploy =
+      parse_measurement_statistics("mean; itl=median");
+  CHECK(lmdeploy.ttft == RunStatistic::mean);
+  CHECK(lmdeploy.itl == RunStatistic::median);
+  // No plain item: the metrics not named take the median (the column's default).
+  const streamspark::engine::MeasuredStatistics named = parse_measurement_statistics("ttft=mean");
+  CHECK(named.ttft == RunStatistic::mean);
+  CHECK(named.tpot == RunStatistic::median);
+  CHECK_THROWS_WITH(parse_measurement_statistics("p90"), doctest::Contains("got 'p90'"));
+  CHECK_THROWS_WITH(parse_measurement_statistics("mean;median"), doctest::Contains("two defaults"));
+  CHECK_THROWS_WITH(parse_measurement_statistics("itl=mean;itl=median"),
+                    doctest::Contains("names itl twice"));
+  CHECK_THROWS_WITH(parse_measurement_statistics("output_tok_s=mean"),
+                    doctest::Contains("for ttft, tpot, itl or e2e, got 'output_tok_s'"));
+  CHECK_THROWS_WITH(parse_measurement_statistics(""), doctest::Contains("got ''"));
+  CHECK(load_error("stat.csv", std::string("model,hardware,mode,batch,input_len,output_len,"
+                                           "ttft_ms,stat\n") +
+                                   "llama2-7b,a100-80gb,static,1,128,128,20,mean;itl=p50\n")
+            .find("stat.csv:2:") != std::string::npos);
+}
+
 TEST_CASE("input files: a FIFO, a device or a directory is refused before it is opened") {
   const fs::path dir = scratch_file("x.csv", "").parent_path();
   const fs::path fifo = dir / "fifo.csv";

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "scratch.hpp"
+
 namespace streamspark::test {
 
 struct Run {
@@ -27,12 +29,9 @@ inline std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-// This test process's scratch folder (created on first use).
+// This test process's scratch folder (created on first use, removed at exit).
 inline std::filesystem::path scratch_dir() {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("streamspark-cli-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
+  return streamspark::test::scratch_root("streamspark-cli");
 }
 
 // Runs the binary with `args` (shell syntax), the catalog taken from the source tree; `env`:

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/output_file.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 using namespace streamspark::cli;
@@ -25,8 +26,7 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 fs::path fresh_dir() {
-  const fs::path dir =
-      fs::temp_directory_path() / ("streamspark-out-" + std::to_string(::getpid()));
+  const fs::path dir = streamspark::test::scratch_root("streamspark-out");
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

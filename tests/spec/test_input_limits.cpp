@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "scratch.hpp"
 #include "spec/diagnostics.hpp"
 #include "spec/hf_import.hpp"
 #include "spec/model_spec.hpp"
@@ -22,10 +23,7 @@ using namespace streamspark::spec;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("streamspark-limits-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
+  return streamspark::test::scratch_root("streamspark-limits") / name;
 }
 
 std::string slurp(const fs::path& p) {

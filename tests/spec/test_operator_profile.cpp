@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/hardware.hpp"
+#include "scratch.hpp"
 #include "spec/diagnostics.hpp"
 #include "spec/hardware_spec.hpp"
 #include "spec/hardware_writer.hpp"
@@ -34,8 +35,7 @@ const ProfileRow& find_row(const std::vector<ProfileRow>& rows, const std::strin
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("streamspark-profile-" + std::to_string(getpid())) / name;
+  const fs::path dir = streamspark::test::scratch_root("streamspark-profile") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "scratch.hpp"
 #include "spec/diagnostics.hpp"
 #include "spec/input_file.hpp"
 #include "spec/length_distribution.hpp"
@@ -22,10 +23,7 @@ using namespace streamspark::spec;
 namespace {
 
 fs::path scratch_file(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("streamspark-strict-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
+  const fs::path p = streamspark::test::scratch_root("streamspark-strict") / name;
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }

@@ -125,6 +125,7 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   }
   run.mode = row.mode;
   run.batch = row.batch;
+  run.rounds = row.rounds;
   run.requests = row.requests;
   run.request_rate = row.request_rate;
   run.input_len = row.input_len;

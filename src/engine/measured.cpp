@@ -103,14 +103,15 @@ ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_
 }
 
 SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t requests, double rate,
-                              int64_t max_batch) {
+                              int64_t max_batch, int64_t clients = 0) {
   IterationCost cost(run.model, run.hardware, options_for(run, method));
   WorkloadSpec w;
   w.requests = requests;
   w.rate = rate;
   w.prompt = run.input_len;
   w.output = run.output_len;
-  const ServingOptions o = stack_options(run, cost, max_batch);
+  ServingOptions o = stack_options(run, cost, max_batch);
+  o.clients = clients;
   return simulate_deployment(generate_requests(w), o, cost, run.layout);
 }
 
@@ -150,19 +151,22 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
   MeasuredMetrics m;
   const int64_t input = fixed_tokens(run.input_len);
   const int64_t output = fixed_tokens(run.output_len);
-  const double tokens = static_cast<double>(run.batch * output);
+  const double tokens = static_cast<double>(checked_mul(run.batch, output, run.rounds));
+  const double rounds = static_cast<double>(run.rounds);
   if (static_batch_fits(run)) {
     Analyzer a(run.model, run.hardware, options_for(run, method));
     const WorkloadResult r = a.analyze({run.batch, input, output});
     m.ttft_s = r.ttft_s;
     m.tpot_s = r.tpot_s;
     m.itl_s = r.tpot_s;  // in lockstep every gap is one decode step
-    m.e2e_s = r.e2e_s;
-    m.output_tok_s = tokens / r.e2e_s;
+    m.e2e_s = rounds * r.e2e_s;
+    m.output_tok_s = tokens / *m.e2e_s;
     return m;
   }
+  // Rounds: B clients send B x rounds requests, each its next when its last finished.
   const SimulationResult s =
-      simulate_run(run, method, run.batch, 0, std::min(run.batch, max_sequences(run)));
+      simulate_run(run, method, checked_mul(run.batch, run.rounds), 0,
+                   std::min(run.batch, max_sequences(run)), run.rounds > 1 ? run.batch : 0);
   const MeasuredStatistics& stat = run.statistics;
   m.ttft_s = statistic(s.metrics.ttft_s, stat.ttft);
   m.tpot_s = statistic(s.metrics.tpot_s, stat.tpot);
@@ -313,7 +317,7 @@ void add_equations(const MeasuredRun& run, const StackParameters& p,
   // and TPOT are not both given (they would count the run twice).
   if (!(m.ttft_s && (m.tpot_s || m.itl_s))) {
     if (m.e2e_s) {
-      add(e2e, *m.e2e_s);
+      add(e2e, *m.e2e_s / static_cast<double>(run.rounds));  // one round's
     } else if (m.output_tok_s) {
       add(e2e, static_cast<double>(run.batch * output) / *m.output_tok_s);
     }

@@ -71,6 +71,11 @@ struct MeasuredRun {
   ParallelLayout layout;
   MeasurementMode mode = MeasurementMode::static_batch;
   int64_t batch = 1;  // static: sequences; serving: the concurrency limit (0: none)
+  // Static: requests each of the batch's B clients sends one after another, the next when its
+  // last finished (LMDeploy's profile_generation runs 6 rounds, its statistics over all of
+  // them); rounds of a batch that fits repeat the first in lockstep, while one that does not
+  // runs B x rounds requests through B places. e2e: the whole run's time.
+  int64_t rounds = 1;
   int64_t requests = 0;
   double request_rate = 0;
   // Tokens per request: fixed, or drawn per request by the simulator (serving runs; a

@@ -225,6 +225,7 @@ class Scheduler {
   void start(const Iteration& it, double now);
 
   bool all_finished() const { return finished_ == static_cast<int64_t>(requests_.size()); }
+  int64_t finished_count() const { return finished_; }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   const std::vector<SequenceRecord>& records() const { return records_; }
@@ -507,6 +508,12 @@ struct ServingOptions {
   // or for which those requests leave nothing to run, takes every request there by then.
   // Simulated clocks only (a runtime replay runs its own loop).
   bool one_batch_ahead = false;
+  // A closed loop of this many clients (0: none, the requests arrive at their arrival times):
+  // each sends its next request when its last one finished, so that at most `clients` are in
+  // flight; a request's arrival (its TTFT and e2e counted from it) is the later of its own
+  // arrival time and the finish that freed its client (LMDeploy's profile_generation: each of
+  // its concurrency's threads sends its rounds one after another). Simulated clocks only.
+  int64_t clients = 0;
 };
 
 struct RequestOutcome {

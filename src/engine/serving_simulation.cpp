@@ -56,6 +56,15 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
       index.push_back(i);
     }
     if (mine.empty()) continue;
+    // A closed loop's clients spread over the schedulers as their requests do.
+    if (options.clients > 0) {
+      engine_options.clients = options.clients / engines + (e < options.clients % engines ? 1 : 0);
+      if (engine_options.clients == 0) {
+        throw std::invalid_argument("serving: a closed loop of " + std::to_string(options.clients) +
+                                    " clients over " + std::to_string(engines) +
+                                    " schedulers leaves one without a client");
+      }
+    }
     const SimulationResult r = simulate(mine, engine_options, timer);
     for (size_t j = 0; j < index.size(); ++j) merged.outcomes[index[j]] = r.outcomes[j];
     merged.token_gaps.insert(merged.token_gaps.end(), r.token_gaps.begin(), r.token_gaps.end());
@@ -186,6 +195,16 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   // A request reaches the scheduler after the stack's per-request host work.
   const double delay = options.request_overhead_s;
   const bool real_time = cost.real_time();
+  if (options.clients < 0 || (options.clients > 0 && real_time)) {
+    throw std::invalid_argument("serving: a closed loop of clients runs on a simulated clock");
+  }
+  // When each request is sent: its arrival time, or in a closed loop, once `released` of them
+  // have a client, when the finish that frees one comes.
+  std::vector<double> arrival(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) arrival[i] = requests[i].arrival_s;
+  size_t released = options.clients > 0
+                        ? std::min(requests.size(), static_cast<size_t>(options.clients))
+                        : requests.size();
   cost.prepare(scheduler);
   cost.idle();  // nothing ran before the first arrival
   double now = real_time ? cost.now() : 0;
@@ -199,7 +218,7 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   Iteration it;
   while (!scheduler.all_finished()) {
     const double seen = ahead && pipelined ? previous_start : now;
-    while (next < requests.size() && requests[next].arrival_s + delay <= seen) {
+    while (next < released && arrival[next] + delay <= seen) {
       scheduler.arrive(static_cast<int64_t>(next++));
     }
     if (next == requests.size()) scheduler.no_more_arrivals();
@@ -211,15 +230,21 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
       continue;
     }
     if (it.empty()) {
-      if (next < requests.size()) {
+      if (next < released) {
         cost.idle();
         if (real_time) {
-          cost.wait_until(requests[next].arrival_s + delay);
+          cost.wait_until(arrival[next] + delay);
           now = cost.now();
         } else {
-          now = std::max(now, requests[next].arrival_s + delay);
+          now = std::max(now, arrival[next] + delay);
         }
         continue;
+      }
+      if (released < requests.size()) {
+        // Static batching waits for a full batch that the clients' loop never sends.
+        throw std::invalid_argument(
+            "serving: " + std::to_string(options.clients) + " clients in a closed loop never " +
+            "fill the scheduler's batch of " + std::to_string(options.scheduler.max_batch));
       }
       throw std::logic_error("serving: the scheduler is idle with requests unfinished");
     }
@@ -243,13 +268,21 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
     now += dt;
     scheduler.complete(it, now);
     ++iterations;
+    // Each finish frees its client, which sends its next request now.
+    const auto freed = static_cast<size_t>(scheduler.finished_count() + options.clients);
+    while (options.clients > 0 && released < std::min(requests.size(), freed)) {
+      arrival[released] = std::max(requests[released].arrival_s, now);
+      ++released;
+    }
   }
   SimulationResult result;
   result.kv_capacity_tokens = scheduler.kv_capacity_tokens();
   result.outcomes.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const SequenceRecord& rec = scheduler.records()[i];
-    result.outcomes.push_back({requests[i], rec.first_token_s, rec.finish_s, rec.preemptions,
+    Request sent = requests[i];
+    sent.arrival_s = arrival[i];
+    result.outcomes.push_back({sent, rec.first_token_s, rec.finish_s, rec.preemptions,
                                rec.max_itl_s, rec.start_s,
                                std::max<int64_t>(0, rec.prefix_hit_tokens)});
   }

@@ -38,6 +38,7 @@ constexpr const char* kMeasurementColumns[] = {"model",
                                                "pp",
                                                "mode",
                                                "batch",
+                                               "rounds",
                                                "requests",
                                                "request_rate",
                                                "input_len",
@@ -175,6 +176,13 @@ struct MeasurementRowReader {
       diags.push_back({path, line, 0, "batch", "missing (a static run's batch)"});
     }
     r.batch = batch.value_or(0);
+    if (text("rounds")) {
+      if (r.mode == engine::MeasurementMode::serving) {
+        error("rounds", "a serving run counts its requests (requests), not rounds");
+      } else {
+        r.rounds = integer("rounds", 1).value_or(1);
+      }
+    }
     r.requests = integer("requests", 0).value_or(0);
     // Each is simulated (a static batch that does not fit runs as a queue): the serving
     // commands' limit on the requests one simulation replays.
@@ -184,6 +192,12 @@ struct MeasurementRowReader {
         error(key, fmt::format("{} is more than the {} requests a prediction simulates", v,
                                kMaxMeasuredRequests));
       }
+    }
+    if (r.batch >= 1 && r.batch <= kMaxMeasuredRequests &&
+        r.rounds > kMaxMeasuredRequests / r.batch) {
+      error("rounds", fmt::format("batch {} x {} rounds is more than the {} requests a "
+                                  "prediction simulates",
+                                  r.batch, r.rounds, kMaxMeasuredRequests));
     }
     r.request_rate = number("request_rate", 0).value_or(0);
     if (r.mode == engine::MeasurementMode::serving && r.requests < 1) {

@@ -58,6 +58,7 @@ struct MeasurementRow {
   int64_t pp = 1;
   engine::MeasurementMode mode = engine::MeasurementMode::static_batch;
   int64_t batch = 0;
+  int64_t rounds = 1;  // static: requests each of the batch's clients ran one after another
   int64_t requests = 0;
   double request_rate = 0;
   // A whole number, or on serving rows a distribution (uniform:A:B...) each request draws from.

@@ -318,6 +318,41 @@ TEST_CASE("ITL: a static batch's gaps are its decode steps; a serving run pools 
   CHECK(*alone.itl_s == doctest::Approx(*alone.tpot_s).epsilon(0.01));
 }
 
+TEST_CASE(
+    "rounds: a batch that fits repeats in lockstep; one beyond the KV cache queues by client") {
+  // Llama 2 13B on the H100, 8 prompts of 512 tokens, 64 generated: it fits. Six rounds of
+  // it (each client sending its next request when its last finished) run the batch six times:
+  // the same TTFT and TPOT, six times the e2e, the same tokens per second.
+  MeasuredRun r;
+  r.model = test::llama2_13b();
+  r.hardware = h100_achievable();
+  r.batch = 8;
+  r.input_len = LengthDistribution::fixed(512);
+  r.output_len = LengthDistribution::fixed(64);
+  REQUIRE(static_batch_fits(r));
+  const MeasuredMetrics one = predict(r, Method::calibrated);
+  r.rounds = 6;
+  const MeasuredMetrics six = predict(r, Method::calibrated);
+  CHECK(*six.ttft_s == *one.ttft_s);
+  CHECK(*six.e2e_s == doctest::Approx(6 * *one.e2e_s));
+  CHECK(*six.output_tok_s == doctest::Approx(*one.output_tok_s));
+  // 128 prompts of 2,048 tokens at 0.6 of the memory do not fit: with one round every request
+  // arrives at once and the ones the KV cache cannot hold wait in TTFT; with six rounds of 128
+  // clients the later rounds' requests are sent as places free, and their TTFT starts then,
+  // so the mean TTFT is not six rounds of queueing.
+  r.batch = 128;
+  r.memory_fraction = 0.6;
+  r.input_len = LengthDistribution::fixed(2048);
+  r.rounds = 1;
+  REQUIRE_FALSE(static_batch_fits(r));
+  r.statistics.ttft = RunStatistic::mean;
+  const MeasuredMetrics once = predict(r, Method::calibrated);
+  r.rounds = 6;
+  const MeasuredMetrics looped = predict(r, Method::calibrated);
+  CHECK(*looped.ttft_s < 2 * *once.ttft_s);
+  CHECK(*looped.e2e_s > 5 * *once.e2e_s);
+}
+
 TEST_CASE("a row's statistic per metric: the mean of the gaps counts the waits, the median not") {
   // A static batch of 128 prompts of 2,048 tokens whose KV cache holds a fraction of them at
   // 0.6 of the memory: the stack admits what fits and prefills the rest as the first finish,

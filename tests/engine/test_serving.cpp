@@ -161,6 +161,44 @@ TEST_CASE("two requests, by hand: continuous against static batching") {
   }
 }
 
+TEST_CASE("a closed loop of clients: each sends its next request when its last finished") {
+  // Three requests (prompt 2, 2 tokens), all at 0, 1 s per iteration, one client. Request 0:
+  // [0,1] prefill -> token 1 at 1, [1,2] -> done at 2. Request 1 is sent at 2: [2,3] prefill,
+  // [3,4] done at 4; request 2 sent at 4, done at 6. Each TTFT is its own prefill, 1 s, counted
+  // from when it was sent.
+  const std::vector<Request> requests = {{0.0, 2, 2, 0}, {0.0, 2, 2, 0}, {0.0, 2, 2, 0}};
+  OneSecond timer;
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.clients = 1;
+  const auto loop = simulate(requests, o, timer);
+  CHECK(loop.outcomes[1].request.arrival_s == 2.0);
+  CHECK(loop.outcomes[2].request.arrival_s == 4.0);
+  CHECK(loop.outcomes[2].finish_s == 6.0);
+  for (const RequestOutcome& r : loop.outcomes) CHECK(r.ttft_s() == 1.0);
+  CHECK(loop.metrics.duration_s == 6.0);
+  // The same requests arriving at 0 with the scheduler running one at a time (max_batch 1):
+  // the same iterations, but the queue's wait is in TTFT (1, 3 and 5 s).
+  o.clients = 0;
+  o.scheduler.max_batch = 1;
+  const auto queued = simulate(requests, o, timer);
+  CHECK(queued.outcomes[2].finish_s == 6.0);
+  CHECK(queued.outcomes[2].ttft_s() == 5.0);
+  CHECK(queued.metrics.ttft_s.mean == doctest::Approx(3.0));
+  // Two clients: requests 0 and 1 together ([0,1] both prefill, [1,2] both done at 2), then 2.
+  o.scheduler.max_batch = 256;
+  o.clients = 2;
+  const auto two = simulate(requests, o, timer);
+  CHECK(two.outcomes[1].request.arrival_s == 0.0);
+  CHECK(two.outcomes[2].request.arrival_s == 2.0);
+  CHECK(two.metrics.duration_s == 4.0);
+  // Static batching waits for a batch of max_batch that two clients never send: refused.
+  ServingOptions s = plenty(BatchingPolicy::static_batching, KvLayout::contiguous);
+  s.scheduler.max_batch = 4;
+  s.clients = 2;
+  CHECK_THROWS_WITH_AS(simulate(requests, s, timer), doctest::Contains("never fill"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait") {
   // The requests of the test above. [0,1] A's prefill -> A token 1 at 1. [1,2] B (arrived 0.5)
   // prefills alone, A waits -> B token 1 at 2. [2,3] both decode -> A token 2, B token 2 (B

@@ -133,6 +133,25 @@ TEST_CASE("a row's stat: one statistic, or per metric beside a default") {
             .find("stat.csv:2:") != std::string::npos);
 }
 
+TEST_CASE("a static row's rounds: a whole number; not on serving rows; batch x rounds bounded") {
+  const std::string header =
+      "model,hardware,mode,batch,rounds,requests,input_len,output_len,"
+      "ttft_ms\n";
+  const auto rows =
+      load_measurement_text("rounds.csv", header + "llama2-7b,a100-80gb,static,64,6,,128,128,20\n",
+                            MeasurementFileKind::csv);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].rounds == 6);
+  CHECK(load_error("serving.csv", header + "llama2-7b,a100-80gb,serving,64,6,100,128,128,20\n")
+            .find("serving.csv:2:") != std::string::npos);
+  CHECK(load_error("serving.csv", header + "llama2-7b,a100-80gb,serving,64,6,100,128,128,20\n")
+            .find("rounds: a serving run counts its requests") != std::string::npos);
+  CHECK(load_error("zero.csv", header + "llama2-7b,a100-80gb,static,64,0,,128,128,20\n")
+            .find("zero.csv:2:") != std::string::npos);
+  CHECK(load_error("many.csv", header + "llama2-7b,a100-80gb,static,64,99999999,,128,128,20\n")
+            .find("rounds: batch 64 x 99999999 rounds is more than the") != std::string::npos);
+}
+
 TEST_CASE("input files: a FIFO, a device or a directory is refused before it is opened") {
   const fs::path dir = scratch_file("x.csv", "").parent_path();
   const fs::path fifo = dir / "fifo.csv";

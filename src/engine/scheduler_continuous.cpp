@@ -20,20 +20,27 @@ namespace streamspark::engine {
 void Scheduler::next_continuous(Iteration& it) {
   int64_t budget = options_.max_tokens;
   bool any_prefill = false;
-  // First tokens from a decode pass (LMDeploy TurboMind 0.1, whose loop runs the new prompts'
-  // context pass and then one decode pass of every sequence): after a prompt pass, the next
-  // iteration is that decode pass, whatever waits to be admitted.
-  const bool first_decode_due = options_.first_token_from == FirstTokenFrom::decode &&
-                                std::any_of(running_.begin(), running_.end(), [&](int64_t i) {
-                                  const Sequence& s = sequences_[static_cast<size_t>(i)];
-                                  return s.generated == 0 && known(i) - s.cached == 1;
-                                });
+  // First tokens from a decode pass (LMDeploy TurboMind 0.1, whose loop admits the requests
+  // that have arrived, runs their prompts' context passes one sub-batch of the token budget
+  // after another (ContextDecode), then one decode pass of every sequence (Generate)): the
+  // prompts waiting when such a chain of prompt passes began run before its decode pass, which
+  // then comes whatever else waits to be admitted.
+  const bool decode_first = options_.first_token_from == FirstTokenFrom::decode;
+  const bool awaiting_first =
+      decode_first && std::any_of(running_.begin(), running_.end(), [&](int64_t i) {
+        const Sequence& s = sequences_[static_cast<size_t>(i)];
+        return s.generated == 0 && known(i) - s.cached == 1;
+      });
+  const bool first_decode_due = awaiting_first && prompt_chain_left_ == 0;
   // Prefill first (vLLM without chunked prefill; SGLang, whose chunked prefill batches are
   // never mixed with decodes): an iteration that has prompt tokens to run (the next chunks of
   // prompts in flight, then new prompts) runs them alone; the running sequences decode in the
   // next one that has none.
   if (options_.prompt_batching == PromptBatching::prefill_first && swapped_.empty() &&
       !first_decode_due) {
+    if (decode_first && !awaiting_first) {
+      prompt_chain_left_ = static_cast<int64_t>(waiting_.size());  // a chain begins
+    }
     for (size_t r = 0; r < running_.size() && budget > 0; ++r) {
       const int64_t i = running_[r];
       Sequence& s = sequences_[static_cast<size_t>(i)];
@@ -45,7 +52,13 @@ void Scheduler::next_continuous(Iteration& it) {
       any_prefill = true;
       budget -= tokens;
     }
-    admit_waiting(it, budget, any_prefill);
+    if (decode_first) {
+      const int64_t admitted = admit_waiting(it, budget, any_prefill, prompt_chain_left_);
+      // A pass that admits none of them (the cache or the batch is full) ends the chain.
+      prompt_chain_left_ = admitted > 0 ? prompt_chain_left_ - admitted : 0;
+    } else {
+      admit_waiting(it, budget, any_prefill);
+    }
     if (!it.items.empty()) return;
   }
   // Running sequences first, in admission order; when the cache is full, the most recently
@@ -129,9 +142,10 @@ void Scheduler::start_running(int64_t i) {
 
 // New requests, first come first served, while the batch, the token budget and the KV cache
 // allow.
-void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) {
+int64_t Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill, int64_t most) {
+  int64_t admitted = 0;
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_batch &&
-         budget > 0) {
+         budget > 0 && admitted < most) {
     const int64_t i = waiting_.front();
     Sequence& s = sequences_[static_cast<size_t>(i)];
     if (!admit_kv(i)) break;  // contiguous: no room for its reservation yet
@@ -150,6 +164,7 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
       running_.push_back(i);
       it.items.push_back({i, 1, s.cached, true, false});
       budget -= 1;
+      ++admitted;
       continue;
     }
     if (options_.first_token_from == FirstTokenFrom::decode && s.generated == 0 &&
@@ -166,6 +181,7 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
         it.items.push_back({i, 1, s.cached, true, false});
         budget -= 1;
       }
+      ++admitted;
       continue;
     }
     const int64_t remaining = to_compute(i);
@@ -189,7 +205,9 @@ void Scheduler::admit_waiting(Iteration& it, int64_t& budget, bool any_prefill) 
     it.items.push_back({i, tokens, s.cached, s.cached + tokens == known(i), false});
     any_prefill = true;
     budget -= tokens;
+    ++admitted;
   }
+  return admitted;
 }
 
 }  // namespace streamspark::engine

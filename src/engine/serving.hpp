@@ -278,7 +278,9 @@ class Scheduler {
   void next_static(Iteration& it);
   // Continuous batching: admits waiting requests into `it` within `budget` (reduced by what
   // they take); `any_prefill`: the iteration already feeds a prompt.
-  void admit_waiting(Iteration& it, int64_t& budget, bool any_prefill);
+  // Admits at most `most` waiting requests; returns how many it admitted.
+  int64_t admit_waiting(Iteration& it, int64_t& budget, bool any_prefill,
+                        int64_t most = std::numeric_limits<int64_t>::max());
   // Allocates KV for `tokens` more tokens of sequence i; false when the cache is full.
   bool grow_kv(int64_t i, int64_t tokens);
   bool admit_kv(int64_t i);           // a waiting request's first KV (shared prefix, reservation)
@@ -304,6 +306,10 @@ class Scheduler {
   // Paged: the shared prefix, cached once (sequence id = requests.size()).
   int64_t prefix_tokens_ = 0;
   int64_t finished_ = 0;
+  // First tokens from a decode pass: the waiting requests the current chain of prompt passes
+  // still takes before its decode pass (TurboMind 0.1's ContextDecode runs every prompt its
+  // loop admitted, in sub-batches, before the loop's one Generate pass).
+  int64_t prompt_chain_left_ = 0;
   bool no_more_arrivals_ = false;
   // Static batching: the batch in flight and its padded prompt length.
   std::vector<int64_t> batch_;

@@ -280,6 +280,17 @@ TEST_CASE("the first token from a decode pass: the prompt pass stops one token s
   CHECK(one.outcomes[1].first_token_s == 3.0);
   CHECK(one.outcomes[1].finish_s == 4.0);
   CHECK(one.metrics.iterations == 4);
+  // Two prompts waiting together, a token budget of 4 that holds one prompt pass of 3 tokens:
+  // TurboMind's ContextDecode runs every prompt its loop admitted, one sub-batch after another,
+  // before the loop's decode pass. [0,1] A's 3 prompt tokens; [1,2] B's; [2,3] the decode
+  // pass -> both first tokens at 3; [3,4] both done. (A decode pass after each prompt pass
+  // would give A's first token at 2 and B's at 4.)
+  o.scheduler.max_tokens = 4;
+  const auto chain = simulate({{0.0, 4, 2, 0}, {0.0, 4, 2, 0}}, o, timer);
+  CHECK(chain.outcomes[0].first_token_s == 3.0);
+  CHECK(chain.outcomes[1].first_token_s == 3.0);
+  CHECK(chain.outcomes[1].finish_s == 4.0);
+  CHECK(chain.metrics.iterations == 4);
 }
 
 TEST_CASE("one batch ahead: a request arriving mid-iteration waits for the batch after next") {

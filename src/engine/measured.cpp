@@ -176,10 +176,12 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
   return m;
 }
 
+// A serving run's concurrency limit is the benchmark client's (vLLM's and SGLang's
+// bench_serving --max-concurrency: a semaphore taken before each request is sent, its TTFT
+// timed from then): a closed loop of that many clients over the arrival times.
 MeasuredMetrics predict_serving(const MeasuredRun& run, Method method) {
-  const SimulationResult r =
-      simulate_run(run, method, run.requests, run.request_rate,
-                   run.batch > 0 ? std::min(run.batch, max_sequences(run)) : max_sequences(run));
+  const SimulationResult r = simulate_run(run, method, run.requests, run.request_rate,
+                                          max_sequences(run), run.batch > 0 ? run.batch : 0);
   MeasuredMetrics m;
   const MeasuredStatistics& stat = run.statistics;
   m.ttft_s = statistic(r.metrics.ttft_s, stat.ttft);

@@ -353,6 +353,28 @@ TEST_CASE(
   CHECK(*looped.e2e_s > 5 * *once.e2e_s);
 }
 
+TEST_CASE("a serving run's concurrency is the client's: a request's TTFT starts when it is sent") {
+  // Four 512-token prompts arriving at once, at most one in flight (bench_serving
+  // --max-concurrency 1): each is sent when the one before it finished, so each TTFT is one
+  // prompt's prefill alone, below the TTFT of the four prefilled together without a limit
+  // (a queue in the server would instead count the wait: 1.5 requests' whole time at the median).
+  MeasuredRun r;
+  r.model = test::llama2_13b();
+  r.hardware = h100_achievable();
+  r.mode = MeasurementMode::serving;
+  r.requests = 4;
+  r.input_len = LengthDistribution::fixed(512);
+  r.output_len = LengthDistribution::fixed(64);
+  r.measured.ttft_s = 1;
+  r.measured.e2e_s = 1;
+  r.batch = 0;
+  const MeasuredMetrics together = predict(r, Method::calibrated);
+  r.batch = 1;
+  const MeasuredMetrics one_by_one = predict(r, Method::calibrated);
+  CHECK(*one_by_one.ttft_s < *together.ttft_s);
+  CHECK(*one_by_one.e2e_s < 1.5 * *together.e2e_s);
+}
+
 TEST_CASE("a row's statistic per metric: the mean of the gaps counts the waits, the median not") {
   // A static batch of 128 prompts of 2,048 tokens whose KV cache holds a fraction of them at
   // 0.6 of the memory: the stack admits what fits and prefills the rest as the first finish,

@@ -253,6 +253,11 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
         "--kv-offload");
   }
   if (r.disaggregate) {
+    if (r.concurrency) {
+      throw UsageError(
+          "--concurrency: not modelled with --disaggregate (a closed loop over two "
+          "pools' finishes is not)");
+    }
     if (r.scheduler.prefix_cache) {
       throw UsageError(
           "--prefix-cache: not modelled with --disaggregate (a prefix cache per pool and the "
@@ -277,6 +282,19 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
   check_requests_context(requests, model, r.workload);
   engine::ServingOptions options =
       serving_options(r.scheduler, model.max_context, preset, &hardware);
+  if (r.concurrency) {
+    const int64_t schedulers = r.parallel.replicas * r.parallel.pp;
+    if (*r.concurrency < schedulers) {
+      throw UsageError(fmt::format(
+          "--concurrency: {} clients leave some of the deployment's {} schedulers (replicas x "
+          "pp) without a request stream; give at least {}",
+          *r.concurrency, schedulers, schedulers));
+    }
+    options.clients = *r.concurrency;
+    workload += fmt::format(
+        " · at most {} in flight (each sent when one finishes, its TTFT and e2e from then)",
+        *r.concurrency);
+  }
   check_prefix_cache(options.scheduler, r.speculative.has_value());
   if (options.scheduler.prefix_cache) check_prefix_cache(model);
   if (r.kv_offload_bytes && !options.scheduler.prefix_cache) {

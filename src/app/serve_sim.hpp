@@ -49,6 +49,10 @@ struct ServeSimRequest {
   BandsRequest bands;  // beside the medians and the throughput (app/prediction_bands.hpp)
   // Set: prefill and decode on two pools; `hardware` and `parallel` are then unused.
   std::optional<DisaggregationRequest> disaggregate;
+  // Set: at most this many requests in flight, the benchmark client's limit (bench_serving
+  // --max-concurrency): each request is sent at its arrival or when one finishes, whichever is
+  // later, and timed from then (engine::ServingOptions::clients).
+  std::optional<int64_t> concurrency;
 };
 
 struct ServeSimResult {

@@ -78,6 +78,10 @@ Command add_serve_sim_command(CLI::App& root, const app::Context& context) {
   bind_output(b, s->out, FormatChoice::without_csv("table or json (--requests-csv for CSV)"),
               "table or json");
   b.text("--requests-csv", s->requests_csv, "also write one CSV row per request");
+  b.integer("--concurrency", s->r.concurrency, 1,
+            "at most N requests in flight, a benchmark client's limit (bench_serving "
+            "--max-concurrency): each sent at its arrival or when one finishes, and timed from "
+            "then");
   bind_objectives(b, s->r.objectives);
   bind_speculative(b, s->r.speculative, SpeculativeUse::cost_model,
                    "speculative decoding: draft=MODEL|self:layers=N,k=K,acceptance=A[:A2..] or "

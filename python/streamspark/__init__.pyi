@@ -556,6 +556,7 @@ def serve_sim(
     bands_from: Optional[Value] = None,
     no_bands: bool = False,
     requests_csv: Optional[Value] = None,
+    concurrency: Optional[Value] = None,
     slo_ttft_p90: Optional[Value] = None,
     slo_ttft_p99: Optional[Value] = None,
     slo_tpot_p90: Optional[Value] = None,
@@ -633,6 +634,7 @@ def serve_sim(
         bands_from: --bands-from: measurement files (CSV or JSON lines, as validate --measured reads) whose rows' errors give the p10-p90 band beside each prediction (default: every CSV of the catalog's measurements/ folder)
         no_bands: --no-bands [flag]: print no prediction band (the validation rows are not predicted)
         requests_csv: --requests-csv: also write one CSV row per request
+        concurrency: --concurrency: at most N requests in flight, a benchmark client's limit (bench_serving --max-concurrency): each sent at its arrival or when one finishes, and timed from then
         slo_ttft_p90: --slo-ttft-p90: p90 time to first token, e.g. '1 s'
         slo_ttft_p99: --slo-ttft-p99: p99 time to first token
         slo_tpot_p90: --slo-tpot-p90: p90 time per output token, e.g. '50 ms'

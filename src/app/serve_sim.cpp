@@ -286,9 +286,16 @@ ServeSimResult serve_sim(const ServeSimRequest& r, const Context& context) {
     const int64_t schedulers = r.parallel.replicas * r.parallel.pp;
     if (*r.concurrency < schedulers) {
       throw UsageError(fmt::format(
-          "--concurrency: {} clients leave some of the deployment's {} schedulers (replicas x "
-          "pp) without a request stream; give at least {}",
+          "--concurrency {}: fewer clients than the deployment's {} schedulers (replicas x pp), "
+          "each of which needs one; give at least {}",
           *r.concurrency, schedulers, schedulers));
+    }
+    if (options.scheduler.policy == engine::BatchingPolicy::static_batching &&
+        *r.concurrency < options.scheduler.max_batch * schedulers) {
+      throw UsageError(fmt::format(
+          "--concurrency {}: static batching waits for batches of {} (--max-batch) per scheduler, "
+          "which that many clients never send",
+          *r.concurrency, options.scheduler.max_batch));
     }
     options.clients = *r.concurrency;
     workload += fmt::format(

@@ -78,8 +78,9 @@ int64_t max_sequences(const MeasuredRun& run) {
 
 // The scheduler the run's stack runs: its preset's (limits, block size, prompt batching, CUDA
 // graphs, host costs), else vLLM's defaults (max_num_seqs 256, paged blocks of 16); the row's
-// token budget; the batch capped by the run's concurrency; the KV cache what the row's memory
-// fraction leaves under the preset's basis (without one: after weights and activations).
+// token budget; `max_batch` sequences at most (a static batch's, or the stack's limit); the KV
+// cache what the row's memory fraction leaves under the preset's basis (without one: after
+// weights and activations).
 ServingOptions stack_options(const MeasuredRun& run, IterationCost& cost, int64_t max_batch) {
   ServingOptions o;
   o.scheduler.max_batch = max_batch;

@@ -627,9 +627,16 @@ inline int64_t host_tier_tokens_per_scheduler(int64_t replica_tokens, const Para
 // prefix cache, a conversation's turn, prefix group g >= 1, to scheduler g mod (replicas x pp):
 // the router keeps it where its history is cached). The
 // outcomes are merged in request order; the KV figures are the schedulers' means.
+// A closed loop's clients (ServingOptions::clients) spread over the schedulers as their
+// requests are routed there: shares floored, at least one for a scheduler with requests, the
+// rest to the largest remainders.
 SimulationResult simulate_deployment(const std::vector<Request>& requests,
                                      const ServingOptions& options, IterationTimer& timer,
                                      const ParallelLayout& layout);
+// The clients of each scheduler, given each scheduler's requests (indices), as
+// simulate_deployment spreads them; all 0 without a closed loop.
+std::vector<int64_t> clients_per_scheduler(int64_t clients,
+                                           const std::vector<std::vector<size_t>>& routed);
 
 // ---- disaggregated prefill and decode ----
 

@@ -22,6 +22,33 @@ int64_t host_tier_tokens(double bytes, int64_t kv_bytes_per_token) {
   return static_cast<int64_t>(std::min(9e15, bytes / static_cast<double>(kv_bytes_per_token)));
 }
 
+std::vector<int64_t> clients_per_scheduler(int64_t clients,
+                                           const std::vector<std::vector<size_t>>& routed) {
+  std::vector<int64_t> out(routed.size(), 0);
+  if (clients <= 0) return out;
+  size_t total = 0;
+  for (const auto& r : routed) total += r.size();
+  if (total == 0) return out;
+  // Shares of the clients as of the requests, floored, at least one where requests go; the
+  // rest to the largest remainders (ties: the lower scheduler).
+  std::vector<std::pair<double, size_t>> remainders;
+  int64_t given = 0;
+  for (size_t e = 0; e < routed.size(); ++e) {
+    if (routed[e].empty()) continue;
+    const double exact = static_cast<double>(clients) * static_cast<double>(routed[e].size()) /
+                         static_cast<double>(total);
+    out[e] = std::max<int64_t>(1, static_cast<int64_t>(std::floor(exact)));
+    given += out[e];
+    remainders.push_back({exact - std::floor(exact), e});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; given < clients && k < remainders.size(); ++k, ++given) {
+    ++out[remainders[k].second];
+  }
+  return out;
+}
+
 SimulationResult simulate_deployment(const std::vector<Request>& requests,
                                      const ServingOptions& options, IterationTimer& timer,
                                      const ParallelLayout& layout) {
@@ -39,32 +66,27 @@ SimulationResult simulate_deployment(const std::vector<Request>& requests,
   merged.outcomes.resize(requests.size());
   ServingMetrics kv;  // sums of the schedulers' KV figures, then means
   int64_t used = 0;
+  // Which scheduler each request goes to: a conversation stays where its history is cached;
+  // system-prompt requests (group 0) spread over the schedulers like the rest, each caching
+  // the prompt.
+  std::vector<std::vector<size_t>> routed(static_cast<size_t>(engines));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    const int64_t to = options.scheduler.prefix_cache && r.prefix_group >= 1
+                           ? r.prefix_group % engines
+                           : static_cast<int64_t>(i) % engines;
+    routed[static_cast<size_t>(to)].push_back(i);
+  }
+  const std::vector<int64_t> clients = clients_per_scheduler(options.clients, routed);
   for (int64_t e = 0; e < engines; ++e) {
     // Each scheduler draws its own acceptance stream (engine 0 the one a single engine draws).
     s.speculative.seed = options.scheduler.speculative.seed + static_cast<uint64_t>(e);
+    const std::vector<size_t>& index = routed[static_cast<size_t>(e)];
+    if (index.empty()) continue;
     std::vector<Request> mine;
-    std::vector<size_t> index;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      const Request& r = requests[i];
-      // A conversation stays where its history is cached; system-prompt requests (group 0)
-      // spread over the schedulers like the rest, each caching the prompt.
-      const int64_t to = options.scheduler.prefix_cache && r.prefix_group >= 1
-                             ? r.prefix_group % engines
-                             : static_cast<int64_t>(i) % engines;
-      if (to != e) continue;
-      mine.push_back(r);
-      index.push_back(i);
-    }
-    if (mine.empty()) continue;
-    // A closed loop's clients spread over the schedulers as their requests do.
-    if (options.clients > 0) {
-      engine_options.clients = options.clients / engines + (e < options.clients % engines ? 1 : 0);
-      if (engine_options.clients == 0) {
-        throw std::invalid_argument("serving: a closed loop of " + std::to_string(options.clients) +
-                                    " clients over " + std::to_string(engines) +
-                                    " schedulers leaves one without a client");
-      }
-    }
+    mine.reserve(index.size());
+    for (const size_t i : index) mine.push_back(requests[i]);
+    engine_options.clients = clients[static_cast<size_t>(e)];
     const SimulationResult r = simulate(mine, engine_options, timer);
     for (size_t j = 0; j < index.size(); ++j) merged.outcomes[index[j]] = r.outcomes[j];
     merged.token_gaps.insert(merged.token_gaps.end(), r.token_gaps.begin(), r.token_gaps.end());
@@ -195,16 +217,17 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
   // A request reaches the scheduler after the stack's per-request host work.
   const double delay = options.request_overhead_s;
   const bool real_time = cost.real_time();
-  if (options.clients < 0 || (options.clients > 0 && real_time)) {
+  if (options.clients < 0) throw std::invalid_argument("serving: a negative count of clients");
+  if (options.clients > 0 && real_time) {
     throw std::invalid_argument("serving: a closed loop of clients runs on a simulated clock");
   }
+  // More clients than requests send every request at its arrival.
+  const size_t clients = std::min(requests.size(), static_cast<size_t>(options.clients));
   // When each request is sent: its arrival time, or in a closed loop, once `released` of them
   // have a client, when the finish that frees one comes.
   std::vector<double> arrival(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) arrival[i] = requests[i].arrival_s;
-  size_t released = options.clients > 0
-                        ? std::min(requests.size(), static_cast<size_t>(options.clients))
-                        : requests.size();
+  size_t released = clients > 0 ? clients : requests.size();
   cost.prepare(scheduler);
   cost.idle();  // nothing ran before the first arrival
   double now = real_time ? cost.now() : 0;
@@ -243,8 +266,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
       if (released < requests.size()) {
         // Static batching waits for a full batch that the clients' loop never sends.
         throw std::invalid_argument(
-            "serving: " + std::to_string(options.clients) + " clients in a closed loop never " +
-            "fill the scheduler's batch of " + std::to_string(options.scheduler.max_batch));
+            "static batching waits for a batch of " + std::to_string(options.scheduler.max_batch) +
+            " requests, which " + std::to_string(clients) + " clients in a closed loop never send");
       }
       throw std::logic_error("serving: the scheduler is idle with requests unfinished");
     }
@@ -269,8 +292,8 @@ SimulationResult simulate(const std::vector<Request>& requests, const ServingOpt
     scheduler.complete(it, now);
     ++iterations;
     // Each finish frees its client, which sends its next request now.
-    const auto freed = static_cast<size_t>(scheduler.finished_count() + options.clients);
-    while (options.clients > 0 && released < std::min(requests.size(), freed)) {
+    const size_t freed = static_cast<size_t>(scheduler.finished_count()) + clients;
+    while (clients > 0 && released < std::min(requests.size(), freed)) {
       arrival[released] = std::max(requests[released].arrival_s, now);
       ++released;
     }

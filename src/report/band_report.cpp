@@ -56,7 +56,12 @@ std::string bands_header(const engine::PredictionBands& b) {
 
 std::string band_cell(const engine::PredictionBands& b, const std::string& hardware,
                       const std::string& metric, double predicted, const std::string& rows_label) {
-  if (const std::string why = missing(b, hardware, metric); !why.empty()) return why;
+  if (const std::string why = missing(b, hardware, metric); !why.empty()) {
+    // Too few rows of the other metric: say whose ("ITL: 3 rows (< 8)").
+    return rows_label.empty() || !b.unavailable.empty() || !b.find(hardware, metric)
+               ? why
+               : rows_label + ": " + why;
+  }
   const engine::ErrorBand& band = *b.find(hardware, metric);
   const engine::MeasuredRange r = engine::measured_range(predicted, band);
   return fmt::format("{} to {} ({} {}rows)", show(metric, r.low), show(metric, r.high), band.rows,

@@ -35,7 +35,8 @@ std::string layout_text(const engine::ParallelLayout& l) {
 
 std::string mode_text(const engine::MeasuredRun& r) {
   return r.mode == engine::MeasurementMode::static_batch
-             ? fmt::format("static B={}", r.batch)
+             ? fmt::format("static B={}{}", r.batch,
+                           r.rounds > 1 ? fmt::format(" x{} rounds", r.rounds) : std::string())
              : fmt::format("serving {} req", r.requests);
 }
 
@@ -404,6 +405,7 @@ json measured_validation_json(const MeasuredValidation& v) {
          {"pp", r.layout.pp},
          {"mode", r.mode == engine::MeasurementMode::static_batch ? "static" : "serving"},
          {"batch", r.batch},
+         {"rounds", r.rounds},
          {"requests", r.requests},
          {"request_rate", r.request_rate},
          {"input_len", lengths_json(r.input_len)},

@@ -210,8 +210,8 @@ nlohmann::json percentiles_json(const engine::Percentiles& p) {
 
 namespace {
 
-// What serving measurement rows compare (engine::predict_serving): the medians and the
-// throughput; label and predicted value.
+// What serving measurement rows compare (engine::predict_serving; the bands' rows are medians,
+// the `stat` serving results give): the medians and the throughput; label and predicted value.
 std::vector<std::tuple<std::string, std::string, double>> band_metrics(const ServingRun& r) {
   const ServingMetrics& m = r.metrics;
   return {{"ttft", "TTFT p50", m.ttft_s.p50},

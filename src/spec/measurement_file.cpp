@@ -445,16 +445,17 @@ engine::MeasuredStatistics parse_measurement_statistics(const std::string& text)
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
       "model,hardware,dtype,kv_cache,embedding,attention_weights,activation_storage,"
-      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,requests,request_rate,input_len,"
+      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,rounds,requests,request_rate,input_len,"
       "output_len,ttft_ms,tpot_ms,itl_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{},{}\n",
         csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
         r.attention_weights, r.activation_storage,
         r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
         r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
-        r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch, r.requests,
+        r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch,
+        r.mode == engine::MeasurementMode::static_batch ? std::to_string(r.rounds) : "", r.requests,
         r.request_rate, lengths_text(r.input_len), lengths_text(r.output_len),
         ms(r.measured.ttft_s), ms(r.measured.tpot_s), ms(r.measured.itl_s), ms(r.measured.e2e_s),
         r.measured.output_tok_s ? fmt::format("{:.6g}", *r.measured.output_tok_s) : "", r.stat,

@@ -191,11 +191,24 @@ TEST_CASE("a closed loop of clients: each sends its next request when its last f
   CHECK(two.outcomes[1].request.arrival_s == 0.0);
   CHECK(two.outcomes[2].request.arrival_s == 2.0);
   CHECK(two.metrics.duration_s == 4.0);
+  // A request arriving after the finish that frees its client is sent at its arrival: one
+  // client, the third request at 5 (the second done at 4) -> [5,6] prefill, done at 7.
+  o.clients = 1;
+  const auto late = simulate({{0.0, 2, 2, 0}, {0.0, 2, 2, 0}, {5.0, 2, 2, 0}}, o, timer);
+  CHECK(late.outcomes[2].request.arrival_s == 5.0);
+  CHECK(late.outcomes[2].finish_s == 7.0);
+  CHECK(late.outcomes[2].ttft_s() == 1.0);
+  // Over schedulers, the clients follow the requests: 3 requests on one and 1 on another get
+  // 2 and 1 of 3 clients; a scheduler with requests gets at least one, one without none.
+  CHECK(clients_per_scheduler(3, {{0, 2, 4}, {1}}) == std::vector<int64_t>{2, 1});
+  CHECK(clients_per_scheduler(2, {{}, {0, 1, 2, 3}}) == std::vector<int64_t>{0, 2});
+  CHECK(clients_per_scheduler(1, {{0}, {1}}) == std::vector<int64_t>{1, 1});
+  CHECK(clients_per_scheduler(0, {{0}, {1}}) == std::vector<int64_t>{0, 0});
   // Static batching waits for a batch of max_batch that two clients never send: refused.
   ServingOptions s = plenty(BatchingPolicy::static_batching, KvLayout::contiguous);
   s.scheduler.max_batch = 4;
   s.clients = 2;
-  CHECK_THROWS_WITH_AS(simulate(requests, s, timer), doctest::Contains("never fill"),
+  CHECK_THROWS_WITH_AS(simulate(requests, s, timer), doctest::Contains("never send"),
                        std::invalid_argument);
 }
 
@@ -291,6 +304,16 @@ TEST_CASE("the first token from a decode pass: the prompt pass stops one token s
   CHECK(chain.outcomes[1].first_token_s == 3.0);
   CHECK(chain.outcomes[1].finish_s == 4.0);
   CHECK(chain.metrics.iterations == 4);
+  // The chain ends in the decode pass, which admits nothing: A (prompt 5: 4 tokens, the whole
+  // budget) and B (one token) wait at 0, D (prompt 4) arrives at 1. [0,1] A's prompt pass;
+  // [1,2] B joins the chain without a pass of its own, so this is the decode pass: A and B's
+  // first tokens at 2, D waits; [2,3] D's prompt pass; [3,4] the decode pass -> D's first token
+  // at 4 (A and B done). Room for 4 sequences.
+  o.scheduler.max_batch = 4;
+  const auto ends = simulate({{0.0, 5, 2, 0}, {0.0, 1, 2, 0}, {1.0, 4, 2, 0}}, o, timer);
+  CHECK(ends.outcomes[0].first_token_s == 2.0);
+  CHECK(ends.outcomes[1].first_token_s == 2.0);
+  CHECK(ends.outcomes[2].first_token_s == 4.0);
 }
 
 TEST_CASE("one batch ahead: a request arriving mid-iteration waits for the batch after next") {

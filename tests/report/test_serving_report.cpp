@@ -47,3 +47,14 @@ TEST_CASE("a band from another metric's rows names them: analyze's TPOT on ITL r
   CHECK(j["rows"] == 10);
   CHECK_FALSE(band_json(b, "a100-80gb", "itl", 0.010).contains("rows_metric"));
 }
+
+TEST_CASE("too few rows of another metric for a band: the cell says whose") {
+  engine::PredictionBands b;
+  b.stack = "lmdeploy-0.1";
+  std::vector<engine::ClassifiedError> errors;
+  for (int i = 0; i < 3; ++i)
+    errors.push_back({{"lmdeploy-0.1", "a100-80gb", "itl"}, 0.1, "f:1", ""});
+  b.bands = engine::error_bands(errors);
+  CHECK(band_cell(b, "a100-80gb", "itl", 0.010, "ITL") == "ITL: 3 rows (< 8)");
+  CHECK(band_cell(b, "a100-80gb", "itl", 0.010) == "3 rows (< 8)");
+}

@@ -80,21 +80,24 @@ for attempt in 1 2 3; do
     ((status != 4)) && exit "$status"
     # The signed median errors (above 0: predicted slower than measured), and the machine's
     # speed against the probe's on the probe's GEMM points that validate timed again before its
-    # first run and after its last; the last line says whether they stayed within 0.9-1.1x.
+    # first run and after its last; the last line says whether they stayed within 0.9-1.1x
+    # (no-check: the probe file has no GEMM point to time again).
     check=$(python3 - "$dir/$model.json" <<'EOF'
 import json, statistics, sys
 report = json.load(open(sys.argv[1]))
 points = report.get("points", [])
 line = ""
-if points:
+errors = {phase: [p[phase]["error"] for p in points if "error" in p.get(phase, {})]
+          for phase in ("prefill", "decode")}
+if any(errors.values()):
     line = "; signed medians " + ", ".join(
-        f"{phase} {100 * statistics.median(p[phase]['error'] for p in points):+.1f}%"
-        for phase in ("prefill", "decode"))
+        f"{phase} {100 * statistics.median(e):+.1f}%" for phase, e in errors.items() if e)
 speeds = [c[k] for c in report["machine_check"] for k in ("start_speed", "end_speed")]
 if speeds:
     line += f"; the probe's GEMM points ran at {min(speeds):.2f}-{max(speeds):.2f}x its speed"
 print(line)
-print("in-band" if all(0.9 <= s <= 1.1 for s in speeds) else "out-of-band")
+print("no-check" if not speeds else
+      "in-band" if all(0.9 <= s <= 1.1 for s in speeds) else "out-of-band")
 EOF
     )
     summary+=$(head -n 1 <<< "$check")
@@ -112,13 +115,15 @@ EOF
     if ! python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 10 else 1)" "$drift"; then
       echo "$model attempt $attempt: ${summaries[$i]} (missed; the probes on either side differ" \
         "by $drift%: the machine moved)"
-    elif [[ ${check_bands[$i]} != in-band ]]; then
+    elif [[ ${check_bands[$i]} == out-of-band ]]; then
       echo "$model attempt $attempt: ${summaries[$i]} (missed; the probes on either side agree" \
         "within $drift%, but the checked points left 0.9-1.1x during the runs: the machine moved)"
     else
       steady_misses[$model]=$((${steady_misses[$model]:-0} + 1))
+      checked="the checked points stayed within 0.9-1.1x"
+      [[ ${check_bands[$i]} == no-check ]] && checked="no point was checked during the runs"
       echo "$model attempt $attempt: ${summaries[$i]} (missed; the probes on either side agree" \
-        "within $drift% and the checked points stayed within 0.9-1.1x: steady)"
+        "within $drift% and $checked: steady)"
     fi
   done
   current="$next"

@@ -130,7 +130,8 @@ TEST_CASE("a row's stat: one statistic, or per metric beside a default") {
   CHECK(load_error("stat.csv", std::string("model,hardware,mode,batch,input_len,output_len,"
                                            "ttft_ms,stat\n") +
                                    "llama2-7b,a100-80gb,static,1,128,128,20,mean;itl=p50\n")
-            .find("stat.csv:2:") != std::string::npos);
+            .find("stat.csv:2:41: stat: expected mean or median, or METRIC=STAT") !=
+        std::string::npos);
 }
 
 TEST_CASE("a static row's rounds: a whole number; not on serving rows; batch x rounds bounded") {
@@ -147,7 +148,7 @@ TEST_CASE("a static row's rounds: a whole number; not on serving rows; batch x r
   CHECK(load_error("serving.csv", header + "llama2-7b,a100-80gb,serving,64,6,100,128,128,20\n")
             .find("rounds: a serving run counts its requests") != std::string::npos);
   CHECK(load_error("zero.csv", header + "llama2-7b,a100-80gb,static,64,0,,128,128,20\n")
-            .find("zero.csv:2:") != std::string::npos);
+            .find("zero.csv:2:31: rounds: expected a decimal number >= 1") != std::string::npos);
   CHECK(load_error("many.csv", header + "llama2-7b,a100-80gb,static,64,99999999,,128,128,20\n")
             .find("rounds: batch 64 x 99999999 rounds is more than the") != std::string::npos);
 }

@@ -5,7 +5,7 @@
 # 50 % slower than the one before (a machine that moved), else every probe predicts the same.
 # Its validate writes --json with fixed errors (prefill +30 %, decode -30 %) and a machine check
 # of one point: $FAKE_SPEEDS, its speed against the probe's before and after the runs (default
-# "0.9 0.95", within validate's 0.9-1.1x band).
+# "0.9 0.95", within validate's 0.9-1.1x band; "none": no point checked).
 set -euo pipefail
 command="$1"
 shift
@@ -28,9 +28,11 @@ case "$command" in
   validate)
     echo "summary: fake $model against probe $(cat "$hardware")" > "$output"
     read -r before after <<< "${FAKE_SPEEDS:-0.9 0.95}"
+    check="[{\"start_speed\": $before, \"end_speed\": $after}]"
+    [[ $before == none ]] && check="[]"
     [[ -n "$json" ]] && cat > "$json" <<EOF
 {"points": [{"prefill": {"error": 0.3}, "decode": {"error": -0.3}}],
- "machine_check": [{"start_speed": $before, "end_speed": $after}]}
+ "machine_check": $check}
 EOF
     echo "$model" >> "$FAKE_DIR/validated"
     [[ " ${FAKE_MISS:-} " == *" $model "* ]] && exit 4

@@ -57,5 +57,9 @@ grep -q "not judged: tiny-test" "$dir/out.txt" ||
   { echo "slow-during-runs: no not-judged line" >&2; failures=$((failures + 1)); }
 grep -q "checked points left 0.9-1.1x during the runs: the machine moved" "$dir/out.txt" ||
   { echo "slow-during-runs: misses not explained" >&2; failures=$((failures + 1)); }
-((failures == 0)) && echo "validate_regression.sh decisions: 5 scenarios as expected"
+# No probe point to check (a file without GEMM points): the probes alone judge the misses.
+dir=$(scenario no-check 4 tiny-test 0 "none")
+grep -q "no point was checked during the runs: steady" "$dir/out.txt" ||
+  { echo "no-check: misses not judged by the probes alone" >&2; failures=$((failures + 1)); }
+((failures == 0)) && echo "validate_regression.sh decisions: 6 scenarios as expected"
 exit $((failures > 0))

@@ -270,9 +270,9 @@ TEST_CASE(
                        "vllm-result-format.json' -m llama3-8b -H h100-sxm");
   REQUIRE(vllm.exit_code == 0);
   // TTFT 58, TPOT 9 and ITL 9 ms (the fixture's median_tpot_ms and median_itl_ms), e2e 1200.
-  CHECK(
-      vllm.out.find("llama3-8b,h100-sxm,bf16,,,,,,,1,1,serving,4,,4,0,512,128,58,9,9,1200,204.8,") !=
-      std::string::npos);
+  CHECK(vllm.out.find(
+            "llama3-8b,h100-sxm,bf16,,,,,,,1,1,serving,4,,4,0,512,128,58,9,9,1200,204.8,") !=
+        std::string::npos);
   // The stack's formats and memory configuration go into every imported row.
   const Run stack_import =
       run("import-benchmark --from vllm '" + data +

@@ -23,6 +23,29 @@ Hardware h100_achievable() {
   return hw;
 }
 
+// Llama 2 13B on that H100: a static batch of 8 prompts of 512 tokens, 64 generated (its KV
+// cache fits).
+MeasuredRun static_13b() {
+  MeasuredRun r;
+  r.model = test::llama2_13b();
+  r.hardware = h100_achievable();
+  r.batch = 8;
+  r.input_len = LengthDistribution::fixed(512);
+  r.output_len = LengthDistribution::fixed(64);
+  return r;
+}
+
+// Llama 2 13B on that H100 as a serving row of `requests` requests (arriving all at once
+// unless a test sets the rate).
+MeasuredRun serving_13b(int64_t requests) {
+  MeasuredRun r;
+  r.model = test::llama2_13b();
+  r.hardware = h100_achievable();
+  r.mode = MeasurementMode::serving;
+  r.requests = requests;
+  return r;
+}
+
 // Llama 2 13B with its 40 layers and a 24-layer copy: their passes launch different numbers
 // of kernels, so that a cost per launch and a cost per pass can be told apart.
 std::vector<Model> two_models() {
@@ -262,11 +285,7 @@ TEST_CASE("a serving run's lengths are drawn per request; a static batch needs o
   // close to linear in the prompt, so the median TTFT over prompts drawn from 1..1024 is the
   // prefill of about the median prompt, 512 (101 draws: within about 10%), and well below the
   // prefill of 1024 tokens.
-  MeasuredRun r;
-  r.model = test::llama2_13b();
-  r.hardware = h100_achievable();
-  r.mode = MeasurementMode::serving;
-  r.requests = 101;
+  MeasuredRun r = serving_13b(101);
   r.request_rate = 0.01;
   r.output_len = LengthDistribution::fixed(16);
   r.measured.ttft_s = 1;
@@ -290,12 +309,7 @@ TEST_CASE("a serving run's lengths are drawn per request; a static batch needs o
 }
 
 TEST_CASE("ITL: a static batch's gaps are its decode steps; a serving run pools every gap") {
-  MeasuredRun r;
-  r.model = test::llama2_13b();
-  r.hardware = h100_achievable();
-  r.batch = 8;
-  r.input_len = LengthDistribution::fixed(512);
-  r.output_len = LengthDistribution::fixed(64);
+  MeasuredRun r = static_13b();
   r.measured.itl_s = 1;
   const MeasuredMetrics s = predict(r, Method::calibrated);
   CHECK(*s.itl_s == *s.tpot_s);
@@ -323,12 +337,7 @@ TEST_CASE(
   // Llama 2 13B on the H100, 8 prompts of 512 tokens, 64 generated: it fits. Six rounds of
   // it (each client sending its next request when its last finished) run the batch six times:
   // the same TTFT and TPOT, six times the e2e, the same tokens per second.
-  MeasuredRun r;
-  r.model = test::llama2_13b();
-  r.hardware = h100_achievable();
-  r.batch = 8;
-  r.input_len = LengthDistribution::fixed(512);
-  r.output_len = LengthDistribution::fixed(64);
+  MeasuredRun r = static_13b();
   REQUIRE(static_batch_fits(r));
   const MeasuredMetrics one = predict(r, Method::calibrated);
   r.rounds = 6;
@@ -358,11 +367,7 @@ TEST_CASE("a serving run's concurrency is the client's: a request's TTFT starts 
   // --max-concurrency 1): each is sent when the one before it finished, so each TTFT is one
   // prompt's prefill alone, below the TTFT of the four prefilled together without a limit
   // (a queue in the server would instead count the wait: 1.5 requests' whole time at the median).
-  MeasuredRun r;
-  r.model = test::llama2_13b();
-  r.hardware = h100_achievable();
-  r.mode = MeasurementMode::serving;
-  r.requests = 4;
+  MeasuredRun r = serving_13b(4);
   r.input_len = LengthDistribution::fixed(512);
   r.output_len = LengthDistribution::fixed(64);
   r.measured.ttft_s = 1;

@@ -23,8 +23,8 @@ void Scheduler::next_continuous(Iteration& it) {
   // First tokens from a decode pass (LMDeploy TurboMind 0.1, whose loop admits the requests
   // that have arrived, runs their prompts' context passes one sub-batch of the token budget
   // after another (ContextDecode), then one decode pass of every sequence (Generate)): the
-  // prompts waiting when such a chain of prompt passes began run before its decode pass, which
-  // then comes whatever else waits to be admitted.
+  // prompts waiting when such a chain of prompt passes began run back to back; the decode pass
+  // that follows admits nothing and ends the chain.
   const bool decode_first = options_.first_token_from == FirstTokenFrom::decode;
   const bool awaiting_first =
       decode_first && std::any_of(running_.begin(), running_.end(), [&](int64_t i) {

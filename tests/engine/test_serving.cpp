@@ -124,11 +124,22 @@ ServingOptions plenty(BatchingPolicy policy, KvLayout kv) {
   return o;
 }
 
+// Continuous batching whose iterations with prompt tokens run them alone (prefill first).
+ServingOptions prefill_first_options() {
+  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  return o;
+}
+
+// The hand-checked pair of the timelines below: A at 0 (prompt 4, 3 tokens), B at 0.5
+// (prompt 2, 2 tokens).
+const std::vector<Request> kTwoRequests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+
 }  // namespace
 
 TEST_CASE("two requests, by hand: continuous against static batching") {
   // A arrives at 0 (prompt 4, 3 tokens); B at 0.5 (prompt 2, 2 tokens); 1 s per iteration.
-  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  const std::vector<Request>& requests = kTwoRequests;
   OneSecond timer;
   SUBCASE("continuous") {
     // [0,1] A's prefill -> A token 1 at 1. [1,2] A decodes, B (arrived 0.5) prefills ->
@@ -216,10 +227,9 @@ TEST_CASE("prefill-first batching: a new prompt runs alone and the decodes wait"
   // The requests of the test above. [0,1] A's prefill -> A token 1 at 1. [1,2] B (arrived 0.5)
   // prefills alone, A waits -> B token 1 at 2. [2,3] both decode -> A token 2, B token 2 (B
   // done at 3). [3,4] A token 3 -> A done at 4 (mixed batching: both done at 3).
-  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  const std::vector<Request>& requests = kTwoRequests;
   OneSecond timer;
-  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
-  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  ServingOptions o = prefill_first_options();
   const auto r = simulate(requests, o, timer);
   CHECK(r.outcomes[0].first_token_s == 1.0);
   CHECK(r.outcomes[1].first_token_s == 2.0);
@@ -256,10 +266,9 @@ TEST_CASE("the first token from a decode pass: the prompt pass stops one token s
   // [1,2] the decode pass, B (arrived 0.5) waits for the next prompt pass -> A token 1; [2,3]
   // B's 1 prompt token, A waits; [3,4] both decode -> A token 2, B token 1; [4,5] A token 3,
   // B token 2: both done.
-  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  const std::vector<Request>& requests = kTwoRequests;
   OneSecond timer;
-  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
-  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  ServingOptions o = prefill_first_options();
   o.scheduler.first_token_from = FirstTokenFrom::decode;
   const auto r = simulate(requests, o, timer);
   CHECK(r.outcomes[0].first_token_s == 2.0);
@@ -328,8 +337,7 @@ TEST_CASE("one batch ahead: a request arriving mid-iteration waits for the batch
   // ahead: the GPU idles, and C, at 10, runs at once: TTFT 1 s either way.
   const std::vector<Request> requests = {{0.0, 4, 4, 0}, {1.5, 2, 2, 0}, {10.0, 1, 1, 0}};
   OneSecond timer;
-  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
-  o.scheduler.prompt_batching = PromptBatching::prefill_first;
+  ServingOptions o = prefill_first_options();
   const auto now = simulate(requests, o, timer);
   CHECK(now.outcomes[1].ttft_s() == 1.5);
   CHECK(now.outcomes[0].finish_s == 5.0);
@@ -353,10 +361,9 @@ TEST_CASE("prefill-first with chunked prefill: prompt chunks run alone, decodes 
   // 3 -> A done at 5. (Mixed batching would decode A beside B's chunks.)
   const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 6, 2, 0}};
   OneSecond timer;
-  ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
+  ServingOptions o = prefill_first_options();
   o.scheduler.max_tokens = 4;
   o.scheduler.chunked_prefill = true;
-  o.scheduler.prompt_batching = PromptBatching::prefill_first;
   const auto r = simulate(requests, o, timer);
   CHECK(r.outcomes[0].first_token_s == 1.0);
   CHECK(r.outcomes[1].first_token_s == 3.0);
@@ -370,7 +377,7 @@ TEST_CASE("prefill-first with chunked prefill: prompt chunks run alone, decodes 
 TEST_CASE("a fixed per-request cost delays every request's entry into the scheduler") {
   // The requests above with 0.25 s of tokenization and API work each: A enters at 0.25, B at
   // 0.75. [0.25,1.25] A's prefill; [1.25,2.25] A decodes, B prefills; [2.25,3.25] both decode.
-  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  const std::vector<Request>& requests = kTwoRequests;
   OneSecond timer;
   ServingOptions o = plenty(BatchingPolicy::continuous, KvLayout::paged);
   o.request_overhead_s = 0.25;
@@ -623,7 +630,7 @@ TEST_CASE("disaggregated prefill and decode, by hand: pools, link queue and pref
   // The requests of the tests above: A (0 s, prompt 4, 3 tokens), B (0.5 s, prompt 2, 2 tokens);
   // every iteration of either pool takes 1 s. The decode pool runs each prompt's last token
   // again to sample the first output token, so it runs `output` steps of each request.
-  const std::vector<Request> requests = {{0.0, 4, 3, 0}, {0.5, 2, 2, 0}};
+  const std::vector<Request>& requests = kTwoRequests;
   OneSecond prefill_timer, decode_timer;
   ServingPool prefill{plenty(BatchingPolicy::continuous, KvLayout::paged), &prefill_timer, {}};
   ServingPool decode{plenty(BatchingPolicy::continuous, KvLayout::paged), &decode_timer, {}};

@@ -138,9 +138,15 @@ bool static_batch_fits(const MeasuredRun& run) {
 
 namespace {
 
-template <typename Stats>
-double statistic(const Stats& s, RunStatistic which) {
-  return which == RunStatistic::mean ? s.mean : s.p50;
+// The simulated run's TTFT, TPOT and ITL, each as the row's statistic (mean or median).
+void set_latencies(const ServingMetrics& s, const MeasuredStatistics& stat, MeasuredMetrics& m) {
+  const auto pick = [](const Percentiles& p, RunStatistic which) {
+    return which == RunStatistic::mean ? p.mean : p.p50;
+  };
+  m.ttft_s = pick(s.ttft_s, stat.ttft);
+  m.tpot_s = pick(s.tpot_s, stat.tpot);
+  m.itl_s = pick(s.itl_s, stat.itl);
+  m.e2e_s = pick(s.e2e_s, stat.e2e);
 }
 
 // A static batch: B prompts prefilled together, then B sequences decoded in lockstep. When
@@ -168,11 +174,8 @@ MeasuredMetrics predict_static(const MeasuredRun& run, Method method) {
   const SimulationResult s =
       simulate_run(run, method, checked_mul(run.batch, run.rounds), 0,
                    std::min(run.batch, max_sequences(run)), run.rounds > 1 ? run.batch : 0);
-  const MeasuredStatistics& stat = run.statistics;
-  m.ttft_s = statistic(s.metrics.ttft_s, stat.ttft);
-  m.tpot_s = statistic(s.metrics.tpot_s, stat.tpot);
-  m.itl_s = statistic(s.metrics.itl_s, stat.itl);
-  m.e2e_s = s.metrics.duration_s;
+  set_latencies(s.metrics, run.statistics, m);
+  m.e2e_s = s.metrics.duration_s;  // a static batch's: the whole run's
   m.output_tok_s = tokens / s.metrics.duration_s;
   return m;
 }
@@ -184,11 +187,7 @@ MeasuredMetrics predict_serving(const MeasuredRun& run, Method method) {
   const SimulationResult r = simulate_run(run, method, run.requests, run.request_rate,
                                           max_sequences(run), run.batch > 0 ? run.batch : 0);
   MeasuredMetrics m;
-  const MeasuredStatistics& stat = run.statistics;
-  m.ttft_s = statistic(r.metrics.ttft_s, stat.ttft);
-  m.tpot_s = statistic(r.metrics.tpot_s, stat.tpot);
-  m.itl_s = statistic(r.metrics.itl_s, stat.itl);
-  m.e2e_s = statistic(r.metrics.e2e_s, stat.e2e);
+  set_latencies(r.metrics, run.statistics, m);
   m.output_tok_s = r.metrics.throughput_tok_s;
   return m;
 }

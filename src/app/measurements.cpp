@@ -108,6 +108,7 @@ Resolved resolve_row(const spec::MeasurementRow& row, const spec::Catalog& catal
   run.precision = row_precision(row);
   if (row.memory_fraction) run.memory_fraction = *row.memory_fraction;
   if (row.max_batched_tokens) run.max_batched_tokens = *row.max_batched_tokens;
+  run.max_sequences = row.max_sequences;
   run.layout.tp = row.tp;
   run.layout.pp = row.pp;
   try {

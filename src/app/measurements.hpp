@@ -21,8 +21,8 @@ namespace streamspark::app {
 // row's hardware name replaces the catalog's), its formats and layout checked, and its serving
 // stack: `stack` for every row when given, else the catalog's preset its stack and version
 // columns match (none: vLLM's scheduler defaults, no host costs). A preset sets what the row
-// leaves out (memory_fraction, max_batched_tokens). Throws spec::SpecError naming file, line,
-// column and key for every row that cannot be predicted.
+// leaves out (memory_fraction, max_batched_tokens, max_sequences). Throws spec::SpecError naming
+// file, line, column and key for every row that cannot be predicted.
 std::vector<engine::MeasuredRun> resolve_measurements(
     const std::vector<spec::MeasurementRow>& rows, const spec::Catalog& catalog,
     const std::vector<engine::Hardware>& hardware_files,

@@ -55,6 +55,9 @@ Command add_import_benchmark_command(CLI::App& root, const app::Context& context
   b.integer("--max-batched-tokens", d.max_batched_tokens, 1,
             "tokens per iteration the stack scheduled (vLLM's max_num_batched_tokens; "
             "default 8192)");
+  b.integer("--max-sequences", d.max_sequences, 1,
+            "sequences the stack ran at once at most (vLLM's max_num_seqs; default: the stack "
+            "preset's, else 256)");
   b.integer("--tp", d.tp, 1, "tensor-parallel GPUs");
   b.integer("--pp", d.pp, 1, "pipeline stages");
   b.text("--output,-o", s->output, "CSV to write (atomically); - for stdout");

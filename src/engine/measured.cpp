@@ -72,7 +72,9 @@ AnalysisOptions options_for(const MeasuredRun& run, Method method) {
 // vLLM's max_num_seqs default: the most sequences one iteration runs (without a preset).
 constexpr int64_t kStackMaxSequences = 256;
 
+// The row's limit, else its preset's, else vLLM's default.
 int64_t max_sequences(const MeasuredRun& run) {
+  if (run.max_sequences) return *run.max_sequences;
   return run.preset ? run.preset->max_sequences : kStackMaxSequences;
 }
 

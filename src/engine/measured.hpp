@@ -90,6 +90,9 @@ struct MeasuredRun {
   // activations holds the KV cache.
   double memory_fraction = 0.9;
   int64_t max_batched_tokens = 8192;
+  // The most sequences the stack ran at once as the run set it (vLLM's max_num_seqs, a
+  // TensorRT-LLM engine's max_batch_size); none: the preset's, else vLLM's default 256.
+  std::optional<int64_t> max_sequences;
   MeasuredMetrics measured;
   // The row's `stat`: one for every latency, or per metric (LMDeploy's profile_generation
   // reports the mean TTFT beside the median of the pooled gaps).
@@ -97,7 +100,8 @@ struct MeasuredRun {
   std::string stack;       // "vLLM 0.6.0"
   std::string stack_name;  // "vLLM": the stack without its version (prediction-interval classes)
   // The serving-stack preset the run is predicted with (its scheduler, KV accounting, CUDA
-  // graphs and host costs; the row's memory_fraction and max_batched_tokens, set above, win);
+  // graphs and host costs; the row's memory_fraction, max_batched_tokens and max_sequences,
+  // set above, win);
   // none: vLLM's scheduler defaults and no host costs.
   std::optional<ServingStack> preset;
   std::string source;

@@ -175,8 +175,9 @@ std::string stack_line(const app::StackInUse& s) {
     batching += ", first token from a decode pass";
   }
   if (e.decode_attention_heads_per_read > 0) {
-    graphs += fmt::format(" · decode attention: up to {} query heads per KV read",
-                          e.decode_attention_heads_per_read);
+    const int64_t h = e.decode_attention_heads_per_read;
+    graphs += h == 1 ? std::string(" · decode attention: a KV read per query head")
+                     : fmt::format(" · decode attention: up to {} query heads per KV read", h);
   }
   return fmt::format("stack: {} ({} {}) · {} · KV = {} · {} · {} · {}/request\n", s.name, s.stack,
                      s.version, batching, basis, graphs, host, format_time(e.request_s));

@@ -34,6 +34,7 @@ constexpr const char* kMeasurementColumns[] = {"model",
                                                "activation_storage",
                                                "memory_fraction",
                                                "max_batched_tokens",
+                                               "max_sequences",
                                                "tp",
                                                "pp",
                                                "mode",
@@ -133,9 +134,9 @@ struct MeasurementRowReader {
     r.where = fmt::format("{}:{}", path, line);
     r.path = path;
     r.line = line;
-    for (const char* key :
-         {"model", "hardware", "dtype", "kv_cache", "embedding", "attention_weights",
-          "activation_storage", "memory_fraction", "max_batched_tokens", "tp", "pp"}) {
+    for (const char* key : {"model", "hardware", "dtype", "kv_cache", "embedding",
+                            "attention_weights", "activation_storage", "memory_fraction",
+                            "max_batched_tokens", "max_sequences", "tp", "pp"}) {
       r.columns[key] = column(key);
     }
     for (const char* key : {"model", "hardware", "input_len", "output_len"}) {
@@ -161,6 +162,7 @@ struct MeasurementRowReader {
       }
     }
     if (text("max_batched_tokens")) r.max_batched_tokens = integer("max_batched_tokens", 1);
+    if (text("max_sequences")) r.max_sequences = integer("max_sequences", 1);
     r.tp = integer("tp", 1).value_or(1);
     r.pp = integer("pp", 1).value_or(1);
     const std::string mode = text("mode").value_or("static");
@@ -445,15 +447,17 @@ engine::MeasuredStatistics parse_measurement_statistics(const std::string& text)
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
       "model,hardware,dtype,kv_cache,embedding,attention_weights,activation_storage,"
-      "memory_fraction,max_batched_tokens,tp,pp,mode,batch,rounds,requests,request_rate,input_len,"
+      "memory_fraction,max_batched_tokens,max_sequences,tp,pp,mode,batch,rounds,requests,request_"
+      "rate,input_len,"
       "output_len,ttft_ms,tpot_ms,itl_ms,e2e_ms,output_tok_s,stat,stack,source\n";
   for (const MeasurementRow& r : rows) {
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{},{}\n",
         csv_field(r.model), csv_field(r.hardware), r.dtype, r.kv_cache, r.embedding,
         r.attention_weights, r.activation_storage,
         r.memory_fraction ? fmt::format("{:.6g}", *r.memory_fraction) : "",
-        r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "", r.tp, r.pp,
+        r.max_batched_tokens ? std::to_string(*r.max_batched_tokens) : "",
+        r.max_sequences ? std::to_string(*r.max_sequences) : "", r.tp, r.pp,
         r.mode == engine::MeasurementMode::static_batch ? "static" : "serving", r.batch,
         r.mode == engine::MeasurementMode::static_batch ? std::to_string(r.rounds) : "", r.requests,
         r.request_rate, lengths_text(r.input_len), lengths_text(r.output_len),

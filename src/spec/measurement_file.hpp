@@ -15,6 +15,9 @@
 //                          gpu_memory_utilization; default 0.9)
 //   max_batched_tokens     tokens one iteration may schedule, which the stack reserves
 //                          activation memory for (vLLM's max_num_batched_tokens; default 8192)
+//   max_sequences          the most sequences the stack ran at once, as the run set it (vLLM's
+//                          max_num_seqs, a TensorRT-LLM engine's max_batch_size; default: the
+//                          row's stack preset's, else 256)
 //   tp, pp                 the layout (default 1)
 //   mode                   static (a batch of prompts prefilled together) or serving
 //   batch                  static: the batch (required); serving: the concurrency limit (0: none)
@@ -54,6 +57,7 @@ struct MeasurementRow {
   std::string activation_storage;  // empty: dtype
   std::optional<double> memory_fraction;
   std::optional<int64_t> max_batched_tokens;
+  std::optional<int64_t> max_sequences;
   int64_t tp = 1;
   int64_t pp = 1;
   engine::MeasurementMode mode = engine::MeasurementMode::static_batch;

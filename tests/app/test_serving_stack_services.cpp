@@ -56,7 +56,8 @@ TEST_CASE("the shipped presets load, and every value they state is cited") {
   const std::vector<engine::ServingStack> presets = s.context.catalog.stacks();
   std::vector<std::string> names;
   for (const engine::ServingStack& p : presets) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"lmdeploy-0.1", "sglang-0.4", "trtllm-0.17", "vllm-0.6"});
+  CHECK(names == std::vector<std::string>{"lmdeploy-0.1", "sglang-0.4", "trtllm-0.17", "trtllm-0.6",
+                                          "vllm-0.6"});
   for (const engine::ServingStack& p : presets) {
     CAPTURE(p.name);
     for (const char* key :
@@ -67,10 +68,17 @@ TEST_CASE("the shipped presets load, and every value they state is cited") {
       CHECK(p.sources.count(key) == 1);
     }
   }
-  // A published vLLM row takes vllm-0.6; the TensorRT-LLM 0.5/0.6 rows of the independent
-  // check take no preset (trtllm-0.17 is a later release).
+  // A published vLLM row takes vllm-0.6. The independent check's TensorRT-LLM v0.6.1 rows take
+  // trtllm-0.6, whose masked multi-head attention kernel reads a KV head's cache once per query
+  // head; its v0.5 rows no preset; a 0.17 row trtllm-0.17 (0.17 is not 0.1 or 0.6).
   CHECK(matched(presets, "vLLM 0.6.3.post2.dev308+gb489fc3c") == "vllm-0.6");
-  CHECK(matched(presets, "TensorRT-LLM v0.6.1") == "none");
+  CHECK(matched(presets, "TensorRT-LLM v0.6.1") == "trtllm-0.6");
+  CHECK(matched(presets, "TensorRT-LLM v0.5") == "none");
+  CHECK(matched(presets, "TensorRT-LLM 0.17.0") == "trtllm-0.17");
+  const engine::ServingStack trtllm06 = s.context.catalog.stack("trtllm-0.6");
+  CHECK(trtllm06.execution.decode_attention_heads_per_read == 1);
+  CHECK(trtllm06.memory_basis == engine::KvMemoryBasis::free);
+  CHECK(trtllm06.sources.count("kernels.decode_attention_heads_per_read") == 1);
   // The published LMDeploy rows ran TurboMind v0.1.0a1: lmdeploy-0.1, whose first token comes
   // from a decode pass, and whose memory fraction is of the whole memory.
   CHECK(matched(presets, "LMDeploy TurboMind v0.1.0a1") == "lmdeploy-0.1");

@@ -271,15 +271,15 @@ TEST_CASE(
   REQUIRE(vllm.exit_code == 0);
   // TTFT 58, TPOT 9 and ITL 9 ms (the fixture's median_tpot_ms and median_itl_ms), e2e 1200.
   CHECK(vllm.out.find(
-            "llama3-8b,h100-sxm,bf16,,,,,,,1,1,serving,4,,4,0,512,128,58,9,9,1200,204.8,") !=
+            "llama3-8b,h100-sxm,bf16,,,,,,,,1,1,serving,4,,4,0,512,128,58,9,9,1200,204.8,") !=
         std::string::npos);
   // The stack's formats and memory configuration go into every imported row.
-  const Run stack_import =
-      run("import-benchmark --from vllm '" + data +
-          "vllm-result-format.json' -m llama3-8b -H h100-sxm --dtype fp8 " +
-          "--activation-storage bf16 --memory-fraction 0.85 " + "--max-batched-tokens 4096");
+  const Run stack_import = run("import-benchmark --from vllm '" + data +
+                               "vllm-result-format.json' -m llama3-8b -H h100-sxm --dtype fp8 " +
+                               "--activation-storage bf16 --memory-fraction 0.85 " +
+                               "--max-batched-tokens 4096 --max-sequences 128");
   REQUIRE(stack_import.exit_code == 0);
-  CHECK(stack_import.out.find("llama3-8b,h100-sxm,fp8,,,,bf16,0.85,4096,1,1,serving,") !=
+  CHECK(stack_import.out.find("llama3-8b,h100-sxm,fp8,,,,bf16,0.85,4096,128,1,1,serving,") !=
         std::string::npos);
   const Run bad_kv = run("import-benchmark --from vllm '" + data +
                          "vllm-result-format.json' -m llama3-8b -H h100-sxm --kv-dtype fp9");

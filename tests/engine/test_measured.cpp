@@ -259,6 +259,18 @@ TEST_CASE("a static batch fits when the stack's KV cache holds it at its last to
   CHECK(*predict(r, Method::roofline).e2e_s == doctest::Approx(lockstep(most)));
   r.batch = most + 4;
   CHECK(*predict(r, Method::roofline).e2e_s > 1.05 * lockstep(most + 4));
+  // More sequences than the stack runs at once queue, though their KV cache fits: vLLM's
+  // default of 256 without a preset, the preset's, or the run's own limit, which wins.
+  r.batch = 20;
+  CHECK(static_batch_fits(r));
+  ServingStack eight;
+  eight.max_sequences = 8;
+  r.preset = eight;
+  CHECK_FALSE(static_batch_fits(r));
+  CHECK(*predict(r, Method::roofline).e2e_s > 1.05 * lockstep(20));
+  r.max_sequences = 20;  // a TensorRT-LLM engine built for the batch
+  CHECK(static_batch_fits(r));
+  CHECK(*predict(r, Method::roofline).e2e_s == doctest::Approx(lockstep(20)));
 }
 
 TEST_CASE("metric summaries: median and worst |error| per metric, then all") {

@@ -204,6 +204,8 @@ TEST_CASE("a decode attention kernel reading a KV head once per few query heads"
   CHECK(decode_kv_reads(1, 4) == 1);  // MHA
   CHECK(decode_kv_reads(8, 0) == 1);  // a kernel that serves the whole group per read
   CHECK(decode_kv_reads(32, 8) == 4);
+  // TensorRT-LLM 0.6's masked multi-head attention: one thread block per query head.
+  CHECK(decode_kv_reads(8, 1) == 8);
   // Llama 2 70B at TP 4 (16 query and 2 KV heads per GPU), batch 64 at context 2048: the decode
   // step's attention reads 64 x 2048 x 80 layers x 2 heads x 128 x 2 bytes = 5.37 GB of K and
   // as much V per GPU once per group; twice with 4 query heads per read. A prefill is not
@@ -232,6 +234,9 @@ TEST_CASE("a decode attention kernel reading a KV head once per few query heads"
   };
   CHECK(kv_read(once, Phase::decode) == int64_t{64} * 2048 * 80 * 2 * 128 * 2);
   CHECK(kv_read(twice, Phase::decode) == 2 * kv_read(once, Phase::decode));
+  AnalysisOptions per_head = once;
+  per_head.stack.decode_attention_heads_per_read = 1;
+  CHECK(kv_read(per_head, Phase::decode) == 8 * kv_read(once, Phase::decode));
   CHECK(kv_read(twice, Phase::prefill) == kv_read(once, Phase::prefill));
 }
 

@@ -101,8 +101,7 @@ struct MeasuredRun {
   std::string stack_name;  // "vLLM": the stack without its version (prediction-interval classes)
   // The serving-stack preset the run is predicted with (its scheduler, KV accounting, CUDA
   // graphs and host costs; the row's memory_fraction, max_batched_tokens and max_sequences,
-  // set above, win);
-  // none: vLLM's scheduler defaults and no host costs.
+  // set above, win); none: vLLM's scheduler defaults and no host costs.
   std::optional<ServingStack> preset;
   std::string source;
 };

@@ -447,9 +447,9 @@ engine::MeasuredStatistics parse_measurement_statistics(const std::string& text)
 std::string measurements_csv(const std::vector<MeasurementRow>& rows) {
   std::string out =
       "model,hardware,dtype,kv_cache,embedding,attention_weights,activation_storage,"
-      "memory_fraction,max_batched_tokens,max_sequences,tp,pp,mode,batch,rounds,requests,request_"
-      "rate,input_len,"
-      "output_len,ttft_ms,tpot_ms,itl_ms,e2e_ms,output_tok_s,stat,stack,source\n";
+      "memory_fraction,max_batched_tokens,max_sequences,tp,pp,mode,batch,rounds,requests,"
+      "request_rate,input_len,output_len,ttft_ms,tpot_ms,itl_ms,e2e_ms,output_tok_s,stat,stack,"
+      "source\n";
   for (const MeasurementRow& r : rows) {
     out += fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{},{}\n",

@@ -72,12 +72,6 @@ AnalysisOptions options_for(const MeasuredRun& run, Method method) {
 // vLLM's max_num_seqs default: the most sequences one iteration runs (without a preset).
 constexpr int64_t kStackMaxSequences = 256;
 
-// The row's limit, else its preset's, else vLLM's default.
-int64_t max_sequences(const MeasuredRun& run) {
-  if (run.max_sequences) return *run.max_sequences;
-  return run.preset ? run.preset->max_sequences : kStackMaxSequences;
-}
-
 // The scheduler the run's stack runs: its preset's (limits, block size, prompt batching, CUDA
 // graphs, host costs), else vLLM's defaults (max_num_seqs 256, paged blocks of 16); the row's
 // token budget; `max_batch` sequences at most (a static batch's, or the stack's limit); the KV
@@ -119,6 +113,11 @@ SimulationResult simulate_run(const MeasuredRun& run, Method method, int64_t req
 }
 
 }  // namespace
+
+int64_t max_sequences(const MeasuredRun& run) {
+  if (run.max_sequences) return *run.max_sequences;
+  return run.preset ? run.preset->max_sequences : kStackMaxSequences;
+}
 
 bool static_batch_fits(const MeasuredRun& run) {
   IterationCost cost(run.model, run.hardware, options_for(run, Method::roofline));

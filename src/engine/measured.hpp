@@ -165,10 +165,14 @@ struct FitResult {
   double in_sample_median_abs_error = 0;
 };
 
+// The most sequences the run's stack runs at once: the row's max_sequences, else its preset's,
+// else vLLM's default max_num_seqs (256).
+int64_t max_sequences(const MeasuredRun& run);
+
 // Whether a static run's whole batch fits the KV cache its stack sets up (the memory fraction
-// less weights and activations for max_batched_tokens, in 16-token blocks, at the last token):
-// when not, the stack admits what fits and preempts or queues the rest, and predict()
-// simulates that.
+// less weights and activations for max_batched_tokens, in 16-token blocks, at the last token)
+// and its sequence limit: when not, the stack admits what fits and preempts or queues the
+// rest, and predict() simulates that.
 bool static_batch_fits(const MeasuredRun& run);
 
 // Least squares on relative error over the static runs' TTFT and TPOT (serving runs and

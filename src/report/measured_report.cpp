@@ -33,11 +33,15 @@ std::string layout_text(const engine::ParallelLayout& l) {
   return l.pp > 1 ? fmt::format("tp{} pp{}", l.tp, l.pp) : fmt::format("tp{}", l.tp);
 }
 
+// A static batch above its stack's sequence limit runs that many at once, the rest queued.
 std::string mode_text(const engine::MeasuredRun& r) {
-  return r.mode == engine::MeasurementMode::static_batch
-             ? fmt::format("static B={}{}", r.batch,
-                           r.rounds > 1 ? fmt::format(" x{} rounds", r.rounds) : std::string())
-             : fmt::format("serving {} req", r.requests);
+  if (r.mode != engine::MeasurementMode::static_batch) {
+    return fmt::format("serving {} req", r.requests);
+  }
+  const int64_t at_once = engine::max_sequences(r);
+  return fmt::format("static B={}{}{}", r.batch,
+                     at_once < r.batch ? fmt::format(" ({} at once)", at_once) : std::string(),
+                     r.rounds > 1 ? fmt::format(" x{} rounds", r.rounds) : std::string());
 }
 
 json summary_json(const std::vector<engine::MetricSummary>& summary) {
@@ -406,6 +410,7 @@ json measured_validation_json(const MeasuredValidation& v) {
          {"mode", r.mode == engine::MeasurementMode::static_batch ? "static" : "serving"},
          {"batch", r.batch},
          {"rounds", r.rounds},
+         {"max_sequences", engine::max_sequences(r)},
          {"requests", r.requests},
          {"request_rate", r.request_rate},
          {"input_len", lengths_json(r.input_len)},

@@ -264,6 +264,15 @@ TEST_CASE(
   const Run none = run("fit --measured '" + one.string() + "' -H h100-sxm");
   CHECK(none.exit_code == 2);
   CHECK(none.err.find("--rows all") != std::string::npos);
+  // A static batch above the run's sequence limit queues, and the table says how many ran.
+  const fs::path limited = dir / "limited.csv";
+  std::ofstream(limited) << "model,hardware,max_sequences,batch,input_len,output_len,e2e_ms\n"
+                            "llama2-7b,a100-80gb,4,16,128,128,500\n"
+                            "llama2-7b,a100-80gb,,16,128,128,500\n";
+  const Run queued = run("validate --measured '" + limited.string() + "'");
+  REQUIRE(queued.exit_code == 0);
+  CHECK(queued.out.find("static B=16 (4 at once)") != std::string::npos);
+  CHECK(queued.out.find("static B=16  ") != std::string::npos);  // 256 at once: all of them
 
   // Importers: vLLM's one JSON object, SGLang's JSON Lines.
   const Run vllm = run("import-benchmark --from vllm '" + data +

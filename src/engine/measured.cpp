@@ -353,8 +353,8 @@ bool in_range(int i, double v, const std::array<double, 2>& largest_fraction,
   return v >= largest_fraction[k] && v <= smallest_fraction[k] / kSmallestEfficiency;
 }
 
-// The runs fit_stack fits: static batches whose KV cache fits; the others are counted in
-// out.not_fitted (their metrics depend on queueing).
+// The runs fit_stack fits: static batches the stack runs whole (static_batch_fits); the others
+// are counted in out.not_fitted (their metrics depend on queueing).
 std::vector<const MeasuredRun*> fitted_runs(const std::vector<MeasuredRun>& all, FitResult& out) {
   std::vector<const MeasuredRun*> runs;
   for (const MeasuredRun& r : all) {

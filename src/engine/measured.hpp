@@ -160,8 +160,8 @@ struct FitResult {
   std::vector<std::string> fixed;
   std::vector<std::string> fixed_why;  // for each of `fixed`: why it is not fitted
   int64_t rows = 0;                    // static runs used
-  int64_t not_fitted = 0;  // serving runs and static batches whose KV cache does not fit
-  int64_t metrics = 0;     // measured metrics fitted (equations)
+  int64_t not_fitted = 0;              // serving runs and static batches that run in waves
+  int64_t metrics = 0;                 // measured metrics fitted (equations)
   double in_sample_median_abs_error = 0;
 };
 
@@ -170,15 +170,16 @@ struct FitResult {
 int64_t max_sequences(const MeasuredRun& run);
 
 // Whether a static run's whole batch fits the KV cache its stack sets up (the memory fraction
-// less weights and activations for max_batched_tokens, in 16-token blocks, at the last token)
-// and its sequence limit: when not, the stack admits what fits and preempts or queues the
-// rest, and predict() simulates that.
+// less weights and activations for max_batched_tokens, in the stack's blocks, at the last
+// token) and its sequence limit: when not, the stack admits what fits and preempts or queues
+// the rest, and predict() simulates that.
 bool static_batch_fits(const MeasuredRun& run);
 
 // Least squares on relative error over the static runs' TTFT and TPOT (serving runs and
-// batches that do not fit the memory are not fitted: their metrics depend on queueing): each metric
-// is linear in (1/ce, 1/me, kernel overhead, step overhead) once each operator is assigned compute-
-// or memory-bound, so the assignment and the solution are iterated until the assignment is stable.
+// batches that run in waves, beyond the memory or the sequence limit, are not fitted: their
+// metrics depend on queueing): each metric is linear in (1/ce, 1/me, kernel overhead, step
+// overhead) once each operator is assigned compute- or memory-bound, so the assignment and the
+// solution are iterated until the assignment is stable.
 // A parameter whose column the data leaves unconstrained (no compute-bound operator, say) or that
 // the solution drives out of range (negative overhead, efficiency above 1) is fixed at `defaults`
 // and the rest refitted. Throws std::invalid_argument with fewer measured metrics than parameters.

@@ -285,8 +285,9 @@ std::string measured_validation_table(const MeasuredValidation& v) {
   out += summary_text(v.summary);
   out +=
       "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
-      "TTFT of the batch, TPOT (and ITL) the mean decode step (a batch beyond the KV cache: the "
-      "simulator); the simulator's latencies are the row's stat (mean or median) over the "
+      "TTFT of the batch, TPOT (and ITL) the mean decode step (a batch beyond the KV cache or the "
+      "stack's sequence limit: the simulator); the simulator's latencies are the row's stat (mean "
+      "or median) over the "
       "requests, ITL's over every gap between two tokens.\n";
   if (v.bands) out += intervals_text(*v.bands);
   if (!v.checks.empty()) {
@@ -436,8 +437,8 @@ std::string fit_table(const FitReport& r) {
       f.free_parameters == 1 ? "" : "s");
   if (f.not_fitted > 0) {
     out += fmt::format(
-        "not fitted: {} run{} (serving runs, or static batches whose KV cache does not fit and "
-        "run in waves); the leave-one-out errors include them\n",
+        "not fitted: {} run{} (serving runs, or static batches beyond the KV cache or the stack's "
+        "sequence limit, which run in waves); the leave-one-out errors include them\n",
         f.not_fitted, f.not_fitted == 1 ? "" : "s");
   }
   out += "\n";

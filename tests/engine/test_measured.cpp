@@ -390,6 +390,14 @@ TEST_CASE("a serving run's concurrency is the client's: a request's TTFT starts 
   const MeasuredMetrics one_by_one = predict(r, Method::calibrated);
   CHECK(*one_by_one.ttft_s < *together.ttft_s);
   CHECK(*one_by_one.e2e_s < 1.5 * *together.e2e_s);
+  // The server's own limit (the row's max_sequences, vLLM's max_num_seqs) queues requests
+  // inside the server instead: the same four at most one at a time there, each TTFT counting
+  // the wait for the ones before it, so the median TTFT is longer than all four together.
+  r.batch = 0;
+  r.max_sequences = 1;
+  const MeasuredMetrics server_queue = predict(r, Method::calibrated);
+  CHECK(*server_queue.ttft_s > *together.ttft_s);
+  CHECK(*server_queue.ttft_s > 1.5 * *one_by_one.ttft_s);
 }
 
 TEST_CASE("a row's statistic per metric: the mean of the gaps counts the waits, the median not") {

@@ -178,6 +178,15 @@ TEST_CASE(
   const std::string sets = std::string(STREAMSPARK_SOURCE_DIR) + "/measurements/";
   const fs::path dir = scratch_dir() / "measured";
   fs::create_directories(dir);
+  // A measurement file written here, and validate --measured run on one.
+  const auto csv_file = [&](const char* name, const char* text) {
+    const fs::path path = dir / name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const auto validated = [&](const fs::path& file) {
+    return run("validate --measured '" + file.string() + "'");
+  };
   // The published set against the catalog's default files (the profiled A100 and H100 files
   // for those GPUs' rows, MI300X's datasheet file): no runtime involved.
   const Run v = run("validate --measured '" + sets + "published.csv' --format json");
@@ -255,9 +264,9 @@ TEST_CASE(
                         "' --format json");
   REQUIRE(again.exit_code == 0);
   // Fewer rows than parameters: refused; no row of that hardware: refused with the hint.
-  const fs::path one = dir / "one.csv";
-  std::ofstream(one) << "model,hardware,batch,input_len,output_len,tpot_ms\n"
-                        "llama2-7b,a100-80gb,1,128,128,9\n";
+  const fs::path one = csv_file("one.csv",
+                                "model,hardware,batch,input_len,output_len,tpot_ms\n"
+                                "llama2-7b,a100-80gb,1,128,128,9\n");
   const Run few = run("fit --measured '" + one.string() + "' -H a100-80gb");
   CHECK(few.exit_code == 2);
   CHECK(few.err.find("cannot determine") != std::string::npos);
@@ -265,11 +274,11 @@ TEST_CASE(
   CHECK(none.exit_code == 2);
   CHECK(none.err.find("--rows all") != std::string::npos);
   // A static batch above the run's sequence limit queues, and the table says how many ran.
-  const fs::path limited = dir / "limited.csv";
-  std::ofstream(limited) << "model,hardware,max_sequences,batch,input_len,output_len,e2e_ms\n"
-                            "llama2-7b,a100-80gb,4,16,128,128,500\n"
-                            "llama2-7b,a100-80gb,,16,128,128,500\n";
-  const Run queued = run("validate --measured '" + limited.string() + "'");
+  const Run queued =
+      validated(csv_file("limited.csv",
+                         "model,hardware,max_sequences,batch,input_len,output_len,e2e_ms\n"
+                         "llama2-7b,a100-80gb,4,16,128,128,500\n"
+                         "llama2-7b,a100-80gb,,16,128,128,500\n"));
   REQUIRE(queued.exit_code == 0);
   CHECK(queued.out.find("static B=16 (4 at once)") != std::string::npos);
   CHECK(queued.out.find("static B=16  ") != std::string::npos);  // 256 at once: all of them
@@ -304,13 +313,13 @@ TEST_CASE(
             .exit_code == 2);
 
   // Bad files: every problem with file, line and column.
-  const fs::path bad = dir / "bad.csv";
-  std::ofstream(bad) << "model,hardware,batch,input_len,output_len,ttft_ms\n"
-                        "llama2-7b,a100-80gb,1,128,128,11\n"
-                        "llama2-7b,a100-80gb,x,128,128,11\n"
-                        "no-such-model,a100-80gb,1,128,128,11\n"
-                        "llama2-7b,a100-80gb,1,128,128,-3\n";
-  const Run b = run("validate --measured '" + bad.string() + "'");
+  const fs::path bad = csv_file("bad.csv",
+                                "model,hardware,batch,input_len,output_len,ttft_ms\n"
+                                "llama2-7b,a100-80gb,1,128,128,11\n"
+                                "llama2-7b,a100-80gb,x,128,128,11\n"
+                                "no-such-model,a100-80gb,1,128,128,11\n"
+                                "llama2-7b,a100-80gb,1,128,128,-3\n");
+  const Run b = validated(bad);
   CHECK(b.exit_code == 2);
   CHECK(b.err.find(bad.string() +
                    ":3:21: batch: expected a decimal number >= 1 (at most 1e15), got 'x'") !=
@@ -319,12 +328,13 @@ TEST_CASE(
                    ":5:31: ttft_ms: expected a decimal number > 0 (at most 1e15), got '-3'") !=
         std::string::npos);
   // The stack's columns: formats, memory fraction and token budget checked like the rest.
-  const fs::path stack = dir / "stack.csv";
-  std::ofstream(stack) << "model,hardware,batch,input_len,output_len,ttft_ms,attention_weights,"
-                          "memory_fraction,max_batched_tokens\n"
-                          "llama2-7b,a100-80gb,1,128,128,11,bf16,0.8,4096\n"
-                          "llama2-7b,a100-80gb,1,128,128,11,fp7,1.5,0\n";
-  const Run s = run("validate --measured '" + stack.string() + "'");
+  const fs::path stack =
+      csv_file("stack.csv",
+               "model,hardware,batch,input_len,output_len,ttft_ms,attention_weights,"
+               "memory_fraction,max_batched_tokens\n"
+               "llama2-7b,a100-80gb,1,128,128,11,bf16,0.8,4096\n"
+               "llama2-7b,a100-80gb,1,128,128,11,fp7,1.5,0\n");
+  const Run s = validated(stack);
   CHECK(s.exit_code == 2);
   CHECK(s.err.find(stack.string() + ":3:34: attention_weights: unknown format 'fp7'") !=
         std::string::npos);
@@ -335,16 +345,16 @@ TEST_CASE(
             ":3:42: max_batched_tokens: expected a decimal number >= 1 (at most 1e15), got '0'") !=
         std::string::npos);
   CHECK(s.err.find(":2:") == std::string::npos);
-  const fs::path unknown = dir / "unknown.csv";
-  std::ofstream(unknown) << "model,hardware,batch,input_len,output_len,ttft_ms\n"
-                            "llama2-7b,a100-80gb,1,128,128,11\n"
-                            "no-such-model,a100-80gb,1,128,128,11\n";
-  const Run u = run("validate --measured '" + unknown.string() + "'");
+  const fs::path unknown = csv_file("unknown.csv",
+                                    "model,hardware,batch,input_len,output_len,ttft_ms\n"
+                                    "llama2-7b,a100-80gb,1,128,128,11\n"
+                                    "no-such-model,a100-80gb,1,128,128,11\n");
+  const Run u = validated(unknown);
   CHECK(u.exit_code == 2);
   CHECK(u.err.find(unknown.string() + ":3:1: model: ") == 0);
-  const fs::path column = dir / "column.csv";
-  std::ofstream(column) << "model,hardware,batch,input_len,output_len,latency\n";
-  const Run c = run("validate --measured '" + column.string() + "'");
+  const fs::path column =
+      csv_file("column.csv", "model,hardware,batch,input_len,output_len,latency\n");
+  const Run c = validated(column);
   CHECK(c.exit_code == 2);
   CHECK(c.err == column.string() + ":1:43: latency: unknown column\n");
 }

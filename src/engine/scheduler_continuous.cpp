@@ -61,10 +61,10 @@ void Scheduler::next_continuous(Iteration& it) {
     }
     if (!it.items.empty()) return;
   }
-  // TurboMind's loop: past the prompt passes, this is the decode pass, which ends the chain.
-  const bool turbomind_decode_pass =
+  // A chain's decode pass (TurboMind's Generate): past the prompt passes, it ends the chain.
+  const bool chain_decode_pass =
       decode_first && options_.prompt_batching == PromptBatching::prefill_first;
-  if (turbomind_decode_pass) prompt_chain_left_ = 0;
+  if (chain_decode_pass) prompt_chain_left_ = 0;
   // Running sequences first, in admission order; when the cache is full, the most recently
   // admitted one is preempted (vLLM's policy).
   for (size_t r = 0; r < running_.size() && budget > 0; ++r) {
@@ -128,8 +128,8 @@ void Scheduler::next_continuous(Iteration& it) {
     running_.push_back(i);
   }
   if (!swapped_.empty()) return;
-  // TurboMind's decode pass admits nothing: new prompts run in the next loop's prompt passes.
-  if (turbomind_decode_pass) return;
+  // The chain's decode pass admits nothing: new prompts run in the next chain's prompt passes.
+  if (chain_decode_pass) return;
   admit_waiting(it, budget, any_prefill);
 }
 

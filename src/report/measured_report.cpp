@@ -286,9 +286,8 @@ std::string measured_validation_table(const MeasuredValidation& v) {
   out +=
       "\nerror = (predicted - measured) / measured. Static runs: a batch prefilled together, "
       "TTFT of the batch, TPOT (and ITL) the mean decode step (a batch beyond the KV cache or the "
-      "stack's sequence limit: the simulator); the simulator's latencies are the row's stat (mean "
-      "or median) over the "
-      "requests, ITL's over every gap between two tokens.\n";
+      "stack's sequence limit: the simulator); the simulator's latencies are the row's stat "
+      "(mean or median) over the requests, ITL's over every gap between two tokens.\n";
   if (v.bands) out += intervals_text(*v.bands);
   if (!v.checks.empty()) {
     const auto failed = std::count_if(v.checks.begin(), v.checks.end(),

@@ -1,6 +1,8 @@
 // CSV records (RFC 4180).
 #include "spec/csv_record.hpp"
 
+#include "engine/text.hpp"
+
 namespace streamspark::spec {
 
 bool split_csv_record(const std::string& line, std::vector<std::string>& fields,
@@ -29,10 +31,7 @@ bool split_csv_record(const std::string& line, std::vector<std::string>& fields,
       quoted = in_quotes = true;
       cell.clear();
     } else if (ch == ',') {
-      const size_t a = cell.find_first_not_of(" \t\r");
-      fields.push_back(quoted || a == std::string::npos
-                           ? (quoted ? cell : std::string())
-                           : cell.substr(a, cell.find_last_not_of(" \t\r") - a + 1));
+      fields.push_back(quoted ? cell : std::string(engine::trim_blanks(cell)));
       columns.push_back(start);
       cell.clear();
       quoted = false;

@@ -405,13 +405,10 @@ TEST_CASE("a row's statistic per metric: the mean of the gaps counts the waits, 
   // 0.6 of the memory: the stack admits what fits and prefills the rest as the first finish,
   // and those prompts hold the running sequences' decodes up. LMDeploy's profile_generation
   // reports the mean TTFT beside the median of the pooled gaps (`stat` mean;itl=median).
-  MeasuredRun r;
-  r.model = test::llama2_13b();
-  r.hardware = h100_achievable();
+  MeasuredRun r = static_13b();
   r.batch = 128;
   r.memory_fraction = 0.6;
   r.input_len = LengthDistribution::fixed(2048);
-  r.output_len = LengthDistribution::fixed(64);
   r.measured.ttft_s = 1;
   r.measured.itl_s = 1;
   REQUIRE_FALSE(static_batch_fits(r));
